@@ -1,0 +1,218 @@
+// Differentiable elementwise ops: each forward calls one kernel; its backward sits right below it.
+#include "autograd/elementwise.h"
+
+#include <algorithm>
+
+#include "autograd/engine.h"
+#include "autograd/kernels/elementwise.h"
+#include "autograd/reduce.h"
+
+namespace normlab::autograd {
+
+namespace k = kernels;
+
+namespace {
+
+// The merged loop nest of out = a op b (see kernels::BroadcastPlan).
+k::BroadcastPlan make_plan(const Shape& out, const Shape& a, const Shape& b, const char* op) {
+  const size_t r = out.size();
+  std::vector<int64_t> sz, sa, sb;
+  const auto stra = contiguous_strides(a), strb = contiguous_strides(b);
+  for (size_t i = 0; i < r; ++i) {
+    if (out[i] == 1) continue;  // size-1 dims add nothing to the loop
+    const size_t ia = i + a.size() - r, ib = i + b.size() - r;
+    const int64_t xa = (i < r - a.size() || a[ia] == 1) ? 0 : stra[ia];
+    const int64_t xb = (i < r - b.size() || b[ib] == 1) ? 0 : strb[ib];
+    if (!sz.empty() && sa.back() == xa * out[i] && sb.back() == xb * out[i]) {
+      sz.back() *= out[i];  // merge with the previous dim
+      sa.back() = xa;
+      sb.back() = xb;
+    } else {
+      sz.push_back(out[i]);
+      sa.push_back(xa);
+      sb.push_back(xb);
+    }
+  }
+  if (sz.empty()) sz = {1}, sa = {0}, sb = {0};
+  if (sz.size() > static_cast<size_t>(k::kMaxDims))
+    throw Error(std::string(op) + ": tensors with more than " + std::to_string(k::kMaxDims) +
+                " non-mergeable dims are not supported (shape " + shape_str(out) + ")");
+  k::BroadcastPlan p;
+  p.rank = static_cast<int>(sz.size());
+  for (int d = 0; d < p.rank; ++d) p.size[d] = sz[d], p.sa[d] = sa[d], p.sb[d] = sb[d];
+  return p;
+}
+
+void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
+  if (a.dtype() != b.dtype())
+    throw Error(std::string(op) + ": expected both tensors to have the same dtype, got " +
+                dtype_name(a.dtype()) + " and " + dtype_name(b.dtype()));
+}
+
+Tensor binary_forward(k::BinaryOp op, const Tensor& a, const Tensor& b, const char* name) {
+  check_same_dtype(a, b, name);
+  const Shape out_shape = broadcast_shapes(a.shape(), b.shape(), name);
+  Tensor out = empty(out_shape, a.dtype());
+  if (out.numel() == 0) return out;
+  const k::BroadcastPlan p = make_plan(out_shape, a.shape(), b.shape(), name);
+  dispatch(a.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    k::binary(op, p, a.data<T>(), b.data<T>(), out.data<T>());
+  });
+  return out;
+}
+
+Tensor unary_forward(k::UnaryOp op, const Tensor& x, double param = 0) {
+  Tensor y = empty_like(x);
+  dispatch(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    k::unary(op, x.numel(), x.data<T>(), y.data<T>(), param);
+  });
+  return y;
+}
+
+// g * f'(v): the fused gradient kernel of an activation.
+Tensor unary_grad(k::UnaryGradOp op, const Tensor& v, const Tensor& g, double param = 0) {
+  Tensor dx = empty_like(v);
+  dispatch(v.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    k::unary_grad(op, v.numel(), v.data<T>(), g.data<T>(), dx.data<T>(), param);
+  });
+  return dx;
+}
+
+using Grads = std::vector<Tensor>;
+
+}  // namespace
+
+// ---- Binary ops ---------------------------------------------------------------------------------
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  Tensor out = binary_forward(k::BinaryOp::Add, a, b, "add");
+  return record("AddBackward", out, {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, const Needs& n) {
+    return Grads{n[0] ? sum_to(g, sa) : Tensor(), n[1] ? sum_to(g, sb) : Tensor()};
+  });
+}
+
+Tensor sub(const Tensor& a, const Tensor& b) {
+  Tensor out = binary_forward(k::BinaryOp::Sub, a, b, "sub");
+  return record("SubBackward", out, {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, const Needs& n) {
+    return Grads{n[0] ? sum_to(g, sa) : Tensor(), n[1] ? sum_to(neg(g), sb) : Tensor()};
+  });
+}
+
+Tensor mul(const Tensor& a, const Tensor& b) {
+  Tensor out = binary_forward(k::BinaryOp::Mul, a, b, "mul");
+  // d(ab)/da = b, d(ab)/db = a
+  return record("MulBackward", out, {a, b}, [a = saved(a), b = saved(b)](const Tensor& g, const Needs& n) {
+    return Grads{n[0] ? sum_to(mul(g, b), a.shape()) : Tensor(), n[1] ? sum_to(mul(g, a), b.shape()) : Tensor()};
+  });
+}
+
+Tensor div(const Tensor& a, const Tensor& b) {
+  Tensor out = binary_forward(k::BinaryOp::Div, a, b, "div");
+  // d(a/b)/da = 1/b, d(a/b)/db = -a/b^2
+  return record("DivBackward", out, {a, b}, [a = saved(a), b = saved(b)](const Tensor& g, const Needs& n) {
+    Tensor gb;
+    if (n[1]) gb = sum_to(neg(div(mul(g, a), mul(b, b))), b.shape());
+    return Grads{n[0] ? sum_to(div(g, b), a.shape()) : Tensor(), gb};
+  });
+}
+
+Tensor add(const Tensor& a, double s) { return add(a, scalar(s, a.dtype())); }
+Tensor sub(const Tensor& a, double s) { return sub(a, scalar(s, a.dtype())); }
+Tensor mul(const Tensor& a, double s) {
+  Tensor out = unary_forward(k::UnaryOp::Scale, a, s);
+  return record("MulBackward", out, {a}, [s](const Tensor& g, const Needs&) { return Grads{mul(g, s)}; });
+}
+Tensor div(const Tensor& a, double s) { return mul(a, 1.0 / s); }
+Tensor rsub(double s, const Tensor& a) { return sub(scalar(s, a.dtype()), a); }
+Tensor rdiv(double s, const Tensor& a) { return div(scalar(s, a.dtype()), a); }
+
+// ---- Unary ops ----------------------------------------------------------------------------------
+
+Tensor neg(const Tensor& x) {
+  Tensor y = unary_forward(k::UnaryOp::Neg, x);
+  return record("NegBackward", y, {x}, [](const Tensor& g, const Needs&) { return Grads{neg(g)}; });
+}
+
+Tensor exp(const Tensor& x) {
+  Tensor y = unary_forward(k::UnaryOp::Exp, x);
+  // d e^x = e^x: reuse the output
+  return record("ExpBackward", y, {x}, [y = saved(y)](const Tensor& g, const Needs&) { return Grads{mul(g, y)}; });
+}
+
+Tensor log(const Tensor& x) {
+  Tensor y = unary_forward(k::UnaryOp::Log, x);
+  return record("LogBackward", y, {x}, [x = saved(x)](const Tensor& g, const Needs&) { return Grads{div(g, x)}; });
+}
+
+Tensor sqrt(const Tensor& x) {
+  Tensor y = unary_forward(k::UnaryOp::Sqrt, x);
+  // d sqrt(x) = 1 / (2 sqrt(x))
+  return record("SqrtBackward", y, {x}, [y = saved(y)](const Tensor& g, const Needs&) {
+    return Grads{div(g, mul(y, 2.0))};
+  });
+}
+
+Tensor relu(const Tensor& x) {
+  Tensor y = unary_forward(k::UnaryOp::Relu, x);
+  return record("ReluBackward", y, {x}, [x = saved(x)](const Tensor& g, const Needs&) {
+    return Grads{unary_grad(k::UnaryGradOp::Relu, x, g)};
+  });
+}
+
+Tensor tanh(const Tensor& x) {
+  Tensor y = unary_forward(k::UnaryOp::Tanh, x);
+  return record("TanhBackward", y, {x}, [y = saved(y)](const Tensor& g, const Needs&) {
+    return Grads{unary_grad(k::UnaryGradOp::Tanh, y, g)};
+  });
+}
+
+Tensor sigmoid(const Tensor& x) {
+  Tensor y = unary_forward(k::UnaryOp::Sigmoid, x);
+  return record("SigmoidBackward", y, {x}, [y = saved(y)](const Tensor& g, const Needs&) {
+    return Grads{unary_grad(k::UnaryGradOp::Sigmoid, y, g)};
+  });
+}
+
+Tensor gelu(const Tensor& x) {
+  Tensor y = unary_forward(k::UnaryOp::Gelu, x);
+  return record("GeluBackward", y, {x}, [x = saved(x)](const Tensor& g, const Needs&) {
+    return Grads{unary_grad(k::UnaryGradOp::Gelu, x, g)};
+  });
+}
+
+Tensor pow(const Tensor& x, double p) {
+  Tensor y = unary_forward(k::UnaryOp::Pow, x, p);
+  // d x^p = p x^(p-1); for p = 0 the gradient is 0 everywhere (also at x = 0, as in PyTorch)
+  return record("PowBackward", y, {x}, [x = saved(x), p](const Tensor& g, const Needs&) {
+    if (p == 0) return Grads{zeros_like(x)};
+    return Grads{unary_grad(k::UnaryGradOp::Pow, x, g, p)};
+  });
+}
+
+Tensor square(const Tensor& x) { return pow(x, 2); }
+
+// ---- In place -----------------------------------------------------------------------------------
+
+void add_(const Tensor& a, const Tensor& b, double alpha) {
+  check_inplace(a, "add_");
+  if (a.shape() != b.shape() || a.dtype() != b.dtype())
+    throw Error("add_: expected a tensor of shape " + shape_str(a.shape()) + " and dtype " +
+                dtype_name(a.dtype()) + ", got " + shape_str(b.shape()) + " " + dtype_name(b.dtype()));
+  dispatch(a.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    k::axpy(a.numel(), alpha, b.data<T>(), a.data<T>());
+  });
+}
+
+void mul_(const Tensor& a, double s) {
+  check_inplace(a, "mul_");
+  dispatch(a.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    k::unary(k::UnaryOp::Scale, a.numel(), a.data<T>(), a.data<T>(), s);
+  });
+}
+
+}  // namespace normlab::autograd

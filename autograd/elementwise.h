@@ -1,0 +1,55 @@
+// Differentiable elementwise ops with NumPy/PyTorch broadcasting, and in-place helpers.
+#pragma once
+#include "autograd/tensor.h"
+
+namespace normlab::autograd {
+
+// a + b, a - b, a * b, a / b with broadcasting; both tensors must have the same dtype.
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+// With a scalar (of the tensor's dtype).
+Tensor add(const Tensor& a, double s);
+Tensor sub(const Tensor& a, double s);
+Tensor mul(const Tensor& a, double s);
+Tensor div(const Tensor& a, double s);
+Tensor rsub(double s, const Tensor& a);  // s - a
+Tensor rdiv(double s, const Tensor& a);  // s / a
+
+Tensor neg(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+// GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+Tensor gelu(const Tensor& x);
+// x ** p for a scalar exponent.
+Tensor pow(const Tensor& x, double p);
+// x * x.
+Tensor square(const Tensor& x);
+
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+inline Tensor operator+(const Tensor& a, double s) { return add(a, s); }
+inline Tensor operator-(const Tensor& a, double s) { return sub(a, s); }
+inline Tensor operator*(const Tensor& a, double s) { return mul(a, s); }
+inline Tensor operator/(const Tensor& a, double s) { return div(a, s); }
+inline Tensor operator+(double s, const Tensor& a) { return add(a, s); }
+inline Tensor operator-(double s, const Tensor& a) { return rsub(s, a); }
+inline Tensor operator*(double s, const Tensor& a) { return mul(a, s); }
+inline Tensor operator/(double s, const Tensor& a) { return rdiv(s, a); }
+inline Tensor operator-(const Tensor& x) { return neg(x); }
+
+// ---- In place, not recorded (optimizers, gradient accumulation) --------------------------------
+
+// a += alpha * b; b must have a's shape and dtype.
+void add_(const Tensor& a, const Tensor& b, double alpha = 1);
+// a *= s.
+void mul_(const Tensor& a, double s);
+
+}  // namespace normlab::autograd

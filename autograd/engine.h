@@ -1,0 +1,73 @@
+// The reverse-mode autograd engine: graph nodes, grad mode, and the helper every op uses to record
+// its backward right after its forward.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autograd/tensor.h"
+
+namespace normlab::autograd {
+
+// Which inputs of an op need a gradient (the backward skips the others).
+using Needs = std::vector<bool>;
+// An op's backward: from the gradient of its output, the gradients of its inputs (an undefined
+// Tensor for an input that needs none). Runs with grad mode off.
+using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_out, const Needs& needs)>;
+
+// One recorded op in the graph. `next[i]` is where the gradient of input i goes (null: nowhere).
+class Node {
+ public:
+  Node(std::string name, std::vector<std::shared_ptr<Node>> next, BackwardFn fn, Shape out_shape);
+  // Makes the node that accumulates into the .grad of a leaf.
+  static std::shared_ptr<Node> accumulator(const std::shared_ptr<TensorImpl>& leaf);
+  // Frees the chain of nodes below iteratively, so a graph of any depth is freed without recursion.
+  ~Node();
+
+  const std::string& name() const { return name_; }
+  const std::vector<std::shared_ptr<Node>>& next() const { return next_; }
+  // Drops the saved tensors (after a backward without retain_graph).
+  void release();
+
+ private:
+  friend void run_backward(const Tensor&, const Tensor&, bool);
+  std::string name_;
+  std::vector<std::shared_ptr<Node>> next_;
+  BackwardFn fn_;
+  Shape out_shape_;
+  bool released_ = false;
+  std::shared_ptr<TensorImpl> leaf_;  // set on accumulate-grad nodes only
+  std::weak_ptr<TensorImpl> retained_;  // the output tensor, when it asked to retain_grad()
+  friend class Tensor;
+};
+
+// Backpropagates grad (or 1 for a one-element root) from root through the graph.
+void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph);
+
+// Is grad mode on (ops record the graph)? On by default, per thread.
+bool grad_enabled();
+void set_grad_enabled(bool on);
+
+// RAII guard: no graph is recorded while it lives (PyTorch's torch.no_grad()).
+class NoGradGuard {
+ public:
+  NoGradGuard() : prev_(grad_enabled()) { set_grad_enabled(false); }
+  ~NoGradGuard() { set_grad_enabled(prev_); }
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
+// Records an op: when grad mode is on and some input requires grad, gives `out` a node named
+// `name` whose backward is `fn` (inputs in the order of `inputs`). Returns out.
+// Tensors the backward needs must be captured as saved(t) so the graph holds no references back.
+Tensor record(const char* name, Tensor out, const std::vector<Tensor>& inputs, BackwardFn fn);
+// True when an op on these inputs would be recorded.
+bool should_record(const std::vector<Tensor>& inputs);
+// A tensor to capture in a backward: same data, no graph links.
+inline Tensor saved(const Tensor& t) { return t.defined() ? t.detach() : t; }
+
+}  // namespace normlab::autograd

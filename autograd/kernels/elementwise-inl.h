@@ -1,0 +1,214 @@
+// Elementwise kernels, per-target Highway bodies (included once per target by elementwise.cc).
+// Each loop is written once: full vectors, then a one-lane tail with the same lambda, so lengths
+// that are not a multiple of the vector size need no masked loads (which may fault on AMD AVX2).
+
+#if defined(NORMLAB_AUTOGRAD_KERNELS_ELEMENTWISE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef NORMLAB_AUTOGRAD_KERNELS_ELEMENTWISE_INL_H_
+#undef NORMLAB_AUTOGRAD_KERNELS_ELEMENTWISE_INL_H_
+#else
+#define NORMLAB_AUTOGRAD_KERNELS_ELEMENTWISE_INL_H_
+#endif
+
+#include <cmath>
+#include <limits>
+
+#include "autograd/kernels/elementwise.h"
+#include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace normlab::autograd::kernels::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// y[i] = f(d, x[i]) for i < n; y may alias x.
+template <typename T, class F>
+HWY_INLINE void Map1(int64_t n, const T* x, T* y, const F& f) {
+  const hn::ScalableTag<T> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(f(d, hn::LoadU(d, x + i)), d, y + i);
+  const hn::CappedTag<T, 1> d1;
+  for (; i < n; ++i) hn::StoreU(f(d1, hn::LoadU(d1, x + i)), d1, y + i);
+}
+
+// z[i] = f(d, x[i], y[i]) for i < n; z may alias x or y.
+template <typename T, class F>
+HWY_INLINE void Map2(int64_t n, const T* x, const T* y, T* z, const F& f) {
+  const hn::ScalableTag<T> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(f(d, hn::LoadU(d, x + i), hn::LoadU(d, y + i)), d, z + i);
+  const hn::CappedTag<T, 1> d1;
+  for (; i < n; ++i) hn::StoreU(f(d1, hn::LoadU(d1, x + i), hn::LoadU(d1, y + i)), d1, z + i);
+}
+
+// ---- math with NaN/overflow handled (contrib/math does not propagate NaN, see REFERENCE.md 5) ----
+
+template <class D, class V>
+HWY_INLINE V SafeExp(D d, V x) {
+  using T = hn::TFromD<D>;
+  // Above log(max) the contrib Exp is out of its valid range: the answer is +inf.
+  const V hi = hn::Set(d, static_cast<T>(sizeof(T) == 4 ? 88.72283905206835 : 709.782712893384));
+  V r = hn::Exp(d, x);
+  r = hn::IfThenElse(hn::Gt(x, hi), hn::Set(d, std::numeric_limits<T>::infinity()), r);
+  return hn::IfThenElse(hn::IsNaN(x), x, r);
+}
+
+template <class D, class V>
+HWY_INLINE V SafeLog(D d, V x) {
+  using T = hn::TFromD<D>;
+  const V zero = hn::Zero(d), inf = hn::Set(d, std::numeric_limits<T>::infinity());
+  V r = hn::Log(d, x);
+  r = hn::IfThenElse(hn::Eq(x, zero), hn::Neg(inf), r);
+  r = hn::IfThenElse(hn::Eq(x, inf), inf, r);
+  const auto bad = hn::Or(hn::Lt(x, zero), hn::IsNaN(x));
+  return hn::IfThenElse(bad, hn::Set(d, std::numeric_limits<T>::quiet_NaN()), r);
+}
+
+template <class D, class V>
+HWY_INLINE V SafeTanh(D d, V x) {
+  return hn::IfThenElse(hn::IsNaN(x), x, hn::Tanh(d, x));
+}
+
+// sigmoid(x) = 1 / (1 + e^-x) = e^x / (1 + e^x); with e = exp(-|x|) in (0, 1] both forms are exact
+// and never overflow: s = 1 / (1 + e) for x >= 0, e * s for x < 0.
+template <class D, class V>
+HWY_INLINE V Sigmoid(D d, V x) {
+  const V e = SafeExp(d, hn::Neg(hn::Abs(x)));
+  const V s = hn::Div(hn::Set(d, 1), hn::Add(hn::Set(d, 1), e));
+  return hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Mul(e, s), s);
+}
+
+// x^p for a scalar exponent: repeated squaring for integer p (exact as the scalar loop), else
+// exp(p log x) with 0^p and negative bases handled as std::pow does.
+template <class D, class V>
+HWY_INLINE V PowScalar(D d, V x, double p) {
+  using T = hn::TFromD<D>;
+  if (p == std::floor(p) && std::fabs(p) <= 64) {
+    int64_t e = static_cast<int64_t>(std::fabs(p));
+    V result = hn::Set(d, 1), base = x;
+    while (e) {
+      if (e & 1) result = hn::Mul(result, base);
+      base = hn::Mul(base, base);
+      e >>= 1;
+    }
+    return p < 0 ? hn::Div(hn::Set(d, 1), result) : result;
+  }
+  const V zero = hn::Zero(d);
+  V r = SafeExp(d, hn::Mul(hn::Set(d, static_cast<T>(p)), SafeLog(d, x)));
+  const V at_zero = p > 0 ? zero : hn::Set(d, std::numeric_limits<T>::infinity());
+  return hn::IfThenElse(hn::Eq(x, zero), at_zero, r);
+}
+
+template <class D, class V>
+HWY_INLINE V Gelu(D d, V x) {
+  using T = hn::TFromD<D>;
+  const V c = hn::Set(d, static_cast<T>(ref::kGeluC)), a = hn::Set(d, static_cast<T>(ref::kGeluA));
+  const V x2 = hn::Mul(x, x);
+  const V u = hn::Mul(c, hn::MulAdd(hn::Mul(a, x2), x, x));  // c (x + a x^3)
+  const V half_x = hn::Mul(hn::Set(d, static_cast<T>(0.5)), x);
+  return hn::MulAdd(half_x, SafeTanh(d, u), half_x);  // 0.5 x + 0.5 x tanh(u)
+}
+
+template <class D, class V>
+HWY_INLINE V GeluGrad(D d, V x, V g) {
+  using T = hn::TFromD<D>;
+  const V c = hn::Set(d, static_cast<T>(ref::kGeluC)), a = hn::Set(d, static_cast<T>(ref::kGeluA));
+  const V half = hn::Set(d, static_cast<T>(0.5)), one = hn::Set(d, 1);
+  const V x2 = hn::Mul(x, x);
+  const V t = SafeTanh(d, hn::Mul(c, hn::MulAdd(hn::Mul(a, x2), x, x)));
+  // 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 a x^2)
+  const V du = hn::Mul(c, hn::MulAdd(hn::Mul(hn::Set(d, static_cast<T>(3 * ref::kGeluA)), x2), one, one));
+  const V left = hn::Mul(half, hn::Add(one, t));
+  const V right = hn::Mul(hn::Mul(half, x), hn::Mul(hn::NegMulAdd(t, t, one), du));
+  return hn::Mul(g, hn::Add(left, right));
+}
+
+// ---- Kernels -------------------------------------------------------------------------------------
+
+template <typename T, class F>
+HWY_INLINE void BinaryRow(int64_t n, const T* a, int64_t sa, const T* b, int64_t sb, T* out, const F& f) {
+  const hn::CappedTag<T, 1> d1;
+  if (sa == 1 && sb == 1) {
+    Map2(n, a, b, out, f);
+  } else if (sa == 1 && sb == 0) {
+    const T bv = b[0];
+    Map1(n, a, out, [&](auto d, auto va) { return f(d, va, hn::Set(d, bv)); });
+  } else if (sa == 0 && sb == 1) {
+    const T av = a[0];
+    Map1(n, b, out, [&](auto d, auto vb) { return f(d, hn::Set(d, av), vb); });
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      hn::StoreU(f(d1, hn::Set(d1, a[i * sa]), hn::Set(d1, b[i * sb])), d1, out + i);
+  }
+}
+
+template <typename T, class F>
+HWY_INLINE void BinaryPlanLoop(const BroadcastPlan& p, const T* a, const T* b, T* out, const F& f) {
+  const int last = p.rank - 1;
+  const int64_t n = p.size[last];
+  int64_t outer = 1;
+  for (int d = 0; d < last; ++d) outer *= p.size[d];
+  int64_t idx[kMaxDims] = {};
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t oa = 0, ob = 0;
+    for (int d = 0; d < last; ++d) oa += idx[d] * p.sa[d], ob += idx[d] * p.sb[d];
+    BinaryRow(n, a + oa, p.sa[last], b + ob, p.sb[last], out + o * n, f);
+    for (int d = last - 1; d >= 0 && ++idx[d] == p.size[d]; --d) idx[d] = 0;
+  }
+}
+
+template <typename T>
+void Binary(BinaryOp op, const BroadcastPlan& p, const T* a, const T* b, T* out) {
+  switch (op) {
+    case BinaryOp::Add: return BinaryPlanLoop(p, a, b, out, [](auto, auto x, auto y) { return hn::Add(x, y); });
+    case BinaryOp::Sub: return BinaryPlanLoop(p, a, b, out, [](auto, auto x, auto y) { return hn::Sub(x, y); });
+    case BinaryOp::Mul: return BinaryPlanLoop(p, a, b, out, [](auto, auto x, auto y) { return hn::Mul(x, y); });
+    case BinaryOp::Div: return BinaryPlanLoop(p, a, b, out, [](auto, auto x, auto y) { return hn::Div(x, y); });
+  }
+}
+
+template <typename T>
+void Unary(UnaryOp op, int64_t n, const T* x, T* y, double p) {
+  switch (op) {
+    case UnaryOp::Neg: return Map1(n, x, y, [](auto, auto v) { return hn::Neg(v); });
+    case UnaryOp::Exp: return Map1(n, x, y, [](auto d, auto v) { return SafeExp(d, v); });
+    case UnaryOp::Log: return Map1(n, x, y, [](auto d, auto v) { return SafeLog(d, v); });
+    case UnaryOp::Sqrt: return Map1(n, x, y, [](auto, auto v) { return hn::Sqrt(v); });
+    case UnaryOp::Relu:  // x < 0 ? 0 : x, so NaN passes through as in PyTorch
+      return Map1(n, x, y, [](auto d, auto v) { return hn::IfThenElse(hn::Lt(v, hn::Zero(d)), hn::Zero(d), v); });
+    case UnaryOp::Tanh: return Map1(n, x, y, [](auto d, auto v) { return SafeTanh(d, v); });
+    case UnaryOp::Sigmoid: return Map1(n, x, y, [](auto d, auto v) { return Sigmoid(d, v); });
+    case UnaryOp::Gelu: return Map1(n, x, y, [](auto d, auto v) { return Gelu(d, v); });
+    case UnaryOp::Pow: return Map1(n, x, y, [p](auto d, auto v) { return PowScalar(d, v, p); });
+    case UnaryOp::Scale:
+      return Map1(n, x, y, [p](auto d, auto v) { return hn::Mul(v, hn::Set(d, static_cast<T>(p))); });
+  }
+}
+
+template <typename T>
+void UnaryGrad(UnaryGradOp op, int64_t n, const T* v, const T* g, T* dx, double p) {
+  switch (op) {
+    case UnaryGradOp::Relu:  // PyTorch: the gradient at exactly 0 is 0
+      return Map2(n, v, g, dx, [](auto d, auto x, auto gv) { return hn::IfThenElseZero(hn::Gt(x, hn::Zero(d)), gv); });
+    case UnaryGradOp::Gelu: return Map2(n, v, g, dx, [](auto d, auto x, auto gv) { return GeluGrad(d, x, gv); });
+    case UnaryGradOp::Tanh:  // g (1 - y^2)
+      return Map2(n, v, g, dx, [](auto d, auto y, auto gv) { return hn::Mul(gv, hn::NegMulAdd(y, y, hn::Set(d, 1))); });
+    case UnaryGradOp::Sigmoid:  // g y (1 - y)
+      return Map2(n, v, g, dx, [](auto d, auto y, auto gv) { return hn::Mul(hn::Mul(gv, y), hn::Sub(hn::Set(d, 1), y)); });
+    case UnaryGradOp::Pow:  // g p x^(p-1)
+      return Map2(n, v, g, dx, [p](auto d, auto x, auto gv) {
+        return hn::Mul(hn::Mul(gv, hn::Set(d, static_cast<T>(p))), PowScalar(d, x, p - 1));
+      });
+  }
+}
+
+template <typename T>
+void Axpy(int64_t n, double alpha, const T* x, T* y) {
+  Map2(n, x, y, y, [alpha](auto d, auto vx, auto vy) { return hn::MulAdd(hn::Set(d, static_cast<T>(alpha)), vx, vy); });
+}
+
+}  // namespace normlab::autograd::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard

@@ -1,0 +1,23 @@
+// Matrix-multiply kernel: compiled once per Highway target, dispatched at run time.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "autograd/kernels/gemm.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include "autograd/kernels/gemm-inl.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace normlab::autograd::kernels::HWY_NAMESPACE {
+void GemmF32(const GemmShape& s, const float* a, const float* b, float* c) { Gemm(s, a, b, c); }
+void GemmF64(const GemmShape& s, const double* a, const double* b, double* c) { Gemm(s, a, b, c); }
+}  // namespace normlab::autograd::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace normlab::autograd::kernels {
+HWY_EXPORT(GemmF32);
+HWY_EXPORT(GemmF64);
+void gemm(const GemmShape& s, const float* a, const float* b, float* c) { HWY_DYNAMIC_DISPATCH(GemmF32)(s, a, b, c); }
+void gemm(const GemmShape& s, const double* a, const double* b, double* c) { HWY_DYNAMIC_DISPATCH(GemmF64)(s, a, b, c); }
+}  // namespace normlab::autograd::kernels
+#endif  // HWY_ONCE

@@ -1,0 +1,40 @@
+// Matrix-multiply kernel (public header, no SIMD types): C = op(A) op(B) [+ C], batched.
+// A simple, correct Highway version (row axpy or dot products); the packed, blocked GEMM of the
+// performance issue replaces its body behind this same interface.
+#pragma once
+#include <cstdint>
+
+namespace normlab::autograd::kernels {
+
+// For b < batch: C_b (M, N) = op(A_b) op(B_b) (+ C_b if accumulate), where op(A) is A (M, K) or,
+// with trans_a, A stored as (K, M) and transposed; likewise B is (K, N) or stored as (N, K).
+// A_b = A + b * stride_a (elements), same for B, C; stride 0 broadcasts (with stride_c 0 and
+// accumulate, the batch sums into one C, in batch order).
+struct GemmShape {
+  bool trans_a = false, trans_b = false;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
+  bool accumulate = false;
+};
+
+void gemm(const GemmShape& s, const float* a, const float* b, float* c);
+void gemm(const GemmShape& s, const double* a, const double* b, double* c);
+
+namespace ref {
+template <typename T>
+void gemm(const GemmShape& s, const T* a, const T* b, T* c) {
+  for (int64_t q = 0; q < s.batch; ++q) {
+    const T* A = a + q * s.stride_a;
+    const T* B = b + q * s.stride_b;
+    T* C = c + q * s.stride_c;
+    for (int64_t i = 0; i < s.m; ++i)
+      for (int64_t j = 0; j < s.n; ++j) {
+        T acc = 0;
+        for (int64_t p = 0; p < s.k; ++p)
+          acc += (s.trans_a ? A[p * s.m + i] : A[i * s.k + p]) * (s.trans_b ? B[j * s.k + p] : B[p * s.n + j]);
+        C[i * s.n + j] = (s.accumulate || (s.stride_c == 0 && q > 0) ? C[i * s.n + j] : T(0)) + acc;
+      }
+  }
+}
+}  // namespace ref
+}  // namespace normlab::autograd::kernels

@@ -1,0 +1,91 @@
+// Reduction kernels, per-target Highway bodies (included once per target by reduce.cc).
+
+#if defined(NORMLAB_AUTOGRAD_KERNELS_REDUCE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef NORMLAB_AUTOGRAD_KERNELS_REDUCE_INL_H_
+#undef NORMLAB_AUTOGRAD_KERNELS_REDUCE_INL_H_
+#else
+#define NORMLAB_AUTOGRAD_KERNELS_REDUCE_INL_H_
+#endif
+
+#include <limits>
+
+#include "autograd/kernels/reduce.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace normlab::autograd::kernels::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Max that lets NaN win, as torch.max does.
+template <class D, class V>
+HWY_INLINE V MaxNaN(D d, V a, V b) {
+  return hn::IfThenElse(hn::IsNaN(a), a, hn::IfThenElse(hn::Or(hn::IsNaN(b), hn::Gt(b, a)), b, a));
+}
+
+template <typename T>
+HWY_INLINE T Combine(ReduceOp op, T a, T b) {
+  if (op == ReduceOp::Sum) return a + b;
+  return (a != a) ? a : ((b != b || b > a) ? b : a);
+}
+
+// Sum or max of one contiguous row of r values. Four independent accumulators hide the add
+// latency (and, for sums, make a shallower, more accurate tree than one running total).
+template <typename T>
+HWY_INLINE T ReduceRow(ReduceOp op, int64_t r, const T* x) {
+  const hn::ScalableTag<T> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const T init = op == ReduceOp::Sum ? T(0) : -std::numeric_limits<T>::infinity();
+  auto f = [&](auto a, auto b) { return op == ReduceOp::Sum ? hn::Add(a, b) : MaxNaN(d, a, b); };
+  auto a0 = hn::Set(d, init), a1 = a0, a2 = a0, a3 = a0;
+  int64_t j = 0;
+  for (; j + 4 * N <= r; j += 4 * N) {
+    a0 = f(a0, hn::LoadU(d, x + j));
+    a1 = f(a1, hn::LoadU(d, x + j + N));
+    a2 = f(a2, hn::LoadU(d, x + j + 2 * N));
+    a3 = f(a3, hn::LoadU(d, x + j + 3 * N));
+  }
+  for (; j + N <= r; j += N) a0 = f(a0, hn::LoadU(d, x + j));
+  a0 = f(f(a0, a1), f(a2, a3));
+  // Lanes in a fixed order (not SumOfLanes, whose order differs between targets' shuffles).
+  HWY_ALIGN T lanes[hn::MaxLanes(d)];
+  hn::Store(a0, d, lanes);
+  T acc = lanes[0];
+  for (int64_t l = 1; l < N; ++l) acc = Combine(op, acc, lanes[l]);
+  for (; j < r; ++j) acc = Combine(op, acc, x[j]);
+  return acc;
+}
+
+// out[k] = op over j < r of x[j * inner + k]: whole rows combined vector by vector.
+template <typename T>
+HWY_INLINE void ReduceColumns(ReduceOp op, int64_t r, int64_t inner, const T* x, T* out) {
+  const hn::ScalableTag<T> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const T init = op == ReduceOp::Sum ? T(0) : -std::numeric_limits<T>::infinity();
+  int64_t k = 0;
+  for (; k + N <= inner; k += N) {
+    auto acc = hn::Set(d, init);
+    for (int64_t j = 0; j < r; ++j) {
+      const auto v = hn::LoadU(d, x + j * inner + k);
+      acc = op == ReduceOp::Sum ? hn::Add(acc, v) : MaxNaN(d, acc, v);
+    }
+    hn::StoreU(acc, d, out + k);
+  }
+  for (; k < inner; ++k) {
+    T acc = init;
+    for (int64_t j = 0; j < r; ++j) acc = Combine(op, acc, x[j * inner + k]);
+    out[k] = acc;
+  }
+}
+
+template <typename T>
+void Reduce(ReduceOp op, int64_t outer, int64_t r, int64_t inner, const T* x, T* out) {
+  for (int64_t o = 0; o < outer; ++o) {
+    if (inner == 1) out[o] = ReduceRow(op, r, x + o * r);
+    else ReduceColumns(op, r, inner, x + o * r * inner, out + o * inner);
+  }
+}
+
+}  // namespace normlab::autograd::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard

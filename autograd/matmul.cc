@@ -1,0 +1,132 @@
+// Differentiable matrix products: forward and backward side by side, all through kernels::gemm.
+#include "autograd/matmul.h"
+
+#include "autograd/engine.h"
+#include "autograd/kernels/gemm.h"
+#include "autograd/reduce.h"
+#include "autograd/shape_ops.h"
+
+namespace normlab::autograd {
+
+namespace k = kernels;
+using Grads = std::vector<Tensor>;
+
+namespace {
+
+std::string mat_str(const Shape& s) {
+  std::string r = "(";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? "x" : "") + std::to_string(s[i]);
+  return r + ")";
+}
+
+template <typename T>
+void run_gemm(const k::GemmShape& s, const Tensor& a, const Tensor& b, const Tensor& c) {
+  k::gemm(s, a.data<T>(), b.data<T>(), c.data<T>());
+}
+
+void gemm(const k::GemmShape& s, const Tensor& a, const Tensor& b, const Tensor& c) {
+  if (c.numel() == 0) return;
+  if (a.dtype() == DType::Float32) run_gemm<float>(s, a, b, c);
+  else run_gemm<double>(s, a, b, c);
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  const auto fail = [&] {
+    throw Error("matmul: shapes " + mat_str(a.shape()) + " and " + mat_str(b.shape()) + " cannot be multiplied");
+  };
+  if (a.dtype() != b.dtype())
+    throw Error("matmul: expected both tensors to have the same dtype, got " + dtype_name(a.dtype()) + " and " +
+                dtype_name(b.dtype()));
+  if (a.dim() < 2 || a.dim() > 3 || b.dim() < 2 || b.dim() > 3) {
+    throw Error("matmul: expected 2-D or 3-D (batched) tensors, got shapes " + mat_str(a.shape()) + " and " +
+                mat_str(b.shape()));
+  }
+  const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
+  if (b.size(-2) != K) fail();
+  const int64_t ba = a.dim() == 3 ? a.size(0) : 1, bb = b.dim() == 3 ? b.size(0) : 1;
+  if (a.dim() == 3 && b.dim() == 3 && ba != bb) fail();
+  const int64_t batch = std::max(ba, bb);
+  const bool batched = a.dim() == 3 || b.dim() == 3;
+  Tensor out = empty(batched ? Shape{batch, M, N} : Shape{M, N}, a.dtype());
+  k::GemmShape s;
+  s.m = M, s.n = N, s.k = K, s.batch = batch;
+  s.stride_a = a.dim() == 3 ? M * K : 0;
+  s.stride_b = b.dim() == 3 ? K * N : 0;
+  s.stride_c = M * N;
+  gemm(s, a, b, out);
+  return record("MmBackward", out, {a, b}, [a = saved(a), b = saved(b), s](const Tensor& g, const Needs& n) {
+    Tensor ga, gb;
+    if (n[0]) {  // dA = dC B^T: (M, N) (N, K); a 2-D A shared by the batch sums its gradients
+      ga = empty(a.shape(), a.dtype());
+      k::GemmShape t;
+      t.trans_b = true, t.m = s.m, t.n = s.k, t.k = s.n, t.batch = s.batch;
+      t.stride_a = s.stride_c, t.stride_b = s.stride_b, t.stride_c = s.stride_a;
+      gemm(t, g, b, ga);
+    }
+    if (n[1]) {  // dB = A^T dC: (K, M) (M, N)
+      gb = empty(b.shape(), b.dtype());
+      k::GemmShape t;
+      t.trans_a = true, t.m = s.k, t.n = s.n, t.k = s.m, t.batch = s.batch;
+      t.stride_a = s.stride_a, t.stride_b = s.stride_c, t.stride_c = s.stride_b;
+      gemm(t, a, g, gb);
+    }
+    return Grads{ga, gb};
+  });
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (weight.dim() != 2) throw Error("linear: the weight must be 2-D (out, in), got shape " + shape_str(weight.shape()));
+  const int64_t out_f = weight.size(0), in_f = weight.size(1);
+  if (x.dim() < 1 || x.size(-1) != in_f)
+    throw Error("linear: expected input with " + std::to_string(in_f) + " features in its last dim, got shape " +
+                shape_str(x.shape()) + " (weight " + shape_str(weight.shape()) + ")");
+  if (x.dtype() != weight.dtype() || (bias.defined() && bias.dtype() != x.dtype()))
+    throw Error("linear: input, weight and bias must have the same dtype");
+  if (bias.defined() && bias.shape() != Shape{out_f})
+    throw Error("linear: expected a bias of shape " + shape_str({out_f}) + ", got " + shape_str(bias.shape()));
+  const int64_t rows = x.numel() / std::max<int64_t>(in_f, 1) * (in_f == 0 ? 0 : 1);
+  Shape os = x.shape();
+  os.back() = out_f;
+  Tensor out = empty(os, x.dtype());
+  // y (rows, out) = x (rows, in) W^T, then + b on every row.
+  k::GemmShape s;
+  s.trans_b = true, s.m = rows, s.n = out_f, s.k = in_f;
+  if (bias.defined()) {
+    // Start from the bias broadcast to every row, and accumulate the product onto it.
+    dispatch(x.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* b = bias.data<T>();
+      T* y = out.data<T>();
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < out_f; ++j) y[r * out_f + j] = b[j];
+    });
+    s.accumulate = true;
+  }
+  if (x.dim() == 0 || rows == 0 || in_f == 0) {
+    if (!bias.defined()) fill_(out, 0);
+  } else {
+    gemm(s, x, weight, out);
+  }
+  return record("LinearBackward", out, {x, weight, bias},
+                [x = saved(x), w = saved(weight), rows, in_f, out_f](const Tensor& g, const Needs& n) {
+                  Tensor gx, gw, gb;
+                  if (n[0]) {  // dx (rows, in) = dy (rows, out) W (out, in)
+                    gx = empty(x.shape(), x.dtype());
+                    k::GemmShape t;
+                    t.m = rows, t.n = in_f, t.k = out_f;
+                    gemm(t, g, w, gx);
+                  }
+                  if (n[1]) {  // dW (out, in) = dy^T (out, rows) x (rows, in)
+                    gw = empty(w.shape(), w.dtype());
+                    k::GemmShape t;
+                    t.trans_a = true, t.m = out_f, t.n = in_f, t.k = rows;
+                    gemm(t, g, x, gw);
+                  }
+                  if (n[2]) gb = sum(reshape(g, {rows, out_f}), {0});  // db = sum of dy over rows
+                  return Grads{gx, gw, gb};
+                });
+}
+
+}  // namespace normlab::autograd

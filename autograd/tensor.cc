@@ -1,0 +1,324 @@
+// Tensor: storage, element access, factories, printing and the in-place helpers.
+#include "autograd/tensor.h"
+
+#include <hwy/aligned_allocator.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ostream>
+#include <sstream>
+
+#include "autograd/engine.h"
+#include "autograd/elementwise.h"
+
+namespace normlab::autograd {
+
+Storage::Storage(size_t n) : bytes(n) {
+  // 64-byte aligned (a cache line, the widest SIMD vector), rounded up to whole lines.
+  const size_t padded = ((n + 63) / 64) * 64;
+  data = hwy::AllocateAlignedBytes(padded == 0 ? 64 : padded, nullptr, nullptr);
+  if (!data) throw Error("out of memory: could not allocate " + std::to_string(n) + " bytes");
+}
+
+Storage::~Storage() { hwy::FreeAlignedBytes(data, nullptr, nullptr); }
+
+TensorImpl& Tensor::impl() const {
+  if (!impl_) throw Error("this tensor is undefined (a default-constructed Tensor)");
+  return *impl_;
+}
+
+int64_t Tensor::size(int64_t d) const { return shape()[normalize_dim(d, dim(), "size")]; }
+
+void* Tensor::raw_data() const {
+  const TensorImpl& i = impl();
+  return static_cast<char*>(i.storage->data) + i.offset * dtype_size(i.dtype);
+}
+
+template <typename T>
+T* Tensor::data() const {
+  if (dtype_of<T>() != dtype())
+    throw Error("data<" + dtype_name(dtype_of<T>()) + ">(): the tensor is " + dtype_name(dtype()));
+  return static_cast<T*>(raw_data());
+}
+template float* Tensor::data<float>() const;
+template double* Tensor::data<double>() const;
+
+double Tensor::flat(int64_t i) const {
+  if (i < 0 || i >= numel())
+    throw Error("index " + std::to_string(i) + " is out of range for a tensor of " +
+                std::to_string(numel()) + " elements");
+  return dtype() == DType::Float32 ? static_cast<const float*>(raw_data())[i]
+                                   : static_cast<const double*>(raw_data())[i];
+}
+
+void Tensor::set_flat(int64_t i, double v) const {
+  if (i < 0 || i >= numel())
+    throw Error("index " + std::to_string(i) + " is out of range for a tensor of " +
+                std::to_string(numel()) + " elements");
+  if (dtype() == DType::Float32) static_cast<float*>(raw_data())[i] = static_cast<float>(v);
+  else static_cast<double*>(raw_data())[i] = v;
+}
+
+double Tensor::item() const {
+  if (numel() != 1)
+    throw Error("item(): a tensor with " + std::to_string(numel()) +
+                " elements cannot be converted to a scalar (shape " + shape_str(shape()) + ")");
+  return flat(0);
+}
+
+double Tensor::at(std::initializer_list<int64_t> index) const {
+  if (static_cast<int64_t>(index.size()) != dim())
+    throw Error("at(): got " + std::to_string(index.size()) + " indices for a tensor of rank " +
+                std::to_string(dim()));
+  int64_t pos = 0, d = 0;
+  for (int64_t i : index) {
+    const int64_t n = shape()[d];
+    if (i < -n || i >= n)
+      throw Error("at(): index " + std::to_string(i) + " is out of range for dim " +
+                  std::to_string(d) + " of size " + std::to_string(n));
+    pos = pos * n + (i < 0 ? i + n : i);
+    ++d;
+  }
+  return flat(pos);
+}
+
+std::vector<double> Tensor::to_vector() const {
+  std::vector<double> v(numel());
+  for (int64_t i = 0; i < numel(); ++i) v[i] = flat(i);
+  return v;
+}
+
+const Tensor& Tensor::requires_grad_(bool on) const {
+  if (!is_leaf())
+    throw Error("requires_grad_(): only leaf tensors can change requires_grad; use detach() to "
+                "make a leaf from a computed tensor");
+  impl().requires_grad = on;
+  return *this;
+}
+
+void Tensor::set_grad(const Tensor& g) const {
+  if (g.defined() && (g.shape() != shape() || g.dtype() != dtype()))
+    throw Error("set_grad(): the gradient must have shape " + shape_str(shape()) + " and dtype " +
+                dtype_name(dtype()) + ", got " + shape_str(g.shape()) + " " + dtype_name(g.dtype()));
+  impl().grad = g.defined() ? g.impl_ptr() : nullptr;
+}
+
+void Tensor::retain_grad() const {
+  if (is_leaf()) return;  // leaves keep their gradient anyway
+  impl().retains_grad = true;
+  grad_fn()->retained_ = impl_;
+}
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+  run_backward(*this, gradient, retain_graph);
+}
+
+Tensor Tensor::detach() const {
+  auto d = std::make_shared<TensorImpl>();
+  d->shape = shape();
+  d->dtype = dtype();
+  d->storage = impl().storage;
+  d->offset = impl().offset;
+  return Tensor(std::move(d));
+}
+
+Tensor Tensor::clone() const {
+  Tensor out = empty(shape(), dtype());
+  std::memcpy(out.raw_data(), raw_data(), numel() * dtype_size(dtype()));
+  return record("CloneBackward", out, {*this},
+                [](const Tensor& g, const Needs&) { return std::vector<Tensor>{g}; });
+}
+
+Tensor Tensor::to(DType t) const {
+  if (t == dtype()) return *this;
+  Tensor out = empty(shape(), t);
+  const int64_t n = numel();
+  if (t == DType::Float64) {
+    const float* s = data<float>();
+    double* d = out.data<double>();
+    for (int64_t i = 0; i < n; ++i) d[i] = s[i];
+  } else {
+    const double* s = data<double>();
+    float* d = out.data<float>();
+    for (int64_t i = 0; i < n; ++i) d[i] = static_cast<float>(s[i]);
+  }
+  const DType from = dtype();
+  return record("ToCopyBackward", out, {*this}, [from](const Tensor& g, const Needs&) {
+    return std::vector<Tensor>{g.to(from)};
+  });
+}
+
+// ---- Printing (close to PyTorch's repr) -----------------------------------------------------------
+
+namespace {
+
+struct Format {
+  bool integral = true;   // every value is a whole number: print "1."
+  bool sci = false;       // scientific notation
+  int width = 1;
+};
+
+std::string format_value(double v, const Format& f) {
+  char buf[64];
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (f.sci) std::snprintf(buf, sizeof buf, "%.4e", v);
+  else if (f.integral) std::snprintf(buf, sizeof buf, "%.0f.", v);
+  else std::snprintf(buf, sizeof buf, "%.4f", v);
+  return buf;
+}
+
+void print_dims(std::ostringstream& os, const Tensor& t, const Format& f, size_t d, int64_t base,
+                int indent, bool summarize) {
+  const Shape& s = t.shape();
+  const int64_t n = s[d];
+  int64_t stride = 1;
+  for (size_t k = d + 1; k < s.size(); ++k) stride *= s[k];
+  os << '[';
+  for (int64_t i = 0; i < n; ++i) {
+    if (summarize && n > 6 && i == 3) {
+      os << (d + 1 == s.size() ? "..., " : "...,\n" + std::string(indent + d + 1, ' '));
+      i = n - 3;
+    }
+    if (d + 1 == s.size()) {
+      std::string v = format_value(t.flat(base + i), f);
+      os << std::string(f.width - v.size(), ' ') << v;
+      if (i + 1 < n) os << ", ";
+    } else {
+      print_dims(os, t, f, d + 1, base + i * stride, indent, summarize);
+      if (i + 1 < n) os << ',' << std::string(s.size() - d - 1, '\n') << std::string(indent + d + 1, ' ');
+    }
+  }
+  os << ']';
+}
+
+}  // namespace
+
+std::string Tensor::str() const {
+  if (!defined()) return "tensor(undefined)";
+  std::ostringstream os;
+  os << "tensor(";
+  const std::vector<double> v = to_vector();
+  Format f;
+  double max_abs = 0, min_abs = INFINITY;
+  for (double x : v) {
+    if (!std::isfinite(x)) continue;
+    if (x != std::floor(x)) f.integral = false;
+    max_abs = std::max(max_abs, std::fabs(x));
+    if (x != 0) min_abs = std::min(min_abs, std::fabs(x));
+  }
+  if (max_abs >= 1e8 || (!f.integral && (min_abs < 1e-4 || max_abs / min_abs > 1e5))) {
+    f.sci = !f.integral || max_abs >= 1e8;
+  }
+  for (double x : v) f.width = std::max<int>(f.width, format_value(x, f).size());
+  if (dim() == 0) os << format_value(v[0], f);
+  else if (numel() == 0) os << "[]";
+  else print_dims(os, *this, f, 0, 0, 7, numel() > 1000);
+  if (numel() == 0 || dim() == 0) {}
+  if (numel() == 0) os << ", size=" << shape_str(shape());
+  if (dtype() == DType::Float64) os << ", dtype=torch.float64";
+  if (grad_fn()) os << ", grad_fn=<" << grad_fn()->name() << '>';
+  else if (requires_grad()) os << ", requires_grad=True";
+  os << ')';
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
+
+// ---- Factories -----------------------------------------------------------------------------------
+
+Tensor empty(const Shape& shape, DType dtype) {
+  check_shape(shape, "empty");
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = shape;
+  impl->dtype = dtype;
+  impl->storage = std::make_shared<Storage>(autograd::numel(shape) * dtype_size(dtype));
+  return Tensor(std::move(impl));
+}
+
+Tensor full(const Shape& shape, double value, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  fill_(t, value);
+  return t;
+}
+Tensor zeros(const Shape& shape, DType dtype) { return full(shape, 0, dtype); }
+Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1, dtype); }
+Tensor scalar(double value, DType dtype) { return full({}, value, dtype); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype()); }
+Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype()); }
+Tensor empty_like(const Tensor& t) { return empty(t.shape(), t.dtype()); }
+
+Tensor arange(double start, double end, double step, DType dtype) {
+  if (step == 0) throw Error("arange: step must be nonzero");
+  if ((end - start) * step < 0)
+    throw Error("arange: upper bound and larger bound inconsistent with step sign (start " +
+                std::to_string(start) + ", end " + std::to_string(end) + ", step " +
+                std::to_string(step) + ")");
+  const int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
+  Tensor t = empty({n}, dtype);
+  for (int64_t i = 0; i < n; ++i) t.set_flat(i, start + i * step);
+  return t;
+}
+Tensor arange(int64_t n, DType dtype) { return arange(0, static_cast<double>(n), 1, dtype); }
+
+Tensor tensor(const std::vector<double>& values, const Shape& shape, DType dtype) {
+  check_shape(shape, "tensor");
+  if (static_cast<int64_t>(values.size()) != autograd::numel(shape))
+    throw Error("tensor: " + std::to_string(values.size()) + " values cannot fill shape " +
+                shape_str(shape) + " (" + std::to_string(autograd::numel(shape)) + " elements)");
+  Tensor t = empty(shape, dtype);
+  for (size_t i = 0; i < values.size(); ++i) t.set_flat(static_cast<int64_t>(i), values[i]);
+  return t;
+}
+Tensor tensor(const std::vector<double>& values, DType dtype) {
+  return tensor(values, {static_cast<int64_t>(values.size())}, dtype);
+}
+
+Tensor rand(const Shape& shape, Generator& gen, double lo, double hi, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  dispatch(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(gen.uniform(lo, hi));
+  });
+  return t;
+}
+
+Tensor randn(const Shape& shape, Generator& gen, double mean, double std, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  dispatch(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(mean + std * gen.normal());
+  });
+  return t;
+}
+
+// ---- In-place ------------------------------------------------------------------------------------
+
+void check_inplace(const Tensor& t, const std::string& op) {
+  if (grad_enabled() && t.requires_grad())
+    throw Error(op + ": a tensor that requires grad cannot be modified in place while grad mode "
+                "is on; wrap the update in a NoGradGuard");
+}
+
+void fill_(const Tensor& t, double value) {
+  check_inplace(t, "fill_");
+  dispatch(t.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T* p = t.data<T>();
+    const T v = static_cast<T>(value);
+    for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = v;
+  });
+}
+
+void copy_(const Tensor& dst, const Tensor& src) {
+  check_inplace(dst, "copy_");
+  if (dst.shape() != src.shape() || dst.dtype() != src.dtype())
+    throw Error("copy_: destination is " + shape_str(dst.shape()) + " " + dtype_name(dst.dtype()) +
+                ", source is " + shape_str(src.shape()) + " " + dtype_name(src.dtype()));
+  std::memmove(dst.raw_data(), src.raw_data(), dst.numel() * dtype_size(dst.dtype()));
+}
+
+}  // namespace normlab::autograd

@@ -1,0 +1,3 @@
+// The normlab command (placeholder until the demo lands).
+#include <cstdio>
+int main() { std::puts("normlab"); return 0; }

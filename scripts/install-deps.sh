@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian packages normlab needs to build, test and run, if any is missing (one list, here).
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake make git     # toolchain
+  libhwy-dev                         # Google Highway: SIMD kernels with runtime dispatch
+  libboost-test-dev                  # Boost.Test: the test suites
+  libfccp-dev                        # Fast C++ CSV Parser: CSV data sets
+  libcli11-dev                       # CLI11: the normlab command line
+  nlohmann-json3-dev                 # JSON: safetensors headers, manifests
+  zlib1g-dev                         # gzip: Fashion-MNIST IDX files
+  gnuplot-nox                        # plots of the experiments
+  dataset-fashion-mnist              # the Fashion-MNIST data set
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "normlab: installing missing Debian packages: ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    echo "normlab: these packages are missing and you are not root: ${missing[*]}" >&2
+    echo "normlab: install them with: apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,173 @@
+// Every elementwise and reduction kernel, on every Highway target, against its scalar reference.
+#include <boost/test/unit_test.hpp>
+#include <random>
+#include <vector>
+
+#include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/reduce.h"
+#include "tests/support/compare.h"
+#include "tests/support/targets.h"
+
+namespace k = normlab::autograd::kernels;
+using normlab::test::check_close;
+using normlab::test::for_each_target;
+using normlab::test::tail_lengths;
+
+namespace {
+
+template <typename T>
+std::vector<T> random_vec(int64_t n, double lo, double hi, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<T> v(n);
+  for (auto& x : v) x = static_cast<T>(u(gen));
+  return v;
+}
+
+// Tolerances: transcendental functions are a few ulp off the libm reference.
+template <typename T> double rtol() { return sizeof(T) == 4 ? 2e-6 : 1e-13; }
+
+template <typename T>
+void test_unary() {
+  struct Case { k::UnaryOp op; double lo, hi, p; double tol; };
+  const double f = sizeof(T) == 4 ? 1 : 1e-7;
+  const std::vector<Case> cases = {
+      {k::UnaryOp::Neg, -5, 5, 0, 0},         {k::UnaryOp::Exp, -80, 80, 0, 4e-6 * f},
+      {k::UnaryOp::Log, 1e-6, 1e6, 0, 4e-6 * f}, {k::UnaryOp::Sqrt, 0, 100, 0, 1e-6 * f},
+      {k::UnaryOp::Relu, -3, 3, 0, 0},        {k::UnaryOp::Tanh, -20, 20, 0, 4e-6 * f},
+      {k::UnaryOp::Sigmoid, -30, 30, 0, 4e-6 * f}, {k::UnaryOp::Gelu, -8, 8, 0, 1e-5 * f},
+      {k::UnaryOp::Pow, 0.1, 4, 2, 1e-6 * f}, {k::UnaryOp::Pow, -4, 4, 3, 1e-6 * f},
+      {k::UnaryOp::Pow, 0.1, 4, -1, 1e-6 * f}, {k::UnaryOp::Pow, 0.1, 4, 0.5, 1e-5 * f},
+      {k::UnaryOp::Pow, 0.1, 4, 1.7, 1e-5 * f}, {k::UnaryOp::Scale, -3, 3, 2.5, 1e-7 * f},
+  };
+  for_each_target([&] {
+    for (const Case& c : cases)
+      for (int64_t n : tail_lengths()) {
+        BOOST_TEST_CONTEXT("unary op " << int(c.op) << " p=" << c.p << " n=" << n) {
+          auto x = random_vec<T>(n, c.lo, c.hi, 7 + n);
+          std::vector<T> got(n + 1, T(-7)), want(n);
+          k::unary(c.op, n, x.data(), got.data(), c.p);
+          k::ref::unary(c.op, n, x.data(), want.data(), c.p);
+          check_close(got, want, n, c.tol, c.op == k::UnaryOp::Gelu ? 1e-6 * f : 0);
+          BOOST_TEST(got[n] == T(-7));  // nothing written past the end
+        }
+      }
+  });
+}
+
+template <typename T>
+void test_unary_grad() {
+  struct Case { k::UnaryGradOp op; double lo, hi, p; };
+  const std::vector<Case> cases = {{k::UnaryGradOp::Relu, -3, 3, 0}, {k::UnaryGradOp::Gelu, -6, 6, 0},
+                                   {k::UnaryGradOp::Tanh, -1, 1, 0}, {k::UnaryGradOp::Sigmoid, 0, 1, 0},
+                                   {k::UnaryGradOp::Pow, 0.1, 3, 3}, {k::UnaryGradOp::Pow, 0.1, 3, 1.5}};
+  const double tol = sizeof(T) == 4 ? 2e-5 : 1e-11;
+  for_each_target([&] {
+    for (const Case& c : cases)
+      for (int64_t n : tail_lengths()) {
+        BOOST_TEST_CONTEXT("unary grad op " << int(c.op) << " n=" << n) {
+          auto v = random_vec<T>(n, c.lo, c.hi, 11 + n), g = random_vec<T>(n, -2, 2, 13 + n);
+          std::vector<T> got(n), want(n);
+          k::unary_grad(c.op, n, v.data(), g.data(), got.data(), c.p);
+          k::ref::unary_grad(c.op, n, v.data(), g.data(), want.data(), c.p);
+          check_close(got, want, n, tol, tol);
+        }
+      }
+  });
+}
+
+template <typename T>
+void test_binary() {
+  // (out shape, a strides, b strides) covering flat, row broadcast, column broadcast, scalars.
+  struct Case { std::vector<int64_t> size, sa, sb; };
+  const std::vector<Case> cases = {
+      {{37}, {1}, {1}},          {{1000}, {1}, {0}},       {{1000}, {0}, {1}},
+      {{5, 17}, {17, 1}, {0, 1}}, {{5, 17}, {1, 0}, {17, 1}}, {{3, 4, 9}, {36 / 3, 0, 1}, {0, 9, 1}},
+      {{6, 7}, {1, 6}, {7, 1}},   // a transposed: the strided (scalar) path
+  };
+  for_each_target([&] {
+    for (const Case& c : cases)
+      for (int op = 0; op < 4; ++op) {
+        k::BroadcastPlan p;
+        p.rank = static_cast<int>(c.size.size());
+        int64_t total = 1;
+        for (int d = 0; d < p.rank; ++d) p.size[d] = c.size[d], p.sa[d] = c.sa[d], p.sb[d] = c.sb[d], total *= c.size[d];
+        auto a = random_vec<T>(total, 0.5, 2, 3), b = random_vec<T>(total, 0.5, 2, 5);
+        std::vector<T> got(total), want(total);
+        k::binary(static_cast<k::BinaryOp>(op), p, a.data(), b.data(), got.data());
+        k::ref::binary(static_cast<k::BinaryOp>(op), p, a.data(), b.data(), want.data());
+        BOOST_TEST_CONTEXT("binary op " << op << " total " << total) { check_close(got, want, total, 1e-6, 0); }
+      }
+  });
+}
+
+template <typename T>
+void test_reduce() {
+  for_each_target([&] {
+    for (int op = 0; op < 2; ++op)
+      for (int64_t n : tail_lengths()) {
+        const auto rop = static_cast<k::ReduceOp>(op);
+        if (rop == k::ReduceOp::Max && n == 0) continue;
+        for (auto [outer, inner] : {std::pair<int64_t, int64_t>{1, 1}, {3, 1}, {2, 5}, {1, 17}}) {
+          auto x = random_vec<T>(outer * n * inner, -1, 1, 17 + n);
+          std::vector<T> got(outer * inner), want(outer * inner);
+          k::reduce(rop, outer, n, inner, x.data(), got.data());
+          k::ref::reduce(rop, outer, n, inner, x.data(), want.data());
+          BOOST_TEST_CONTEXT("reduce op " << op << " (" << outer << ", " << n << ", " << inner << ")") {
+            check_close(got, want, outer * inner, sizeof(T) == 4 ? 1e-5 : 1e-12, sizeof(T) == 4 ? 1e-4 : 1e-12);
+          }
+        }
+      }
+  });
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(kernels)
+
+BOOST_AUTO_TEST_CASE(unary_f32) { test_unary<float>(); }
+BOOST_AUTO_TEST_CASE(unary_f64) { test_unary<double>(); }
+BOOST_AUTO_TEST_CASE(unary_grad_f32) { test_unary_grad<float>(); }
+BOOST_AUTO_TEST_CASE(unary_grad_f64) { test_unary_grad<double>(); }
+BOOST_AUTO_TEST_CASE(binary_f32) { test_binary<float>(); }
+BOOST_AUTO_TEST_CASE(binary_f64) { test_binary<double>(); }
+BOOST_AUTO_TEST_CASE(reduce_f32) { test_reduce<float>(); }
+BOOST_AUTO_TEST_CASE(reduce_f64) { test_reduce<double>(); }
+
+BOOST_AUTO_TEST_CASE(axpy_all_targets) {
+  for_each_target([&] {
+    for (int64_t n : tail_lengths()) {
+      auto x = random_vec<float>(n, -1, 1, 1), y = random_vec<float>(n, -1, 1, 2), want = y;
+      k::axpy(n, 0.5, x.data(), y.data());
+      k::ref::axpy(n, 0.5, x.data(), want.data());
+      check_close(y, want, n, 1e-6, 1e-7);
+    }
+  });
+}
+
+// Special values: NaN propagates through every activation, exp overflows to inf, log(0) = -inf.
+BOOST_AUTO_TEST_CASE(special_values) {
+  const float nan = std::nanf(""), inf = INFINITY;
+  for_each_target([&] {
+    for (auto op : {k::UnaryOp::Exp, k::UnaryOp::Log, k::UnaryOp::Tanh, k::UnaryOp::Sigmoid, k::UnaryOp::Relu,
+                    k::UnaryOp::Gelu, k::UnaryOp::Sqrt}) {
+      float x = nan, y = 0;
+      k::unary(op, 1, &x, &y);
+      BOOST_TEST_CONTEXT("op " << int(op)) { BOOST_TEST(std::isnan(y)); }
+    }
+    float in[4] = {100.f, 0.f, -1.f, inf}, out[4];
+    k::unary(k::UnaryOp::Exp, 1, in, out);
+    BOOST_TEST(out[0] == inf);
+    k::unary(k::UnaryOp::Log, 4, in, out);
+    BOOST_TEST(out[1] == -inf);
+    BOOST_TEST(std::isnan(out[2]));
+    BOOST_TEST(out[3] == inf);
+    float big[2] = {-100.f, 100.f}, s[2];
+    k::unary(k::UnaryOp::Sigmoid, 2, big, s);
+    BOOST_TEST(s[0] >= 0.f);
+    BOOST_TEST(s[0] < 1e-40f);
+    BOOST_TEST(s[1] == 1.f);
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
