@@ -1,0 +1,88 @@
+// Module: the base of every layer, with named parameters, buffers and child modules, train/eval,
+// and state_dict / load_state_dict using PyTorch's dotted names ("0.weight", "1.running_mean").
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/autograd.h"
+
+namespace normlab::nn {
+
+using autograd::DType;
+using autograd::Generator;
+using autograd::Shape;
+using autograd::Tensor;
+
+// Named tensors in a fixed order (a state_dict, a list of parameters).
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+class Module {
+ public:
+  virtual ~Module() = default;
+  Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // The forward pass on one input.
+  virtual Tensor forward(const Tensor& x) = 0;
+  Tensor operator()(const Tensor& x) { return forward(x); }
+  // PyTorch-like description, e.g. "Linear(in_features=4, out_features=2, bias=True)".
+  virtual std::string repr() const = 0;
+
+  // Training mode (BatchNorm uses batch statistics, Dropout drops) for this module and its children.
+  void train(bool on = true);
+  // Evaluation mode: train(false).
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+
+  // Parameters of this module and its children (recursively), in registration order.
+  std::vector<Tensor> parameters() const;
+  NamedTensors named_parameters() const;
+  NamedTensors named_buffers() const;
+  // Total number of parameter elements.
+  int64_t num_parameters() const;
+  // Clears every parameter's gradient (PyTorch's zero_grad(set_to_none=True)).
+  void zero_grad();
+
+  // Parameters and buffers by dotted name, in PyTorch's order: a module's own parameters, then its
+  // own buffers, then each child's entries prefixed with the child's name. The tensors share data
+  // with the module.
+  NamedTensors state_dict() const;
+  // Copies every tensor of `state` into the module. Checks first that the names are exactly the
+  // module's (none missing, none unexpected) and that every shape matches; on any mismatch it throws
+  // a normlab::Error naming the tensors and leaves the module unchanged.
+  void load_state_dict(const NamedTensors& state);
+
+  // The direct children, by name.
+  const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const { return children_; }
+  // Module tree printed as PyTorch prints it.
+  std::string str() const;
+
+ protected:
+  // Registers a parameter (marked requires_grad) under name; returns the stored handle.
+  Tensor register_parameter(const std::string& name, Tensor t);
+  // Registers a buffer (state that is saved but not trained, e.g. running_mean).
+  Tensor register_buffer(const std::string& name, Tensor t);
+  // Registers a child module under name.
+  template <typename M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
+    add_child(name, m);
+    return m;
+  }
+  // Replaces the tensor of a registered buffer (for buffers a module reassigns).
+  void set_buffer(const std::string& name, Tensor t);
+  // Called by train(): lets a module react to a mode change (default: nothing).
+  virtual void on_train(bool) {}
+
+ private:
+  void add_child(const std::string& name, std::shared_ptr<Module> m);
+  void collect(const std::string& prefix, NamedTensors* params, NamedTensors* buffers) const;
+  NamedTensors params_, buffers_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  bool training_ = true;
+};
+
+}  // namespace normlab::nn
