@@ -24,6 +24,7 @@ class Dropout : public Module {
   // "Dropout(p=0.5, inplace=False)".
   std::string repr() const override;
 
+  // The drop probability.
   double p() const { return p_; }
   // The generator the masks are drawn from (re-seed it to replay masks).
   Generator& generator() { return gen_; }

@@ -19,6 +19,7 @@ class Linear : public Module {
   // "Linear(in_features=4, out_features=2, bias=True)".
   std::string repr() const override;
 
+  // The sizes given at construction.
   int64_t in_features() const { return in_features_; }
   int64_t out_features() const { return out_features_; }
   // The weight (out_features, in_features).

@@ -12,6 +12,7 @@ namespace normlab::nn {
 
 class Sequential : public Module {
  public:
+  // An empty chain; append with add().
   Sequential() = default;
   // The modules in order: Sequential({std::make_shared<Linear>(2, 3, gen), std::make_shared<ReLU>()}).
   explicit Sequential(const std::vector<std::shared_ptr<Module>>& modules);
