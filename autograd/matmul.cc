@@ -86,7 +86,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     throw Error("linear: input, weight and bias must have the same dtype");
   if (bias.defined() && bias.shape() != Shape{out_f})
     throw Error("linear: expected a bias of shape " + shape_str({out_f}) + ", got " + shape_str(bias.shape()));
-  const int64_t rows = x.numel() / std::max<int64_t>(in_f, 1) * (in_f == 0 ? 0 : 1);
+  int64_t rows = 1;  // the product of the leading dims (not numel / in_f, which fails for in_f = 0)
+  for (int64_t d = 0; d + 1 < x.dim(); ++d) rows *= x.size(d);
   Shape os = x.shape();
   os.back() = out_f;
   Tensor out = empty(os, x.dtype());

@@ -54,16 +54,25 @@ void Module::collect(const std::string& prefix, NamedTensors* params, NamedTenso
   for (auto& [n, c] : children_) c->collect(prefix + n + ".", params, buffers);
 }
 
+// Keeps the first occurrence of each tensor (PyTorch's remove_duplicate=True).
+static NamedTensors unique_tensors(const NamedTensors& all) {
+  NamedTensors out;
+  std::set<const autograd::TensorImpl*> seen;
+  for (auto& [n, t] : all)
+    if (seen.insert(t.impl_ptr().get()).second) out.emplace_back(n, t);
+  return out;
+}
+
 NamedTensors Module::named_parameters() const {
   NamedTensors out;
   collect("", &out, nullptr);
-  return out;
+  return unique_tensors(out);
 }
 
 NamedTensors Module::named_buffers() const {
   NamedTensors out;
   collect("", nullptr, &out);
-  return out;
+  return unique_tensors(out);
 }
 
 std::vector<Tensor> Module::parameters() const {
@@ -80,6 +89,23 @@ int64_t Module::num_parameters() const {
 
 void Module::zero_grad() {
   for (const Tensor& p : parameters()) p.set_grad(Tensor());
+}
+
+Module& Module::to(DType dtype) {
+  autograd::NoGradGuard no_grad;
+  // Swaps the storage inside the shared TensorImpl, so every handle to it sees the conversion.
+  auto convert = [dtype](const Tensor& t) {
+    if (!t.defined() || t.dtype() == dtype) return;
+    Tensor c = t.detach().to(dtype);
+    autograd::TensorImpl& impl = t.impl();
+    impl.storage = c.impl().storage;
+    impl.offset = c.impl().offset;
+    impl.dtype = dtype;
+    if (impl.grad) impl.grad = Tensor(impl.grad).to(dtype).impl_ptr();
+  };
+  for (auto& [n, p] : named_parameters()) convert(p);
+  for (auto& [n, b] : named_buffers()) convert(b);
+  return *this;
 }
 
 NamedTensors Module::state_dict() const {

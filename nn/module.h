@@ -38,7 +38,9 @@ class Module {
   void eval() { train(false); }
   bool is_training() const { return training_; }
 
-  // Parameters of this module and its children (recursively), in registration order.
+  // Parameters of this module and its children (recursively), in registration order. A tensor
+  // reachable twice (a module shared by two parents) is listed once, under its first name, as
+  // PyTorch does, so an optimizer updates it once.
   std::vector<Tensor> parameters() const;
   NamedTensors named_parameters() const;
   NamedTensors named_buffers() const;
@@ -46,6 +48,10 @@ class Module {
   int64_t num_parameters() const;
   // Clears every parameter's gradient (PyTorch's zero_grad(set_to_none=True)).
   void zero_grad();
+  // Converts every parameter, buffer and gradient of this module and its children to dtype, in
+  // place: handles held elsewhere (an optimizer's parameter list, a layer's weight) see the new
+  // dtype. PyTorch's model.double() / model.float(). Returns *this.
+  Module& to(DType dtype);
 
   // Parameters and buffers by dotted name, in PyTorch's order: a module's own parameters, then its
   // own buffers, then each child's entries prefixed with the child's name. The tensors share data
