@@ -54,9 +54,10 @@ std::optional<int64_t> parse_integer_class(std::string_view s) {
   return static_cast<int64_t>(*v);
 }
 
+// "a", "b", "c": names quoted, since a name may hold a comma.
 std::string join(const std::vector<std::string>& names) {
   std::string s;
-  for (size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + names[i];
+  for (size_t i = 0; i < names.size(); ++i) s += (i ? ", \"" : "\"") + names[i] + "\"";
   return s;
 }
 
