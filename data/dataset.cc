@@ -81,7 +81,9 @@ Standardizer Standardizer::fit(const Dataset& train) {
   Standardizer s;
   s.mean.assign(d, 0.0);
   s.std.assign(d, 0.0);
-  // Two passes in float64, rows in order: mean = sum x / N, var = sum (x - mean)^2 / N.
+  // Two passes in float64, rows in order: mean = sum x / N, var = sum (x - mean)^2 / N. A constant
+  // float32 feature gets std exactly 0: N float32 values sum exactly in float64 (N < 2^29), so the
+  // mean is the value itself and every deviation is 0.
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < d; ++j) s.mean[j] += x[i * d + j];
   for (int64_t j = 0; j < d; ++j) s.mean[j] /= static_cast<double>(n);
@@ -91,14 +93,6 @@ Standardizer Standardizer::fit(const Dataset& train) {
       s.std[j] += c * c;
     }
   for (int64_t j = 0; j < d; ++j) s.std[j] = std::sqrt(s.std[j] / static_cast<double>(n));
-  // A constant feature gets std exactly 0 and its exact value as mean (rounding in the sums
-  // above could leave a tiny nonzero std and scale noise up to order 1).
-  std::vector<bool> constant(d, true);
-  for (int64_t i = 1; i < n; ++i)
-    for (int64_t j = 0; j < d; ++j)
-      if (x[i * d + j] != x[j]) constant[j] = false;
-  for (int64_t j = 0; j < d; ++j)
-    if (constant[j]) s.mean[j] = x[j], s.std[j] = 0.0;
   return s;
 }
 

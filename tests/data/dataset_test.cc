@@ -92,6 +92,16 @@ BOOST_AUTO_TEST_CASE(standardizer_uses_training_statistics_and_centres_constant_
   Dataset test = train.subset({0});
   test.x = tensor({7, 1.1}, {1, 2});
   check_tensor(s.apply(test).x, {4 / sd, 1.1 - 0.1}, 1e-6, 1e-6);
+  // Many rows: a constant feature still has std exactly 0 and standardizes to exactly 0.
+  Dataset big = normlab::test::numbered(1000);
+  for (int64_t i = 0; i < 1000; ++i) big.x.data<float>()[2 * i + 1] = 0.7f;
+  Standardizer sb = Standardizer::fit(big);
+  BOOST_TEST(sb.std[1] == 0.0);
+  // Feature 0 is 0..999: mean 499.5, population variance (1000^2 - 1) / 12.
+  BOOST_TEST(sb.mean[0] == 499.5);
+  BOOST_TEST(sb.std[0] == std::sqrt((1000.0 * 1000.0 - 1) / 12.0), boost::test_tools::tolerance(1e-12));
+  Dataset bt = sb.apply(big);
+  for (int64_t i = 0; i < 1000; ++i) BOOST_REQUIRE(bt.x.at({i, 1}) == 0.0);
 }
 
 BOOST_AUTO_TEST_CASE(standardizer_refuses_mismatched_features_and_empty_sets) {
