@@ -73,6 +73,49 @@ float parse_cell(const std::string& cell, const std::string& file, int64_t line,
   return static_cast<float>(*v);
 }
 
+// Splits line into fields, reusing the strings already in `fields` (no allocation per line once
+// they have grown); see split_csv_line.
+void split_fields(std::string_view line, char delimiter, const std::string& file, int64_t line_number,
+                  std::vector<std::string>& fields) {
+  size_t count = 0, i = 0;
+  const size_t n = line.size();
+  while (true) {
+    if (count == fields.size()) fields.emplace_back();
+    std::string& field = fields[count];
+    field.clear();
+    while (i < n && line[i] != delimiter && is_space(line[i])) ++i;
+    if (i < n && line[i] == '"') {
+      // Quoted: up to the closing quote, "" standing for one quote; then only spaces.
+      const size_t open = i++;
+      bool closed = false;
+      while (i < n) {
+        if (line[i] == '"') {
+          if (i + 1 < n && line[i + 1] == '"') field += '"', i += 2;
+          else { closed = true, ++i; break; }
+        } else {
+          field += line[i++];
+        }
+      }
+      if (!closed)
+        throw Error(at_line(file, line_number) + ", column " + std::to_string(count + 1) +
+                    ": the quote opened at character " + std::to_string(open + 1) +
+                    " is not closed (quoted fields cannot span lines)");
+      while (i < n && line[i] != delimiter && is_space(line[i])) ++i;
+      if (i < n && line[i] != delimiter)
+        throw Error(at_line(file, line_number) + ", column " + std::to_string(count + 1) +
+                    ": unexpected text after the closing quote, at character " + std::to_string(i + 1));
+    } else {
+      const size_t start = i;
+      while (i < n && line[i] != delimiter) ++i;
+      field.assign(trim(line.substr(start, i - start)));
+    }
+    ++count;
+    if (i >= n) break;
+    ++i;  // the delimiter
+  }
+  fields.resize(count);
+}
+
 // Reads the file; train (if given) fixes the feature columns and the class mapping.
 Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* train) {
   namespace fs = std::filesystem;
@@ -99,6 +142,7 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
     if (!line) throw Error(path + ": the file is empty (expected a header row with column names)");
     const int64_t header_line = line_no;
     const std::vector<std::string> header = split_csv_line(line, opt.delimiter, path, line_no);
+    std::vector<std::string> fields;  // reused for every row
     const size_t width = header.size();
     std::set<std::string> seen;
     bool all_numeric = true;
@@ -152,7 +196,7 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
     std::vector<int64_t> label_line;
     std::vector<float> row(d);
     while ((line = next_line(line_no))) {
-      const std::vector<std::string> fields = split_csv_line(line, opt.delimiter, path, line_no);
+      split_fields(line, opt.delimiter, path, line_no, fields);
       if (fields.size() != width)
         throw Error(at_line(path, line_no) + ": expected " + std::to_string(width) +
                     " fields (as in the header, line " + std::to_string(header_line) + "), got " +
@@ -241,40 +285,7 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
 std::vector<std::string> split_csv_line(const std::string& line, char delimiter, const std::string& file,
                                         int64_t line_number) {
   std::vector<std::string> fields;
-  size_t i = 0;
-  const size_t n = line.size();
-  while (true) {
-    while (i < n && line[i] != delimiter && is_space(line[i])) ++i;
-    std::string field;
-    if (i < n && line[i] == '"') {
-      // Quoted: up to the closing quote, "" standing for one quote; then only spaces.
-      const size_t open = i++;
-      bool closed = false;
-      while (i < n) {
-        if (line[i] == '"') {
-          if (i + 1 < n && line[i + 1] == '"') field += '"', i += 2;
-          else { closed = true, ++i; break; }
-        } else {
-          field += line[i++];
-        }
-      }
-      if (!closed)
-        throw Error(at_line(file, line_number) + ", column " + std::to_string(fields.size() + 1) +
-                    ": the quote opened at character " + std::to_string(open + 1) +
-                    " is not closed (quoted fields cannot span lines)");
-      while (i < n && line[i] != delimiter && is_space(line[i])) ++i;
-      if (i < n && line[i] != delimiter)
-        throw Error(at_line(file, line_number) + ", column " + std::to_string(fields.size() + 1) +
-                    ": unexpected text after the closing quote, at character " + std::to_string(i + 1));
-    } else {
-      const size_t start = i;
-      while (i < n && line[i] != delimiter) ++i;
-      field = std::string(trim(std::string_view(line).substr(start, i - start)));
-    }
-    fields.push_back(std::move(field));
-    if (i >= n) break;
-    ++i;  // the delimiter
-  }
+  split_fields(line, delimiter, file, line_number, fields);
   return fields;
 }
 

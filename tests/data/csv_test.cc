@@ -120,6 +120,7 @@ BOOST_AUTO_TEST_CASE(ragged_rows) {
 BOOST_AUTO_TEST_CASE(bad_cells) {
   check_mentions(read_error("non_numeric.csv"), {fixture("non_numeric.csv"), "line 3", "column 2", "\"b\"", "\"abc\""});
   check_mentions(read_error("nan_cell.csv"), {fixture("nan_cell.csv"), "line 2", "column 2", "finite", "\"nan\""});
+  check_mentions(read_error("huge_value.csv"), {fixture("huge_value.csv"), "line 2", "column 2", "float32 range"});
   // The Fast C++ CSV Parser would read this empty cell as 0; we refuse it.
   check_mentions(read_error("empty_cell.csv"), {fixture("empty_cell.csv"), "line 3", "column 2", "\"b\"", "empty cell"});
   check_mentions(read_error("empty_label.csv"), {fixture("empty_label.csv"), "line 3", "column 3", "\"label\"",
