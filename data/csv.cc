@@ -1,0 +1,308 @@
+// CSV data sets read with the Fast C++ CSV Parser's LineReader; fields split and checked here.
+#include "data/csv.h"
+
+// The library's header trips GCC 12's -Wstringop-truncation (a strncpy into a bounded buffer).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstringop-truncation"
+#include <libfccp/csv.h>
+#pragma GCC diagnostic pop
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+
+namespace normlab::data {
+
+namespace {
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// "file: line 3" / "file: line 3, column 2 "name"": where an error is.
+std::string at_line(const std::string& file, int64_t line) {
+  return file + ": line " + std::to_string(line);
+}
+std::string at_cell(const std::string& file, int64_t line, size_t col, const std::string& name) {
+  return at_line(file, line) + ", column " + std::to_string(col + 1) + " \"" + name + "\"";
+}
+
+// A finite number in s (trimmed; a leading '+' allowed), or nullopt.
+std::optional<double> parse_number(std::string_view s) {
+  s = trim(s);
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  if (s.empty()) return std::nullopt;
+  double v = 0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+// The integer a class label stands for ("3", "03", "3.0"), or nullopt if it is not one.
+std::optional<int64_t> parse_integer_class(std::string_view s) {
+  const std::optional<double> v = parse_number(s);
+  if (!v || *v != std::floor(*v) || std::fabs(*v) > 9007199254740992.0) return std::nullopt;  // 2^53
+  return static_cast<int64_t>(*v);
+}
+
+// "a", "b", "c": names quoted, since a name may hold a comma.
+std::string join(const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i) s += (i ? ", \"" : "\"") + names[i] + "\"";
+  return s;
+}
+
+// The cell as a float32 feature or target, or an error naming the file, line and column.
+float parse_cell(const std::string& cell, const std::string& file, int64_t line, size_t col,
+                 const std::string& name) {
+  if (trim(cell).empty())
+    throw Error(at_cell(file, line, col, name) + ": empty cell (a missing value); expected a number");
+  const std::optional<double> v = parse_number(cell);
+  if (!v) throw Error(at_cell(file, line, col, name) + ": expected a finite number, got \"" + cell + "\"");
+  if (std::fabs(*v) > std::numeric_limits<float>::max())
+    throw Error(at_cell(file, line, col, name) + ": " + cell + " is outside the float32 range");
+  return static_cast<float>(*v);
+}
+
+// Splits line into fields, reusing the strings already in `fields` (no allocation per line once
+// they have grown); see split_csv_line.
+void split_fields(std::string_view line, char delimiter, const std::string& file, int64_t line_number,
+                  std::vector<std::string>& fields) {
+  size_t count = 0, i = 0;
+  const size_t n = line.size();
+  while (true) {
+    if (count == fields.size()) fields.emplace_back();
+    std::string& field = fields[count];
+    field.clear();
+    while (i < n && line[i] != delimiter && is_space(line[i])) ++i;
+    if (i < n && line[i] == '"') {
+      // Quoted: up to the closing quote, "" standing for one quote; then only spaces.
+      const size_t open = i++;
+      bool closed = false;
+      while (i < n) {
+        if (line[i] == '"') {
+          if (i + 1 < n && line[i + 1] == '"') field += '"', i += 2;
+          else { closed = true, ++i; break; }
+        } else {
+          field += line[i++];
+        }
+      }
+      if (!closed)
+        throw Error(at_line(file, line_number) + ", column " + std::to_string(count + 1) +
+                    ": the quote opened at character " + std::to_string(open + 1) +
+                    " is not closed (quoted fields cannot span lines)");
+      while (i < n && line[i] != delimiter && is_space(line[i])) ++i;
+      if (i < n && line[i] != delimiter)
+        throw Error(at_line(file, line_number) + ", column " + std::to_string(count + 1) +
+                    ": unexpected text after the closing quote, at character " + std::to_string(i + 1));
+    } else {
+      const size_t start = i;
+      while (i < n && line[i] != delimiter) ++i;
+      field.assign(trim(line.substr(start, i - start)));
+    }
+    ++count;
+    if (i >= n) break;
+    ++i;  // the delimiter
+  }
+  fields.resize(count);
+}
+
+// Reads the file; train (if given) fixes the feature columns and the class mapping.
+Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* train) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw Error(path + ": no such file");
+  if (!fs::is_regular_file(path, ec)) throw Error(path + ": is not a regular file");
+  if (opt.label_column.empty())
+    throw Error(path + ": no label column given (expected the name of one of the header's columns)");
+
+  try {
+    io::LineReader reader(path);
+    auto next_line = [&](int64_t& number) -> char* {
+      // Skips blank lines; returns null at the end of the file.
+      while (char* line = reader.next_line()) {
+        number = reader.get_file_line();
+        if (!trim(line).empty()) return line;
+      }
+      return nullptr;
+    };
+
+    // Header.
+    int64_t line_no = 0;
+    char* line = next_line(line_no);
+    if (!line) throw Error(path + ": the file is empty (expected a header row with column names)");
+    const int64_t header_line = line_no;
+    const std::vector<std::string> header = split_csv_line(line, opt.delimiter, path, line_no);
+    std::vector<std::string> fields;  // reused for every row
+    const size_t width = header.size();
+    std::set<std::string> seen;
+    bool all_numeric = true;
+    for (size_t c = 0; c < width; ++c) {
+      if (header[c].empty())
+        throw Error(at_line(path, line_no) + ", column " + std::to_string(c + 1) +
+                    ": empty column name in the header");
+      if (!seen.insert(header[c]).second)
+        throw Error(at_cell(path, line_no, c, header[c]) + ": duplicate column name in the header");
+      all_numeric = all_numeric && parse_number(header[c]).has_value();
+    }
+    if (all_numeric)
+      throw Error(at_line(path, line_no) + ": no header row (every field is a number: \"" +
+                  std::string(trim(line)) + "\"); expected column names in the first row");
+    const auto label_it = std::find(header.begin(), header.end(), opt.label_column);
+    if (label_it == header.end())
+      throw Error(at_line(path, line_no) + ": no column \"" + opt.label_column +
+                  "\" for the label in the header; the columns are: " + join(header));
+    const size_t label_col = label_it - header.begin();
+    if (width < 2)
+      throw Error(at_line(path, line_no) + ": the header has only the label column \"" + opt.label_column +
+                  "\"; expected at least one feature column");
+
+    // Feature columns: file order, or train's order for a test file.
+    std::vector<std::string> feature_names;
+    std::vector<int64_t> feature_pos(width, -1);  // column -> feature index
+    if (!train) {
+      for (size_t c = 0; c < width; ++c)
+        if (c != label_col) feature_pos[c] = static_cast<int64_t>(feature_names.size()),
+                            feature_names.push_back(header[c]);
+    } else {
+      feature_names = train->feature_names;
+      for (size_t c = 0; c < width; ++c) {
+        if (c == label_col) continue;
+        const auto it = std::find(feature_names.begin(), feature_names.end(), header[c]);
+        if (it == feature_names.end())
+          throw Error(at_cell(path, line_no, c, header[c]) + ": not a feature column of the training set " +
+                      "\"" + train->name + "\" (its features: " + join(feature_names) + ")");
+        feature_pos[c] = it - feature_names.begin();
+      }
+      for (const std::string& f : feature_names)
+        if (!seen.count(f))
+          throw Error(at_line(path, line_no) + ": the header lacks the feature column \"" + f +
+                      "\" of the training set \"" + train->name + "\"");
+    }
+    const int64_t d = static_cast<int64_t>(feature_names.size());
+
+    // Rows.
+    std::vector<float> x, y;
+    std::vector<std::string> label_text;
+    std::vector<int64_t> label_line;
+    std::vector<float> row(d);
+    while ((line = next_line(line_no))) {
+      split_fields(line, opt.delimiter, path, line_no, fields);
+      if (fields.size() != width)
+        throw Error(at_line(path, line_no) + ": expected " + std::to_string(width) +
+                    " fields (as in the header, line " + std::to_string(header_line) + "), got " +
+                    std::to_string(fields.size()) +
+                    (fields.size() < width
+                         ? " (column " + std::to_string(fields.size() + 1) + " \"" + header[fields.size()] +
+                               "\" onward is missing)"
+                         : " (an extra field at column " + std::to_string(width + 1) + ")"));
+      for (size_t c = 0; c < width; ++c) {
+        if (c == label_col) continue;
+        row[feature_pos[c]] = parse_cell(fields[c], path, line_no, c, header[c]);
+      }
+      x.insert(x.end(), row.begin(), row.end());
+      if (opt.task == Task::Regression) {
+        y.push_back(parse_cell(fields[label_col], path, line_no, label_col, header[label_col]));
+      } else {
+        if (fields[label_col].empty())
+          throw Error(at_cell(path, line_no, label_col, header[label_col]) +
+                      ": empty cell (a missing value); expected a class label");
+        label_text.push_back(fields[label_col]);
+        label_line.push_back(line_no);
+      }
+    }
+    const int64_t n = d > 0 ? static_cast<int64_t>(x.size()) / d : 0;
+    if (n == 0) throw Error(path + ": the header (line " + std::to_string(header_line) + ") has no data rows");
+
+    Dataset ds;
+    ds.name = path;
+    ds.label_name = opt.label_column;
+    ds.feature_names = feature_names;
+    ds.x = autograd::empty({n, d});
+    std::copy(x.begin(), x.end(), ds.x.data<float>());
+    if (opt.task == Task::Regression) {
+      ds.y = autograd::empty({n, 1});
+      std::copy(y.begin(), y.end(), ds.y.data<float>());
+      return ds;
+    }
+
+    // Class mapping: train's, or integers sorted numerically if every label is one, else strings
+    // sorted bytewise.
+    const auto cell = [&](int64_t i) { return at_cell(path, label_line[i], label_col, header[label_col]); };
+    std::vector<std::optional<int64_t>> as_int(n);
+    bool integer = true;
+    if (train) {
+      for (const std::string& c : train->class_names) {
+        const std::optional<int64_t> v = parse_integer_class(c);
+        integer = integer && v && std::to_string(*v) == c;
+      }
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      as_int[i] = parse_integer_class(label_text[i]);
+      if (!train) integer = integer && as_int[i].has_value();
+    }
+    std::map<std::string, int64_t> index;  // class name -> index
+    std::vector<std::string> names;
+    if (train) {
+      names = train->class_names;
+    } else if (integer) {
+      std::set<int64_t> values;
+      for (int64_t i = 0; i < n; ++i) values.insert(*as_int[i]);
+      for (int64_t v : values) names.push_back(std::to_string(v));
+    } else {
+      std::set<std::string> values(label_text.begin(), label_text.end());
+      names.assign(values.begin(), values.end());
+    }
+    for (size_t k = 0; k < names.size(); ++k) index[names[k]] = static_cast<int64_t>(k);
+    ds.labels.resize(n);
+    for (int64_t i = 0; i < n; ++i) {
+      const std::string key = integer && as_int[i] ? std::to_string(*as_int[i]) : label_text[i];
+      const auto it = index.find(key);
+      if (it == index.end())
+        throw Error(cell(i) + ": class \"" + label_text[i] + "\" does not occur in the training set \"" +
+                    train->name + "\" (its classes: " + join(names) + ")");
+      ds.labels[i] = it->second;
+    }
+    ds.num_classes = static_cast<int64_t>(names.size());
+    ds.class_names = names;
+    return ds;
+  } catch (const io::error::base& e) {
+    throw Error(path + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> split_csv_line(const std::string& line, char delimiter, const std::string& file,
+                                        int64_t line_number) {
+  std::vector<std::string> fields;
+  split_fields(line, delimiter, file, line_number, fields);
+  return fields;
+}
+
+Dataset read_csv(const std::string& path, const CsvOptions& options) { return read(path, options, nullptr); }
+
+Dataset read_csv(const std::string& path, const CsvOptions& options, const Dataset& train) {
+  if (train.label_name != options.label_column)
+    throw Error(path + ": label column \"" + options.label_column + "\" differs from the training set's \"" +
+                train.label_name + "\"");
+  if (train.is_classification() != (options.task == Task::Classification))
+    throw Error(path + ": the task (" +
+                std::string(options.task == Task::Classification ? "classification" : "regression") +
+                ") differs from the training set's");
+  if (train.feature_names.empty() || static_cast<int64_t>(train.feature_names.size()) != train.features())
+    throw Error(path + ": the training set \"" + train.name + "\" has no feature column names "
+                "(expected one read from a CSV file)");
+  return read(path, options, &train);
+}
+
+}  // namespace normlab::data

@@ -1,0 +1,41 @@
+// CSV data sets: a header row, a label column chosen by name, every other column a numeric feature.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+
+namespace normlab::data {
+
+// What the label column holds: a class (integer or string) or a number to regress.
+enum class Task { Classification, Regression };
+
+// How to read a CSV file.
+struct CsvOptions {
+  std::string label_column;               // the label column's name, as in the header (required)
+  Task task = Task::Classification;       // classes or regression targets
+  char delimiter = ',';                   // field separator
+};
+
+// The fields of one CSV line: split at the delimiter, spaces and tabs around each field trimmed,
+// a field in double quotes may hold delimiters ("" inside quotes is one quote). Quoted fields cannot
+// span lines. Throws an unterminated quote as "line <line>, column <k>" (k 1-based) of `file`.
+std::vector<std::string> split_csv_line(const std::string& line, char delimiter, const std::string& file,
+                                        int64_t line_number);
+
+// Reads a training (or whole) CSV data set with the Fast C++ CSV Parser's io::LineReader.
+// Features: every column but the label, in file order, each cell a finite number. Classification:
+// if every label is an integer, classes are those integers sorted numerically (so 0..9 stay 0..9);
+// otherwise the label strings sorted bytewise (as scikit-learn's LabelEncoder). class_names holds
+// them by index. Regression: y (N, 1) holds the label numbers. BOM, CRLF and blank lines are
+// accepted. Errors name the file, the line and the column: missing or empty file, no header,
+// duplicate or empty column names, a missing label column (with the available columns), a row
+// with the wrong number of fields, an empty or non-numeric cell, a header without data rows.
+Dataset read_csv(const std::string& path, const CsvOptions& options);
+
+// Reads a test (or validation) CSV with the training set's columns and class mapping: the same
+// label column and task, the same feature columns by name (any order; they are put in train's
+// order), and every class must be one of train's (an unseen class is an error naming the line).
+Dataset read_csv(const std::string& path, const CsvOptions& options, const Dataset& train);
+
+}  // namespace normlab::data

@@ -1,0 +1,219 @@
+// Fashion-MNIST: reads and checks the gzip IDX files (magic numbers, dims, counts, sizes) with zlib.
+#include "data/fashion_mnist.h"
+
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+namespace normlab::data {
+
+namespace {
+
+constexpr uint32_t kImagesMagic = 2051;  // 0x00000803: unsigned bytes, 3 dims
+constexpr uint32_t kLabelsMagic = 2049;  // 0x00000801: unsigned bytes, 1 dim
+
+// An open gzip (or plain: zlib reads those transparently) file; every error names the file.
+class GzFile {
+ public:
+  explicit GzFile(const std::string& path, const std::string& hint) : path_(path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!fs::exists(path, ec))
+      throw Error(path + ": no such file" + (hint.empty() ? "" : "; " + hint));
+    if (!fs::is_regular_file(path, ec)) throw Error(path + ": is not a regular file");
+    errno = 0;
+    file_ = gzopen(path.c_str(), "rb");
+    if (!file_)
+      throw Error(path + ": cannot open: " + (errno ? std::strerror(errno) : "zlib could not allocate"));
+    gzbuffer(file_, 1 << 17);
+  }
+  ~GzFile() { if (file_) gzclose(file_); }
+  GzFile(const GzFile&) = delete;
+  GzFile& operator=(const GzFile&) = delete;
+
+  // Reads up to n bytes (fewer only at the end of the data); throws on corrupt data.
+  int64_t read(void* buf, int64_t n) {
+    int64_t done = 0;
+    while (done < n) {
+      const unsigned chunk = static_cast<unsigned>(std::min<int64_t>(n - done, 1 << 30));
+      const int got = gzread(file_, static_cast<char*>(buf) + done, chunk);
+      if (got < 0) {
+        int code = 0;
+        const char* msg = gzerror(file_, &code);
+        throw Error(path_ + ": corrupt gzip data (" + (msg ? msg : "unknown zlib error") + ")");
+      }
+      if (got == 0) break;
+      done += got;
+    }
+    return done;
+  }
+
+  // Reads n bytes or throws "truncated", saying what was being read.
+  void read_exact(void* buf, int64_t n, const std::string& what) {
+    const int64_t got = read(buf, n);
+    if (got != n)
+      throw Error(path_ + ": truncated: expected " + what + " (" + std::to_string(n) +
+                  " bytes), the file ends after " + std::to_string(got));
+  }
+
+  // Reads everything left and returns how many bytes that was.
+  int64_t count_rest() {
+    std::vector<char> scratch(1 << 20);
+    int64_t total = 0, got;
+    while ((got = read(scratch.data(), static_cast<int64_t>(scratch.size()))) > 0) total += got;
+    return total;
+  }
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  gzFile file_ = nullptr;
+};
+
+// Big-endian 32-bit unsigned, as IDX stores its header.
+uint32_t read_u32(GzFile& f, const std::string& what) {
+  unsigned char b[4];
+  f.read_exact(b, 4, what);
+  return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | uint32_t{b[3]};
+}
+
+void check_magic(GzFile& f, uint32_t want, const std::string& kind) {
+  const uint32_t magic = read_u32(f, "the 4-byte magic number of an IDX file");
+  if (magic != want)
+    throw Error(f.path() + ": bad magic number " + std::to_string(magic) + " (expected " +
+                std::to_string(want) + " for an IDX " + kind + " file)");
+}
+
+// Checks limit against the header's count; returns how many items to keep. clamp: keep at most
+// count instead of refusing a larger limit (the caller checks counts itself).
+int64_t items_to_keep(const GzFile& f, int64_t count, std::optional<int64_t> limit, const std::string& items,
+                      bool clamp = false) {
+  if (!limit) return count;
+  if (clamp && *limit > count) return count;
+  if (*limit < 1)
+    throw Error(f.path() + ": the number of " + items + " to read must be at least 1, got " +
+                std::to_string(*limit));
+  if (*limit > count)
+    throw Error(f.path() + ": asked for the first " + std::to_string(*limit) + " " + items +
+                ", but the file holds " + std::to_string(count));
+  return *limit;
+}
+
+// Reads `keep` items of `item_bytes` into out, then checks that exactly count - keep more follow.
+void read_body(GzFile& f, int64_t count, int64_t keep, int64_t item_bytes, const std::string& items,
+               std::vector<uint8_t>& out) {
+  const int64_t declared = count * item_bytes;
+  out.resize(keep * item_bytes);
+  const int64_t got = f.read(out.data(), keep * item_bytes);
+  const int64_t rest = got == keep * item_bytes ? f.count_rest() : 0;
+  const int64_t body = got + rest;
+  if (body < declared)
+    throw Error(f.path() + ": truncated: the header declares " + std::to_string(count) + " " + items +
+                " (" + std::to_string(declared) + " bytes after the header), the file holds only " +
+                std::to_string(body));
+  if (body > declared)
+    throw Error(f.path() + ": " + std::to_string(body - declared) + " unexpected bytes after the " +
+                std::to_string(count) + " " + items + " the header declares");
+}
+
+}  // namespace
+
+const std::vector<std::string>& fashion_mnist_class_names() {
+  static const std::vector<std::string> names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                                 "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  return names;
+}
+
+namespace {
+
+const char* kInstallHint =
+    "install the Debian package dataset-fashion-mnist (apt-get install dataset-fashion-mnist), "
+    "or give the directory that holds the IDX files";
+
+IdxImages read_images(const std::string& path, std::optional<int64_t> limit, const std::string& hint,
+                      bool clamp) {
+  GzFile f(path, hint);
+  check_magic(f, kImagesMagic, "image (idx3-ubyte)");
+  IdxImages im;
+  const int64_t count = im.total = read_u32(f, "the image count");
+  im.rows = read_u32(f, "the number of rows");
+  im.cols = read_u32(f, "the number of columns");
+  if (im.rows < 1 || im.cols < 1 || im.rows > 65536 || im.cols > 65536)
+    throw Error(path + ": bad image size " + std::to_string(im.rows) + "x" + std::to_string(im.cols));
+  im.count = items_to_keep(f, count, limit, "images", clamp);
+  read_body(f, count, im.count, im.rows * im.cols, "images of " + std::to_string(im.rows) + "x" +
+                                                         std::to_string(im.cols), im.pixels);
+  return im;
+}
+
+std::vector<uint8_t> read_labels(const std::string& path, std::optional<int64_t> limit, int64_t* total,
+                                 const std::string& hint) {
+  GzFile f(path, hint);
+  check_magic(f, kLabelsMagic, "label (idx1-ubyte)");
+  const int64_t count = read_u32(f, "the label count");
+  if (total) *total = count;
+  std::vector<uint8_t> labels;
+  read_body(f, count, items_to_keep(f, count, limit, "labels"), 1, "labels", labels);
+  return labels;
+}
+
+Dataset load_pair(const std::string& images_path, const std::string& labels_path,
+                  std::optional<int64_t> limit, const std::string& name, const std::string& hint) {
+  // The label file is small: read it first (checking limit against its count), then only the
+  // images needed (the rest of the image file is still decompressed to check its size).
+  int64_t label_count = 0;
+  std::vector<uint8_t> labels = read_labels(labels_path, limit, &label_count, hint);
+  IdxImages im = read_images(images_path, limit, hint, /*clamp=*/true);
+  if (im.total != label_count)
+    throw Error(images_path + " holds " + std::to_string(im.total) + " images but " + labels_path +
+                " holds " + std::to_string(label_count) + " labels (expected the same count)");
+  if (im.rows != 28 || im.cols != 28)
+    throw Error(images_path + ": expected 28x28 Fashion-MNIST images, got " + std::to_string(im.rows) +
+                "x" + std::to_string(im.cols));
+  const int64_t n = im.count;
+  const int64_t d = im.rows * im.cols;
+  Dataset ds;
+  ds.name = name;
+  ds.num_classes = 10;
+  ds.class_names = fashion_mnist_class_names();
+  ds.labels.resize(n);
+  for (int64_t i = 0; i < n; ++i) {
+    if (labels[i] > 9)
+      throw Error(labels_path + ": label " + std::to_string(labels[i]) + " of sample " + std::to_string(i) +
+                  " is outside 0..9");
+    ds.labels[i] = labels[i];
+  }
+  ds.x = autograd::empty({n, d});
+  float* x = ds.x.data<float>();
+  for (int64_t i = 0; i < n * d; ++i) x[i] = static_cast<float>(im.pixels[i]) / 255.0f;
+  return ds;
+}
+
+}  // namespace
+
+IdxImages read_idx_images(const std::string& path, std::optional<int64_t> limit) {
+  return read_images(path, limit, "", /*clamp=*/false);
+}
+
+std::vector<uint8_t> read_idx_labels(const std::string& path, std::optional<int64_t> limit, int64_t* total) {
+  return read_labels(path, limit, total, "");
+}
+
+Dataset load_idx_pair(const std::string& images_path, const std::string& labels_path,
+                      std::optional<int64_t> limit, const std::string& name) {
+  return load_pair(images_path, labels_path, limit, name, "");
+}
+
+Dataset load_fashion_mnist(FashionMnistSplit split, const std::string& dir, std::optional<int64_t> limit) {
+  const std::string prefix = split == FashionMnistSplit::Train ? "train" : "t10k";
+  const std::string base = dir.empty() || dir.back() == '/' ? dir : dir + "/";
+  return load_pair(base + prefix + "-images-idx3-ubyte.gz", base + prefix + "-labels-idx1-ubyte.gz", limit,
+                   split == FashionMnistSplit::Train ? "fashion-mnist train" : "fashion-mnist test",
+                   kInstallHint);
+}
+
+}  // namespace normlab::data

@@ -1,0 +1,141 @@
+// CSV reader: fixture files (valid and malformed); values, class mappings and every error's file, line and column.
+#include <boost/test/unit_test.hpp>
+
+#include "data/csv.h"
+#include "tests/data/support.h"
+#include "tests/support/compare.h"
+
+using namespace normlab::data;
+using normlab::test::check_mentions;
+using normlab::test::check_tensor;
+using normlab::test::error_of;
+using normlab::test::fixture;
+
+namespace {
+
+CsvOptions classify(const std::string& label) { return CsvOptions{label, Task::Classification, ','}; }
+
+// The error message of reading fixture `name` with this label column (classification).
+std::string read_error(const std::string& name, const std::string& label = "label") {
+  return error_of([&] { read_csv(fixture(name), classify(label)); });
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(csv)
+
+BOOST_AUTO_TEST_CASE(string_classes_quotes_spaces_and_blank_lines) {
+  Dataset ds = read_csv(fixture("classes.csv"), classify("species"));
+  BOOST_TEST(ds.size() == 4);
+  BOOST_TEST(ds.feature_names == (std::vector<std::string>{"sepal_length", "sepal_width", "petal_length"}));
+  check_tensor(ds.x, {5.1, 3.5, 1.4, 7.0, 3.2, 4.7, 6.3, 3.3, 6.0, 4.9, 3.0, 1.4});
+  // Sorted bytewise: "setosa" < "versicolor, big" < "virginica".
+  BOOST_TEST(ds.class_names == (std::vector<std::string>{"setosa", "versicolor, big", "virginica"}));
+  BOOST_TEST(ds.labels == (std::vector<int64_t>{0, 1, 2, 0}));
+  BOOST_TEST(ds.num_classes == 3);
+  BOOST_TEST(ds.label_name == "species");
+  BOOST_TEST(!ds.y.defined());
+}
+
+BOOST_AUTO_TEST_CASE(test_split_uses_train_classes_and_feature_order) {
+  Dataset train = read_csv(fixture("classes.csv"), classify("species"));
+  Dataset test = read_csv(fixture("classes_test.csv"), classify("species"), train);
+  // classes_test.csv has its columns in another order: petal_length, species, sepal_width, sepal_length.
+  check_tensor(test.x, {5.0, 3.0, 1.5, 6.1, 2.9, 4.5});
+  BOOST_TEST(test.labels == (std::vector<int64_t>{2, 1}));
+  BOOST_TEST(test.class_names == train.class_names);
+  BOOST_TEST(test.num_classes == 3);
+}
+
+BOOST_AUTO_TEST_CASE(class_seen_only_in_the_test_split_is_an_error) {
+  Dataset train = read_csv(fixture("classes.csv"), classify("species"));
+  const std::string path = fixture("classes_test_unknown.csv");
+  check_mentions(error_of([&] { read_csv(path, classify("species"), train); }),
+                 {path, "line 3", "column 3", "\"species\"", "\"iris-unknown\"", "\"setosa\", \"versicolor, big\", \"virginica\""});
+  const std::string extra = fixture("classes_test_extra_column.csv");
+  check_mentions(error_of([&] { read_csv(extra, classify("species"), train); }),
+                 {extra, "line 1", "column 5", "\"petal_width\"", "not a feature column"});
+  check_mentions(error_of([&] { read_csv(fixture("classes_test.csv"), classify("sepal_width"), train); }),
+                 {"label column \"sepal_width\"", "\"species\""});
+}
+
+BOOST_AUTO_TEST_CASE(integer_classes_sort_numerically) {
+  Dataset ds = read_csv(fixture("int_classes.csv"), classify("label"));
+  // Labels 10, 2, 3, 2.0 -> classes 2, 3, 10 (numeric order, not "10" < "2").
+  BOOST_TEST(ds.class_names == (std::vector<std::string>{"2", "3", "10"}));
+  BOOST_TEST(ds.labels == (std::vector<int64_t>{2, 0, 1, 0}));
+  check_tensor(ds.x, {1, 2, 3, 4, 5, 6, 7, 8});
+  // The test file writes 03 and 10.0 for classes 3 and 10, with the label column first.
+  Dataset test = read_csv(fixture("int_classes_test.csv"), classify("label"), ds);
+  BOOST_TEST(test.labels == (std::vector<int64_t>{1, 2}));
+  check_tensor(test.x, {0, 0, 1, 1});
+}
+
+BOOST_AUTO_TEST_CASE(regression_targets) {
+  Dataset ds = read_csv(fixture("regression.csv"), CsvOptions{"target", Task::Regression, ','});
+  BOOST_TEST(!ds.is_classification());
+  BOOST_TEST(ds.labels.empty());
+  BOOST_TEST(ds.y.shape() == (normlab::autograd::Shape{2, 1}));
+  check_tensor(ds.y, {2.5, -3});
+  check_tensor(ds.x, {0.5, -0.001, 1.5, 2});
+  BOOST_CHECK_NO_THROW(ds.validate());
+  Dataset again = read_csv(fixture("regression.csv"), CsvOptions{"target", Task::Regression, ','}, ds);
+  check_tensor(again.y, {2.5, -3});
+  check_mentions(error_of([&] { read_csv(fixture("classes.csv"), CsvOptions{"species", Task::Regression, ','}); }),
+                 {"line 2", "column 3", "\"species\"", "\"setosa\""});
+}
+
+BOOST_AUTO_TEST_CASE(byte_order_mark_and_crlf_line_ends) {
+  Dataset ds = read_csv(fixture("bom_crlf.csv"), classify("label"));
+  BOOST_TEST(ds.feature_names == (std::vector<std::string>{"f1", "f2"}));
+  BOOST_TEST(ds.class_names == (std::vector<std::string>{"a", "b"}));
+  check_tensor(ds.x, {1, 2, 3, 4});
+}
+
+BOOST_AUTO_TEST_CASE(missing_empty_and_header_only_files) {
+  const std::string missing = fixture("no_such_file.csv");
+  check_mentions(read_error("no_such_file.csv"), {missing, "no such file"});
+  check_mentions(read_error("empty.csv"), {fixture("empty.csv"), "empty", "header"});
+  check_mentions(read_error("blank_lines.csv"), {fixture("blank_lines.csv"), "empty"});
+  check_mentions(read_error("header_only.csv"), {fixture("header_only.csv"), "line 1", "no data rows"});
+  check_mentions(error_of([&] { read_csv(NORMLAB_SOURCE_DIR, classify("label")); }), {"not a regular file"});
+}
+
+BOOST_AUTO_TEST_CASE(header_problems) {
+  check_mentions(read_error("no_header.csv"), {fixture("no_header.csv"), "line 1", "no header row", "1,2,3"});
+  check_mentions(read_error("duplicate_column.csv"), {fixture("duplicate_column.csv"), "line 1", "column 3", "\"a\"",
+                                                      "duplicate"});
+  check_mentions(read_error("classes.csv", "class"),
+                 {fixture("classes.csv"), "line 1", "no column \"class\"", "\"sepal_length\", \"sepal_width\", \"species\", \"petal_length\""});
+  check_mentions(read_error("only_label.csv"), {fixture("only_label.csv"), "line 1", "at least one feature column"});
+  check_mentions(read_error("classes.csv", ""), {fixture("classes.csv"), "no label column given"});
+}
+
+BOOST_AUTO_TEST_CASE(ragged_rows) {
+  check_mentions(read_error("ragged.csv"), {fixture("ragged.csv"), "line 3", "expected 3 fields", "got 2",
+                                            "column 3 \"label\""});
+  check_mentions(read_error("ragged_extra.csv"), {fixture("ragged_extra.csv"), "line 3", "got 4", "column 4"});
+}
+
+BOOST_AUTO_TEST_CASE(bad_cells) {
+  check_mentions(read_error("non_numeric.csv"), {fixture("non_numeric.csv"), "line 3", "column 2", "\"b\"", "\"abc\""});
+  check_mentions(read_error("nan_cell.csv"), {fixture("nan_cell.csv"), "line 2", "column 2", "finite", "\"nan\""});
+  check_mentions(read_error("huge_value.csv"), {fixture("huge_value.csv"), "line 2", "column 2", "float32 range"});
+  // The Fast C++ CSV Parser would read this empty cell as 0; we refuse it.
+  check_mentions(read_error("empty_cell.csv"), {fixture("empty_cell.csv"), "line 3", "column 2", "\"b\"", "empty cell"});
+  check_mentions(read_error("empty_label.csv"), {fixture("empty_label.csv"), "line 3", "column 3", "\"label\"",
+                                                 "empty cell"});
+  check_mentions(read_error("unterminated_quote.csv"),
+                 {fixture("unterminated_quote.csv"), "line 2", "column 3", "not closed"});
+}
+
+BOOST_AUTO_TEST_CASE(split_line_quotes_and_trimming) {
+  using V = std::vector<std::string>;
+  BOOST_TEST(split_csv_line(" a , \"b, c\" ,\"say \"\"hi\"\"\",", ',', "f", 1) == (V{"a", "b, c", "say \"hi\"", ""}));
+  BOOST_TEST(split_csv_line("x;y", ';', "f", 1) == (V{"x", "y"}));
+  BOOST_TEST(split_csv_line("", ',', "f", 1) == (V{""}));
+  check_mentions(error_of([] { split_csv_line("1,\"a\"b", ',', "f.csv", 7); }),
+                 {"f.csv", "line 7", "column 2", "after the closing quote"});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
