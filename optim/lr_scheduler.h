@@ -68,6 +68,7 @@ class LRScheduler {
   int64_t last_step() const { return t_; }
   // The optimizer's lr when the scheduler was made.
   double base_lr() const { return base_lr_; }
+  // The schedule this scheduler applies.
   const Schedule& schedule() const { return schedule_; }
 
  private:

@@ -251,6 +251,27 @@ BOOST_AUTO_TEST_CASE(updates_the_model_parameters_in_place_after_backward) {
   BOOST_TEST(w.is_leaf());
 }
 
+namespace {
+// A one-parameter model: y = w * x elementwise.
+struct Scale : normlab::nn::Module {
+  Tensor w = register_parameter("w", tensor({1, 2, 3}));
+  Tensor forward(const Tensor& x) override { return mul(w, x); }
+  std::string repr() const override { return "Scale()"; }
+};
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(steps_a_modules_parameters_through_shared_handles) {
+  Scale m;
+  SGD opt(m.parameters(), {.lr = 0.5, .momentum = 0.5});
+  for (int k = 0; k < 2; ++k) {
+    opt.zero_grad();
+    sum(m(tensor({2, -2, 4}))).backward();  // dloss/dw = x
+    opt.step();
+  }
+  // buf = x, then 0.5 x + x = 1.5 x: w = [1, 2, 3] - 0.5 (x + 1.5 x) = [1, 2, 3] - 1.25 [2, -2, 4]
+  check_tensor(m.state_dict()[0].second, {-1.5, 4.5, -2}, 0, 0);
+}
+
 BOOST_AUTO_TEST_CASE(mixed_dtypes_in_one_optimizer) {
   Tensor a = tensor({1, 2}, DType::Float32), b = tensor({1, 2}, DType::Float64);
   SGD opt({a, b}, {.lr = 0.25, .momentum = 0.5});
