@@ -1,0 +1,70 @@
+// Optimizer: the base of every optimizer, a list of parameters updated in place, a learning rate,
+// zero_grad(), and the state an optimizer saves in (and restores from) a checkpoint.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/tensor.h"
+
+namespace normlab::optim {
+
+using autograd::Tensor;
+
+// What an optimizer saves in a checkpoint: named tensors (e.g. "momentum_buffer.0") and named
+// numbers (hyper-parameters, the step count; booleans as 0 or 1). The tensors are copies: they do
+// not change when the optimizer steps on.
+struct OptimizerState {
+  std::vector<std::pair<std::string, autograd::Tensor>> tensors;
+  std::map<std::string, double> scalars;
+};
+
+class Optimizer {
+ public:
+  // Optimizes `params`, shared handles to a model's parameters (e.g. Module::parameters()): step()
+  // updates their data in place. Throws unless the list is non-empty and holds defined leaf tensors,
+  // each once, and lr >= 0. `name` (e.g. "SGD") prefixes error messages.
+  Optimizer(std::string name, std::vector<Tensor> params, double lr);
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // The parameters, in the order given (parameter i's state is saved under index i).
+  const std::vector<Tensor>& parameters() const { return params_; }
+  // The learning rate the next step() uses.
+  double lr() const { return lr_; }
+  // Sets the learning rate (schedules call this); throws unless lr is a finite number >= 0.
+  void set_lr(double lr);
+  // Number of step() calls so far (restored by load_state).
+  int64_t steps() const { return steps_; }
+
+  // Clears every parameter's gradient (PyTorch's zero_grad(set_to_none=True)): the next backward
+  // writes fresh gradients, and a parameter that gets none is skipped by step().
+  void zero_grad();
+  // Updates every parameter that has a gradient, in place (not recorded by autograd).
+  virtual void step() = 0;
+
+  // The optimizer's state for a checkpoint. Here: scalars "lr" and "step"; optimizers add theirs.
+  virtual OptimizerState state() const;
+  // Restores a state() saved by an optimizer of the same kind over parameters of the same shapes.
+  // Checks everything first; on any mismatch it throws a normlab::Error saying what was expected and
+  // what was given, and leaves the optimizer unchanged.
+  virtual void load_state(const OptimizerState& state);
+
+ protected:
+  // Throws unless state.scalars has exactly the keys `expected` (naming the missing and unexpected ones).
+  void check_scalar_names(const OptimizerState& state, const std::vector<std::string>& expected) const;
+  // Reads scalar "step" of a checked state: throws unless it is a whole number >= 0.
+  int64_t read_step(const OptimizerState& state) const;
+  // Throws unless lr is a finite number >= 0 (`where` names the caller in the message).
+  void check_lr(double lr, const std::string& where) const;
+
+  std::string name_;
+  std::vector<Tensor> params_;
+  double lr_;
+  int64_t steps_ = 0;
+};
+
+}  // namespace normlab::optim
