@@ -132,7 +132,7 @@ struct Entry {
   uint64_t begin, end;
 };
 
-// Parses the dtype string; nullopt-like false for anything normlab does not read.
+// Parses the dtype string; false for anything normlab does not read.
 bool parse_type(const std::string& s, FileType* t) {
   if (s == "F32") *t = FileType::F32;
   else if (s == "F64") *t = FileType::F64;
@@ -147,6 +147,16 @@ bool is_spec_type(const std::string& s) {
   static const std::set<std::string> spec = {"BOOL", "U8",  "I8",  "F8_E5M2", "F8_E4M3", "I16", "U16",
                                              "F16",  "BF16", "U32", "U64"};
   return spec.count(s) > 0;
+}
+
+// A JSON value for an error message, without recursing into nested values (a corrupt header may
+// nest arrays a million deep, and dump() would recurse that deep).
+std::string describe(const json& v) {
+  if (!v.is_structured()) return v.dump();
+  bool flat = v.size() <= 16;
+  for (const json& e : v) flat = flat && !e.is_structured();
+  if (flat) return v.dump();
+  return std::string("a JSON ") + v.type_name() + " of " + std::to_string(v.size()) + " nested values";
 }
 
 // A JSON value that is a non-negative integer fitting in int64 (not 2.0, not true).
@@ -310,18 +320,18 @@ SafetensorsFile load_safetensors(const std::string& path) {
       if (!v.is_object()) fail(std::string("__metadata__ must be an object, got a JSON ") + v.type_name());
       for (const auto& [k, s] : v.items()) {
         if (!s.is_string())
-          fail("__metadata__ value of " + quote(k) + " must be a string, got " + s.dump());
+          fail("__metadata__ value of " + quote(k) + " must be a string, got " + describe(s));
         result.metadata[k] = s.get<std::string>();
       }
       continue;
     }
     const std::string what = "tensor " + quote(name);
-    if (!v.is_object()) fail(what + ": the entry must be an object, got " + v.dump());
+    if (!v.is_object()) fail(what + ": the entry must be an object, got " + describe(v));
     for (const char* key : {"dtype", "shape", "data_offsets"})
       if (!v.contains(key)) fail(what + ": the entry has no \"" + key + "\"");
     Entry e{name, FileType::F32, {}, 0, 0};
     const json& dt = v["dtype"];
-    if (!dt.is_string()) fail(what + ": dtype must be a string, got " + dt.dump());
+    if (!dt.is_string()) fail(what + ": dtype must be a string, got " + describe(dt));
     const std::string ds = dt.get<std::string>();
     if (!parse_type(ds, &e.type))
       fail(what + (is_spec_type(ds) ? ": dtype " + ds + " is not supported"
@@ -342,19 +352,19 @@ SafetensorsFile load_safetensors(const std::string& path) {
         else if (numel > std::numeric_limits<uint64_t>::max() / 8 / di) overflow = true;
         else numel *= di;
       }
-    if (!shape_ok) fail(what + ": shape must be a list of non-negative integers, got " + sh.dump());
-    if (overflow) fail(what + ": shape " + sh.dump() + " has too many elements");
+    if (!shape_ok) fail(what + ": shape must be a list of non-negative integers, got " + describe(sh));
+    if (overflow) fail(what + ": shape " + describe(sh) + " has too many elements");
     if (has_zero) numel = 0;
     const uint64_t want = numel * type_size(e.type);
     const json& off = v["data_offsets"];
     if (!off.is_array() || off.size() != 2 || !as_index(off[0], &e.begin) || !as_index(off[1], &e.end) ||
         e.end < e.begin)
-      fail(what + ": data_offsets must be [begin, end] with 0 <= begin <= end, got " + off.dump());
+      fail(what + ": data_offsets must be [begin, end] with 0 <= begin <= end, got " + describe(off));
     if (e.end - e.begin != want)
-      fail(what + ": data_offsets " + off.dump() + " span " + std::to_string(e.end - e.begin) +
-           " bytes, but dtype " + ds + " and shape " + sh.dump() + " need " + std::to_string(want));
+      fail(what + ": data_offsets " + describe(off) + " span " + std::to_string(e.end - e.begin) +
+           " bytes, but dtype " + ds + " and shape " + describe(sh) + " need " + std::to_string(want));
     if (e.end > data_size)
-      fail(what + ": data_offsets " + off.dump() + " reach past the end of the data area (" +
+      fail(what + ": data_offsets " + describe(off) + " reach past the end of the data area (" +
            std::to_string(data_size) + " bytes); the file is truncated or corrupt");
     entries.push_back(std::move(e));
   }

@@ -326,6 +326,11 @@ BOOST_AUTO_TEST_CASE(every_corruption_is_refused_with_a_clear_message) {
   for (const char* shape : {"[-2]", "[2.0]", "[\"2\"]", "2", "[true]", "{}", "[[2]]"})
     expect_refused(dir, one(std::string(R"("w":{"dtype":"F32","shape":)") + shape + R"(,"data_offsets":[0,8]})", data8),
                    "shape must be a list of non-negative integers");
+  // Nested 300000 deep: refused without recursing (no stack overflow).
+  const std::string deep = std::string(300000, '[') + std::string(300000, ']');
+  expect_refused(dir, one(R"("w":{"dtype":"F32","shape":)" + deep + R"(,"data_offsets":[0,8]})", data8),
+                 "shape must be a list of non-negative integers, got a JSON array of 1 nested values");
+  expect_refused(dir, st_file(deep, ""), "must be a JSON object");
   expect_refused(dir, one(R"("w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]})", data8),
                  "too many elements");
   // Offsets.
