@@ -1,0 +1,416 @@
+#!/usr/bin/python3
+"""PyTorch parity fixtures: writes small safetensors files into tests/fixtures/ (see its README.md).
+
+Run with Debian's python3-torch (1.13):  /usr/bin/python3 scripts/make_fixtures.py
+The test suite only reads the files; it never needs torch. The output is deterministic (fixed seeds,
+one thread), so regenerating with the same torch gives byte-identical files.
+
+The safetensors format is written by hand (struct + json, no `safetensors` package), laid out as the
+reference implementation lays it out: 8-byte little-endian header length, the JSON header
+("__metadata__" first, then the tensors in data order), padded with spaces to a multiple of 8, then
+the data sorted by dtype (8-byte types first) and name.
+
+Also:  /usr/bin/python3 scripts/make_fixtures.py --check FILE
+loads any safetensors file (e.g. one written by normlab) into torch tensors with the same hand-written
+reader and prints them, and --check-mlp FILE loads it into torch's
+nn.Sequential(Linear(4, 3), BatchNorm1d(3), ReLU(), Linear(3, 2)) with strict=True and prints its
+eval-mode output on a fixed input (see tests/fixtures/README.md).
+"""
+import argparse
+import itertools
+import json
+import os
+import struct
+import sys
+
+import torch
+import torch.nn.functional as F
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT_DIR = os.path.join(ROOT, "tests", "fixtures")
+
+# safetensors dtype names, in the reference implementation's enum order (its writer sorts by
+# descending order of this list, then by name).
+DTYPE_ORDER = ["BOOL", "U8", "I8", "F8_E5M2", "F8_E4M3", "I16", "U16", "F16", "BF16", "I32", "U32",
+               "F32", "F64", "I64", "U64"]
+TO_ST = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.int32: "I32"}
+FROM_ST = {v: k for k, v in TO_ST.items()}
+DTYPES = {"f32": torch.float32, "f64": torch.float64}
+
+
+def write_safetensors(path, tensors, metadata):
+    """tensors: dict name -> torch.Tensor (float32/float64/int64/int32); metadata: dict str -> str."""
+    assert sys.byteorder == "little"
+    items = []
+    for name, t in tensors.items():
+        t = t.detach().contiguous().cpu()
+        items.append((name, TO_ST[t.dtype], list(t.shape), t.numpy().tobytes()))
+    items.sort(key=lambda it: (-DTYPE_ORDER.index(it[1]), it[0]))
+    header = {}
+    if metadata:
+        header["__metadata__"] = {k: str(metadata[k]) for k in sorted(metadata)}
+    offset = 0
+    for name, dt, shape, data in items:
+        header[name] = {"dtype": dt, "shape": shape, "data_offsets": [offset, offset + len(data)]}
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    text += b" " * ((8 - len(text) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for _, _, _, data in items:
+            f.write(data)
+
+
+def read_safetensors(path):
+    """The matching reader: returns (dict name -> torch.Tensor, metadata dict)."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    metadata = header.pop("__metadata__", {})
+    data = raw[8 + n:]
+    out = {}
+    for name, info in header.items():
+        begin, end = info["data_offsets"]
+        dt = FROM_ST[info["dtype"]]
+        buf = bytearray(data[begin:end])
+        t = torch.frombuffer(buf, dtype=dt) if buf else torch.empty(0, dtype=dt)
+        out[name] = t.reshape(info["shape"]).clone()
+    return out, metadata
+
+
+class Fixture:
+    """Collects the tensors and metadata of one fixture file."""
+
+    def __init__(self, name):
+        self.name, self.tensors, self.metadata = name, {}, {}
+
+    def add(self, name, t):
+        assert name not in self.tensors, name
+        self.tensors[name] = t.detach().clone()
+
+    def meta(self, key, value):
+        self.metadata[key] = value
+
+    def write(self):
+        self.meta("generator", "scripts/make_fixtures.py")
+        self.meta("torch_version", torch.__version__)
+        path = os.path.join(OUT_DIR, self.name + ".safetensors")
+        write_safetensors(path, self.tensors, self.metadata)
+        print(f"{path}: {len(self.tensors)} tensors, {os.path.getsize(path)} bytes")
+
+
+def grads(out, inputs, grad_output):
+    """Gradients of <out, grad_output> w.r.t. the inputs that are not None."""
+    live = [t for t in inputs if t is not None]
+    gs = iter(torch.autograd.grad(out, live, grad_output))
+    return [next(gs) if t is not None else None for t in inputs]
+
+
+def leaf(t):
+    return t.detach().clone().requires_grad_(True)
+
+
+def add_io(fx, prefix, x, w, b, y, dy, dx, dw, db):
+    """The standard fields of a forward/backward case."""
+    fx.add(prefix + ".input", x)
+    if w is not None:
+        fx.add(prefix + ".weight", w)
+        fx.add(prefix + ".grad_weight", dw)
+    if b is not None:
+        fx.add(prefix + ".bias", b)
+        fx.add(prefix + ".grad_bias", db)
+    fx.add(prefix + ".output", y)
+    fx.add(prefix + ".grad_output", dy)
+    fx.add(prefix + ".grad_input", dx)
+
+
+# ---- LayerNorm ----------------------------------------------------------------------------------------
+
+def make_layernorm():
+    fx = Fixture("layernorm")
+    torch.manual_seed(0)
+    cases = [  # name, input shape, normalized_shape, affine
+        ("last_dim_affine", (3, 4, 5), [5], True),
+        ("last_dim_plain", (3, 4, 5), [5], False),
+        ("two_dims_affine", (3, 4, 5), [4, 5], True),
+        ("two_dims_plain", (3, 4, 5), [4, 5], False),
+    ]
+    for name, shape, ns, affine in cases:
+        fx.meta(name + ".normalized_shape", json.dumps(ns))
+        fx.meta(name + ".elementwise_affine", str(affine).lower())
+        fx.meta(name + ".eps", "1e-05")
+        x64 = torch.randn(shape, dtype=torch.float64) * 2 + 0.5
+        w64 = torch.randn(ns, dtype=torch.float64) * 0.5 + 1 if affine else None
+        b64 = torch.randn(ns, dtype=torch.float64) * 0.5 if affine else None
+        dy64 = torch.randn(shape, dtype=torch.float64)
+        for dn, dt in DTYPES.items():
+            x, dy = leaf(x64.to(dt)), dy64.to(dt)
+            w = leaf(w64.to(dt)) if affine else None
+            b = leaf(b64.to(dt)) if affine else None
+            y = F.layer_norm(x, ns, w, b, eps=1e-5)
+            dx, dw, db = grads(y, [x, w, b], dy)
+            add_io(fx, f"{dn}.{name}", x, w, b, y, dy, dx, dw, db)
+    # Seed 000's worked example (REFERENCE.md section 2): values a test can check by hand.
+    fx.meta("seed000.normalized_shape", "[3]")
+    fx.meta("seed000.elementwise_affine", "false")
+    fx.meta("seed000.eps", "1e-05")
+    for dn, dt in DTYPES.items():
+        x = torch.tensor([[0.2, 0.1, 0.3], [0.5, 0.1, 0.1]], dtype=dt)
+        fx.add(f"{dn}.seed000.input", x)
+        fx.add(f"{dn}.seed000.output", F.layer_norm(x, [3], eps=1e-5))
+    fx.write()
+
+
+# ---- BatchNorm1d --------------------------------------------------------------------------------------
+
+def make_batchnorm1d():
+    fx = Fixture("batchnorm1d")
+    torch.manual_seed(1)
+    C = 3
+    cases = [  # name, input shape, momentum, affine, track_running_stats, training steps
+        ("nc_momentum", (8, C), 0.1, True, True, 3),
+        ("nc_cumulative", (8, C), None, True, True, 3),
+        ("ncl_momentum", (4, C, 5), 0.1, True, True, 3),
+        ("ncl_cumulative", (4, C, 5), None, True, True, 3),
+        ("ncl_plain", (4, C, 5), 0.1, False, True, 2),
+        ("nc_untracked", (8, C), 0.1, True, False, 1),
+    ]
+    for name, shape, momentum, affine, track, steps in cases:
+        fx.meta(name + ".num_features", str(C))
+        fx.meta(name + ".eps", "1e-05")
+        fx.meta(name + ".momentum", "none" if momentum is None else repr(momentum))
+        fx.meta(name + ".affine", str(affine).lower())
+        fx.meta(name + ".track_running_stats", str(track).lower())
+        fx.meta(name + ".steps", str(steps))
+        w64 = torch.randn(C, dtype=torch.float64) * 0.5 + 1
+        b64 = torch.randn(C, dtype=torch.float64) * 0.5
+        xs = [torch.randn(shape, dtype=torch.float64) * (1 + k) + 0.3 * k for k in range(steps)]
+        dys = [torch.randn(shape, dtype=torch.float64) for _ in range(steps)]
+        x_eval = torch.randn(shape, dtype=torch.float64) * 1.5
+        dy_eval = torch.randn(shape, dtype=torch.float64)
+        for dn, dt in DTYPES.items():
+            bn = torch.nn.BatchNorm1d(C, eps=1e-5, momentum=momentum, affine=affine,
+                                      track_running_stats=track).to(dt)
+            if affine:
+                with torch.no_grad():
+                    bn.weight.copy_(w64)
+                    bn.bias.copy_(b64)
+                fx.add(f"{dn}.{name}.weight", bn.weight)
+                fx.add(f"{dn}.{name}.bias", bn.bias)
+            params = [bn.weight, bn.bias] if affine else [None, None]
+            bn.train()
+            for k in range(steps):
+                p = f"{dn}.{name}.step{k}"
+                x = leaf(xs[k].to(dt))
+                y = bn(x)
+                dx, dw, db = grads(y, [x] + params, dys[k].to(dt))
+                fx.add(p + ".input", x)
+                fx.add(p + ".output", y)
+                fx.add(p + ".grad_output", dys[k].to(dt))
+                fx.add(p + ".grad_input", dx)
+                if affine:
+                    fx.add(p + ".grad_weight", dw)
+                    fx.add(p + ".grad_bias", db)
+                if track:  # the buffers after this step
+                    fx.add(p + ".running_mean", bn.running_mean)
+                    fx.add(p + ".running_var", bn.running_var)
+                    fx.add(p + ".num_batches_tracked", bn.num_batches_tracked)  # int64 -> I64
+            bn.eval()
+            p = f"{dn}.{name}.eval"
+            x = leaf(x_eval.to(dt))
+            y = bn(x)
+            dx, dw, db = grads(y, [x] + params, dy_eval.to(dt))
+            fx.add(p + ".input", x)
+            fx.add(p + ".output", y)
+            fx.add(p + ".grad_output", dy_eval.to(dt))
+            fx.add(p + ".grad_input", dx)
+            if affine:
+                fx.add(p + ".grad_weight", dw)
+                fx.add(p + ".grad_bias", db)
+    fx.write()
+
+
+# ---- GroupNorm ----------------------------------------------------------------------------------------
+
+def make_groupnorm():
+    fx = Fixture("groupnorm")
+    torch.manual_seed(2)
+    cases = [  # name, input shape, num_groups, affine
+        ("g3_ncl", (4, 6, 5), 3, True),
+        ("g1_ncl", (4, 6, 5), 1, True),
+        ("g2_nc", (5, 6), 2, True),
+        ("g6_nchw", (2, 6, 3, 2), 6, True),
+        ("g3_ncl_plain", (4, 6, 5), 3, False),
+    ]
+    for name, shape, groups, affine in cases:
+        C = shape[1]
+        fx.meta(name + ".num_groups", str(groups))
+        fx.meta(name + ".num_channels", str(C))
+        fx.meta(name + ".eps", "1e-05")
+        fx.meta(name + ".affine", str(affine).lower())
+        x64 = torch.randn(shape, dtype=torch.float64) * 2 - 0.5
+        w64 = torch.randn(C, dtype=torch.float64) * 0.5 + 1
+        b64 = torch.randn(C, dtype=torch.float64) * 0.5
+        dy64 = torch.randn(shape, dtype=torch.float64)
+        for dn, dt in DTYPES.items():
+            x, dy = leaf(x64.to(dt)), dy64.to(dt)
+            w = leaf(w64.to(dt)) if affine else None
+            b = leaf(b64.to(dt)) if affine else None
+            y = F.group_norm(x, groups, w, b, eps=1e-5)
+            dx, dw, db = grads(y, [x, w, b], dy)
+            add_io(fx, f"{dn}.{name}", x, w, b, y, dy, dx, dw, db)
+    fx.write()
+
+
+# ---- Linear -------------------------------------------------------------------------------------------
+
+def make_linear():
+    fx = Fixture("linear")
+    torch.manual_seed(3)
+    cases = [  # name, input shape, out_features, bias
+        ("bias", (5, 4), 3, True),
+        ("nobias", (5, 4), 3, False),
+        ("batched", (2, 5, 4), 3, True),
+    ]
+    for name, shape, out, has_bias in cases:
+        fx.meta(name + ".in_features", str(shape[-1]))
+        fx.meta(name + ".out_features", str(out))
+        fx.meta(name + ".bias", str(has_bias).lower())
+        x64 = torch.randn(shape, dtype=torch.float64)
+        w64 = torch.randn(out, shape[-1], dtype=torch.float64) * 0.5
+        b64 = torch.randn(out, dtype=torch.float64) * 0.5
+        dy64 = torch.randn(shape[:-1] + (out,), dtype=torch.float64)
+        for dn, dt in DTYPES.items():
+            x, w, dy = leaf(x64.to(dt)), leaf(w64.to(dt)), dy64.to(dt)
+            b = leaf(b64.to(dt)) if has_bias else None
+            y = F.linear(x, w, b)
+            dx, dw, db = grads(y, [x, w, b], dy)
+            add_io(fx, f"{dn}.{name}", x, w, b, y, dy, dx, dw, db)
+    fx.write()
+
+
+# ---- Losses -------------------------------------------------------------------------------------------
+
+def make_losses():
+    fx = Fixture("losses")
+    torch.manual_seed(4)
+    # cross_entropy (mean over the batch) with int64 class targets; the second case has large logits.
+    ce_cases = [("cross_entropy", 1.0, 0.0), ("cross_entropy_large", 30.0, 100.0)]
+    for name, scale, shift in ce_cases:
+        logits64 = torch.randn(6, 5, dtype=torch.float64) * scale + shift
+        target = torch.randint(0, 5, (6,), dtype=torch.int64)
+        for dn, dt in DTYPES.items():
+            x = leaf(logits64.to(dt))
+            loss = F.cross_entropy(x, target)
+            (dx,) = torch.autograd.grad(loss, [x])
+            p = f"{dn}.{name}"
+            fx.add(p + ".input", x)
+            fx.add(p + ".target", target)  # I64
+            fx.add(p + ".loss", loss)
+            fx.add(p + ".grad_input", dx)
+    x64 = torch.randn(4, 3, dtype=torch.float64)
+    t64 = torch.randn(4, 3, dtype=torch.float64)
+    for dn, dt in DTYPES.items():
+        x, t = leaf(x64.to(dt)), leaf(t64.to(dt))
+        loss = F.mse_loss(x, t)
+        dx, dt_ = torch.autograd.grad(loss, [x, t])
+        p = f"{dn}.mse"
+        fx.add(p + ".input", x)
+        fx.add(p + ".target", t)
+        fx.add(p + ".loss", loss)
+        fx.add(p + ".grad_input", dx)
+        fx.add(p + ".grad_target", dt_)
+    fx.meta("reduction", "mean")
+    fx.write()
+
+
+# ---- SGD ----------------------------------------------------------------------------------------------
+
+SGD_LR, SGD_MOMENTUM, SGD_DAMPENING, SGD_WEIGHT_DECAY, SGD_STEPS = 0.1, 0.9, 0.1, 0.01, 5
+
+
+def sgd_case_name(m, d, n, w, x):
+    """Flags as 0/1: momentum 0 or 0.9, dampening 0 or 0.1, nesterov, weight_decay 0 or 0.01, maximize."""
+    return f"m{m}d{d}n{n}w{w}x{x}"
+
+
+def make_sgd():
+    fx = Fixture("sgd")
+    torch.manual_seed(5)
+    p064 = torch.randn(2, 3, dtype=torch.float64)
+    g64 = [torch.randn(2, 3, dtype=torch.float64) for _ in range(SGD_STEPS)]
+    valid, invalid = [], []
+    for m, d, n, w, x in itertools.product([0, 1], repeat=5):
+        name = sgd_case_name(m, d, n, w, x)
+        # torch: "Nesterov momentum requires a momentum and zero dampening"
+        (valid if not n or (m and not d) else invalid).append(name)
+    for dn, dt in DTYPES.items():
+        fx.add(f"{dn}.param0", p064.to(dt))
+        for k in range(SGD_STEPS):
+            fx.add(f"{dn}.grad{k + 1}", g64[k].to(dt))
+        for name in valid:
+            m, d, n, w, x = (int(c) for c in name[1::2])
+            p = torch.nn.Parameter(p064.to(dt).clone())
+            opt = torch.optim.SGD([p], lr=SGD_LR, momentum=SGD_MOMENTUM * m, dampening=SGD_DAMPENING * d,
+                                  nesterov=bool(n), weight_decay=SGD_WEIGHT_DECAY * w, maximize=bool(x))
+            for k in range(SGD_STEPS):
+                p.grad = g64[k].to(dt).clone()
+                opt.step()
+                fx.add(f"{dn}.{name}.step{k + 1}", p)
+    fx.meta("lr", repr(SGD_LR))
+    fx.meta("momentum", repr(SGD_MOMENTUM))
+    fx.meta("dampening", repr(SGD_DAMPENING))
+    fx.meta("weight_decay", repr(SGD_WEIGHT_DECAY))
+    fx.meta("steps", str(SGD_STEPS))
+    fx.meta("cases", ",".join(valid))
+    fx.meta("invalid_cases", ",".join(invalid))
+    fx.write()
+
+
+# ---- Checking a file written elsewhere ----------------------------------------------------------------
+
+def check(path):
+    tensors, metadata = read_safetensors(path)
+    print("metadata:", metadata)
+    for name, t in tensors.items():
+        print(f"{name}: {t.dtype} {list(t.shape)}\n{t}")
+
+
+def check_mlp(path):
+    tensors, metadata = read_safetensors(path)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3), torch.nn.ReLU(),
+                                torch.nn.Linear(3, 2))
+    model.load_state_dict(tensors, strict=True)
+    model.eval()
+    x = torch.arange(8, dtype=torch.float32).reshape(2, 4) / 8 - 0.3
+    torch.set_printoptions(precision=8)
+    print("input:", x)
+    print("num_batches_tracked:", model[1].num_batches_tracked)
+    print("eval output:", model(x).detach())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", metavar="FILE", help="print the tensors of a safetensors file")
+    ap.add_argument("--check-mlp", metavar="FILE", help="load FILE into a torch 4-3-2 MLP with BatchNorm")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    if args.check:
+        return check(args.check)
+    if args.check_mlp:
+        return check_mlp(args.check_mlp)
+    if not torch.__version__.startswith("1.13"):
+        print(f"warning: the fixtures were made with torch 1.13, this is {torch.__version__}")
+    os.makedirs(OUT_DIR, exist_ok=True)
+    make_layernorm()
+    make_batchnorm1d()
+    make_groupnorm()
+    make_linear()
+    make_losses()
+    make_sgd()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+// Test helpers for files: PyTorch parity fixtures (tests/fixtures/*.safetensors, made by
+// scripts/make_fixtures.py) loaded by name, with tensors fetched by name and a clear error when one
+// is absent; and a scratch directory for tests that write files.
+#pragma once
+#include <stdlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "autograd/error.h"
+#include "nn/safetensors.h"
+
+#ifndef NORMLAB_SOURCE_DIR
+#error "NORMLAB_SOURCE_DIR must be defined (tests/CMakeLists.txt defines it for test executables)"
+#endif
+
+namespace normlab::test {
+
+// One fixture file: Fixture("layernorm") reads tests/fixtures/layernorm.safetensors.
+class Fixture {
+ public:
+  explicit Fixture(const std::string& name)
+      : name_(name), file_(nn::load_safetensors(path(name))) {
+    for (auto& [n, t] : file_.tensors) index_.emplace(n, t);
+  }
+
+  // The file of a fixture: NORMLAB_SOURCE_DIR/tests/fixtures/<name>.safetensors.
+  static std::string path(const std::string& name) {
+    return std::string(NORMLAB_SOURCE_DIR) + "/tests/fixtures/" + name + ".safetensors";
+  }
+
+  // True if the fixture has a tensor of this name.
+  bool has(const std::string& tensor) const { return index_.count(tensor) > 0; }
+
+  // The tensor of this name (float32/float64 as stored; I64/I32 entries as float64); throws a
+  // normlab::Error naming the fixture, the tensor and a few names that do exist if it is absent.
+  autograd::Tensor get(const std::string& tensor) const {
+    auto it = index_.find(tensor);
+    if (it != index_.end()) return it->second;
+    std::string msg = "fixture '" + name_ + "' has no tensor '" + tensor + "'";
+    // Suggest the names sharing the longest prefix (typos are usually at the end).
+    size_t best = 0;
+    for (auto& [n, t] : index_) best = std::max(best, common_prefix(n, tensor));
+    std::string near;
+    int shown = 0;
+    for (auto& [n, t] : index_)
+      if (common_prefix(n, tensor) == best && shown++ < 8) near += (near.empty() ? "" : ", ") + n;
+    throw Error(msg + " (" + std::to_string(index_.size()) + " tensors; closest: " + near +
+                "); regenerate with /usr/bin/python3 scripts/make_fixtures.py");
+  }
+
+  // A metadata string (e.g. "two_dims_affine.normalized_shape"); throws if absent.
+  const std::string& meta(const std::string& key) const {
+    auto it = file_.metadata.find(key);
+    if (it == file_.metadata.end())
+      throw Error("fixture '" + name_ + "' has no metadata key '" + key + "'");
+    return it->second;
+  }
+
+  const nn::NamedTensors& tensors() const { return file_.tensors; }
+  const std::map<std::string, std::string>& metadata() const { return file_.metadata; }
+
+ private:
+  static size_t common_prefix(const std::string& a, const std::string& b) {
+    size_t i = 0;
+    while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+    return i;
+  }
+  std::string name_;
+  nn::SafetensorsFile file_;
+  std::map<std::string, autograd::Tensor> index_;
+};
+
+// A fresh directory under $TMPDIR (or /tmp), removed with its contents when the object dies.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/normlab_test_XXXXXX";
+    if (!::mkdtemp(tmpl.data())) throw Error("TempDir: mkdtemp failed for " + tmpl);
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  // The directory.
+  const std::string& path() const { return path_; }
+  // A path inside it.
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  // The names of the entries in it (sorted), to check that nothing was left behind.
+  std::vector<std::string> entries() const {
+    std::vector<std::string> names;
+    for (auto& e : std::filesystem::directory_iterator(path_)) names.push_back(e.path().filename());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace normlab::test
