@@ -1,0 +1,288 @@
+// Normalization ops: argument checks with PyTorch's messages, one fused kernel per forward, and the
+// backward recorded right below it calling the fused backward kernel.
+#include "nn/functional.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <vector>
+
+#include "autograd/engine.h"
+#include "nn/kernels/norm.h"
+
+namespace normlab::nn {
+
+namespace k = kernels;
+using autograd::DType;
+using autograd::dispatch;
+using autograd::dtype_name;
+using autograd::empty;
+using autograd::empty_like;
+using autograd::Needs;
+using autograd::record;
+using autograd::saved;
+using autograd::shape_str;
+using Grads = std::vector<Tensor>;
+
+namespace {
+
+// Data pointer of an optional tensor (null when undefined).
+template <typename T>
+T* ptr(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+
+// A fresh gradient buffer like t when `need`, else an undefined tensor (the kernel skips it).
+Tensor grad_buffer(bool need, const Tensor& t) { return need && t.defined() ? empty_like(t) : Tensor(); }
+
+void check_input(const Tensor& x, const char* op) {
+  check(x.defined(), std::string(op) + ": the input is an undefined tensor");
+}
+
+// An optional parameter must have the input's dtype.
+void check_dtype(const Tensor& t, const Tensor& x, const char* op, const char* what) {
+  if (t.defined() && t.dtype() != x.dtype())
+    throw Error(std::string(op) + ": expected " + what + " to have the input's dtype " + dtype_name(x.dtype()) +
+                ", got " + dtype_name(t.dtype()));
+}
+
+void check_eps(double eps, const char* op) {
+  if (!(eps >= 0) || !std::isfinite(eps))
+    throw Error(std::string(op) + ": eps must be a finite number >= 0, got " + py_float(eps));
+}
+
+// The checks shared by layer_norm and rms_norm; returns the row length numel(normalized_shape).
+int64_t check_normalized_shape(const Tensor& x, const Shape& ns, const Tensor& weight, const Tensor& bias,
+                               const char* op) {
+  check_input(x, op);
+  if (ns.empty())
+    throw Error(std::string(op) + ": Expected normalized_shape to be at least 1-dimensional, i.e., containing "
+                "at least one element, but got normalized_shape = []");
+  for (int64_t d : ns)
+    if (d <= 0) throw Error(std::string(op) + ": normalized_shape must have positive sizes, got " + shape_str(ns));
+  const Shape& s = x.shape();
+  const size_t D = ns.size();
+  if (s.size() < D || !std::equal(ns.begin(), ns.end(), s.end() - D)) {
+    std::string star = "[*";
+    for (int64_t d : ns) star += ", " + std::to_string(d);
+    throw Error(std::string(op) + ": Given normalized_shape=" + shape_str(ns) + ", expected input with shape " +
+                star + "], but got input of size " + shape_str(s));
+  }
+  for (auto [t, what] : {std::pair<const Tensor*, const char*>{&weight, "weight"}, {&bias, "bias"}}) {
+    if (t->defined() && t->shape() != ns)
+      throw Error(std::string(op) + ": Expected " + what + " to be of same shape as normalized_shape, but got " +
+                  what + " of shape " + shape_str(t->shape()) + " and normalized_shape = " + shape_str(ns));
+    check_dtype(*t, x, op, what);
+  }
+  return autograd::numel(ns);
+}
+
+}  // namespace
+
+// ---- LayerNorm ------------------------------------------------------------------------------------
+
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
+                  double eps) {
+  const int64_t n = check_normalized_shape(x, normalized_shape, weight, bias, "layer_norm");
+  check_eps(eps, "layer_norm");
+  const int64_t rows = x.numel() / n;
+  Tensor y = empty_like(x), mean = empty({rows}, x.dtype()), rstd = empty({rows}, x.dtype());
+  dispatch(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    k::layer_norm_forward(rows, n, x.data<T>(), ptr<T>(weight), ptr<T>(bias), eps, y.data<T>(), mean.data<T>(),
+                          rstd.data<T>());
+  });
+  // Saves x, weight and the per-row mean and rstd; xhat is recomputed in the backward.
+  return record("LayerNormBackward", y, {x, weight, bias},
+                [x = saved(x), w = saved(weight), b = saved(bias), mean, rstd, rows, n](const Tensor& g,
+                                                                                      const Needs& need) {
+                  Tensor dx = grad_buffer(need[0], x), dw = grad_buffer(need[1], w), db = grad_buffer(need[2], b);
+                  dispatch(x.dtype(), [&](auto zero) {
+                    using T = decltype(zero);
+                    k::layer_norm_backward(rows, n, g.data<T>(), x.data<T>(), mean.data<T>(), rstd.data<T>(),
+                                           ptr<T>(w), ptr<T>(dx), ptr<T>(dw), ptr<T>(db));
+                  });
+                  return Grads{dx, dw, db};
+                });
+}
+
+// ---- BatchNorm ------------------------------------------------------------------------------------
+
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                  const Tensor& bias, bool training, double momentum, double eps) {
+  check_input(x, "batch_norm");
+  if (x.dim() < 2)
+    throw Error("batch_norm: expected an input of shape (N, C) or (N, C, *), got input of size " +
+                shape_str(x.shape()));
+  const int64_t N = x.size(0), C = x.size(1), L = C > 0 && N > 0 ? x.numel() / (N * C) : 0;
+  int64_t m = N;
+  for (int64_t d = 2; d < x.dim(); ++d) m *= x.size(d);
+  if (running_mean.defined() != running_var.defined())
+    throw Error("batch_norm: running_mean and running_var must both be defined or both undefined");
+  for (auto [t, what] : {std::pair<const Tensor*, const char*>{&running_mean, "running_mean"},
+                         {&running_var, "running_var"}, {&weight, "weight"}, {&bias, "bias"}}) {
+    if (t->defined() && t->numel() != C)
+      throw Error("batch_norm: " + std::string(what) + " should contain " + std::to_string(C) + " elements not " +
+                  std::to_string(t->numel()) + " (one per channel of the input of size " + shape_str(x.shape()) +
+                  ")");
+    check_dtype(*t, x, "batch_norm", what);
+  }
+  check_eps(eps, "batch_norm");
+  if (!(momentum >= 0 && momentum <= 1))
+    throw Error("batch_norm: momentum (the running-average factor) must be in [0, 1], got " + py_float(momentum));
+  if (!training && !running_mean.defined())
+    throw Error("batch_norm: running_mean and running_var must be defined in evaluation mode (training=false)");
+  if (training && m == 1)
+    throw Error("Expected more than 1 value per channel when training, got input size " + shape_str(x.shape()));
+
+  // Per-channel statistics used to normalize: the batch's (training) or the running ones (eval).
+  Tensor mean = empty({C}, x.dtype()), rstd = empty({C}, x.dtype()), y = empty_like(x);
+  dispatch(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T *mu = mean.data<T>(), *r = rstd.data<T>();
+    if (training) {
+      Tensor var = empty({C}, x.dtype());
+      T* v = var.data<T>();
+      k::batch_norm_stats(N, C, L, x.data<T>(), mu, v);
+      for (int64_t c = 0; c < C; ++c) r[c] = static_cast<T>(k::ref::inv_std(v[c], eps));
+      if (running_mean.defined() && m > 0) {
+        // PyTorch's update, in double: f * batch + (1 - f) * running, with the unbiased variance.
+        // Written straight into the buffers: not an op, never recorded.
+        T *rm = running_mean.data<T>(), *rv = running_var.data<T>();
+        const double f = momentum, unbias = static_cast<double>(m) / static_cast<double>(m - 1);
+        for (int64_t c = 0; c < C; ++c) {
+          rm[c] = static_cast<T>(f * mu[c] + (1 - f) * rm[c]);
+          rv[c] = static_cast<T>(f * (v[c] * unbias) + (1 - f) * rv[c]);
+        }
+      }
+    } else {
+      const T *rm = running_mean.data<T>(), *rv = running_var.data<T>();
+      for (int64_t c = 0; c < C; ++c) {
+        mu[c] = rm[c];  // a copy: a later update of the running stats must not change this graph
+        r[c] = static_cast<T>(k::ref::inv_std(rv[c], eps));
+      }
+    }
+    k::batch_norm_normalize(N, C, L, x.data<T>(), mu, r, ptr<T>(weight), ptr<T>(bias), y.data<T>());
+  });
+  // In training the statistics depend on x, which couples the whole batch in the backward.
+  return record("BatchNormBackward", y, {x, weight, bias},
+                [x = saved(x), w = saved(weight), b = saved(bias), mean, rstd, training, N, C, L](
+                    const Tensor& g, const Needs& need) {
+                  Tensor dx = grad_buffer(need[0], x), dw = grad_buffer(need[1], w), db = grad_buffer(need[2], b);
+                  dispatch(x.dtype(), [&](auto zero) {
+                    using T = decltype(zero);
+                    k::batch_norm_backward(N, C, L, g.data<T>(), x.data<T>(), mean.data<T>(), rstd.data<T>(),
+                                           ptr<T>(w), training, ptr<T>(dx), ptr<T>(dw), ptr<T>(db));
+                  });
+                  return Grads{dx, dw, db};
+                });
+}
+
+// ---- GroupNorm ------------------------------------------------------------------------------------
+
+Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
+  check_input(x, "group_norm");
+  if (x.dim() < 2)
+    throw Error("group_norm: expected an input of shape (N, C, *), got input of size " + shape_str(x.shape()));
+  const int64_t N = x.size(0), C = x.size(1), G = num_groups;
+  if (G <= 0) throw Error("group_norm: num_groups must be positive, got " + std::to_string(G));
+  if (C % G != 0)
+    throw Error("group_norm: Expected number of channels in input to be divisible by num_groups, but got input "
+                "of shape " + shape_str(x.shape()) + " and num_groups=" + std::to_string(G));
+  for (auto [t, what] : {std::pair<const Tensor*, const char*>{&weight, "weight"}, {&bias, "bias"}}) {
+    if (t->defined() && t->shape() != Shape{C})
+      throw Error(std::string("group_norm: Expected ") + what + " to be a vector of size equal to the number of "
+                  "channels in input, but got " + what + " of shape " + shape_str(t->shape()) +
+                  " and input of shape " + shape_str(x.shape()));
+    check_dtype(*t, x, "group_norm", what);
+  }
+  check_eps(eps, "group_norm");
+  int64_t S = 1;
+  for (int64_t d = 2; d < x.dim(); ++d) S *= x.size(d);
+  Tensor y = empty_like(x), mean = empty({N * G}, x.dtype()), rstd = empty({N * G}, x.dtype());
+  dispatch(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    k::group_norm_forward(N, C, S, G, x.data<T>(), ptr<T>(weight), ptr<T>(bias), eps, y.data<T>(), mean.data<T>(),
+                          rstd.data<T>());
+  });
+  return record("GroupNormBackward", y, {x, weight, bias},
+                [x = saved(x), w = saved(weight), b = saved(bias), mean, rstd, N, C, S, G](const Tensor& g,
+                                                                                          const Needs& need) {
+                  Tensor dx = grad_buffer(need[0], x), dw = grad_buffer(need[1], w), db = grad_buffer(need[2], b);
+                  dispatch(x.dtype(), [&](auto zero) {
+                    using T = decltype(zero);
+                    k::group_norm_backward(N, C, S, G, g.data<T>(), x.data<T>(), mean.data<T>(), rstd.data<T>(),
+                                           ptr<T>(w), ptr<T>(dx), ptr<T>(dw), ptr<T>(db));
+                  });
+                  return Grads{dx, dw, db};
+                });
+}
+
+// ---- RMSNorm --------------------------------------------------------------------------------------
+
+Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, std::optional<double> eps) {
+  const int64_t n = check_normalized_shape(x, normalized_shape, weight, Tensor(), "rms_norm");
+  const double e = eps ? *eps
+                       : (x.dtype() == DType::Float32 ? std::numeric_limits<float>::epsilon()
+                                                      : std::numeric_limits<double>::epsilon());
+  check_eps(e, "rms_norm");
+  const int64_t rows = x.numel() / n;
+  Tensor y = empty_like(x), rstd = empty({rows}, x.dtype());
+  dispatch(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    k::rms_norm_forward(rows, n, x.data<T>(), ptr<T>(weight), e, y.data<T>(), rstd.data<T>());
+  });
+  return record("RmsNormBackward", y, {x, weight},
+                [x = saved(x), w = saved(weight), rstd, rows, n](const Tensor& g, const Needs& need) {
+                  Tensor dx = grad_buffer(need[0], x), dw = grad_buffer(need[1], w);
+                  dispatch(x.dtype(), [&](auto zero) {
+                    using T = decltype(zero);
+                    k::rms_norm_backward(rows, n, g.data<T>(), x.data<T>(), rstd.data<T>(), ptr<T>(w), ptr<T>(dx),
+                                         ptr<T>(dw));
+                  });
+                  return Grads{dx, dw};
+                });
+}
+
+// ---- Python-style formatting ----------------------------------------------------------------------
+
+std::string py_float(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (v == 0) return std::signbit(v) ? "-0.0" : "0.0";
+  // The shortest digits that read back as v (Python's repr), as d.ddde[+-]x.
+  char buf[64];
+  for (int p = 1; p <= 17; ++p) {
+    std::snprintf(buf, sizeof buf, "%.*e", p - 1, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  std::string s = buf, sign;
+  if (s[0] == '-') sign = "-", s = s.substr(1);
+  const size_t epos = s.find('e');
+  const int exp = std::atoi(s.c_str() + epos + 1);
+  std::string digits;
+  for (size_t i = 0; i < epos; ++i)
+    if (s[i] != '.') digits += s[i];
+  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+  // Python switches to scientific notation below 1e-4 and from 1e16 on.
+  if (exp < -4 || exp >= 16) {
+    std::string m = digits.substr(0, 1) + (digits.size() > 1 ? "." + digits.substr(1) : "");
+    char e[16];
+    std::snprintf(e, sizeof e, "e%c%02d", exp < 0 ? '-' : '+', std::abs(exp));
+    return sign + m + e;
+  }
+  if (exp < 0) return sign + "0." + std::string(-exp - 1, '0') + digits;
+  const size_t int_len = static_cast<size_t>(exp) + 1;
+  if (digits.size() <= int_len) return sign + digits + std::string(int_len - digits.size(), '0') + ".0";
+  return sign + digits.substr(0, int_len) + "." + digits.substr(int_len);
+}
+
+std::string py_tuple(const Shape& s) {
+  std::string r = "(";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + (s.size() == 1 ? ",)" : ")");
+}
+
+}  // namespace normlab::nn

@@ -1,0 +1,264 @@
+// Normalization kernels (public header, no SIMD types): LayerNorm, RMSNorm and GroupNorm over rows,
+// BatchNorm over the batch, each a forward/backward pair. Highway bodies in norm-inl.h, dispatch in
+// norm.cc; the scalar references in namespace ref below define what every SIMD target must compute.
+//
+// Conventions: all arrays are contiguous and row-major; `gamma`/`beta` may be null (meaning 1 and
+// 0); gradient outputs are overwritten (not accumulated) and may be null when not wanted. Every
+// reduction runs in a fixed order that depends only on the Highway target, never on threads or
+// timing, so results repeat bit for bit. Variances are never computed as E[x^2] - E[x]^2, which
+// loses all precision when the mean is large compared with the spread (seed 003, REFERENCE.md 2).
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace normlab::nn::kernels {
+
+// ---- LayerNorm over the rows of x: (rows, n) -> (rows, n) -------------------------------------------
+// mu = mean(x_row), var = mean((x_row - mu)^2) (biased), r = 1 / sqrt(var + eps),
+// y = (x - mu) r gamma + beta. Saves mean[rows] and rstd[rows] = r for the backward.
+// Two passes over each row (the second reads it from cache), shifted by the row's first element so
+// that rows with a large mean keep their precision.
+void layer_norm_forward(int64_t rows, int64_t n, const float* x, const float* gamma, const float* beta,
+                        double eps, float* y, float* mean, float* rstd);
+void layer_norm_forward(int64_t rows, int64_t n, const double* x, const double* gamma, const double* beta,
+                        double eps, double* y, double* mean, double* rstd);
+// With xhat = (x - mu) r and g = dy gamma:
+//   dx = r (g - mean_n(g) - xhat mean_n(g xhat)),  dgamma = sum_rows(dy xhat),  dbeta = sum_rows(dy).
+// dgamma and dbeta are (n); rows are added in order 0, 1, 2, ...
+void layer_norm_backward(int64_t rows, int64_t n, const float* dy, const float* x, const float* mean,
+                         const float* rstd, const float* gamma, float* dx, float* dgamma, float* dbeta);
+void layer_norm_backward(int64_t rows, int64_t n, const double* dy, const double* x, const double* mean,
+                         const double* rstd, const double* gamma, double* dx, double* dgamma, double* dbeta);
+
+// ---- RMSNorm over the rows of x: (rows, n) -> (rows, n) ---------------------------------------------
+// r = 1 / sqrt(mean(x_row^2) + eps), y = x r gamma. Saves rstd[rows] = r.
+void rms_norm_forward(int64_t rows, int64_t n, const float* x, const float* gamma, double eps, float* y,
+                      float* rstd);
+void rms_norm_forward(int64_t rows, int64_t n, const double* x, const double* gamma, double eps, double* y,
+                      double* rstd);
+// With xhat = x r and g = dy gamma: dx = r (g - xhat mean_n(g xhat)), dgamma = sum_rows(dy xhat).
+void rms_norm_backward(int64_t rows, int64_t n, const float* dy, const float* x, const float* rstd,
+                       const float* gamma, float* dx, float* dgamma);
+void rms_norm_backward(int64_t rows, int64_t n, const double* dy, const double* x, const double* rstd,
+                       const double* gamma, double* dx, double* dgamma);
+
+// ---- GroupNorm: x (N, C, S) -> (N, C, S), G groups of C/G channels (C % G == 0) ----------------------
+// Statistics as LayerNorm over each (sample, group) row of (C/G) S values, saved as mean[N*G] and
+// rstd[N*G]; the affine is per channel: y = (x - mu_ng) r_ng gamma_c + beta_c.
+void group_norm_forward(int64_t N, int64_t C, int64_t S, int64_t G, const float* x, const float* gamma,
+                        const float* beta, double eps, float* y, float* mean, float* rstd);
+void group_norm_forward(int64_t N, int64_t C, int64_t S, int64_t G, const double* x, const double* gamma,
+                        const double* beta, double eps, double* y, double* mean, double* rstd);
+// LayerNorm's backward on each (sample, group) row with g = dy gamma_c; dgamma[c] = sum(dy xhat) and
+// dbeta[c] = sum(dy) over samples and positions.
+void group_norm_backward(int64_t N, int64_t C, int64_t S, int64_t G, const float* dy, const float* x,
+                         const float* mean, const float* rstd, const float* gamma, float* dx, float* dgamma,
+                         float* dbeta);
+void group_norm_backward(int64_t N, int64_t C, int64_t S, int64_t G, const double* dy, const double* x,
+                         const double* mean, const double* rstd, const double* gamma, double* dx,
+                         double* dgamma, double* dbeta);
+
+// ---- BatchNorm: x (N, C, L), statistics per channel over m = N L values ------------------------------
+// Batch mean[C] and biased variance var[C]. For L == 1 (the (N, C) layout) one pass of Welford's
+// update down the rows, SIMD along C (mean += (x - mean) / k; M2 += (x - mean_old)(x - mean_new)):
+// x is read once. For L > 1 two passes over each channel's runs of L values. m == 0 gives 0, 0.
+void batch_norm_stats(int64_t N, int64_t C, int64_t L, const float* x, float* mean, float* var);
+void batch_norm_stats(int64_t N, int64_t C, int64_t L, const double* x, double* mean, double* var);
+// y = (x - mean_c) rstd_c gamma_c + beta_c: the training forward (batch statistics) and the eval
+// forward (running statistics, rstd = 1 / sqrt(running_var + eps)) in one pass.
+void batch_norm_normalize(int64_t N, int64_t C, int64_t L, const float* x, const float* mean,
+                          const float* rstd, const float* gamma, const float* beta, float* y);
+void batch_norm_normalize(int64_t N, int64_t C, int64_t L, const double* x, const double* mean,
+                          const double* rstd, const double* gamma, const double* beta, double* y);
+// With xhat = (x - mean_c) rstd_c: dgamma[c] = sum(dy xhat), dbeta[c] = sum(dy) (sums over n, l in
+// order), and dx:
+//   training (mean, rstd are the batch's, so they depend on x):
+//     dx = (gamma r / m) (m dy - sum(dy) - xhat sum(dy xhat))
+//   eval (running statistics, constants): dx = dy gamma r.
+void batch_norm_backward(int64_t N, int64_t C, int64_t L, const float* dy, const float* x, const float* mean,
+                         const float* rstd, const float* gamma, bool training, float* dx, float* dgamma,
+                         float* dbeta);
+void batch_norm_backward(int64_t N, int64_t C, int64_t L, const double* dy, const double* x,
+                         const double* mean, const double* rstd, const double* gamma, bool training,
+                         double* dx, double* dgamma, double* dbeta);
+
+// The name of the Highway target these kernels dispatch to now (e.g. "AVX2"), for tests.
+const char* norm_active_target();
+
+// ---- Scalar references: what the Highway kernels must compute -------------------------------------
+// Plain loops with double accumulators (and double arithmetic for float data): the most accurate
+// answer the formulas allow, so the SIMD kernels are checked against truth, not against themselves.
+namespace ref {
+
+// 1 / sqrt(var + eps) for a variance that rounding may have left a hair below 0.
+inline double inv_std(double var, double eps) { return 1.0 / std::sqrt(std::fmax(var, 0.0) + eps); }
+
+template <typename T>
+void layer_norm_forward(int64_t rows, int64_t n, const T* x, const T* gamma, const T* beta, double eps, T* y,
+                        T* mean, T* rstd) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const T* xr = x + i * n;
+    double s = 0, ss = 0;
+    for (int64_t j = 0; j < n; ++j) s += xr[j];
+    const double mu = n ? s / n : 0;
+    for (int64_t j = 0; j < n; ++j) ss += (xr[j] - mu) * (xr[j] - mu);
+    const double r = inv_std(n ? ss / n : 0, eps);
+    for (int64_t j = 0; j < n; ++j)
+      y[i * n + j] = static_cast<T>((xr[j] - mu) * r * (gamma ? gamma[j] : 1.0) + (beta ? beta[j] : 0.0));
+    if (mean) mean[i] = static_cast<T>(mu);
+    if (rstd) rstd[i] = static_cast<T>(r);
+  }
+}
+
+// LayerNorm's (center = true) and RMSNorm's (center = false, mean 0) backward on rows.
+template <typename T>
+void row_norm_backward(bool center, int64_t rows, int64_t n, const T* dy, const T* x, const T* mean,
+                       const T* rstd, const T* gamma, T* dx, T* dgamma, T* dbeta) {
+  std::vector<double> dg(n, 0.0), db(n, 0.0);
+  for (int64_t i = 0; i < rows; ++i) {
+    const double mu = center ? static_cast<double>(mean[i]) : 0.0, r = rstd[i];
+    const T *xr = x + i * n, *dyr = dy + i * n;
+    double sg = 0, sgx = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const double xh = (xr[j] - mu) * r, g = dyr[j] * (gamma ? gamma[j] : 1.0);
+      sg += g, sgx += g * xh;
+      dg[j] += dyr[j] * xh, db[j] += dyr[j];
+    }
+    const double mg = center ? sg / n : 0.0, mgx = sgx / n;
+    if (dx)
+      for (int64_t j = 0; j < n; ++j) {
+        const double xh = (xr[j] - mu) * r, g = dyr[j] * (gamma ? gamma[j] : 1.0);
+        dx[i * n + j] = static_cast<T>(r * (g - mg - xh * mgx));
+      }
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    if (dgamma) dgamma[j] = static_cast<T>(dg[j]);
+    if (dbeta) dbeta[j] = static_cast<T>(db[j]);
+  }
+}
+
+template <typename T>
+void layer_norm_backward(int64_t rows, int64_t n, const T* dy, const T* x, const T* mean, const T* rstd,
+                         const T* gamma, T* dx, T* dgamma, T* dbeta) {
+  row_norm_backward(true, rows, n, dy, x, mean, rstd, gamma, dx, dgamma, dbeta);
+}
+
+template <typename T>
+void rms_norm_forward(int64_t rows, int64_t n, const T* x, const T* gamma, double eps, T* y, T* rstd) {
+  for (int64_t i = 0; i < rows; ++i) {
+    double ss = 0;
+    for (int64_t j = 0; j < n; ++j) ss += static_cast<double>(x[i * n + j]) * x[i * n + j];
+    const double r = inv_std(n ? ss / n : 0, eps);
+    for (int64_t j = 0; j < n; ++j) y[i * n + j] = static_cast<T>(x[i * n + j] * r * (gamma ? gamma[j] : 1.0));
+    if (rstd) rstd[i] = static_cast<T>(r);
+  }
+}
+
+template <typename T>
+void rms_norm_backward(int64_t rows, int64_t n, const T* dy, const T* x, const T* rstd, const T* gamma, T* dx,
+                       T* dgamma) {
+  row_norm_backward<T>(false, rows, n, dy, x, nullptr, rstd, gamma, dx, dgamma, nullptr);
+}
+
+template <typename T>
+void group_norm_forward(int64_t N, int64_t C, int64_t S, int64_t G, const T* x, const T* gamma, const T* beta,
+                        double eps, T* y, T* mean, T* rstd) {
+  const int64_t cg = C / G, n = cg * S;
+  for (int64_t i = 0; i < N * G; ++i) {
+    const T* xr = x + i * n;
+    double s = 0, ss = 0;
+    for (int64_t j = 0; j < n; ++j) s += xr[j];
+    const double mu = n ? s / n : 0;
+    for (int64_t j = 0; j < n; ++j) ss += (xr[j] - mu) * (xr[j] - mu);
+    const double r = inv_std(n ? ss / n : 0, eps);
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t c = (i % G) * cg + j / S;
+      y[i * n + j] = static_cast<T>((xr[j] - mu) * r * (gamma ? gamma[c] : 1.0) + (beta ? beta[c] : 0.0));
+    }
+    if (mean) mean[i] = static_cast<T>(mu);
+    if (rstd) rstd[i] = static_cast<T>(r);
+  }
+}
+
+template <typename T>
+void group_norm_backward(int64_t N, int64_t C, int64_t S, int64_t G, const T* dy, const T* x, const T* mean,
+                         const T* rstd, const T* gamma, T* dx, T* dgamma, T* dbeta) {
+  const int64_t cg = C / G, n = cg * S;
+  std::vector<double> dg(C, 0.0), db(C, 0.0);
+  for (int64_t i = 0; i < N * G; ++i) {
+    const double mu = mean[i], r = rstd[i];
+    const T *xr = x + i * n, *dyr = dy + i * n;
+    double sg = 0, sgx = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t c = (i % G) * cg + j / S;
+      const double xh = (xr[j] - mu) * r, g = dyr[j] * (gamma ? gamma[c] : 1.0);
+      sg += g, sgx += g * xh;
+      dg[c] += dyr[j] * xh, db[c] += dyr[j];
+    }
+    if (dx)
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t c = (i % G) * cg + j / S;
+        const double xh = (xr[j] - mu) * r, g = dyr[j] * (gamma ? gamma[c] : 1.0);
+        dx[i * n + j] = static_cast<T>(r * (g - sg / n - xh * sgx / n));
+      }
+  }
+  for (int64_t c = 0; c < C; ++c) {
+    if (dgamma) dgamma[c] = static_cast<T>(dg[c]);
+    if (dbeta) dbeta[c] = static_cast<T>(db[c]);
+  }
+}
+
+template <typename T>
+void batch_norm_stats(int64_t N, int64_t C, int64_t L, const T* x, T* mean, T* var) {
+  const int64_t m = N * L;
+  for (int64_t c = 0; c < C; ++c) {
+    double s = 0, ss = 0;
+    for (int64_t i = 0; i < N; ++i)
+      for (int64_t l = 0; l < L; ++l) s += x[(i * C + c) * L + l];
+    const double mu = m ? s / m : 0;
+    for (int64_t i = 0; i < N; ++i)
+      for (int64_t l = 0; l < L; ++l) ss += (x[(i * C + c) * L + l] - mu) * (x[(i * C + c) * L + l] - mu);
+    mean[c] = static_cast<T>(mu);
+    var[c] = static_cast<T>(m ? ss / m : 0);
+  }
+}
+
+template <typename T>
+void batch_norm_normalize(int64_t N, int64_t C, int64_t L, const T* x, const T* mean, const T* rstd,
+                          const T* gamma, const T* beta, T* y) {
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t l = 0; l < L; ++l) {
+        const int64_t k = (i * C + c) * L + l;
+        y[k] = static_cast<T>((static_cast<double>(x[k]) - mean[c]) * rstd[c] * (gamma ? gamma[c] : 1.0) +
+                              (beta ? beta[c] : 0.0));
+      }
+}
+
+template <typename T>
+void batch_norm_backward(int64_t N, int64_t C, int64_t L, const T* dy, const T* x, const T* mean, const T* rstd,
+                         const T* gamma, bool training, T* dx, T* dgamma, T* dbeta) {
+  const double m = static_cast<double>(N * L);
+  for (int64_t c = 0; c < C; ++c) {
+    const double mu = mean[c], r = rstd[c], gm = gamma ? gamma[c] : 1.0;
+    double sdy = 0, sdyxh = 0;
+    for (int64_t i = 0; i < N; ++i)
+      for (int64_t l = 0; l < L; ++l) {
+        const int64_t k = (i * C + c) * L + l;
+        sdy += dy[k], sdyxh += dy[k] * (x[k] - mu) * r;
+      }
+    if (dgamma) dgamma[c] = static_cast<T>(sdyxh);
+    if (dbeta) dbeta[c] = static_cast<T>(sdy);
+    if (!dx) continue;
+    for (int64_t i = 0; i < N; ++i)
+      for (int64_t l = 0; l < L; ++l) {
+        const int64_t k = (i * C + c) * L + l;
+        const double xh = (x[k] - mu) * r;
+        dx[k] = static_cast<T>(training ? gm * r / m * (m * dy[k] - sdy - xh * sdyxh) : dy[k] * gm * r);
+      }
+  }
+}
+
+}  // namespace ref
+}  // namespace normlab::nn::kernels
