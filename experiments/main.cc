@@ -1,16 +1,19 @@
-// The normlab command: `normlab demo` (more subcommands arrive with the experiments).
+// The normlab command: train one model, compare norms, sweep batch sizes or learning rates, or run
+// the default study (compare + batch-size sweep) that `make run` runs.
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
-#include <cstring>
 #include <exception>
+#include <filesystem>
+#include <sstream>
 
 #include "autograd/error.h"
+#include "experiments/cli.h"
 #include "experiments/demo.h"
 
 int main(int argc, char** argv) {
   try {
-    if (argc >= 2 && std::strcmp(argv[1], "demo") == 0) return normlab::experiments::run_demo();
-    std::fprintf(stderr, "usage: normlab demo\n");
-    return 2;
+    return normlab::experiments::run_cli(argc, argv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "normlab: error: %s\n", e.what());
     return 1;

@@ -29,7 +29,7 @@ std::string body(const PlotSpec& p) {
   g << "set title " << quote(p.title) << " noenhanced\n";
   g << "set xlabel " << quote(p.xlabel) << " noenhanced\nset ylabel " << quote(p.ylabel) << " noenhanced\n";
   g << "set grid\nset key outside right top noenhanced\n";
-  if (p.log2_x) g << "set logscale x 2\nset format x '%g'\n";
+  if (p.log_x) g << "set logscale x " << p.log_x << "\nset format x '%g'\n";
   if (p.log_y) g << "set logscale y\n";
   // Inline data blocks, one per series: x y lo hi.
   for (size_t i = 0; i < p.series.size(); ++i) {

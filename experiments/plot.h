@@ -15,7 +15,7 @@ struct Series {
 
 struct PlotSpec {
   std::string title, xlabel, ylabel;
-  bool log2_x = false;      // x axis in powers of two (batch sizes)
+  int log_x = 0;            // x axis: 0 linear, 2 (batch sizes) or 10 (learning rates) logarithmic
   bool error_bars = false;  // spread as error bars (else as a shaded band)
   bool log_y = false;
   std::vector<Series> series;

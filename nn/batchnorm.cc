@@ -63,6 +63,12 @@ std::string BatchNorm::repr() const {
          ", track_running_stats=" + py_bool(track_running_stats_) + ")";
 }
 
+void BatchNorm::set_momentum(std::optional<double> momentum) {
+  if (momentum && !(*momentum >= 0 && *momentum <= 1))
+    throw Error(name_ + ": momentum must be in [0, 1] (or None for a cumulative average), got " + py_float(*momentum));
+  momentum_ = momentum;
+}
+
 BatchNorm1d::BatchNorm1d(int64_t num_features, double eps, std::optional<double> momentum, bool affine,
                          bool track_running_stats, DType dtype)
     : BatchNorm("BatchNorm1d", num_features, eps, momentum, affine, track_running_stats, dtype) {}

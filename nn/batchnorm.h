@@ -37,6 +37,8 @@ class BatchNorm : public Module {
   const Tensor& num_batches_tracked() const { return num_batches_tracked_; }
   // running_mean = 0, running_var = 1, num_batches_tracked = 0.
   void reset_running_stats();
+  // Changes the momentum (nullopt: cumulative average), e.g. to recompute population statistics.
+  void set_momentum(std::optional<double> momentum);
 
  protected:
   BatchNorm(std::string name, int64_t num_features, double eps, std::optional<double> momentum, bool affine,

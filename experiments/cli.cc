@@ -1,0 +1,245 @@
+// The normlab command line: options shared by every subcommand, presets (--quick, --full), and
+// the conversion of flags into study configurations.
+#include "experiments/cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "experiments/datasets.h"
+#include "experiments/demo.h"
+#include "experiments/output.h"
+#include "experiments/study.h"
+
+namespace normlab::experiments {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Every flag of every subcommand lands here; presets fill what the user did not set.
+struct Options {
+  DataSpec data;
+  TrainConfig train;
+  std::string norm = "none";
+  std::vector<std::string> norms{"none", "batch", "layer"};
+  uint64_t seed = 0;
+  std::vector<uint64_t> seeds{0, 1};
+  double target = 0.85;
+  std::string over = "batch";
+  std::vector<int64_t> batch_sizes{2, 4, 8, 16, 32, 64, 128, 256};
+  std::vector<double> lrs{0.01, 0.03, 0.1, 0.3, 1.0, 3.0};
+  int64_t reference_batch = 128;
+  std::string out;
+  bool quiet = false, quick = false, full = false;
+  int threads = 0;
+  int demo_steps = 300;
+};
+
+void add_data_options(CLI::App* a, Options& o) {
+  a->add_option("--dataset", o.data.name, "fashion-mnist, csv, spirals, moons, circles, blobs or xor");
+  a->add_option("--csv", o.data.csv_path, "CSV file (with --dataset csv): header row, numeric features");
+  a->add_option("--csv-test", o.data.csv_test_path, "CSV test file (else a fraction of --csv is held out)");
+  a->add_option("--label", o.data.label, "the label column of the CSV file");
+  a->add_option("--train-limit", o.data.train_limit, "use only the first N training samples (0: all)");
+  a->add_option("--test-limit", o.data.test_limit, "use only the first N test samples (0: all)");
+  a->add_option("--val-fraction", o.data.validation_fraction, "fraction of the training samples held out for validation");
+  a->add_option("--test-fraction", o.data.test_fraction, "test fraction for CSV without a test file and synthetic sets");
+  a->add_option("--samples", o.data.samples, "synthetic sets: number of samples");
+  a->add_option("--noise", o.data.noise, "synthetic sets: noise");
+  a->add_option("--data-seed", o.data.seed, "seed of synthetic data and of the splits");
+}
+
+void add_train_options(CLI::App* a, Options& o) {
+  a->add_option("--hidden", o.train.model.hidden, "hidden widths, e.g. 256,256")->delimiter(',');
+  a->add_option("--activation", o.train.model.activation, "relu, tanh, gelu or sigmoid");
+  a->add_option("--groups", o.train.model.groups, "GroupNorm: number of groups");
+  a->add_option("--epochs", o.train.epochs, "epochs per run");
+  a->add_option("--batch-size", o.train.batch_size, "training batch size");
+  a->add_option("--lr", o.train.lr, "peak learning rate (sweep --over batch: at --reference-batch)");
+  a->add_option("--momentum", o.train.momentum, "SGD momentum");
+  a->add_option("--weight-decay", o.train.weight_decay, "SGD weight decay");
+  a->add_flag("--nesterov", o.train.nesterov, "Nesterov momentum");
+  a->add_option("--warmup", o.train.warmup_steps, "linear warmup steps");
+  a->add_option("--schedule", o.train.schedule, "after warmup: none, cosine or step");
+  a->add_option("--step-every", o.train.step_every, "schedule step: decay every N steps");
+  a->add_option("--step-gamma", o.train.step_gamma, "schedule step: decay factor");
+  a->add_option("--stats-every", o.train.stats_every, "record activation statistics every N steps (0: off)");
+  a->add_option("--eval-batch", o.train.eval_batch, "evaluation batch size");
+}
+
+void add_output_options(CLI::App* a, Options& o, const std::string& default_out) {
+  o.out = default_out;
+  a->add_option("--out", o.out, "output folder");
+  a->add_flag("--quiet", o.quiet, "no progress output");
+  a->add_option("--threads", o.threads, "worker threads (default: all cores)");
+}
+
+// The quick preset: a synthetic two-moons set and a small MLP, seconds per study.
+void apply_quick(Options& o, CLI::App* sub) {
+  auto unset = [&](const char* flag) { return sub->get_option_no_throw(flag) == nullptr || sub->count(flag) == 0; };
+  if (unset("--dataset")) o.data.name = "moons";
+  if (unset("--samples")) o.data.samples = 2000;
+  if (unset("--noise")) o.data.noise = 0.25;
+  if (unset("--hidden")) o.train.model.hidden = {32, 32};
+  if (unset("--epochs")) o.train.epochs = 3;
+  if (unset("--batch-size")) o.train.batch_size = 32;
+  if (unset("--lr")) o.train.lr = 0.1;
+  if (unset("--warmup")) o.train.warmup_steps = 10;
+  if (unset("--stats-every")) o.train.stats_every = 10;
+  if (unset("--batch-sizes")) o.batch_sizes = {2, 8, 32, 128};
+  if (unset("--target")) o.target = 0.85;
+  if (unset("--lrs")) o.lrs = {0.01, 0.1, 1.0};
+}
+
+// Fashion-MNIST defaults: MLP 784-256-256-10, ReLU, SGD momentum 0.9.
+void apply_fashion_defaults(Options& o, CLI::App* sub) {
+  auto unset = [&](const char* flag) { return sub->get_option_no_throw(flag) == nullptr || sub->count(flag) == 0; };
+  if (unset("--hidden")) o.train.model.hidden = {256, 256};
+}
+
+void check_threads(const Options& o) {
+  if (o.threads < 0) throw Error("--threads must be at least 1, got " + std::to_string(o.threads));
+}
+
+StudyContext context(const Options& o, const Splits& s, int argc, char** argv, const fs::path& out) {
+  StudyContext c;
+  c.out = out;
+  c.quiet = o.quiet;
+  for (int i = 0; i < argc; ++i) c.command_line += (i ? " " : "") + std::string(i == 0 ? "normlab" : argv[i]);
+  c.dataset = describe(o.data, s);
+  return c;
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{"normlab: train small models on a CPU and see how BatchNorm and LayerNorm behave"};
+  app.require_subcommand(1);
+  app.option_defaults()->always_capture_default();
+  Options o;
+
+  auto* demo = app.add_subcommand("demo", "train an MLP on XOR by hand and print the loss going down");
+  demo->add_option("--steps", o.demo_steps, "SGD steps");
+
+  auto* train = app.add_subcommand("train", "train one model: metrics to the terminal and CSV, a checkpoint");
+  add_data_options(train, o);
+  add_train_options(train, o);
+  train->add_option("--norm", o.norm, "norm in the hidden layers: none, batch, layer, group or rms");
+  train->add_option("--seed", o.seed, "seed of the initialization and the batch order");
+  train->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
+  add_output_options(train, o, "out/train");
+
+  auto* compare = app.add_subcommand("compare", "convergence: the same model under each norm, several seeds");
+  add_data_options(compare, o);
+  add_train_options(compare, o);
+  compare->add_option("--norms", o.norms, "norms to compare")->delimiter(',');
+  compare->add_option("--seeds", o.seeds, "seeds")->delimiter(',');
+  compare->add_option("--target", o.target, "target accuracy for steps/epochs-to-target");
+  compare->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
+  add_output_options(compare, o, "out/compare");
+
+  auto* sweep = app.add_subcommand("sweep", "sensitivity: final accuracy against batch size or learning rate");
+  add_data_options(sweep, o);
+  add_train_options(sweep, o);
+  sweep->add_option("--over", o.over, "what to sweep: batch or lr")->check(CLI::IsMember({"batch", "lr"}));
+  sweep->add_option("--batch-sizes", o.batch_sizes, "batch sizes (--over batch)")->delimiter(',');
+  sweep->add_option("--lrs", o.lrs, "learning rates (--over lr)")->delimiter(',');
+  sweep->add_option("--reference-batch", o.reference_batch, "lr = --lr x batch / this (linear scaling)");
+  sweep->add_option("--norms", o.norms, "norms")->delimiter(',');
+  sweep->add_option("--seeds", o.seeds, "seeds")->delimiter(',');
+  sweep->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
+  sweep->add_flag("--full", o.full, "the complete protocol: all 60k images, 5 seeds, batch 2..256");
+  add_output_options(sweep, o, "out/sweep");
+
+  auto* study = app.add_subcommand("study", "the default study (make run): compare + batch-size sweep, one report");
+  add_data_options(study, o);
+  add_train_options(study, o);
+  study->add_option("--norms", o.norms, "norms")->delimiter(',');
+  study->add_option("--seeds", o.seeds, "seeds")->delimiter(',');
+  study->add_option("--batch-sizes", o.batch_sizes, "batch sizes of the sweep")->delimiter(',');
+  study->add_option("--target", o.target, "target accuracy of the comparison");
+  study->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
+  add_output_options(study, o, "out/study");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  if (demo->parsed()) return run_demo(o.demo_steps);
+  CLI::App* sub = app.get_subcommands().front();
+  check_threads(o);
+  if (o.quick && o.full) throw Error("--quick and --full cannot be used together");
+  if (o.data.name != "csv" && (!o.data.csv_path.empty() || !o.data.label.empty()))
+    throw Error("--csv and --label go with --dataset csv (the dataset is '" + o.data.name + "')");
+  if (o.quick) apply_quick(o, sub);
+  else if (o.data.name == "fashion-mnist") apply_fashion_defaults(o, sub);
+  if (o.train.model.hidden.empty()) o.train.model.hidden = {64, 64};
+
+  const Splits data = load_data(o.data);
+  o.train.model.inputs = data.train.features();
+  o.train.model.outputs = data.train.num_classes;
+  if (train->parsed()) {
+    TrainConfig c = o.train;
+    c.model.norm = o.norm;
+    c.seed = o.seed;
+    if (c.stats_every == 0) c.stats_every = std::max<int64_t>(1, steps_per_run(c, data) / 50);
+    run_train(c, data, context(o, data, argc, argv, o.out));
+    std::printf("normlab: results in %s\n", o.out.c_str());
+    return 0;
+  }
+  CompareConfig cc;
+  cc.base = o.train;
+  cc.norms = o.norms;
+  cc.seeds = o.seeds;
+  cc.target_accuracy = o.target;
+  if (cc.base.stats_every == 0) cc.base.stats_every = std::max<int64_t>(1, steps_per_run(cc.base, data) / 50);
+  SweepConfig sc;
+  sc.base = o.train;
+  sc.base.stats_every = 0;
+  sc.over = o.over;
+  sc.batch_sizes = o.batch_sizes;
+  sc.lrs = o.lrs;
+  sc.reference_batch = o.reference_batch;
+  sc.norms = o.norms;
+  sc.seeds = o.seeds;
+  if (compare->parsed()) {
+    run_compare(cc, data, context(o, data, argc, argv, o.out));
+  } else if (sweep->parsed()) {
+    run_sweep(sc, data, context(o, data, argc, argv, o.out));
+  } else {  // study: compare + sweep, one combined report
+    const fs::path out = o.out;
+    for (const auto& n : cc.norms) {  // every setting checked before anything trains
+      TrainConfig c = cc.base;
+      c.model.norm = n;
+      validate(c, data);
+      for (int64_t b : sc.batch_sizes) {
+        c.batch_size = b;
+        validate(c, data);
+      }
+    }
+    prepare_output_dir(out);
+    const Report a = run_compare(cc, data, context(o, data, argc, argv, out / "compare"));
+    const Report b = run_sweep(sc, data, context(o, data, argc, argv, out / "sweep"));
+    std::string md = "# normlab study: BatchNorm vs LayerNorm\n\nCommand: `" + context(o, data, argc, argv, out).command_line +
+                     "`\n\nData: " + describe(o.data, data) + "\n\n";
+    for (const Report* r : {&a, &b}) {
+      std::string body = r->markdown, fixed;
+      // Images live in the study's subfolders.
+      const std::string sub_dir = r == &a ? "compare/" : "sweep/";
+      for (size_t i = 0; i < body.size(); ++i) {
+        fixed += body[i];
+        if (body[i] == '(' && i > 0 && body[i - 1] == ']') fixed += sub_dir;
+      }
+      md += "## " + r->title + "\n\n" + fixed + "\n";
+    }
+    write_file_atomic(out / "report.md", md);
+  }
+  std::printf("normlab: results in %s (report.md)\n", o.out.c_str());
+  return 0;
+}
+
+}  // namespace normlab::experiments

@@ -1,0 +1,106 @@
+// One training run: an MLP trained with SGD (momentum, warmup then cosine or step decay) on a
+// data set, with per-step loss, per-epoch metrics, activation statistics, gradient norms, and for
+// BatchNorm the three ways of evaluating it (running EMA, precise population stats, test batches).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+#include "data/split.h"
+#include "experiments/model.h"
+
+namespace normlab::experiments {
+
+// Training, validation (may be empty) and test sets.
+using Splits = data::Splits;
+
+struct TrainConfig {
+  MlpSpec model;                  // inputs/outputs are taken from the data
+  int64_t epochs = 5;
+  int64_t batch_size = 128;
+  double lr = 0.05;               // peak learning rate (after warmup)
+  double momentum = 0.9;
+  double weight_decay = 0;
+  bool nesterov = false;
+  int64_t warmup_steps = 0;       // linear warmup from lr/warmup_steps to lr
+  std::string schedule = "cosine";  // after warmup: none | cosine (to 0 at the end) | step
+  int64_t step_every = 0;         // schedule "step": multiply by step_gamma every this many steps
+  double step_gamma = 0.1;
+  uint64_t seed = 0;
+  int64_t loss_every = 1;         // record the training loss every this many steps
+  int64_t stats_every = 0;        // activation stats and gradient norms every this many steps (0: off)
+  bool bn_three_ways = false;     // BatchNorm: also evaluate with precise stats and test-batch stats
+  int64_t precise_bn_samples = 10000;
+  int64_t eval_batch = 1000;
+};
+
+// Throws normlab::Error for settings that cannot train (batch 0, batch larger than the training
+// set, BatchNorm with batch size 1, non-positive epochs, negative learning rate, ...).
+void validate(const TrainConfig& c, const Splits& s);
+
+struct StepRecord {
+  int64_t step, epoch;
+  double lr, loss;
+};
+
+struct EpochRecord {
+  int64_t epoch, step;
+  double train_loss, train_acc;  // running mean over the epoch's batches
+  double val_loss, val_acc, test_loss, test_acc;
+  // BatchNorm only (bn_three_ways), NaN otherwise: test accuracy with precise population
+  // statistics, and with the statistics of test batches of the training batch size.
+  double test_acc_precise = std::numeric_limits<double>::quiet_NaN();
+  double test_acc_batch = std::numeric_limits<double>::quiet_NaN();
+};
+
+// Mean and standard deviation of one hidden layer's activations at a step: after the Linear
+// ("pre"), after the norm ("post", = pre without a norm), after the activation ("act").
+struct ActivationStat {
+  int64_t step;
+  int layer;
+  std::string where;
+  double mean, std;
+};
+
+struct GradNorm {
+  int64_t step;
+  std::string param;
+  double norm;
+};
+
+struct RunResult {
+  TrainConfig config;
+  std::vector<StepRecord> steps;
+  std::vector<EpochRecord> epochs;
+  std::vector<ActivationStat> activations;
+  std::vector<GradNorm> grad_norms;
+  bool diverged = false;
+  int64_t diverged_step = -1;
+  int64_t total_steps = 0;
+  double seconds = 0;
+  std::shared_ptr<nn::Sequential> model;
+};
+
+// Called after every training step with (steps done in this run, steps in this run).
+using StepCallback = std::function<void(int64_t, int64_t)>;
+
+// Trains one model as configured. A NaN or Inf loss stops the run, marked diverged at that step.
+RunResult train_run(const TrainConfig& config, const Splits& data, const StepCallback& on_step = {});
+
+// Steps one run of this configuration takes.
+int64_t steps_per_run(const TrainConfig& config, const Splits& data);
+
+// The learning rate at step t of a run of `total` steps.
+double lr_at(const TrainConfig& c, int64_t t, int64_t total);
+
+struct EvalResult {
+  double loss, accuracy;
+};
+// Loss and accuracy of the model in eval mode (no graph) over a data set, in batches.
+EvalResult evaluate(nn::Module& model, const data::Dataset& d, int64_t batch);
+
+}  // namespace normlab::experiments
