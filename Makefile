@@ -17,7 +17,7 @@ build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 run: build
-	$(BUILD_DIR)/experiments/normlab demo
+	$(BUILD_DIR)/experiments/normlab study --out out/study
 
 demo: build
 	$(BUILD_DIR)/experiments/normlab demo

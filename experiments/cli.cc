@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "data/split.h"
 #include "experiments/datasets.h"
 #include "experiments/demo.h"
 #include "experiments/output.h"
@@ -35,6 +36,7 @@ struct Options {
   bool quiet = false, quick = false, full = false;
   int threads = 0;
   int demo_steps = 300;
+  int64_t sweep_train_limit = 0;  // study: the sweep trains on the first N training samples (0: all)
 };
 
 void add_data_options(CLI::App* a, Options& o) {
@@ -93,10 +95,26 @@ void apply_quick(Options& o, CLI::App* sub) {
   if (unset("--lrs")) o.lrs = {0.01, 0.1, 1.0};
 }
 
-// Fashion-MNIST defaults: MLP 784-256-256-10, ReLU, SGD momentum 0.9.
-void apply_fashion_defaults(Options& o, CLI::App* sub) {
+// Fashion-MNIST defaults: MLP 784-256-256-10, ReLU, SGD momentum 0.9; the study (make run) is
+// sized to a few minutes on 2 cores: 3 epochs, the sweep on the first 5000 training images.
+void apply_fashion_defaults(Options& o, CLI::App* sub, bool study) {
   auto unset = [&](const char* flag) { return sub->get_option_no_throw(flag) == nullptr || sub->count(flag) == 0; };
   if (unset("--hidden")) o.train.model.hidden = {256, 256};
+  if (unset("--warmup")) o.train.warmup_steps = 50;
+  if (study) {
+    if (unset("--epochs")) o.train.epochs = 3;
+    if (unset("--val-fraction")) o.data.validation_fraction = 0.1;
+    if (unset("--sweep-train-limit")) o.sweep_train_limit = 5000;
+  }
+}
+
+// The full sweep protocol (sweep --full): all 60k images, 5 seeds, batch 2..256, 5 epochs.
+void apply_full(Options& o, CLI::App* sub) {
+  auto unset = [&](const char* flag) { return sub->get_option_no_throw(flag) == nullptr || sub->count(flag) == 0; };
+  if (unset("--train-limit")) o.data.train_limit = 0;
+  if (unset("--seeds")) o.seeds = {0, 1, 2, 3, 4};
+  if (unset("--batch-sizes")) o.batch_sizes = {2, 4, 8, 16, 32, 64, 128, 256};
+  if (unset("--epochs")) o.train.epochs = 5;
 }
 
 void check_threads(const Options& o) {
@@ -160,6 +178,8 @@ int run_cli(int argc, char** argv) {
   study->add_option("--seeds", o.seeds, "seeds")->delimiter(',');
   study->add_option("--batch-sizes", o.batch_sizes, "batch sizes of the sweep")->delimiter(',');
   study->add_option("--target", o.target, "target accuracy of the comparison");
+  study->add_option("--sweep-train-limit", o.sweep_train_limit,
+                    "the sweep trains on the first N training samples (0: all; Fashion-MNIST default 5000)");
   study->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
   add_output_options(study, o, "out/study");
 
@@ -175,8 +195,10 @@ int run_cli(int argc, char** argv) {
   if (o.quick && o.full) throw Error("--quick and --full cannot be used together");
   if (o.data.name != "csv" && (!o.data.csv_path.empty() || !o.data.label.empty()))
     throw Error("--csv and --label go with --dataset csv (the dataset is '" + o.data.name + "')");
+  if (o.full) apply_full(o, sub);
   if (o.quick) apply_quick(o, sub);
-  else if (o.data.name == "fashion-mnist") apply_fashion_defaults(o, sub);
+  else if (o.data.name == "fashion-mnist") apply_fashion_defaults(o, sub, study->parsed());
+  if (o.sweep_train_limit < 0) throw Error("--sweep-train-limit must be >= 0");
   if (o.train.model.hidden.empty()) o.train.model.hidden = {64, 64};
 
   const Splits data = load_data(o.data);
@@ -218,12 +240,17 @@ int run_cli(int argc, char** argv) {
       validate(c, data);
       for (int64_t b : sc.batch_sizes) {
         c.batch_size = b;
-        validate(c, data);
+        Splits d = data;
+        if (o.sweep_train_limit > 0 && o.sweep_train_limit < data.train.size()) d.train = data::first_n(data.train, o.sweep_train_limit);
+        validate(c, d);
       }
     }
     prepare_output_dir(out);
     const Report a = run_compare(cc, data, context(o, data, argc, argv, out / "compare"));
-    const Report b = run_sweep(sc, data, context(o, data, argc, argv, out / "sweep"));
+    Splits sweep_data = data;
+    if (o.sweep_train_limit > 0 && o.sweep_train_limit < data.train.size())
+      sweep_data.train = data::first_n(data.train, o.sweep_train_limit);
+    const Report b = run_sweep(sc, sweep_data, context(o, sweep_data, argc, argv, out / "sweep"));
     std::string md = "# normlab study: BatchNorm vs LayerNorm\n\nCommand: `" + context(o, data, argc, argv, out).command_line +
                      "`\n\nData: " + describe(o.data, data) + "\n\n";
     for (const Report* r : {&a, &b}) {
@@ -237,6 +264,7 @@ int run_cli(int argc, char** argv) {
       md += "## " + r->title + "\n\n" + fixed + "\n";
     }
     write_file_atomic(out / "report.md", md);
+    if (!o.quiet) std::fputs(md.c_str(), stdout);
   }
   std::printf("normlab: results in %s (report.md)\n", o.out.c_str());
   return 0;
