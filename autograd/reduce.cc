@@ -108,7 +108,6 @@ Tensor var(const Tensor& x, const std::vector<int64_t>& dims, bool unbiased, boo
   return div(sum(mul(centered, centered), dims, keepdim), static_cast<double>(n - (unbiased ? 1 : 0)));
 }
 
-Tensor var(const Tensor& x, bool unbiased) { return var(x, {}, unbiased, false); }
 
 Tensor max(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   const auto d = reduce_dims(x, dims, "max");

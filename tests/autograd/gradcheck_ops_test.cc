@@ -132,7 +132,7 @@ BOOST_AUTO_TEST_CASE(var_each_dim_list) {
         expect_gradcheck("var " + what, [d, keep, unbiased](const In& v) { return var(v[0], d, unbiased, keep); }, {x});
       }
   expect_gradcheck("var() unbiased", [](const In& v) { return var(v[0]); }, {x});
-  expect_gradcheck("var() biased", [](const In& v) { return var(v[0], false); }, {x});
+  expect_gradcheck("var() biased", [](const In& v) { return var(v[0], {}, false); }, {x});
 }
 
 BOOST_AUTO_TEST_CASE(max_each_dim_list) {
