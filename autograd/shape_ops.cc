@@ -35,16 +35,20 @@ Tensor reshape(const Tensor& x, Shape shape) {
 }
 
 Tensor unsqueeze(const Tensor& x, int64_t dim) {
-  const int64_t d = normalize_dim(dim, x.dim() + 1, "unsqueeze");
+  const int64_t r = x.dim();
+  if (dim < -r - 1 || dim > r)
+    throw Error("unsqueeze: dim " + std::to_string(dim) + " out of range for a tensor of rank " +
+                std::to_string(r) + " (expected a dim in [" + std::to_string(-r - 1) + ", " +
+                std::to_string(r) + "])");
+  const int64_t d = dim < 0 ? dim + r + 1 : dim;
   Shape s = x.shape();
   s.insert(s.begin() + d, 1);
   return reshape(x, s);
 }
 
 Tensor squeeze(const Tensor& x, int64_t dim) {
-  if (x.dim() == 0) return x;
   const int64_t d = normalize_dim(dim, x.dim(), "squeeze");
-  if (x.shape()[d] != 1) return x;
+  if (x.dim() == 0 || x.shape()[d] != 1) return x;
   Shape s = x.shape();
   s.erase(s.begin() + d);
   return reshape(x, s);
@@ -119,6 +123,7 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& perm) {
 
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
   const int64_t a = normalize_dim(dim0, x.dim(), "transpose"), b = normalize_dim(dim1, x.dim(), "transpose");
+  if (x.dim() == 0) return permute(x, {});  // dims 0 and -1 of a scalar: nothing to swap
   std::vector<int64_t> p(x.dim());
   for (int64_t i = 0; i < x.dim(); ++i) p[i] = i;
   std::swap(p[a], p[b]);

@@ -28,7 +28,13 @@ TensorImpl& Tensor::impl() const {
   return *impl_;
 }
 
-int64_t Tensor::size(int64_t d) const { return shape()[normalize_dim(d, dim(), "size")]; }
+int64_t Tensor::size(int64_t d) const {
+  // normalize_dim accepts 0 and -1 for rank 0 (a reduction over "dim 0" of a scalar), but a
+  // scalar has no size to return.
+  if (dim() == 0)
+    throw Error("size: dim " + std::to_string(d) + " out of range for a tensor of rank 0 (it has no dims)");
+  return shape()[normalize_dim(d, dim(), "size")];
+}
 
 void* Tensor::raw_data() const {
   const TensorImpl& i = impl();
