@@ -19,18 +19,27 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
 
 Tensor softmax(const Tensor& x, int64_t dim) { return exp(log_softmax(x, dim)); }
 
-Tensor nll_loss(const Tensor& logp, const std::vector<int64_t>& target) {
-  if (logp.dim() != 2)
-    throw Error("nll_loss: expected input of shape (N, C), got " + shape_str(logp.shape()));
-  const int64_t n = logp.size(0), c = logp.size(1);
+namespace {
+
+// Input (N, C) with N >= 1 and N class targets in [0, C); errors name `op` (what the user called).
+void check_targets(const Tensor& x, const std::vector<int64_t>& target, const std::string& op) {
+  if (x.dim() != 2) throw Error(op + ": expected input of shape (N, C), got " + shape_str(x.shape()));
+  const int64_t n = x.size(0), c = x.size(1);
   if (static_cast<int64_t>(target.size()) != n)
-    throw Error("nll_loss: expected " + std::to_string(n) + " targets (the batch size of input " +
-                shape_str(logp.shape()) + "), got " + std::to_string(target.size()));
-  if (n == 0) throw Error("nll_loss: the batch is empty");
+    throw Error(op + ": expected " + std::to_string(n) + " targets (the batch size of input " +
+                shape_str(x.shape()) + "), got " + std::to_string(target.size()));
+  if (n == 0) throw Error(op + ": the batch is empty (input " + shape_str(x.shape()) + ")");
   for (int64_t i = 0; i < n; ++i)
     if (target[i] < 0 || target[i] >= c)
-      throw Error("nll_loss: target " + std::to_string(target[i]) + " at position " + std::to_string(i) +
+      throw Error(op + ": target " + std::to_string(target[i]) + " at position " + std::to_string(i) +
                   " is out of bounds for " + std::to_string(c) + " classes");
+}
+
+}  // namespace
+
+Tensor nll_loss(const Tensor& logp, const std::vector<int64_t>& target) {
+  check_targets(logp, target, "nll_loss");
+  const int64_t n = logp.size(0), c = logp.size(1);
   double acc = 0;
   for (int64_t i = 0; i < n; ++i) acc -= logp.flat(i * c + target[i]);
   Tensor out = scalar(acc / n, logp.dtype());
@@ -44,8 +53,7 @@ Tensor nll_loss(const Tensor& logp, const std::vector<int64_t>& target) {
 }
 
 Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& target) {
-  if (logits.dim() != 2)
-    throw Error("cross_entropy: expected logits of shape (N, C), got " + shape_str(logits.shape()));
+  check_targets(logits, target, "cross_entropy");
   return nll_loss(log_softmax(logits, 1), target);
 }
 
@@ -53,6 +61,9 @@ Tensor mse_loss(const Tensor& input, const Tensor& target) {
   if (input.shape() != target.shape())
     throw Error("mse_loss: input and target must have the same shape, got " + shape_str(input.shape()) + " and " +
                 shape_str(target.shape()));
+  if (input.dtype() != target.dtype())
+    throw Error("mse_loss: input and target must have the same dtype, got " + dtype_name(input.dtype()) + " and " +
+                dtype_name(target.dtype()));
   const Tensor d = sub(input, target);
   return mean(mul(d, d));
 }

@@ -83,7 +83,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     throw Error("linear: expected input with " + std::to_string(in_f) + " features in its last dim, got shape " +
                 shape_str(x.shape()) + " (weight " + shape_str(weight.shape()) + ")");
   if (x.dtype() != weight.dtype() || (bias.defined() && bias.dtype() != x.dtype()))
-    throw Error("linear: input, weight and bias must have the same dtype");
+    throw Error("linear: input, weight and bias must have the same dtype, got input " + dtype_name(x.dtype()) +
+                ", weight " + dtype_name(weight.dtype()) +
+                (bias.defined() ? ", bias " + dtype_name(bias.dtype()) : std::string()));
   if (bias.defined() && bias.shape() != Shape{out_f})
     throw Error("linear: expected a bias of shape " + shape_str({out_f}) + ", got " + shape_str(bias.shape()));
   const int64_t rows = x.numel() / std::max<int64_t>(in_f, 1) * (in_f == 0 ? 0 : 1);
