@@ -78,6 +78,11 @@ Tensor record(const char* name, Tensor out, const std::vector<Tensor>& inputs, B
   return out;
 }
 
+Tensor renamed(Tensor t, const char* name) {
+  if (t.grad_fn()) t.grad_fn()->name_ = name;
+  return t;
+}
+
 namespace {
 
 // g into a leaf's .grad: the first gradient is copied, later ones added (+=).

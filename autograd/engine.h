@@ -32,6 +32,7 @@ class Node {
 
  private:
   friend void run_backward(const Tensor&, const Tensor&, bool);
+  friend Tensor renamed(Tensor, const char*);
   std::string name_;
   std::vector<std::shared_ptr<Node>> next_;
   BackwardFn fn_;
@@ -65,6 +66,9 @@ class NoGradGuard {
 // `name` whose backward is `fn` (inputs in the order of `inputs`). Returns out.
 // Tensors the backward needs must be captured as saved(t) so the graph holds no references back.
 Tensor record(const char* name, Tensor out, const std::vector<Tensor>& inputs, BackwardFn fn);
+// Renames the node that made t, if t was recorded: an op built from primitives names its last node
+// after itself, as PyTorch does (mean -> "MeanBackward0"). Only for a node the op just made. Returns t.
+Tensor renamed(Tensor t, const char* name);
 // True when an op on these inputs would be recorded.
 bool should_record(const std::vector<Tensor>& inputs);
 // A tensor to capture in a backward: same data, no graph links.

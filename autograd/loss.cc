@@ -14,10 +14,10 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
   // The shift by the max does not change the result, so it carries no gradient (detached).
   const Tensor m = max(x.detach(), {d}, true);
   const Tensor z = sub(x, m);
-  return sub(z, log(sum(exp(z), {d}, true)));
+  return renamed(sub(z, log(sum(exp(z), {d}, true))), "LogSoftmaxBackward0");
 }
 
-Tensor softmax(const Tensor& x, int64_t dim) { return exp(log_softmax(x, dim)); }
+Tensor softmax(const Tensor& x, int64_t dim) { return renamed(exp(log_softmax(x, dim)), "SoftmaxBackward0"); }
 
 namespace {
 
@@ -44,7 +44,7 @@ Tensor nll_loss(const Tensor& logp, const std::vector<int64_t>& target) {
   for (int64_t i = 0; i < n; ++i) acc -= logp.flat(i * c + target[i]);
   Tensor out = scalar(acc / n, logp.dtype());
   // d loss / d logp[i, t_i] = -1/N, zero elsewhere
-  return record("NllLossBackward", out, {logp}, [target, n, c, dt = logp.dtype()](const Tensor& g, const Needs&) {
+  return record("NllLossBackward0", out, {logp}, [target, n, c, dt = logp.dtype()](const Tensor& g, const Needs&) {
     Tensor gx = zeros({n, c}, dt);
     const double v = -g.item() / n;
     for (int64_t i = 0; i < n; ++i) gx.set_flat(i * c + target[i], v);
@@ -65,7 +65,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target) {
     throw Error("mse_loss: input and target must have the same dtype, got " + dtype_name(input.dtype()) + " and " +
                 dtype_name(target.dtype()));
   const Tensor d = sub(input, target);
-  return mean(mul(d, d));
+  return renamed(mean(mul(d, d)), "MseLossBackward0");
 }
 
 }  // namespace normlab::autograd

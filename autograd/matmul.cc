@@ -56,7 +56,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   s.stride_b = b.dim() == 3 ? K * N : 0;
   s.stride_c = M * N;
   gemm(s, a, b, out);
-  return record("MmBackward", out, {a, b}, [a = saved(a), b = saved(b), s](const Tensor& g, const Needs& n) {
+  return record(batched ? "BmmBackward0" : "MmBackward0", out, {a, b}, [a = saved(a), b = saved(b), s](const Tensor& g, const Needs& n) {
     Tensor ga, gb;
     if (n[0]) {  // dA = dC B^T: (M, N) (N, K); a 2-D A shared by the batch sums its gradients
       ga = empty(a.shape(), a.dtype());
@@ -111,7 +111,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   } else {
     gemm(s, x, weight, out);
   }
-  return record("LinearBackward", out, {x, weight, bias},
+  return record(bias.defined() ? "AddmmBackward0" : "MmBackward0", out, {x, weight, bias},
                 [x = saved(x), w = saved(weight), rows, in_f, out_f](const Tensor& g, const Needs& n) {
                   Tensor gx, gw, gb;
                   if (n[0]) {  // dx (rows, in) = dy (rows, out) W (out, in)

@@ -83,7 +83,7 @@ Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   Tensor out = reduce_raw(k::ReduceOp::Sum, x, d, "sum");
   out.impl().shape = reduced_shape(x.shape(), d, keepdim);
   // d sum / dx = 1: the gradient is broadcast back over the reduced dims
-  return record("SumBackward", out, {x}, [xs = x.shape(), d](const Tensor& g, const Needs&) {
+  return record(dims.empty() && !keepdim ? "SumBackward0" : "SumBackward1", out, {x}, [xs = x.shape(), d](const Tensor& g, const Needs&) {
     return Grads{expand(reshape(g, reduced_shape(xs, d, true)), xs)};
   });
 }
@@ -94,7 +94,8 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   const auto d = reduce_dims(x, dims, "mean");
   int64_t n = 1;
   for (int64_t i : d) n *= x.shape()[i];
-  return div(sum(x, dims, keepdim), static_cast<double>(n));
+  return renamed(div(sum(x, dims, keepdim), static_cast<double>(n)),
+                 dims.empty() && !keepdim ? "MeanBackward0" : "MeanBackward1");
 }
 
 Tensor mean(const Tensor& x) { return mean(x, {}, false); }
@@ -105,7 +106,8 @@ Tensor var(const Tensor& x, const std::vector<int64_t>& dims, bool unbiased, boo
   for (int64_t i : d) n *= x.shape()[i];
   // Two passes (never E[x^2] - E[x]^2, which cancels catastrophically for a large mean).
   const Tensor centered = sub(x, mean(x, dims, true));
-  return div(sum(mul(centered, centered), dims, keepdim), static_cast<double>(n - (unbiased ? 1 : 0)));
+  return renamed(div(sum(mul(centered, centered), dims, keepdim), static_cast<double>(n - (unbiased ? 1 : 0))),
+                 "VarBackward0");
 }
 
 
@@ -114,7 +116,7 @@ Tensor max(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   Tensor out = reduce_raw(k::ReduceOp::Max, x, d, "max");
   Tensor kept = out.detach();  // keepdim shape, for the backward
   out.impl().shape = reduced_shape(x.shape(), d, keepdim);
-  return record("MaxBackward", out, {x}, [x = saved(x), kept, d](const Tensor& g, const Needs&) {
+  return record(dims.empty() && !keepdim ? "MaxBackward1" : "AmaxBackward0", out, {x}, [x = saved(x), kept, d](const Tensor& g, const Needs&) {
     // The gradient goes to the maxima, split evenly between ties (torch.amax).
     const Tensor m = expand(kept, x.shape());
     Tensor mask = empty_like(x);

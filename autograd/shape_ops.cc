@@ -29,7 +29,7 @@ Tensor reshape(const Tensor& x, Shape shape) {
                 std::to_string(x.numel()) + " (shape " + shape_str(x.shape()) + ")");
   Tensor out = x.detach();
   out.impl().shape = shape;
-  return record("ReshapeBackward", out, {x}, [in = x.shape()](const Tensor& g, const Needs&) {
+  return record("ReshapeAliasBackward0", out, {x}, [in = x.shape()](const Tensor& g, const Needs&) {
     return Grads{reshape(g, in)};
   });
 }
@@ -43,7 +43,7 @@ Tensor unsqueeze(const Tensor& x, int64_t dim) {
   const int64_t d = dim < 0 ? dim + r + 1 : dim;
   Shape s = x.shape();
   s.insert(s.begin() + d, 1);
-  return reshape(x, s);
+  return renamed(reshape(x, s), "UnsqueezeBackward0");
 }
 
 Tensor squeeze(const Tensor& x, int64_t dim) {
@@ -51,14 +51,14 @@ Tensor squeeze(const Tensor& x, int64_t dim) {
   if (x.dim() == 0 || x.shape()[d] != 1) return x;
   Shape s = x.shape();
   s.erase(s.begin() + d);
-  return reshape(x, s);
+  return renamed(reshape(x, s), "SqueezeBackward1");
 }
 
 Tensor squeeze(const Tensor& x) {
   Shape s;
   for (int64_t v : x.shape())
     if (v != 1) s.push_back(v);
-  return reshape(x, s);
+  return renamed(reshape(x, s), "SqueezeBackward0");
 }
 
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
@@ -118,7 +118,7 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& perm) {
     using T = decltype(zero);
     permute_copy(x.data<T>(), out.data<T>(), x.shape(), p);
   });
-  return record("PermuteBackward", out, {x}, [inv](const Tensor& g, const Needs&) { return Grads{permute(g, inv)}; });
+  return record("PermuteBackward0", out, {x}, [inv](const Tensor& g, const Needs&) { return Grads{permute(g, inv)}; });
 }
 
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
@@ -127,7 +127,7 @@ Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
   std::vector<int64_t> p(x.dim());
   for (int64_t i = 0; i < x.dim(); ++i) p[i] = i;
   std::swap(p[a], p[b]);
-  return permute(x, p);
+  return renamed(permute(x, p), "TransposeBackward0");
 }
 
 Tensor expand(const Tensor& x, Shape shape) {
@@ -167,7 +167,7 @@ Tensor expand(const Tensor& x, Shape shape) {
       }
     }
   });
-  return record("ExpandBackward", out, {x}, [in = x.shape()](const Tensor& g, const Needs&) {
+  return record("ExpandBackward0", out, {x}, [in = x.shape()](const Tensor& g, const Needs&) {
     return Grads{sum_to(g, in)};
   });
 }
@@ -181,7 +181,7 @@ Tensor narrow(const Tensor& x, int64_t start, int64_t length) {
   Tensor out = x.detach();
   out.impl().shape[0] = length;
   out.impl().offset += start * (n == 0 ? 0 : x.numel() / n);
-  return record("NarrowBackward", out, {x}, [xs = x.shape(), dt = x.dtype(), start](const Tensor& g, const Needs&) {
+  return record("SliceBackward0", out, {x}, [xs = x.shape(), dt = x.dtype(), start](const Tensor& g, const Needs&) {
     Tensor gx = zeros(xs, dt);
     const int64_t row = xs[0] == 0 ? 0 : numel(xs) / xs[0];
     std::memcpy(static_cast<char*>(gx.raw_data()) + start * row * dtype_size(dt), g.raw_data(),
