@@ -11,9 +11,9 @@ using Grads = std::vector<Tensor>;
 
 Tensor log_softmax(const Tensor& x, int64_t dim) {
   const int64_t d = normalize_dim(dim, x.dim(), "log_softmax");
-  // The shift by the max does not change the result, so it carries no gradient (detached).
-  const Tensor m = max(x.detach(), {d}, true);
-  const Tensor z = sub(x, m);
+  // The shift by the max does not change the result, so it carries no gradient (detached). An
+  // empty tensor has no max (and nothing to shift).
+  const Tensor z = x.numel() == 0 ? x : sub(x, max(x.detach(), {d}, true));
   return renamed(sub(z, log(sum(exp(z), {d}, true))), "LogSoftmaxBackward0");
 }
 

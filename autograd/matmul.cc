@@ -26,6 +26,10 @@ void run_gemm(const k::GemmShape& s, const Tensor& a, const Tensor& b, const Ten
 
 void gemm(const k::GemmShape& s, const Tensor& a, const Tensor& b, const Tensor& c) {
   if (c.numel() == 0) return;
+  if (s.batch == 0) {  // an empty batch summed into a shared operand's gradient: zeros
+    fill_(c, 0);
+    return;
+  }
   if (a.dtype() == DType::Float32) run_gemm<float>(s, a, b, c);
   else run_gemm<double>(s, a, b, c);
 }
@@ -47,7 +51,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (b.size(-2) != K) fail();
   const int64_t ba = a.dim() == 3 ? a.size(0) : 1, bb = b.dim() == 3 ? b.size(0) : 1;
   if (a.dim() == 3 && b.dim() == 3 && ba != bb) fail();
-  const int64_t batch = std::max(ba, bb);
+  const int64_t batch = a.dim() == 3 ? ba : bb;  // (not max(ba, bb): a batch of 0 is 0)
   const bool batched = a.dim() == 3 || b.dim() == 3;
   Tensor out = empty(batched ? Shape{batch, M, N} : Shape{M, N}, a.dtype());
   k::GemmShape s;
@@ -88,7 +92,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                 (bias.defined() ? ", bias " + dtype_name(bias.dtype()) : std::string()));
   if (bias.defined() && bias.shape() != Shape{out_f})
     throw Error("linear: expected a bias of shape " + shape_str({out_f}) + ", got " + shape_str(bias.shape()));
-  const int64_t rows = x.numel() / std::max<int64_t>(in_f, 1) * (in_f == 0 ? 0 : 1);
+  int64_t rows = 1;  // the product of x's leading dims (x.numel() / in_f, unless in_f is 0)
+  for (int64_t d = 0; d + 1 < x.dim(); ++d) rows *= x.size(d);
   Shape os = x.shape();
   os.back() = out_f;
   Tensor out = empty(os, x.dtype());
@@ -106,8 +111,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     });
     s.accumulate = true;
   }
-  if (x.dim() == 0 || rows == 0 || in_f == 0) {
-    if (!bias.defined()) fill_(out, 0);
+  if (rows == 0 || in_f == 0) {
+    if (!bias.defined()) fill_(out, 0);  // a sum over no features
   } else {
     gemm(s, x, weight, out);
   }
