@@ -103,19 +103,22 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 
 Tensor mul(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward(k::BinaryOp::Mul, a, b, "mul");
-  // d(ab)/da = b, d(ab)/db = a
-  return record("MulBackward0", out, {a, b}, [a = saved(a), b = saved(b)](const Tensor& g, const Needs& n) {
-    return Grads{n[0] ? sum_to(mul(g, b), a.shape()) : Tensor(), n[1] ? sum_to(mul(g, a), b.shape()) : Tensor()};
+  // d(ab)/da = b, d(ab)/db = a: a is saved only if b needs a gradient, and b only if a does.
+  return record("MulBackward0", out, {a, b},
+                [a = b.requires_grad() ? saved(a) : Tensor(), b = a.requires_grad() ? saved(b) : Tensor(),
+                 sa = a.shape(), sb = b.shape()](const Tensor& g, const Needs& n) {
+    return Grads{n[0] ? sum_to(mul(g, b), sa) : Tensor(), n[1] ? sum_to(mul(g, a), sb) : Tensor()};
   });
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward(k::BinaryOp::Div, a, b, "div");
-  // d(a/b)/da = 1/b, d(a/b)/db = -a/b^2
-  return record("DivBackward0", out, {a, b}, [a = saved(a), b = saved(b)](const Tensor& g, const Needs& n) {
+  // d(a/b)/da = 1/b, d(a/b)/db = -a/b^2: a is saved only if b needs a gradient.
+  return record("DivBackward0", out, {a, b},
+                [a = b.requires_grad() ? saved(a) : Tensor(), b = saved(b), sa = a.shape()](const Tensor& g, const Needs& n) {
     Tensor gb;
     if (n[1]) gb = sum_to(neg(div(mul(g, a), mul(b, b))), b.shape());
-    return Grads{n[0] ? sum_to(div(g, b), a.shape()) : Tensor(), gb};
+    return Grads{n[0] ? sum_to(div(g, b), sa) : Tensor(), gb};
   });
 }
 

@@ -60,17 +60,20 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   s.stride_b = b.dim() == 3 ? K * N : 0;
   s.stride_c = M * N;
   gemm(s, a, b, out);
-  return record(batched ? "BmmBackward0" : "MmBackward0", out, {a, b}, [a = saved(a), b = saved(b), s](const Tensor& g, const Needs& n) {
+  // Saves A only if B needs a gradient, and B only if A does.
+  return record(batched ? "BmmBackward0" : "MmBackward0", out, {a, b},
+                [a = b.requires_grad() ? saved(a) : Tensor(), b = a.requires_grad() ? saved(b) : Tensor(),
+                 sa = a.shape(), sb = b.shape(), dt = a.dtype(), s](const Tensor& g, const Needs& n) {
     Tensor ga, gb;
     if (n[0]) {  // dA = dC B^T: (M, N) (N, K); a 2-D A shared by the batch sums its gradients
-      ga = empty(a.shape(), a.dtype());
+      ga = empty(sa, dt);
       k::GemmShape t;
       t.trans_b = true, t.m = s.m, t.n = s.k, t.k = s.n, t.batch = s.batch;
       t.stride_a = s.stride_c, t.stride_b = s.stride_b, t.stride_c = s.stride_a;
       gemm(t, g, b, ga);
     }
     if (n[1]) {  // dB = A^T dC: (K, M) (M, N)
-      gb = empty(b.shape(), b.dtype());
+      gb = empty(sb, dt);
       k::GemmShape t;
       t.trans_a = true, t.m = s.k, t.n = s.n, t.k = s.m, t.batch = s.batch;
       t.stride_a = s.stride_a, t.stride_b = s.stride_c, t.stride_c = s.stride_b;
@@ -116,17 +119,19 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   } else {
     gemm(s, x, weight, out);
   }
+  // Saves x only if the weight needs a gradient, and the weight only if x does.
   return record(bias.defined() ? "AddmmBackward0" : "MmBackward0", out, {x, weight, bias},
-                [x = saved(x), w = saved(weight), rows, in_f, out_f](const Tensor& g, const Needs& n) {
+                [x = weight.requires_grad() ? saved(x) : Tensor(), w = x.requires_grad() ? saved(weight) : Tensor(),
+                 xs = x.shape(), dt = x.dtype(), rows, in_f, out_f](const Tensor& g, const Needs& n) {
                   Tensor gx, gw, gb;
                   if (n[0]) {  // dx (rows, in) = dy (rows, out) W (out, in)
-                    gx = empty(x.shape(), x.dtype());
+                    gx = empty(xs, dt);
                     k::GemmShape t;
                     t.m = rows, t.n = in_f, t.k = out_f;
                     gemm(t, g, w, gx);
                   }
                   if (n[1]) {  // dW (out, in) = dy^T (out, rows) x (rows, in)
-                    gw = empty(w.shape(), w.dtype());
+                    gw = empty({out_f, in_f}, dt);
                     k::GemmShape t;
                     t.trans_a = true, t.m = out_f, t.n = in_f, t.k = rows;
                     gemm(t, g, x, gw);
