@@ -76,6 +76,19 @@ Tensor reduce_raw(k::ReduceOp op, const Tensor& x, const std::vector<int64_t>& d
   return cur;
 }
 
+// 1 where a == b, else 0 (same shapes and dtype): the positions of the maxima in max's backward.
+Tensor equal_mask(const Tensor& a, const Tensor& b) {
+  Tensor mask = empty_like(a);
+  dispatch(a.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* m = mask.data<T>();
+    for (int64_t i = 0, n = a.numel(); i < n; ++i) m[i] = pa[i] == pb[i] ? T(1) : T(0);
+  });
+  return mask;
+}
+
 }  // namespace
 
 Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
@@ -117,10 +130,9 @@ Tensor max(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   Tensor kept = out.detach();  // keepdim shape, for the backward
   out.impl().shape = reduced_shape(x.shape(), d, keepdim);
   return record(dims.empty() && !keepdim ? "MaxBackward1" : "AmaxBackward0", out, {x}, [x = saved(x), kept, d](const Tensor& g, const Needs&) {
-    // The gradient goes to the maxima, split evenly between ties (torch.amax).
-    const Tensor m = expand(kept, x.shape());
-    Tensor mask = empty_like(x);
-    for (int64_t i = 0; i < x.numel(); ++i) mask.set_flat(i, x.flat(i) == m.flat(i) ? 1.0 : 0.0);
+    // The gradient goes to the maxima, split evenly between ties (torch.amax):
+    // dx = mask * g / count, mask = [x == max of its group], count = the group's number of maxima.
+    const Tensor mask = equal_mask(x, expand(kept, x.shape()));
     const Tensor count = sum(mask, d, true);
     return Grads{mul(mask, div(reshape(g, kept.shape()), count))};
   });

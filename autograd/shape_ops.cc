@@ -154,16 +154,22 @@ Tensor expand(const Tensor& x, Shape shape) {
     using T = decltype(zero);
     const T* src = x.data<T>();
     T* dst = out.data<T>();
-    const int64_t n = out.numel();
+    // Row by row along the last dim: a copy of a source row (stride 1) or one value repeated
+    // (stride 0); the index over the other dims advances once per row.
+    const int last = static_cast<int>(r) - 1;
+    const int64_t row = last < 0 ? 1 : shape[last], row_stride = last < 0 ? 0 : st[last];
+    const int64_t rows = row == 0 ? 0 : out.numel() / row;
     std::vector<int64_t> idx(r, 0);
     int64_t off = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      dst[i] = src[off];
-      for (size_t d = r; d-- > 0;) {
-        off += st[d];
-        if (++idx[d] < shape[d]) break;
-        off -= st[d] * shape[d];
-        idx[d] = 0;
+    for (int64_t q = 0; q < rows; ++q) {
+      T* d = dst + q * row;
+      if (row_stride == 1) std::memcpy(d, src + off, row * sizeof(T));
+      else std::fill(d, d + row, src[off]);
+      for (int k = last - 1; k >= 0; --k) {
+        off += st[k];
+        if (++idx[k] < shape[k]) break;
+        off -= st[k] * shape[k];
+        idx[k] = 0;
       }
     }
   });
