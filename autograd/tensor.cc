@@ -354,7 +354,13 @@ Tensor rand(const Shape& shape, Generator& gen, double lo, double hi, DType dtyp
   dispatch(dtype, [&](auto zero) {
     using T = decltype(zero);
     T* p = t.data<T>();
-    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(gen.uniform(lo, hi));
+    // lo + (hi - lo) u with u < 1 can still round to hi (in float32, about once in 2^25 draws of
+    // [0, 1)): such a draw becomes the largest value below hi, so the range stays [lo, hi).
+    const T below_hi = std::nextafter(static_cast<T>(hi), static_cast<T>(lo));
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const T v = static_cast<T>(gen.uniform(lo, hi));
+      p[i] = static_cast<double>(v) >= hi && hi > lo ? below_hi : v;
+    }
   });
   return t;
 }
