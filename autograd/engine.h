@@ -33,10 +33,12 @@ class Node {
  private:
   friend void run_backward(const Tensor&, const Tensor&, bool);
   friend Tensor renamed(Tensor, const char*);
+  friend Tensor record(const char*, Tensor, const std::vector<Tensor>&, BackwardFn);
   std::string name_;
   std::vector<std::shared_ptr<Node>> next_;
   BackwardFn fn_;
-  Shape out_shape_;
+  Shape out_shape_;                   // shape and dtype of the tensor this node made (or the leaf):
+  DType out_dtype_ = DType::Float32;  // what a gradient flowing into it must have
   bool released_ = false;
   std::shared_ptr<TensorImpl> leaf_;  // set on accumulate-grad nodes only
   std::weak_ptr<TensorImpl> retained_;  // the output tensor, when it asked to retain_grad()

@@ -269,6 +269,18 @@ BOOST_AUTO_TEST_CASE(no_grad_nests_and_restores) {
   BOOST_TEST(other);
 }
 
+BOOST_AUTO_TEST_CASE(a_backward_returning_a_wrong_shape_is_an_error) {
+  // A custom op (as nn layers write them with record()) whose backward gets a shape wrong.
+  Tensor x = ones({2, 3});
+  x.requires_grad_();
+  const Tensor y = record("BadBackward", x.detach().clone(), {x},
+                          [](const Tensor& g, const Needs&) { return std::vector<Tensor>{sum(g, {0})}; });
+  normlab::test::expect_error([&] { sum(y).backward(); }, {"BadBackward", "[3]", "[2, 3]"});
+  const Tensor z = record("BadDtype", x.detach().clone(), {x},
+                          [](const Tensor& g, const Needs&) { return std::vector<Tensor>{g.to(DType::Float64)}; });
+  normlab::test::expect_error([&] { sum(z).backward(); }, {"BadDtype", "float64", "float32"});
+}
+
 BOOST_AUTO_TEST_CASE(dropping_a_long_graph_without_backward_does_not_recurse) {
   Tensor x = scalar(1.0);
   x.requires_grad_();
