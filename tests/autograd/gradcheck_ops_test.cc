@@ -195,6 +195,7 @@ BOOST_AUTO_TEST_CASE(expand_and_narrow) {
     expect_gradcheck("narrow(" + std::to_string(start) + ", 2)",
                      [=](const In& v) { return mul(narrow(v[0], start, 2), w); }, {x});
   expect_gradcheck("narrow then exp", [](const In& v) { return exp(narrow(v[0], 2, 3)); }, {x});
+  expect_gradcheck("narrow of narrow", [=](const In& v) { return mul(narrow(narrow(v[0], 1, 4), 2, 2), w); }, {x});
 }
 
 // ---- Matrix products ----------------------------------------------------------------------------
@@ -291,6 +292,50 @@ BOOST_AUTO_TEST_CASE(composites) {
     const Tensor c = sub(v[0], mean(v[0], {0}, true));
     return div(c, sqrt(add(mean(square(c), {0}, true), 1e-5)));
   }, {x});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// gradcheck itself: it must catch a wrong backward, say where, and leave the inputs as they were.
+BOOST_AUTO_TEST_SUITE(gradcheck_itself)
+
+BOOST_AUTO_TEST_CASE(catches_a_wrong_backward) {
+  // y = x^2 with a backward that has its factor 2 at element 1 only (element 0 is the first wrong).
+  const auto wrong = [](const In& v) {
+    const Tensor x = v[0];
+    return record("WrongSquare", mul(x.detach(), x.detach()), {x}, [x = saved(x)](const Tensor& g, const Needs&) {
+      Tensor gx = mul(g, x);
+      gx.set_flat(1, gx.flat(1) * 2);  // 2x at element 1, x elsewhere
+      return std::vector<Tensor>{gx};
+    });
+  };
+  const Tensor x = random_input({3}, 140, 0.5, 1.5);
+  normlab::test::expect_error([&] { gradcheck(wrong, {x}); }, {"gradcheck", "input 0", "element [0]", "numerical",
+                                                             "analytical"});
+  GradcheckOptions quiet;
+  quiet.raise_exception = false;
+  BOOST_TEST(!gradcheck(wrong, {x}, quiet));
+  // The correct op passes, and a gradient that is off by less than the tolerance passes too.
+  BOOST_TEST(gradcheck([](const In& v) { return mul(v[0], v[0]); }, {x}));
+  const auto slightly_off = [](const In& v) {
+    const Tensor x = v[0];
+    return record("AlmostSquare", mul(x.detach(), x.detach()), {x}, [x = saved(x)](const Tensor& g, const Needs&) {
+      return std::vector<Tensor>{mul(mul(g, x), 2.0 * (1 + 1e-4))};  // within rtol = 1e-3
+    });
+  };
+  BOOST_TEST(gradcheck(slightly_off, {x}));
+}
+
+BOOST_AUTO_TEST_CASE(leaves_inputs_unchanged) {
+  const Tensor x = random_input({2, 2}, 141);
+  const std::vector<double> before = x.to_vector();
+  x.set_grad(full({2, 2}, 7, DType::Float64));
+  BOOST_TEST(gradcheck([](const In& v) { return exp(v[0]); }, {x}));
+  BOOST_TEST(x.to_vector() == before);  // perturbations undone exactly
+  normlab::test::check_tensor(x.grad(), {7, 7, 7, 7}, 0, 0);  // the caller's .grad is back
+  const Tensor y = random_input({2}, 142);
+  BOOST_TEST(gradcheck([](const In& v) { return exp(v[0]); }, {y}));
+  BOOST_TEST(!y.grad().defined());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
