@@ -123,7 +123,6 @@ Tensor var(const Tensor& x, const std::vector<int64_t>& dims, bool unbiased, boo
                  "VarBackward0");
 }
 
-
 Tensor max(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   const auto d = reduce_dims(x, dims, "max");
   Tensor out = reduce_raw(k::ReduceOp::Max, x, d, "max");
