@@ -89,33 +89,36 @@ using Grads = std::vector<Tensor>;
 
 Tensor add(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward(k::BinaryOp::Add, a, b, "add");
-  return record("AddBackward", out, {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, const Needs& n) {
+  return record("AddBackward0", out, {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, const Needs& n) {
     return Grads{n[0] ? sum_to(g, sa) : Tensor(), n[1] ? sum_to(g, sb) : Tensor()};
   });
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward(k::BinaryOp::Sub, a, b, "sub");
-  return record("SubBackward", out, {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, const Needs& n) {
+  return record("SubBackward0", out, {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, const Needs& n) {
     return Grads{n[0] ? sum_to(g, sa) : Tensor(), n[1] ? sum_to(neg(g), sb) : Tensor()};
   });
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward(k::BinaryOp::Mul, a, b, "mul");
-  // d(ab)/da = b, d(ab)/db = a
-  return record("MulBackward", out, {a, b}, [a = saved(a), b = saved(b)](const Tensor& g, const Needs& n) {
-    return Grads{n[0] ? sum_to(mul(g, b), a.shape()) : Tensor(), n[1] ? sum_to(mul(g, a), b.shape()) : Tensor()};
+  // d(ab)/da = b, d(ab)/db = a: a is saved only if b needs a gradient, and b only if a does.
+  return record("MulBackward0", out, {a, b},
+                [a = b.requires_grad() ? saved(a) : Tensor(), b = a.requires_grad() ? saved(b) : Tensor(),
+                 sa = a.shape(), sb = b.shape()](const Tensor& g, const Needs& n) {
+    return Grads{n[0] ? sum_to(mul(g, b), sa) : Tensor(), n[1] ? sum_to(mul(g, a), sb) : Tensor()};
   });
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward(k::BinaryOp::Div, a, b, "div");
-  // d(a/b)/da = 1/b, d(a/b)/db = -a/b^2
-  return record("DivBackward", out, {a, b}, [a = saved(a), b = saved(b)](const Tensor& g, const Needs& n) {
+  // d(a/b)/da = 1/b, d(a/b)/db = -a/b^2: a is saved only if b needs a gradient.
+  return record("DivBackward0", out, {a, b},
+                [a = b.requires_grad() ? saved(a) : Tensor(), b = saved(b), sa = a.shape()](const Tensor& g, const Needs& n) {
     Tensor gb;
     if (n[1]) gb = sum_to(neg(div(mul(g, a), mul(b, b))), b.shape());
-    return Grads{n[0] ? sum_to(div(g, b), a.shape()) : Tensor(), gb};
+    return Grads{n[0] ? sum_to(div(g, b), sa) : Tensor(), gb};
   });
 }
 
@@ -123,62 +126,63 @@ Tensor add(const Tensor& a, double s) { return add(a, scalar(s, a.dtype())); }
 Tensor sub(const Tensor& a, double s) { return sub(a, scalar(s, a.dtype())); }
 Tensor mul(const Tensor& a, double s) {
   Tensor out = unary_forward(k::UnaryOp::Scale, a, s);
-  return record("MulBackward", out, {a}, [s](const Tensor& g, const Needs&) { return Grads{mul(g, s)}; });
+  return record("MulBackward0", out, {a}, [s](const Tensor& g, const Needs&) { return Grads{mul(g, s)}; });
 }
-Tensor div(const Tensor& a, double s) { return mul(a, 1.0 / s); }
-Tensor rsub(double s, const Tensor& a) { return sub(scalar(s, a.dtype()), a); }
+// a * (1/s), as PyTorch's div by a scalar does.
+Tensor div(const Tensor& a, double s) { return renamed(mul(a, 1.0 / s), "DivBackward0"); }
+Tensor rsub(double s, const Tensor& a) { return renamed(sub(scalar(s, a.dtype()), a), "RsubBackward1"); }
 Tensor rdiv(double s, const Tensor& a) { return div(scalar(s, a.dtype()), a); }
 
 // ---- Unary ops ----------------------------------------------------------------------------------
 
 Tensor neg(const Tensor& x) {
   Tensor y = unary_forward(k::UnaryOp::Neg, x);
-  return record("NegBackward", y, {x}, [](const Tensor& g, const Needs&) { return Grads{neg(g)}; });
+  return record("NegBackward0", y, {x}, [](const Tensor& g, const Needs&) { return Grads{neg(g)}; });
 }
 
 Tensor exp(const Tensor& x) {
   Tensor y = unary_forward(k::UnaryOp::Exp, x);
   // d e^x = e^x: reuse the output
-  return record("ExpBackward", y, {x}, [y = saved(y)](const Tensor& g, const Needs&) { return Grads{mul(g, y)}; });
+  return record("ExpBackward0", y, {x}, [y = saved(y)](const Tensor& g, const Needs&) { return Grads{mul(g, y)}; });
 }
 
 Tensor log(const Tensor& x) {
   Tensor y = unary_forward(k::UnaryOp::Log, x);
-  return record("LogBackward", y, {x}, [x = saved(x)](const Tensor& g, const Needs&) { return Grads{div(g, x)}; });
+  return record("LogBackward0", y, {x}, [x = saved(x)](const Tensor& g, const Needs&) { return Grads{div(g, x)}; });
 }
 
 Tensor sqrt(const Tensor& x) {
   Tensor y = unary_forward(k::UnaryOp::Sqrt, x);
   // d sqrt(x) = 1 / (2 sqrt(x))
-  return record("SqrtBackward", y, {x}, [y = saved(y)](const Tensor& g, const Needs&) {
+  return record("SqrtBackward0", y, {x}, [y = saved(y)](const Tensor& g, const Needs&) {
     return Grads{div(g, mul(y, 2.0))};
   });
 }
 
 Tensor relu(const Tensor& x) {
   Tensor y = unary_forward(k::UnaryOp::Relu, x);
-  return record("ReluBackward", y, {x}, [x = saved(x)](const Tensor& g, const Needs&) {
+  return record("ReluBackward0", y, {x}, [x = saved(x)](const Tensor& g, const Needs&) {
     return Grads{unary_grad(k::UnaryGradOp::Relu, x, g)};
   });
 }
 
 Tensor tanh(const Tensor& x) {
   Tensor y = unary_forward(k::UnaryOp::Tanh, x);
-  return record("TanhBackward", y, {x}, [y = saved(y)](const Tensor& g, const Needs&) {
+  return record("TanhBackward0", y, {x}, [y = saved(y)](const Tensor& g, const Needs&) {
     return Grads{unary_grad(k::UnaryGradOp::Tanh, y, g)};
   });
 }
 
 Tensor sigmoid(const Tensor& x) {
   Tensor y = unary_forward(k::UnaryOp::Sigmoid, x);
-  return record("SigmoidBackward", y, {x}, [y = saved(y)](const Tensor& g, const Needs&) {
+  return record("SigmoidBackward0", y, {x}, [y = saved(y)](const Tensor& g, const Needs&) {
     return Grads{unary_grad(k::UnaryGradOp::Sigmoid, y, g)};
   });
 }
 
 Tensor gelu(const Tensor& x) {
   Tensor y = unary_forward(k::UnaryOp::Gelu, x);
-  return record("GeluBackward", y, {x}, [x = saved(x)](const Tensor& g, const Needs&) {
+  return record("GeluBackward0", y, {x}, [x = saved(x)](const Tensor& g, const Needs&) {
     return Grads{unary_grad(k::UnaryGradOp::Gelu, x, g)};
   });
 }
@@ -186,7 +190,7 @@ Tensor gelu(const Tensor& x) {
 Tensor pow(const Tensor& x, double p) {
   Tensor y = unary_forward(k::UnaryOp::Pow, x, p);
   // d x^p = p x^(p-1); for p = 0 the gradient is 0 everywhere (also at x = 0, as in PyTorch)
-  return record("PowBackward", y, {x}, [x = saved(x), p](const Tensor& g, const Needs&) {
+  return record("PowBackward0", y, {x}, [x = saved(x), p](const Tensor& g, const Needs&) {
     if (p == 0) return Grads{zeros_like(x)};
     return Grads{unary_grad(k::UnaryGradOp::Pow, x, g, p)};
   });

@@ -21,6 +21,7 @@ std::shared_ptr<Node> Node::accumulator(const std::shared_ptr<TensorImpl>& leaf)
   auto n = std::make_shared<Node>("AccumulateGrad", std::vector<std::shared_ptr<Node>>{}, nullptr,
                                   leaf->shape);
   n->leaf_ = leaf;
+  n->out_dtype_ = leaf->dtype;
   return n;
 }
 
@@ -75,7 +76,13 @@ Tensor record(const char* name, Tensor out, const std::vector<Tensor>& inputs, B
   TensorImpl& o = out.impl();
   o.requires_grad = true;
   o.grad_fn = std::make_shared<Node>(name, std::move(next), std::move(fn), o.shape);
+  o.grad_fn->out_dtype_ = o.dtype;
   return out;
+}
+
+Tensor renamed(Tensor t, const char* name) {
+  if (t.grad_fn()) t.grad_fn()->name_ = name;
+  return t;
 }
 
 namespace {
@@ -161,6 +168,11 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
       Node* c = n->next_[i].get();
       if (!c) continue;
       if (i < grads.size() && grads[i].defined()) {
+        // A wrong gradient would otherwise broadcast silently into the sum below.
+        if (grads[i].shape() != c->out_shape_ || grads[i].dtype() != c->out_dtype_)
+          throw Error("backward: " + n->name_ + " returned a gradient of shape " + shape_str(grads[i].shape()) +
+                      " " + dtype_name(grads[i].dtype()) + " for its input " + std::to_string(i) +
+                      ", which has shape " + shape_str(c->out_shape_) + " " + dtype_name(c->out_dtype_));
         Tensor& b = buffer[c];
         if (!b.defined()) b = grads[i];
         else b = add(b, grads[i]);

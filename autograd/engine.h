@@ -32,10 +32,13 @@ class Node {
 
  private:
   friend void run_backward(const Tensor&, const Tensor&, bool);
+  friend Tensor renamed(Tensor, const char*);
+  friend Tensor record(const char*, Tensor, const std::vector<Tensor>&, BackwardFn);
   std::string name_;
   std::vector<std::shared_ptr<Node>> next_;
   BackwardFn fn_;
-  Shape out_shape_;
+  Shape out_shape_;                   // shape and dtype of the tensor this node made (or the leaf):
+  DType out_dtype_ = DType::Float32;  // what a gradient flowing into it must have
   bool released_ = false;
   std::shared_ptr<TensorImpl> leaf_;  // set on accumulate-grad nodes only
   std::weak_ptr<TensorImpl> retained_;  // the output tensor, when it asked to retain_grad()
@@ -65,6 +68,9 @@ class NoGradGuard {
 // `name` whose backward is `fn` (inputs in the order of `inputs`). Returns out.
 // Tensors the backward needs must be captured as saved(t) so the graph holds no references back.
 Tensor record(const char* name, Tensor out, const std::vector<Tensor>& inputs, BackwardFn fn);
+// Renames the node that made t, if t was recorded: an op built from primitives names its last node
+// after itself, as PyTorch does (mean -> "MeanBackward0"). Only for a node the op just made. Returns t.
+Tensor renamed(Tensor t, const char* name);
 // True when an op on these inputs would be recorded.
 bool should_record(const std::vector<Tensor>& inputs);
 // A tensor to capture in a backward: same data, no graph links.

@@ -35,6 +35,17 @@ bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const G
   }
   if (!any) throw Error("gradcheck: no input requires grad, so there is nothing to check");
 
+  // The backward passes below go through the inputs' .grad; whatever the caller had there is put
+  // back when gradcheck returns or throws.
+  struct RestoreGrads {
+    std::vector<Tensor> inputs, grads;
+    ~RestoreGrads() {
+      for (size_t i = 0; i < inputs.size(); ++i)
+        if (inputs[i].defined()) inputs[i].impl().grad = grads[i].defined() ? grads[i].impl_ptr() : nullptr;
+    }
+  } restore{inputs, {}};
+  for (const Tensor& t : inputs) restore.grads.push_back(t.defined() ? t.grad() : Tensor());
+
   // Analytic Jacobian: one backward per output element, with a one-hot output gradient.
   Tensor out = fn(inputs);
   if (!out.defined() || out.dtype() != DType::Float64)
@@ -57,8 +68,6 @@ bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const G
         for (int64_t k = 0; k < inputs[i].numel(); ++k) analytic[i][j * inputs[i].numel() + k] = g.flat(k);
       }
     }
-    for (const Tensor& t : inputs)
-      if (t.defined()) t.set_grad(Tensor());
   }
 
   // Numeric Jacobian by central differences, compared entry by entry.
@@ -69,13 +78,15 @@ bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const G
     const int64_t n = x.numel();
     for (int64_t k = 0; k < n; ++k) {
       const double orig = x.flat(k);
+      // Copied out at once: the output may be a view of x (reshape, narrow, to() of the same
+      // dtype) that the next perturbation would change.
       x.set_flat(k, orig + opts.eps);
-      const Tensor plus = fn(inputs);
+      const std::vector<double> plus = fn(inputs).to_vector();
       x.set_flat(k, orig - opts.eps);
-      const Tensor minus = fn(inputs);
+      const std::vector<double> minus = fn(inputs).to_vector();
       x.set_flat(k, orig);
       for (int64_t j = 0; j < m; ++j) {
-        const double num = (plus.flat(j) - minus.flat(j)) / (2 * opts.eps);
+        const double num = (plus[j] - minus[j]) / (2 * opts.eps);
         const double ana = analytic[i][j * n + k];
         if (!(std::fabs(ana - num) <= opts.atol + opts.rtol * std::fabs(num))) {
           if (!opts.raise_exception) return false;

@@ -22,7 +22,7 @@ using GradcheckFn = std::function<Tensor(const std::vector<Tensor>&)>;
 // Checks d fn / d input for every input that requires grad (all inputs must be float64). Entry
 // (j, k) of each Jacobian is d out[j] / d input[k]: the analytic one from one backward pass per
 // output element, the numeric one as (fn(x + eps e_k) - fn(x - eps e_k)) / (2 eps). On a mismatch
-// the message names the input, the element and both values.
+// the message names the input, the element and both values. The inputs' .grad are left as they were.
 bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
                const GradcheckOptions& opts = {});
 

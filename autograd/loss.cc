@@ -11,31 +11,40 @@ using Grads = std::vector<Tensor>;
 
 Tensor log_softmax(const Tensor& x, int64_t dim) {
   const int64_t d = normalize_dim(dim, x.dim(), "log_softmax");
-  // The shift by the max does not change the result, so it carries no gradient (detached).
-  const Tensor m = max(x.detach(), {d}, true);
-  const Tensor z = sub(x, m);
-  return sub(z, log(sum(exp(z), {d}, true)));
+  // The shift by the max does not change the result, so it carries no gradient (detached). An
+  // empty tensor has no max (and nothing to shift).
+  const Tensor z = x.numel() == 0 ? x : sub(x, max(x.detach(), {d}, true));
+  return renamed(sub(z, log(sum(exp(z), {d}, true))), "LogSoftmaxBackward0");
 }
 
-Tensor softmax(const Tensor& x, int64_t dim) { return exp(log_softmax(x, dim)); }
+Tensor softmax(const Tensor& x, int64_t dim) { return renamed(exp(log_softmax(x, dim)), "SoftmaxBackward0"); }
 
-Tensor nll_loss(const Tensor& logp, const std::vector<int64_t>& target) {
-  if (logp.dim() != 2)
-    throw Error("nll_loss: expected input of shape (N, C), got " + shape_str(logp.shape()));
-  const int64_t n = logp.size(0), c = logp.size(1);
+namespace {
+
+// Input (N, C) with N >= 1 and N class targets in [0, C); errors name `op` (what the user called).
+void check_targets(const Tensor& x, const std::vector<int64_t>& target, const std::string& op) {
+  if (x.dim() != 2) throw Error(op + ": expected input of shape (N, C), got " + shape_str(x.shape()));
+  const int64_t n = x.size(0), c = x.size(1);
   if (static_cast<int64_t>(target.size()) != n)
-    throw Error("nll_loss: expected " + std::to_string(n) + " targets (the batch size of input " +
-                shape_str(logp.shape()) + "), got " + std::to_string(target.size()));
-  if (n == 0) throw Error("nll_loss: the batch is empty");
+    throw Error(op + ": expected " + std::to_string(n) + " targets (the batch size of input " +
+                shape_str(x.shape()) + "), got " + std::to_string(target.size()));
+  if (n == 0) throw Error(op + ": the batch is empty (input " + shape_str(x.shape()) + ")");
   for (int64_t i = 0; i < n; ++i)
     if (target[i] < 0 || target[i] >= c)
-      throw Error("nll_loss: target " + std::to_string(target[i]) + " at position " + std::to_string(i) +
+      throw Error(op + ": target " + std::to_string(target[i]) + " at position " + std::to_string(i) +
                   " is out of bounds for " + std::to_string(c) + " classes");
+}
+
+}  // namespace
+
+Tensor nll_loss(const Tensor& logp, const std::vector<int64_t>& target) {
+  check_targets(logp, target, "nll_loss");
+  const int64_t n = logp.size(0), c = logp.size(1);
   double acc = 0;
   for (int64_t i = 0; i < n; ++i) acc -= logp.flat(i * c + target[i]);
   Tensor out = scalar(acc / n, logp.dtype());
   // d loss / d logp[i, t_i] = -1/N, zero elsewhere
-  return record("NllLossBackward", out, {logp}, [target, n, c, dt = logp.dtype()](const Tensor& g, const Needs&) {
+  return record("NllLossBackward0", out, {logp}, [target, n, c, dt = logp.dtype()](const Tensor& g, const Needs&) {
     Tensor gx = zeros({n, c}, dt);
     const double v = -g.item() / n;
     for (int64_t i = 0; i < n; ++i) gx.set_flat(i * c + target[i], v);
@@ -44,8 +53,7 @@ Tensor nll_loss(const Tensor& logp, const std::vector<int64_t>& target) {
 }
 
 Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& target) {
-  if (logits.dim() != 2)
-    throw Error("cross_entropy: expected logits of shape (N, C), got " + shape_str(logits.shape()));
+  check_targets(logits, target, "cross_entropy");
   return nll_loss(log_softmax(logits, 1), target);
 }
 
@@ -53,8 +61,11 @@ Tensor mse_loss(const Tensor& input, const Tensor& target) {
   if (input.shape() != target.shape())
     throw Error("mse_loss: input and target must have the same shape, got " + shape_str(input.shape()) + " and " +
                 shape_str(target.shape()));
+  if (input.dtype() != target.dtype())
+    throw Error("mse_loss: input and target must have the same dtype, got " + dtype_name(input.dtype()) + " and " +
+                dtype_name(target.dtype()));
   const Tensor d = sub(input, target);
-  return mean(mul(d, d));
+  return renamed(mean(mul(d, d)), "MseLossBackward0");
 }
 
 }  // namespace normlab::autograd

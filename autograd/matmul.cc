@@ -26,6 +26,10 @@ void run_gemm(const k::GemmShape& s, const Tensor& a, const Tensor& b, const Ten
 
 void gemm(const k::GemmShape& s, const Tensor& a, const Tensor& b, const Tensor& c) {
   if (c.numel() == 0) return;
+  if (s.batch == 0) {  // an empty batch summed into a shared operand's gradient: zeros
+    fill_(c, 0);
+    return;
+  }
   if (a.dtype() == DType::Float32) run_gemm<float>(s, a, b, c);
   else run_gemm<double>(s, a, b, c);
 }
@@ -47,7 +51,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (b.size(-2) != K) fail();
   const int64_t ba = a.dim() == 3 ? a.size(0) : 1, bb = b.dim() == 3 ? b.size(0) : 1;
   if (a.dim() == 3 && b.dim() == 3 && ba != bb) fail();
-  const int64_t batch = std::max(ba, bb);
+  const int64_t batch = a.dim() == 3 ? ba : bb;  // (not max(ba, bb): a batch of 0 is 0)
   const bool batched = a.dim() == 3 || b.dim() == 3;
   Tensor out = empty(batched ? Shape{batch, M, N} : Shape{M, N}, a.dtype());
   k::GemmShape s;
@@ -56,17 +60,20 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   s.stride_b = b.dim() == 3 ? K * N : 0;
   s.stride_c = M * N;
   gemm(s, a, b, out);
-  return record("MmBackward", out, {a, b}, [a = saved(a), b = saved(b), s](const Tensor& g, const Needs& n) {
+  // Saves A only if B needs a gradient, and B only if A does.
+  return record(batched ? "BmmBackward0" : "MmBackward0", out, {a, b},
+                [a = b.requires_grad() ? saved(a) : Tensor(), b = a.requires_grad() ? saved(b) : Tensor(),
+                 sa = a.shape(), sb = b.shape(), dt = a.dtype(), s](const Tensor& g, const Needs& n) {
     Tensor ga, gb;
     if (n[0]) {  // dA = dC B^T: (M, N) (N, K); a 2-D A shared by the batch sums its gradients
-      ga = empty(a.shape(), a.dtype());
+      ga = empty(sa, dt);
       k::GemmShape t;
       t.trans_b = true, t.m = s.m, t.n = s.k, t.k = s.n, t.batch = s.batch;
       t.stride_a = s.stride_c, t.stride_b = s.stride_b, t.stride_c = s.stride_a;
       gemm(t, g, b, ga);
     }
     if (n[1]) {  // dB = A^T dC: (K, M) (M, N)
-      gb = empty(b.shape(), b.dtype());
+      gb = empty(sb, dt);
       k::GemmShape t;
       t.trans_a = true, t.m = s.k, t.n = s.n, t.k = s.m, t.batch = s.batch;
       t.stride_a = s.stride_a, t.stride_b = s.stride_c, t.stride_c = s.stride_b;
@@ -83,10 +90,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     throw Error("linear: expected input with " + std::to_string(in_f) + " features in its last dim, got shape " +
                 shape_str(x.shape()) + " (weight " + shape_str(weight.shape()) + ")");
   if (x.dtype() != weight.dtype() || (bias.defined() && bias.dtype() != x.dtype()))
-    throw Error("linear: input, weight and bias must have the same dtype");
+    throw Error("linear: input, weight and bias must have the same dtype, got input " + dtype_name(x.dtype()) +
+                ", weight " + dtype_name(weight.dtype()) +
+                (bias.defined() ? ", bias " + dtype_name(bias.dtype()) : std::string()));
   if (bias.defined() && bias.shape() != Shape{out_f})
     throw Error("linear: expected a bias of shape " + shape_str({out_f}) + ", got " + shape_str(bias.shape()));
-  int64_t rows = 1;  // the product of the leading dims (not numel / in_f, which fails for in_f = 0)
+  int64_t rows = 1;  // the product of x's leading dims (x.numel() / in_f, unless in_f is 0)
   for (int64_t d = 0; d + 1 < x.dim(); ++d) rows *= x.size(d);
   Shape os = x.shape();
   os.back() = out_f;
@@ -105,22 +114,24 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     });
     s.accumulate = true;
   }
-  if (x.dim() == 0 || rows == 0 || in_f == 0) {
-    if (!bias.defined()) fill_(out, 0);
+  if (rows == 0 || in_f == 0) {
+    if (!bias.defined()) fill_(out, 0);  // a sum over no features
   } else {
     gemm(s, x, weight, out);
   }
-  return record("LinearBackward", out, {x, weight, bias},
-                [x = saved(x), w = saved(weight), rows, in_f, out_f](const Tensor& g, const Needs& n) {
+  // Saves x only if the weight needs a gradient, and the weight only if x does.
+  return record(bias.defined() ? "AddmmBackward0" : "MmBackward0", out, {x, weight, bias},
+                [x = weight.requires_grad() ? saved(x) : Tensor(), w = x.requires_grad() ? saved(weight) : Tensor(),
+                 xs = x.shape(), dt = x.dtype(), rows, in_f, out_f](const Tensor& g, const Needs& n) {
                   Tensor gx, gw, gb;
                   if (n[0]) {  // dx (rows, in) = dy (rows, out) W (out, in)
-                    gx = empty(x.shape(), x.dtype());
+                    gx = empty(xs, dt);
                     k::GemmShape t;
                     t.m = rows, t.n = in_f, t.k = out_f;
                     gemm(t, g, w, gx);
                   }
                   if (n[1]) {  // dW (out, in) = dy^T (out, rows) x (rows, in)
-                    gw = empty(w.shape(), w.dtype());
+                    gw = empty({out_f, in_f}, dt);
                     k::GemmShape t;
                     t.trans_a = true, t.m = out_f, t.n = in_f, t.k = rows;
                     gemm(t, g, x, gw);

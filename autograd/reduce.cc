@@ -76,6 +76,19 @@ Tensor reduce_raw(k::ReduceOp op, const Tensor& x, const std::vector<int64_t>& d
   return cur;
 }
 
+// 1 where a == b, else 0 (same shapes and dtype): the positions of the maxima in max's backward.
+Tensor equal_mask(const Tensor& a, const Tensor& b) {
+  Tensor mask = empty_like(a);
+  dispatch(a.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* m = mask.data<T>();
+    for (int64_t i = 0, n = a.numel(); i < n; ++i) m[i] = pa[i] == pb[i] ? T(1) : T(0);
+  });
+  return mask;
+}
+
 }  // namespace
 
 Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
@@ -83,7 +96,7 @@ Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   Tensor out = reduce_raw(k::ReduceOp::Sum, x, d, "sum");
   out.impl().shape = reduced_shape(x.shape(), d, keepdim);
   // d sum / dx = 1: the gradient is broadcast back over the reduced dims
-  return record("SumBackward", out, {x}, [xs = x.shape(), d](const Tensor& g, const Needs&) {
+  return record(dims.empty() && !keepdim ? "SumBackward0" : "SumBackward1", out, {x}, [xs = x.shape(), d](const Tensor& g, const Needs&) {
     return Grads{expand(reshape(g, reduced_shape(xs, d, true)), xs)};
   });
 }
@@ -94,7 +107,8 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   const auto d = reduce_dims(x, dims, "mean");
   int64_t n = 1;
   for (int64_t i : d) n *= x.shape()[i];
-  return div(sum(x, dims, keepdim), static_cast<double>(n));
+  return renamed(div(sum(x, dims, keepdim), static_cast<double>(n)),
+                 dims.empty() && !keepdim ? "MeanBackward0" : "MeanBackward1");
 }
 
 Tensor mean(const Tensor& x) { return mean(x, {}, false); }
@@ -105,21 +119,19 @@ Tensor var(const Tensor& x, const std::vector<int64_t>& dims, bool unbiased, boo
   for (int64_t i : d) n *= x.shape()[i];
   // Two passes (never E[x^2] - E[x]^2, which cancels catastrophically for a large mean).
   const Tensor centered = sub(x, mean(x, dims, true));
-  return div(sum(mul(centered, centered), dims, keepdim), static_cast<double>(n - (unbiased ? 1 : 0)));
+  return renamed(div(sum(mul(centered, centered), dims, keepdim), static_cast<double>(n - (unbiased ? 1 : 0))),
+                 "VarBackward0");
 }
-
-Tensor var(const Tensor& x, bool unbiased) { return var(x, {}, unbiased, false); }
 
 Tensor max(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   const auto d = reduce_dims(x, dims, "max");
   Tensor out = reduce_raw(k::ReduceOp::Max, x, d, "max");
   Tensor kept = out.detach();  // keepdim shape, for the backward
   out.impl().shape = reduced_shape(x.shape(), d, keepdim);
-  return record("MaxBackward", out, {x}, [x = saved(x), kept, d](const Tensor& g, const Needs&) {
-    // The gradient goes to the maxima, split evenly between ties (torch.amax).
-    const Tensor m = expand(kept, x.shape());
-    Tensor mask = empty_like(x);
-    for (int64_t i = 0; i < x.numel(); ++i) mask.set_flat(i, x.flat(i) == m.flat(i) ? 1.0 : 0.0);
+  return record(dims.empty() && !keepdim ? "MaxBackward1" : "AmaxBackward0", out, {x}, [x = saved(x), kept, d](const Tensor& g, const Needs&) {
+    // The gradient goes to the maxima, split evenly between ties (torch.amax):
+    // dx = mask * g / count, mask = [x == max of its group], count = the group's number of maxima.
+    const Tensor mask = equal_mask(x, expand(kept, x.shape()));
     const Tensor count = sum(mask, d, true);
     return Grads{mul(mask, div(reshape(g, kept.shape()), count))};
   });

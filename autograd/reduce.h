@@ -12,10 +12,9 @@ Tensor sum(const Tensor& x);
 Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim = false);
 Tensor mean(const Tensor& x);
 Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim = false);
-// Variance over dims, two-pass: sum((x - mean)^2) / (n - 1) if unbiased, else / n.
-Tensor var(const Tensor& x, const std::vector<int64_t>& dims, bool unbiased = true, bool keepdim = false);
-// Variance of all elements.
-Tensor var(const Tensor& x, bool unbiased = true);
+// Variance over dims (an empty list means all dims), two-pass: sum((x - mean)^2) / (n - 1) if
+// unbiased, else / n. (No var(x, bool) overload: it would win over the dim list in var(x, {1}).)
+Tensor var(const Tensor& x, const std::vector<int64_t>& dims = {}, bool unbiased = true, bool keepdim = false);
 // Maximum over dims (torch.amax): the gradient is shared evenly between tied maxima.
 Tensor max(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim = false);
 Tensor max(const Tensor& x);

@@ -29,32 +29,36 @@ Tensor reshape(const Tensor& x, Shape shape) {
                 std::to_string(x.numel()) + " (shape " + shape_str(x.shape()) + ")");
   Tensor out = x.detach();
   out.impl().shape = shape;
-  return record("ReshapeBackward", out, {x}, [in = x.shape()](const Tensor& g, const Needs&) {
+  return record("ReshapeAliasBackward0", out, {x}, [in = x.shape()](const Tensor& g, const Needs&) {
     return Grads{reshape(g, in)};
   });
 }
 
 Tensor unsqueeze(const Tensor& x, int64_t dim) {
-  const int64_t d = normalize_dim(dim, x.dim() + 1, "unsqueeze");
+  const int64_t r = x.dim();
+  if (dim < -r - 1 || dim > r)
+    throw Error("unsqueeze: dim " + std::to_string(dim) + " out of range for a tensor of rank " +
+                std::to_string(r) + " (expected a dim in [" + std::to_string(-r - 1) + ", " +
+                std::to_string(r) + "])");
+  const int64_t d = dim < 0 ? dim + r + 1 : dim;
   Shape s = x.shape();
   s.insert(s.begin() + d, 1);
-  return reshape(x, s);
+  return renamed(reshape(x, s), "UnsqueezeBackward0");
 }
 
 Tensor squeeze(const Tensor& x, int64_t dim) {
-  if (x.dim() == 0) return x;
   const int64_t d = normalize_dim(dim, x.dim(), "squeeze");
-  if (x.shape()[d] != 1) return x;
+  if (x.dim() == 0 || x.shape()[d] != 1) return x;
   Shape s = x.shape();
   s.erase(s.begin() + d);
-  return reshape(x, s);
+  return renamed(reshape(x, s), "SqueezeBackward1");
 }
 
 Tensor squeeze(const Tensor& x) {
   Shape s;
   for (int64_t v : x.shape())
     if (v != 1) s.push_back(v);
-  return reshape(x, s);
+  return renamed(reshape(x, s), "SqueezeBackward0");
 }
 
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
@@ -114,15 +118,16 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& perm) {
     using T = decltype(zero);
     permute_copy(x.data<T>(), out.data<T>(), x.shape(), p);
   });
-  return record("PermuteBackward", out, {x}, [inv](const Tensor& g, const Needs&) { return Grads{permute(g, inv)}; });
+  return record("PermuteBackward0", out, {x}, [inv](const Tensor& g, const Needs&) { return Grads{permute(g, inv)}; });
 }
 
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
   const int64_t a = normalize_dim(dim0, x.dim(), "transpose"), b = normalize_dim(dim1, x.dim(), "transpose");
+  if (x.dim() == 0) return permute(x, {});  // dims 0 and -1 of a scalar: nothing to swap
   std::vector<int64_t> p(x.dim());
   for (int64_t i = 0; i < x.dim(); ++i) p[i] = i;
   std::swap(p[a], p[b]);
-  return permute(x, p);
+  return renamed(permute(x, p), "TransposeBackward0");
 }
 
 Tensor expand(const Tensor& x, Shape shape) {
@@ -149,20 +154,26 @@ Tensor expand(const Tensor& x, Shape shape) {
     using T = decltype(zero);
     const T* src = x.data<T>();
     T* dst = out.data<T>();
-    const int64_t n = out.numel();
+    // Row by row along the last dim: a copy of a source row (stride 1) or one value repeated
+    // (stride 0); the index over the other dims advances once per row.
+    const int last = static_cast<int>(r) - 1;
+    const int64_t row = last < 0 ? 1 : shape[last], row_stride = last < 0 ? 0 : st[last];
+    const int64_t rows = row == 0 ? 0 : out.numel() / row;
     std::vector<int64_t> idx(r, 0);
     int64_t off = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      dst[i] = src[off];
-      for (size_t d = r; d-- > 0;) {
-        off += st[d];
-        if (++idx[d] < shape[d]) break;
-        off -= st[d] * shape[d];
-        idx[d] = 0;
+    for (int64_t q = 0; q < rows; ++q) {
+      T* d = dst + q * row;
+      if (row_stride == 1) std::memcpy(d, src + off, row * sizeof(T));
+      else std::fill(d, d + row, src[off]);
+      for (int k = last - 1; k >= 0; --k) {
+        off += st[k];
+        if (++idx[k] < shape[k]) break;
+        off -= st[k] * shape[k];
+        idx[k] = 0;
       }
     }
   });
-  return record("ExpandBackward", out, {x}, [in = x.shape()](const Tensor& g, const Needs&) {
+  return record("ExpandBackward0", out, {x}, [in = x.shape()](const Tensor& g, const Needs&) {
     return Grads{sum_to(g, in)};
   });
 }
@@ -176,7 +187,7 @@ Tensor narrow(const Tensor& x, int64_t start, int64_t length) {
   Tensor out = x.detach();
   out.impl().shape[0] = length;
   out.impl().offset += start * (n == 0 ? 0 : x.numel() / n);
-  return record("NarrowBackward", out, {x}, [xs = x.shape(), dt = x.dtype(), start](const Tensor& g, const Needs&) {
+  return record("SliceBackward0", out, {x}, [xs = x.shape(), dt = x.dtype(), start](const Tensor& g, const Needs&) {
     Tensor gx = zeros(xs, dt);
     const int64_t row = xs[0] == 0 ? 0 : numel(xs) / xs[0];
     std::memcpy(static_cast<char*>(gx.raw_data()) + start * row * dtype_size(dt), g.raw_data(),

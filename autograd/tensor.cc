@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ostream>
-#include <sstream>
+#include <algorithm>
 
 #include "autograd/engine.h"
 #include "autograd/elementwise.h"
@@ -28,7 +28,13 @@ TensorImpl& Tensor::impl() const {
   return *impl_;
 }
 
-int64_t Tensor::size(int64_t d) const { return shape()[normalize_dim(d, dim(), "size")]; }
+int64_t Tensor::size(int64_t d) const {
+  // normalize_dim accepts 0 and -1 for rank 0 (a reduction over "dim 0" of a scalar), but a
+  // scalar has no size to return.
+  if (dim() == 0)
+    throw Error("size: dim " + std::to_string(d) + " out of range for a tensor of rank 0 (it has no dims)");
+  return shape()[normalize_dim(d, dim(), "size")];
+}
 
 void* Tensor::raw_data() const {
   const TensorImpl& i = impl();
@@ -126,7 +132,7 @@ Tensor Tensor::detach() const {
 Tensor Tensor::clone() const {
   Tensor out = empty(shape(), dtype());
   std::memcpy(out.raw_data(), raw_data(), numel() * dtype_size(dtype()));
-  return record("CloneBackward", out, {*this},
+  return record("CloneBackward0", out, {*this},
                 [](const Tensor& g, const Needs&) { return std::vector<Tensor>{g}; });
 }
 
@@ -144,84 +150,152 @@ Tensor Tensor::to(DType t) const {
     for (int64_t i = 0; i < n; ++i) d[i] = static_cast<float>(s[i]);
   }
   const DType from = dtype();
-  return record("ToCopyBackward", out, {*this}, [from](const Tensor& g, const Needs&) {
+  return record("ToCopyBackward0", out, {*this}, [from](const Tensor& g, const Needs&) {
     return std::vector<Tensor>{g.to(from)};
   });
 }
 
-// ---- Printing (close to PyTorch's repr) -----------------------------------------------------------
+// ---- Printing (PyTorch 1.13's repr, torch/_tensor_str.py, with its default print options) --------
 
 namespace {
 
-struct Format {
-  bool integral = true;   // every value is a whole number: print "1."
-  bool sci = false;       // scientific notation
-  int width = 1;
-};
+constexpr int64_t kEdgeItems = 3;      // shown at each end of a summarized dim
+constexpr int64_t kThreshold = 1000;   // more elements than this are summarized
+constexpr int kLineWidth = 80;
+constexpr int kIndent = 7;             // strlen("tensor(")
 
-std::string format_value(double v, const Format& f) {
-  char buf[64];
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  if (f.sci) std::snprintf(buf, sizeof buf, "%.4e", v);
-  else if (f.integral) std::snprintf(buf, sizeof buf, "%.0f.", v);
-  else std::snprintf(buf, sizeof buf, "%.4f", v);
-  return buf;
+// The indices shown along a dim of size n: all, or the first and last kEdgeItems.
+std::vector<int64_t> shown_indices(int64_t n, bool summarize) {
+  std::vector<int64_t> idx;
+  for (int64_t i = 0; i < n; ++i) {
+    if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) i = n - kEdgeItems;
+    idx.push_back(i);
+  }
+  return idx;
 }
 
-void print_dims(std::ostringstream& os, const Tensor& t, const Format& f, size_t d, int64_t base,
-                int indent, bool summarize) {
+// PyTorch's _Formatter: one format and one width for every element, chosen from the shown values.
+class Formatter {
+ public:
+  explicit Formatter(const std::vector<double>& shown) {
+    double lo = INFINITY, hi = 0;
+    bool any = false;
+    for (double v : shown) {
+      if (!std::isfinite(v) || v == 0) continue;
+      any = true;
+      lo = std::min(lo, std::fabs(v));
+      hi = std::max(hi, std::fabs(v));
+      if (v != std::ceil(v)) int_mode_ = false;
+    }
+    if (!any) return;  // only zeros, nan, inf: "0.", width 1
+    // Scientific when the magnitudes span more than 3 decades or are very large (or very small).
+    sci_ = hi / lo > 1000 || hi > 1e8 || (!int_mode_ && lo < 1e-4);
+    for (double v : shown)
+      if (std::isfinite(v) && v != 0) width_ = std::max<int>(width_, plain(v).size());
+  }
+  int width() const { return width_; }
+  // The value in this format, right-aligned to the common width.
+  std::string format(double v) const {
+    const std::string s = plain(v);
+    return std::string(std::max<int>(0, width_ - static_cast<int>(s.size())), ' ') + s;
+  }
+
+ private:
+  std::string plain(double v) const {
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    char buf[64];
+    if (sci_) std::snprintf(buf, sizeof buf, "%.4e", v);
+    else if (int_mode_) std::snprintf(buf, sizeof buf, "%.0f.", v);  // "1." marks a float
+    else std::snprintf(buf, sizeof buf, "%.4f", v);
+    return buf;
+  }
+  bool int_mode_ = true, sci_ = false;
+  int width_ = 1;
+};
+
+// The elements of dims d.. starting at flat position base, as PyTorch's _tensor_str_with_formatter:
+// the last dim wraps at kLineWidth, higher dims are separated by dim-1 blank lines.
+std::string format_dims(const Tensor& t, const Formatter& f, size_t d, int64_t base, int indent, bool summarize) {
   const Shape& s = t.shape();
   const int64_t n = s[d];
+  const bool cut = summarize && n > 2 * kEdgeItems;
+  std::string out = "[";
+  if (d + 1 == s.size()) {
+    std::vector<std::string> items;
+    for (int64_t i : shown_indices(n, summarize)) {
+      if (cut && i == n - kEdgeItems) items.push_back(" ...");
+      items.push_back(f.format(t.flat(base + i)));
+    }
+    const size_t per_line = std::max(1, (kLineWidth - indent) / (f.width() + 2));
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i > 0) out += i % per_line == 0 ? ",\n" + std::string(indent + 1, ' ') : ", ";
+      out += items[i];
+    }
+    return out + "]";
+  }
   int64_t stride = 1;
   for (size_t k = d + 1; k < s.size(); ++k) stride *= s[k];
-  os << '[';
-  for (int64_t i = 0; i < n; ++i) {
-    if (summarize && n > 6 && i == 3) {
-      os << (d + 1 == s.size() ? "..., " : "...,\n" + std::string(indent + d + 1, ' '));
-      i = n - 3;
-    }
-    if (d + 1 == s.size()) {
-      std::string v = format_value(t.flat(base + i), f);
-      os << std::string(f.width - v.size(), ' ') << v;
-      if (i + 1 < n) os << ", ";
-    } else {
-      print_dims(os, t, f, d + 1, base + i * stride, indent, summarize);
-      if (i + 1 < n) os << ',' << std::string(s.size() - d - 1, '\n') << std::string(indent + d + 1, ' ');
-    }
+  const std::string sep = "," + std::string(s.size() - d - 1, '\n') + std::string(indent + 1, ' ');
+  bool first = true;
+  for (int64_t i : shown_indices(n, summarize)) {
+    if (!first) out += sep;
+    if (cut && i == n - kEdgeItems) out += "..." + sep;
+    out += format_dims(t, f, d + 1, base + i * stride, indent + 1, summarize);
+    first = false;
   }
-  os << ']';
+  return out + "]";
+}
+
+// Flat positions of the shown elements (PyTorch's get_summarized_data), for the Formatter.
+void shown_values(const Tensor& t, size_t d, int64_t base, bool summarize, std::vector<double>& out) {
+  const Shape& s = t.shape();
+  if (d == s.size()) {
+    out.push_back(t.flat(base));
+    return;
+  }
+  int64_t stride = 1;
+  for (size_t k = d + 1; k < s.size(); ++k) stride *= s[k];
+  for (int64_t i : shown_indices(s[d], summarize)) shown_values(t, d + 1, base + i * stride, summarize, out);
 }
 
 }  // namespace
 
 std::string Tensor::str() const {
   if (!defined()) return "tensor(undefined)";
-  std::ostringstream os;
-  os << "tensor(";
-  const std::vector<double> v = to_vector();
-  Format f;
-  double max_abs = 0, min_abs = INFINITY;
-  for (double x : v) {
-    if (!std::isfinite(x)) continue;
-    if (x != std::floor(x)) f.integral = false;
-    max_abs = std::max(max_abs, std::fabs(x));
-    if (x != 0) min_abs = std::min(min_abs, std::fabs(x));
+  std::string body;
+  std::vector<std::string> suffixes;
+  if (numel() == 0) {
+    if (dim() != 1) {  // PyTorch prints the shape as a Python tuple, unless it is (0,)
+      std::string size = "size=(";
+      for (int64_t i = 0; i < dim(); ++i) size += (i ? ", " : "") + std::to_string(shape()[i]);
+      suffixes.push_back(size + ")");
+    }
+    body = "[]";
+  } else {
+    const bool summarize = numel() > kThreshold;
+    std::vector<double> shown;
+    shown_values(*this, 0, 0, summarize, shown);
+    const Formatter f(shown);
+    body = dim() == 0 ? f.format(flat(0)) : format_dims(*this, f, 0, 0, kIndent, summarize);
   }
-  if (max_abs >= 1e8 || (!f.integral && (min_abs < 1e-4 || max_abs / min_abs > 1e5))) {
-    f.sci = !f.integral || max_abs >= 1e8;
+  if (dtype() != DType::Float32) suffixes.push_back("dtype=torch." + dtype_name(dtype()));
+  if (grad_fn()) suffixes.push_back("grad_fn=<" + grad_fn()->name() + ">");
+  else if (requires_grad()) suffixes.push_back("requires_grad=True");
+  // Suffixes follow on the last line while it stays within kLineWidth (PyTorch's _add_suffixes).
+  std::string out = "tensor(" + body;
+  const size_t nl = out.rfind('\n');
+  size_t line = nl == std::string::npos ? out.size() + 2 : out.size() - nl + 1;
+  for (const std::string& s : suffixes) {
+    if (line + s.size() + 2 > kLineWidth) {
+      out += ",\n" + std::string(kIndent, ' ') + s;
+      line = kIndent + s.size();
+    } else {
+      out += ", " + s;
+      line += s.size() + 2;
+    }
   }
-  for (double x : v) f.width = std::max<int>(f.width, format_value(x, f).size());
-  if (dim() == 0) os << format_value(v[0], f);
-  else if (numel() == 0) os << "[]";
-  else print_dims(os, *this, f, 0, 0, 7, numel() > 1000);
-  if (numel() == 0 || dim() == 0) {}
-  if (numel() == 0) os << ", size=" << shape_str(shape());
-  if (dtype() == DType::Float64) os << ", dtype=torch.float64";
-  if (grad_fn()) os << ", grad_fn=<" << grad_fn()->name() << '>';
-  else if (requires_grad()) os << ", requires_grad=True";
-  os << ')';
-  return os.str();
+  return out + ")";
 }
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
@@ -280,7 +354,13 @@ Tensor rand(const Shape& shape, Generator& gen, double lo, double hi, DType dtyp
   dispatch(dtype, [&](auto zero) {
     using T = decltype(zero);
     T* p = t.data<T>();
-    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(gen.uniform(lo, hi));
+    // lo + (hi - lo) u with u < 1 can still round to hi (in float32, about once in 2^25 draws of
+    // [0, 1)): such a draw becomes the largest value below hi, so the range stays [lo, hi).
+    const T below_hi = std::nextafter(static_cast<T>(hi), static_cast<T>(lo));
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const T v = static_cast<T>(gen.uniform(lo, hi));
+      p[i] = static_cast<double>(v) >= hi && hi > lo ? below_hi : v;
+    }
   });
   return t;
 }

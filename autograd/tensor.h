@@ -95,7 +95,7 @@ class Tensor {
   // This tensor converted to dtype (a copy, recorded by autograd), or itself if already dtype.
   Tensor to(DType dtype) const;
 
-  // PyTorch-like repr: tensor([[1.0000, 2.0000]], requires_grad=True).
+  // PyTorch 1.13's repr: "tensor([[1., 2.],\n        [3., 4.]])", "tensor([0.5000], requires_grad=True)".
   std::string str() const;
 
   TensorImpl& impl() const;

@@ -79,12 +79,15 @@ HWY_INLINE V Sigmoid(D d, V x) {
   return hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Mul(e, s), s);
 }
 
-// x^p for a scalar exponent: repeated squaring for integer p (exact as the scalar loop), else
-// exp(p log x) with 0^p and negative bases handled as std::pow does.
+// x^p for a scalar exponent: repeated squaring for small integer p (its relative error grows
+// like |p| ulp, so only up to 64), else exp(p log|x|), with the sign of x for odd integer p (so a
+// negative base works as with std::pow; a non-integer power of a negative base is NaN) and 0^p
+// handled as std::pow does.
 template <class D, class V>
 HWY_INLINE V PowScalar(D d, V x, double p) {
   using T = hn::TFromD<D>;
-  if (p == std::floor(p) && std::fabs(p) <= 64) {
+  const bool integral = p == std::floor(p);
+  if (integral && std::fabs(p) <= 64) {
     int64_t e = static_cast<int64_t>(std::fabs(p));
     V result = hn::Set(d, 1), base = x;
     while (e) {
@@ -95,7 +98,8 @@ HWY_INLINE V PowScalar(D d, V x, double p) {
     return p < 0 ? hn::Div(hn::Set(d, 1), result) : result;
   }
   const V zero = hn::Zero(d);
-  V r = SafeExp(d, hn::Mul(hn::Set(d, static_cast<T>(p)), SafeLog(d, x)));
+  V r = SafeExp(d, hn::Mul(hn::Set(d, static_cast<T>(p)), SafeLog(d, integral ? hn::Abs(x) : x)));
+  if (integral && std::fmod(p, 2) != 0) r = hn::CopySign(r, x);
   const V at_zero = p > 0 ? zero : hn::Set(d, std::numeric_limits<T>::infinity());
   return hn::IfThenElse(hn::Eq(x, zero), at_zero, r);
 }

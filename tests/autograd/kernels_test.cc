@@ -39,6 +39,8 @@ void test_unary() {
       {k::UnaryOp::Pow, 0.1, 4, 2, 1e-6 * f}, {k::UnaryOp::Pow, -4, 4, 3, 1e-6 * f},
       {k::UnaryOp::Pow, 0.1, 4, -1, 1e-6 * f}, {k::UnaryOp::Pow, 0.1, 4, 0.5, 1e-5 * f},
       {k::UnaryOp::Pow, 0.1, 4, 1.7, 1e-5 * f}, {k::UnaryOp::Scale, -3, 3, 2.5, 1e-7 * f},
+      {k::UnaryOp::Pow, -1.3, -0.7, 65, 1e-5 * f}, {k::UnaryOp::Pow, 0.7, 1.3, 65, 1e-5 * f},
+      {k::UnaryOp::Pow, -1.3, -0.7, -100, 1e-5 * f}, {k::UnaryOp::Pow, -1.3, -0.7, 2.5, 0},
   };
   for_each_target([&] {
     for (const Case& c : cases)

@@ -1,0 +1,132 @@
+// kernels::gemm on every Highway target against kernels::ref::gemm: all four transpose
+// combinations, sizes that exercise every vector tail in M, N and K, batches with strides
+// (including stride 0 broadcast and stride_c 0 accumulation), and accumulate onto C.
+#include <boost/test/unit_test.hpp>
+#include <random>
+#include <vector>
+
+#include "autograd/kernels/gemm.h"
+#include "tests/support/compare.h"
+#include "tests/support/targets.h"
+
+namespace k = normlab::autograd::kernels;
+using normlab::test::check_close;
+using normlab::test::for_each_target;
+
+namespace {
+
+template <typename T>
+std::vector<T> random_vec(size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<T> v(n);
+  for (auto& x : v) x = static_cast<T>(u(gen));
+  return v;
+}
+
+// Sums of K products of values in [-1, 1], in different orders: rounding error grows with K.
+template <typename T>
+double tolerance(int64_t k) {
+  return (sizeof(T) == 4 ? 2e-6 : 1e-14) * static_cast<double>(k + 1);
+}
+
+constexpr float kGuard = -12345.f;  // written past C's last batch: must stay untouched
+
+// Runs s on the kernel and the reference with the same random inputs and initial C.
+template <typename T>
+void compare(const k::GemmShape& s, unsigned seed) {
+  const int64_t last_a = (s.batch - 1) * s.stride_a + s.m * s.k, last_b = (s.batch - 1) * s.stride_b + s.k * s.n;
+  const int64_t last_c = (s.batch - 1) * s.stride_c + s.m * s.n;
+  const auto a = random_vec<T>(last_a, seed), b = random_vec<T>(last_b, seed + 1);
+  auto got = random_vec<T>(last_c + 1, seed + 2);  // the initial C matters when accumulating
+  got[last_c] = static_cast<T>(kGuard);
+  auto want = got;
+  k::gemm(s, a.data(), b.data(), got.data());
+  k::ref::gemm(s, a.data(), b.data(), want.data());
+  BOOST_TEST_CONTEXT("m " << s.m << " n " << s.n << " k " << s.k << " trans_a " << s.trans_a << " trans_b "
+                          << s.trans_b << " batch " << s.batch << " strides " << s.stride_a << "/" << s.stride_b
+                          << "/" << s.stride_c << " accumulate " << s.accumulate) {
+    check_close(got, want, last_c, 0, tolerance<T>(s.k * (s.stride_c == 0 ? s.batch : 1)));
+    BOOST_TEST(got[last_c] == static_cast<T>(kGuard));
+  }
+}
+
+const std::vector<int64_t> kSizes = {1, 3, 7, 17, 33, 65};
+
+template <typename T>
+void test_all_sizes_and_transposes() {
+  for_each_target([&] {
+    unsigned seed = 1;
+    for (bool ta : {false, true})
+      for (bool tb : {false, true})
+        for (int64_t m : kSizes)
+          for (int64_t n : kSizes)
+            for (int64_t kk : kSizes) {
+              k::GemmShape s;
+              s.trans_a = ta, s.trans_b = tb, s.m = m, s.n = n, s.k = kk;
+              compare<T>(s, seed += 3);
+            }
+  });
+}
+
+template <typename T>
+void test_batches_and_accumulate() {
+  struct Case { int64_t m, n, k, batch; int sa, sb, sc; bool acc; };  // s*: 1 dense, 0 broadcast, 2 padded
+  const std::vector<Case> cases = {
+      {3, 17, 7, 4, 1, 1, 1, false}, {17, 5, 9, 3, 1, 0, 1, false},  {5, 33, 3, 3, 0, 1, 1, false},
+      {7, 9, 17, 5, 1, 1, 0, false}, {4, 18, 6, 3, 0, 1, 0, false},  {6, 4, 33, 2, 2, 2, 2, false},
+      {9, 7, 5, 3, 1, 1, 1, true},   {3, 65, 4, 4, 1, 1, 0, true},   {1, 1, 1, 6, 1, 1, 0, false},
+      {2, 3, 4, 1, 1, 1, 1, true},   {8, 8, 0, 2, 1, 1, 1, false},   {8, 8, 0, 2, 1, 1, 1, true},
+  };
+  for_each_target([&] {
+    unsigned seed = 100;
+    for (const Case& c : cases)
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+          k::GemmShape s;
+          s.trans_a = ta, s.trans_b = tb, s.m = c.m, s.n = c.n, s.k = c.k, s.batch = c.batch, s.accumulate = c.acc;
+          auto stride = [](int kind, int64_t size) { return kind == 0 ? 0 : kind == 1 ? size : size + 5; };
+          s.stride_a = stride(c.sa, c.m * c.k);
+          s.stride_b = stride(c.sb, c.k * c.n);
+          s.stride_c = stride(c.sc, c.m * c.n);
+          compare<T>(s, seed += 3);
+        }
+  });
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(gemm_kernel)
+
+BOOST_AUTO_TEST_CASE(sizes_and_transposes_f32) { test_all_sizes_and_transposes<float>(); }
+BOOST_AUTO_TEST_CASE(sizes_and_transposes_f64) { test_all_sizes_and_transposes<double>(); }
+BOOST_AUTO_TEST_CASE(batches_and_accumulate_f32) { test_batches_and_accumulate<float>(); }
+BOOST_AUTO_TEST_CASE(batches_and_accumulate_f64) { test_batches_and_accumulate<double>(); }
+
+// The reference itself, on a product worked by hand: [[1, 2], [3, 4]] [[5, 6], [7, 8]] and its
+// transposed forms, so that the kernels are not only checked against a wrong reference.
+BOOST_AUTO_TEST_CASE(reference_by_hand) {
+  const double a[] = {1, 2, 3, 4}, b[] = {5, 6, 7, 8};
+  double c[4];
+  k::GemmShape s;
+  s.m = s.n = s.k = 2;
+  k::ref::gemm(s, a, b, c);
+  BOOST_TEST((std::vector<double>(c, c + 4) == std::vector<double>{19, 22, 43, 50}));
+  s.trans_a = true;  // A^T B = [[1, 3], [2, 4]] [[5, 6], [7, 8]]
+  k::ref::gemm(s, a, b, c);
+  BOOST_TEST((std::vector<double>(c, c + 4) == std::vector<double>{26, 30, 38, 44}));
+  s.trans_a = false, s.trans_b = true;  // A B^T = [[1, 2], [3, 4]] [[5, 7], [6, 8]]
+  k::ref::gemm(s, a, b, c);
+  BOOST_TEST((std::vector<double>(c, c + 4) == std::vector<double>{17, 23, 39, 53}));
+  s.trans_b = false, s.accumulate = true;  // C += A B
+  k::ref::gemm(s, a, b, c);
+  BOOST_TEST((std::vector<double>(c, c + 4) == std::vector<double>{36, 45, 82, 103}));
+  // Batch of 2 with stride_c 0: C = A_0 B + A_1 B, A_1 = 2 A_0 (here given as its own matrix).
+  const double a2[] = {1, 2, 3, 4, 2, 4, 6, 8};
+  k::GemmShape t;
+  t.m = t.n = t.k = 2, t.batch = 2, t.stride_a = 4, t.stride_b = 0, t.stride_c = 0;
+  k::ref::gemm(t, a2, b, c);
+  BOOST_TEST((std::vector<double>(c, c + 4) == std::vector<double>{57, 66, 129, 150}));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
