@@ -253,6 +253,9 @@ int run_cli(int argc, char** argv) {
     const Report b = run_sweep(sc, sweep_data, context(o, sweep_data, argc, argv, out / "sweep"));
     std::string md = "# normlab study: BatchNorm vs LayerNorm\n\nCommand: `" + context(o, data, argc, argv, out).command_line +
                      "`\n\nData: " + describe(o.data, data) + "\n\n";
+    if (o.sweep_train_limit > 0 && o.sweep_train_limit < data.train.size())
+      md += "To fit the time budget, the batch-size sweep trains on the first " + std::to_string(o.sweep_train_limit) +
+            " training images only (`--sweep-train-limit`); `normlab sweep --full` runs the complete protocol.\n\n";
     for (const Report* r : {&a, &b}) {
       std::string body = r->markdown, fixed;
       // Images live in the study's subfolders.
