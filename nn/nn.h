@@ -1,0 +1,17 @@
+// Everything of the nn library in one include: modules, norms, activations, losses, init,
+// functional norms and safetensors checkpoints.
+#pragma once
+#include "nn/activation.h"
+#include "nn/batchnorm.h"
+#include "nn/checkpoint.h"
+#include "nn/dropout.h"
+#include "nn/functional.h"
+#include "nn/groupnorm.h"
+#include "nn/init.h"
+#include "nn/layernorm.h"
+#include "nn/linear.h"
+#include "nn/loss.h"
+#include "nn/module.h"
+#include "nn/rmsnorm.h"
+#include "nn/safetensors.h"
+#include "nn/sequential.h"
