@@ -263,6 +263,19 @@ BOOST_AUTO_TEST_CASE(batchnorm_refused_batch_changes_nothing) {
   BOOST_CHECK_NO_THROW(bn(zeros({1, 3})));
 }
 
+BOOST_AUTO_TEST_CASE(empty_batches) {
+  // As PyTorch 1.13: an empty batch gives an empty output; BatchNorm leaves its running statistics
+  // as they were but counts the batch.
+  BatchNorm1d bn(3);
+  BOOST_TEST((bn(zeros({0, 3})).shape() == Shape{0, 3}));
+  check_tensor(bn.running_mean(), {0, 0, 0}, 0, 0);
+  check_tensor(bn.running_var(), {1, 1, 1}, 0, 0);
+  BOOST_TEST(bn.num_batches_tracked().item() == 1);
+  BOOST_TEST((LayerNorm({3})(zeros({0, 3})).shape() == Shape{0, 3}));
+  BOOST_TEST((GroupNorm(1, 3)(zeros({0, 3, 2})).shape() == Shape{0, 3, 2}));
+  BOOST_TEST((RMSNorm({3})(zeros({0, 3})).shape() == Shape{0, 3}));
+}
+
 // ---- Other modules' forward -----------------------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(groupnorm_matches_pytorch) {
