@@ -4,9 +4,8 @@
 //
 // Conventions: all arrays are contiguous and row-major; `gamma`/`beta` may be null (meaning 1 and
 // 0); outputs must not alias inputs; gradient outputs are overwritten (not accumulated) and may be
-// null when not wanted. Every
-// reduction runs in a fixed order that depends only on the Highway target, never on threads or
-// timing, so results repeat bit for bit. Variances are never computed as E[x^2] - E[x]^2, which
+// null when not wanted. Every reduction runs in a fixed order that depends only on the Highway
+// target, never on threads or timing, so results repeat bit for bit. Variances are never computed as E[x^2] - E[x]^2, which
 // loses all precision when the mean is large compared with the spread (seed 003, REFERENCE.md 2).
 //
 // Means are kept as a pair: mean (the rounded mean) and mean_lo (the rounding error), so that
