@@ -21,6 +21,7 @@ class BatchNorm : public Module {
   // "BatchNorm1d(4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)".
   std::string repr() const override;
 
+  // The constructor's arguments (momentum nullopt: a cumulative average).
   int64_t num_features() const { return num_features_; }
   double eps() const { return eps_; }
   std::optional<double> momentum() const { return momentum_; }

@@ -88,21 +88,23 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   const int64_t n = check_normalized_shape(x, normalized_shape, weight, bias, "layer_norm");
   check_eps(eps, "layer_norm");
   const int64_t rows = x.numel() / n;
-  Tensor y = empty_like(x), mean = empty({rows}, x.dtype()), rstd = empty({rows}, x.dtype());
+  // Per-row statistics: the mean as a pair mean + mean_lo (see nn/kernels/norm.h) and rstd.
+  Tensor y = empty_like(x), mean = empty({rows}, x.dtype()), mean_lo = empty({rows}, x.dtype()),
+         rstd = empty({rows}, x.dtype());
   dispatch(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     k::layer_norm_forward(rows, n, x.data<T>(), ptr<T>(weight), ptr<T>(bias), eps, y.data<T>(), mean.data<T>(),
-                          rstd.data<T>());
+                          mean_lo.data<T>(), rstd.data<T>());
   });
-  // Saves x, weight and the per-row mean and rstd; xhat is recomputed in the backward.
+  // Saves x, weight and the per-row statistics; xhat is recomputed in the backward.
   return record("LayerNormBackward", y, {x, weight, bias},
-                [x = saved(x), w = saved(weight), b = saved(bias), mean, rstd, rows, n](const Tensor& g,
-                                                                                      const Needs& need) {
+                [x = saved(x), w = saved(weight), b = saved(bias), mean, mean_lo, rstd, rows, n](
+                    const Tensor& g, const Needs& need) {
                   Tensor dx = grad_buffer(need[0], x), dw = grad_buffer(need[1], w), db = grad_buffer(need[2], b);
                   dispatch(x.dtype(), [&](auto zero) {
                     using T = decltype(zero);
-                    k::layer_norm_backward(rows, n, g.data<T>(), x.data<T>(), mean.data<T>(), rstd.data<T>(),
-                                           ptr<T>(w), ptr<T>(dx), ptr<T>(dw), ptr<T>(db));
+                    k::layer_norm_backward(rows, n, g.data<T>(), x.data<T>(), mean.data<T>(), mean_lo.data<T>(),
+                                           rstd.data<T>(), ptr<T>(w), ptr<T>(dx), ptr<T>(dw), ptr<T>(db));
                   });
                   return Grads{dx, dw, db};
                 });
@@ -137,15 +139,17 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   if (training && m == 1)
     throw Error("Expected more than 1 value per channel when training, got input size " + shape_str(x.shape()));
 
-  // Per-channel statistics used to normalize: the batch's (training) or the running ones (eval).
-  Tensor mean = empty({C}, x.dtype()), rstd = empty({C}, x.dtype()), y = empty_like(x);
+  // Per-channel statistics used to normalize: the batch's (training; the mean as a pair mean +
+  // mean_lo, see nn/kernels/norm.h) or the running ones (eval; mean_lo stays undefined).
+  Tensor mean = empty({C}, x.dtype()), mean_lo, rstd = empty({C}, x.dtype()), y = empty_like(x);
+  if (training) mean_lo = empty({C}, x.dtype());
   dispatch(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     T *mu = mean.data<T>(), *r = rstd.data<T>();
     if (training) {
       Tensor var = empty({C}, x.dtype());
-      T* v = var.data<T>();
-      k::batch_norm_stats(N, C, L, x.data<T>(), mu, v);
+      T *v = var.data<T>(), *lo = mean_lo.data<T>();
+      k::batch_norm_stats(N, C, L, x.data<T>(), mu, lo, v);
       for (int64_t c = 0; c < C; ++c) r[c] = static_cast<T>(k::ref::inv_std(v[c], eps));
       if (running_mean.defined() && m > 0) {
         // PyTorch's update, in double: f * batch + (1 - f) * running, with the unbiased variance.
@@ -153,7 +157,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
         T *rm = running_mean.data<T>(), *rv = running_var.data<T>();
         const double f = momentum, unbias = static_cast<double>(m) / static_cast<double>(m - 1);
         for (int64_t c = 0; c < C; ++c) {
-          rm[c] = static_cast<T>(f * mu[c] + (1 - f) * rm[c]);
+          rm[c] = static_cast<T>(f * (static_cast<double>(mu[c]) + lo[c]) + (1 - f) * rm[c]);
           rv[c] = static_cast<T>(f * (v[c] * unbias) + (1 - f) * rv[c]);
         }
       }
@@ -164,17 +168,19 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
         r[c] = static_cast<T>(k::ref::inv_std(rv[c], eps));
       }
     }
-    k::batch_norm_normalize(N, C, L, x.data<T>(), mu, r, ptr<T>(weight), ptr<T>(bias), y.data<T>());
+    k::batch_norm_normalize(N, C, L, x.data<T>(), mu, ptr<T>(mean_lo), r, ptr<T>(weight), ptr<T>(bias),
+                            y.data<T>());
   });
   // In training the statistics depend on x, which couples the whole batch in the backward.
   return record("BatchNormBackward", y, {x, weight, bias},
-                [x = saved(x), w = saved(weight), b = saved(bias), mean, rstd, training, N, C, L](
+                [x = saved(x), w = saved(weight), b = saved(bias), mean, mean_lo, rstd, training, N, C, L](
                     const Tensor& g, const Needs& need) {
                   Tensor dx = grad_buffer(need[0], x), dw = grad_buffer(need[1], w), db = grad_buffer(need[2], b);
                   dispatch(x.dtype(), [&](auto zero) {
                     using T = decltype(zero);
-                    k::batch_norm_backward(N, C, L, g.data<T>(), x.data<T>(), mean.data<T>(), rstd.data<T>(),
-                                           ptr<T>(w), training, ptr<T>(dx), ptr<T>(dw), ptr<T>(db));
+                    k::batch_norm_backward(N, C, L, g.data<T>(), x.data<T>(), mean.data<T>(), ptr<T>(mean_lo),
+                                           rstd.data<T>(), ptr<T>(w), training, ptr<T>(dx), ptr<T>(dw),
+                                           ptr<T>(db));
                   });
                   return Grads{dx, dw, db};
                 });
@@ -201,20 +207,22 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
   check_eps(eps, "group_norm");
   int64_t S = 1;
   for (int64_t d = 2; d < x.dim(); ++d) S *= x.size(d);
-  Tensor y = empty_like(x), mean = empty({N * G}, x.dtype()), rstd = empty({N * G}, x.dtype());
+  // Per-(sample, group) statistics: the mean as a pair mean + mean_lo, and rstd.
+  Tensor y = empty_like(x), mean = empty({N * G}, x.dtype()), mean_lo = empty({N * G}, x.dtype()),
+         rstd = empty({N * G}, x.dtype());
   dispatch(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     k::group_norm_forward(N, C, S, G, x.data<T>(), ptr<T>(weight), ptr<T>(bias), eps, y.data<T>(), mean.data<T>(),
-                          rstd.data<T>());
+                          mean_lo.data<T>(), rstd.data<T>());
   });
   return record("GroupNormBackward", y, {x, weight, bias},
-                [x = saved(x), w = saved(weight), b = saved(bias), mean, rstd, N, C, S, G](const Tensor& g,
-                                                                                          const Needs& need) {
+                [x = saved(x), w = saved(weight), b = saved(bias), mean, mean_lo, rstd, N, C, S, G](
+                    const Tensor& g, const Needs& need) {
                   Tensor dx = grad_buffer(need[0], x), dw = grad_buffer(need[1], w), db = grad_buffer(need[2], b);
                   dispatch(x.dtype(), [&](auto zero) {
                     using T = decltype(zero);
-                    k::group_norm_backward(N, C, S, G, g.data<T>(), x.data<T>(), mean.data<T>(), rstd.data<T>(),
-                                           ptr<T>(w), ptr<T>(dx), ptr<T>(dw), ptr<T>(db));
+                    k::group_norm_backward(N, C, S, G, g.data<T>(), x.data<T>(), mean.data<T>(), mean_lo.data<T>(),
+                                           rstd.data<T>(), ptr<T>(w), ptr<T>(dx), ptr<T>(dw), ptr<T>(db));
                   });
                   return Grads{dx, dw, db};
                 });

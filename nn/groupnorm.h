@@ -19,6 +19,7 @@ class GroupNorm : public Module {
   // "GroupNorm(2, 4, eps=1e-05, affine=True)".
   std::string repr() const override;
 
+  // The constructor's arguments.
   int64_t num_groups() const { return num_groups_; }
   int64_t num_channels() const { return num_channels_; }
   double eps() const { return eps_; }

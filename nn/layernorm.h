@@ -19,6 +19,7 @@ class LayerNorm : public Module {
   // "LayerNorm((3,), eps=1e-05, elementwise_affine=True)".
   std::string repr() const override;
 
+  // The constructor's arguments.
   const Shape& normalized_shape() const { return normalized_shape_; }
   double eps() const { return eps_; }
   bool elementwise_affine() const { return elementwise_affine_; }

@@ -19,6 +19,7 @@ class RMSNorm : public Module {
   // "RMSNorm((3,), eps=None, elementwise_affine=True)".
   std::string repr() const override;
 
+  // The constructor's arguments (eps nullopt: the input dtype's machine epsilon).
   const Shape& normalized_shape() const { return normalized_shape_; }
   std::optional<double> eps() const { return eps_; }
   // The scale, shape normalized_shape (undefined without elementwise_affine).

@@ -11,38 +11,40 @@ namespace normlab::nn::kernels::HWY_NAMESPACE {
 // Non-template wrappers: Highway exports functions, not templates.
 #define NORMLAB_NORM_WRAPPERS(T, S)                                                                        \
   void LayerNormForward##S(int64_t rows, int64_t n, const T* x, const T* gamma, const T* beta, double eps,  \
-                           T* y, T* mean, T* rstd) {                                                       \
-    LayerNormForward(rows, n, x, gamma, beta, eps, y, mean, rstd);                                         \
+                           T* y, T* mean, T* mean_lo, T* rstd) {                                           \
+    LayerNormForward(rows, n, x, gamma, beta, eps, y, mean, mean_lo, rstd);                                \
   }                                                                                                        \
-  void LayerNormBackward##S(int64_t rows, int64_t n, const T* dy, const T* x, const T* mean, const T* rstd, \
-                            const T* gamma, T* dx, T* dgamma, T* dbeta) {                                  \
-    RowNormBackward(true, rows, n, dy, x, mean, rstd, gamma, dx, dgamma, dbeta);                           \
+  void LayerNormBackward##S(int64_t rows, int64_t n, const T* dy, const T* x, const T* mean,                \
+                            const T* mean_lo, const T* rstd, const T* gamma, T* dx, T* dgamma, T* dbeta) { \
+    RowNormBackward(true, rows, n, dy, x, mean, mean_lo, rstd, gamma, dx, dgamma, dbeta);                  \
   }                                                                                                        \
   void RmsNormForward##S(int64_t rows, int64_t n, const T* x, const T* gamma, double eps, T* y, T* rstd) {  \
     RmsNormForward(rows, n, x, gamma, eps, y, rstd);                                                       \
   }                                                                                                        \
   void RmsNormBackward##S(int64_t rows, int64_t n, const T* dy, const T* x, const T* rstd, const T* gamma,  \
                           T* dx, T* dgamma) {                                                              \
-    RowNormBackward<T>(false, rows, n, dy, x, nullptr, rstd, gamma, dx, dgamma, nullptr);                  \
+    RowNormBackward<T>(false, rows, n, dy, x, nullptr, nullptr, rstd, gamma, dx, dgamma, nullptr);         \
   }                                                                                                        \
   void GroupNormForward##S(int64_t N, int64_t C, int64_t Sz, int64_t G, const T* x, const T* gamma,         \
-                           const T* beta, double eps, T* y, T* mean, T* rstd) {                            \
-    GroupNormForward(N, C, Sz, G, x, gamma, beta, eps, y, mean, rstd);                                     \
+                           const T* beta, double eps, T* y, T* mean, T* mean_lo, T* rstd) {                \
+    GroupNormForward(N, C, Sz, G, x, gamma, beta, eps, y, mean, mean_lo, rstd);                            \
   }                                                                                                        \
   void GroupNormBackward##S(int64_t N, int64_t C, int64_t Sz, int64_t G, const T* dy, const T* x,           \
-                            const T* mean, const T* rstd, const T* gamma, T* dx, T* dgamma, T* dbeta) {    \
-    GroupNormBackward(N, C, Sz, G, dy, x, mean, rstd, gamma, dx, dgamma, dbeta);                           \
+                            const T* mean, const T* mean_lo, const T* rstd, const T* gamma, T* dx,         \
+                            T* dgamma, T* dbeta) {                                                         \
+    GroupNormBackward(N, C, Sz, G, dy, x, mean, mean_lo, rstd, gamma, dx, dgamma, dbeta);                  \
   }                                                                                                        \
-  void BatchNormStats##S(int64_t N, int64_t C, int64_t L, const T* x, T* mean, T* var) {                    \
-    BatchNormStats(N, C, L, x, mean, var);                                                                 \
+  void BatchNormStats##S(int64_t N, int64_t C, int64_t L, const T* x, T* mean, T* mean_lo, T* var) {        \
+    BatchNormStats(N, C, L, x, mean, mean_lo, var);                                                        \
   }                                                                                                        \
-  void BatchNormNormalize##S(int64_t N, int64_t C, int64_t L, const T* x, const T* mean, const T* rstd,     \
-                             const T* gamma, const T* beta, T* y) {                                        \
-    BatchNormNormalize(N, C, L, x, mean, rstd, gamma, beta, y);                                            \
+  void BatchNormNormalize##S(int64_t N, int64_t C, int64_t L, const T* x, const T* mean, const T* mean_lo,  \
+                             const T* rstd, const T* gamma, const T* beta, T* y) {                         \
+    BatchNormNormalize(N, C, L, x, mean, mean_lo, rstd, gamma, beta, y);                                   \
   }                                                                                                        \
   void BatchNormBackward##S(int64_t N, int64_t C, int64_t L, const T* dy, const T* x, const T* mean,        \
-                            const T* rstd, const T* gamma, bool training, T* dx, T* dgamma, T* dbeta) {    \
-    BatchNormBackward(N, C, L, dy, x, mean, rstd, gamma, training, dx, dgamma, dbeta);                     \
+                            const T* mean_lo, const T* rstd, const T* gamma, bool training, T* dx,         \
+                            T* dgamma, T* dbeta) {                                                         \
+    BatchNormBackward(N, C, L, dy, x, mean, mean_lo, rstd, gamma, training, dx, dgamma, dbeta);            \
   }
 NORMLAB_NORM_WRAPPERS(float, F32)
 NORMLAB_NORM_WRAPPERS(double, F64)
@@ -76,12 +78,12 @@ HWY_EXPORT(NormTargetId);
 
 #define NORMLAB_NORM_DISPATCH(T, S)                                                                          \
   void layer_norm_forward(int64_t rows, int64_t n, const T* x, const T* gamma, const T* beta, double eps,    \
-                          T* y, T* mean, T* rstd) {                                                          \
-    HWY_DYNAMIC_DISPATCH(LayerNormForward##S)(rows, n, x, gamma, beta, eps, y, mean, rstd);                  \
+                          T* y, T* mean, T* mean_lo, T* rstd) {                                              \
+    HWY_DYNAMIC_DISPATCH(LayerNormForward##S)(rows, n, x, gamma, beta, eps, y, mean, mean_lo, rstd);         \
   }                                                                                                          \
-  void layer_norm_backward(int64_t rows, int64_t n, const T* dy, const T* x, const T* mean, const T* rstd,   \
-                           const T* gamma, T* dx, T* dgamma, T* dbeta) {                                     \
-    HWY_DYNAMIC_DISPATCH(LayerNormBackward##S)(rows, n, dy, x, mean, rstd, gamma, dx, dgamma, dbeta);        \
+  void layer_norm_backward(int64_t rows, int64_t n, const T* dy, const T* x, const T* mean,                  \
+                           const T* mean_lo, const T* rstd, const T* gamma, T* dx, T* dgamma, T* dbeta) {    \
+    HWY_DYNAMIC_DISPATCH(LayerNormBackward##S)(rows, n, dy, x, mean, mean_lo, rstd, gamma, dx, dgamma, dbeta); \
   }                                                                                                          \
   void rms_norm_forward(int64_t rows, int64_t n, const T* x, const T* gamma, double eps, T* y, T* rstd) {    \
     HWY_DYNAMIC_DISPATCH(RmsNormForward##S)(rows, n, x, gamma, eps, y, rstd);                                \
@@ -91,24 +93,27 @@ HWY_EXPORT(NormTargetId);
     HWY_DYNAMIC_DISPATCH(RmsNormBackward##S)(rows, n, dy, x, rstd, gamma, dx, dgamma);                       \
   }                                                                                                          \
   void group_norm_forward(int64_t N, int64_t C, int64_t Sz, int64_t G, const T* x, const T* gamma,           \
-                          const T* beta, double eps, T* y, T* mean, T* rstd) {                               \
-    HWY_DYNAMIC_DISPATCH(GroupNormForward##S)(N, C, Sz, G, x, gamma, beta, eps, y, mean, rstd);              \
+                          const T* beta, double eps, T* y, T* mean, T* mean_lo, T* rstd) {                   \
+    HWY_DYNAMIC_DISPATCH(GroupNormForward##S)(N, C, Sz, G, x, gamma, beta, eps, y, mean, mean_lo, rstd);     \
   }                                                                                                          \
   void group_norm_backward(int64_t N, int64_t C, int64_t Sz, int64_t G, const T* dy, const T* x,             \
-                           const T* mean, const T* rstd, const T* gamma, T* dx, T* dgamma, T* dbeta) {       \
-    HWY_DYNAMIC_DISPATCH(GroupNormBackward##S)(N, C, Sz, G, dy, x, mean, rstd, gamma, dx, dgamma, dbeta);    \
+                           const T* mean, const T* mean_lo, const T* rstd, const T* gamma, T* dx,            \
+                           T* dgamma, T* dbeta) {                                                            \
+    HWY_DYNAMIC_DISPATCH(GroupNormBackward##S)(N, C, Sz, G, dy, x, mean, mean_lo, rstd, gamma, dx, dgamma,   \
+                                               dbeta);                                                       \
   }                                                                                                          \
-  void batch_norm_stats(int64_t N, int64_t C, int64_t L, const T* x, T* mean, T* var) {                      \
-    HWY_DYNAMIC_DISPATCH(BatchNormStats##S)(N, C, L, x, mean, var);                                          \
+  void batch_norm_stats(int64_t N, int64_t C, int64_t L, const T* x, T* mean, T* mean_lo, T* var) {          \
+    HWY_DYNAMIC_DISPATCH(BatchNormStats##S)(N, C, L, x, mean, mean_lo, var);                                 \
   }                                                                                                          \
-  void batch_norm_normalize(int64_t N, int64_t C, int64_t L, const T* x, const T* mean, const T* rstd,       \
-                            const T* gamma, const T* beta, T* y) {                                           \
-    HWY_DYNAMIC_DISPATCH(BatchNormNormalize##S)(N, C, L, x, mean, rstd, gamma, beta, y);                     \
+  void batch_norm_normalize(int64_t N, int64_t C, int64_t L, const T* x, const T* mean, const T* mean_lo,    \
+                            const T* rstd, const T* gamma, const T* beta, T* y) {                            \
+    HWY_DYNAMIC_DISPATCH(BatchNormNormalize##S)(N, C, L, x, mean, mean_lo, rstd, gamma, beta, y);            \
   }                                                                                                          \
   void batch_norm_backward(int64_t N, int64_t C, int64_t L, const T* dy, const T* x, const T* mean,          \
-                           const T* rstd, const T* gamma, bool training, T* dx, T* dgamma, T* dbeta) {       \
-    HWY_DYNAMIC_DISPATCH(BatchNormBackward##S)(N, C, L, dy, x, mean, rstd, gamma, training, dx, dgamma,      \
-                                               dbeta);                                                       \
+                           const T* mean_lo, const T* rstd, const T* gamma, bool training, T* dx,            \
+                           T* dgamma, T* dbeta) {                                                            \
+    HWY_DYNAMIC_DISPATCH(BatchNormBackward##S)(N, C, L, dy, x, mean, mean_lo, rstd, gamma, training, dx,     \
+                                               dgamma, dbeta);                                               \
   }
 NORMLAB_NORM_DISPATCH(float, F32)
 NORMLAB_NORM_DISPATCH(double, F64)

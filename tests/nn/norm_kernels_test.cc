@@ -4,6 +4,7 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "nn/kernels/norm.h"
@@ -42,6 +43,17 @@ void for_each_target(F&& f) {
 template <typename T> const T* opt(bool on, const std::vector<T>& v) { return on ? v.data() : nullptr; }
 template <typename T> T* opt(bool on, std::vector<T>& v) { return on ? v.data() : nullptr; }
 
+// The mean pairs (mean + mean_lo) agree: compared as their sums in double, to the precision of T
+// squared (plus the rounding of the sums of the data).
+template <typename T>
+void check_mean(const std::vector<T>& hi, const std::vector<T>& lo, const std::vector<T>& want_hi,
+                const std::vector<T>& want_lo, int64_t n) {
+  std::vector<double> got(n), want(n);
+  for (int64_t i = 0; i < n; ++i) got[i] = double(hi[i]) + lo[i], want[i] = double(want_hi[i]) + want_lo[i];
+  check_close(got, want, n, sizeof(T) == 4 ? 1e-7 : 1e-15, tol<T>());
+  check_close(hi, want_hi, n, tol<T>(), tol<T>());
+}
+
 // Row inputs: values in [-2, 2], the last row shifted by 300 (a large mean).
 template <typename T>
 std::vector<T> row_inputs(int64_t rows, int64_t n, unsigned seed) {
@@ -60,13 +72,14 @@ void test_layer_norm_forward() {
         BOOST_TEST_CONTEXT("n=" << n << " gamma=" << hg << " beta=" << hb) {
           const auto x = row_inputs<T>(rows, n, 1 + n);
           const auto gamma = random_vec<T>(n, 0.5, 1.5, 2), beta = random_vec<T>(n, -1, 1, 3);
-          std::vector<T> y(rows * n + 1, T(-7)), mean(rows), rstd(rows), wy(rows * n), wm(rows), wr(rows);
+          std::vector<T> y(rows * n + 1, T(-7)), mean(rows), lo(rows), rstd(rows), wy(rows * n), wm(rows), wl(rows),
+              wr(rows);
           k::layer_norm_forward(rows, n, x.data(), opt(hg, gamma), opt(hb, beta), 1e-5, y.data(), mean.data(),
-                                rstd.data());
+                                lo.data(), rstd.data());
           k::ref::layer_norm_forward(rows, n, x.data(), opt(hg, gamma), opt(hb, beta), 1e-5, wy.data(), wm.data(),
-                                     wr.data());
+                                     wl.data(), wr.data());
           check_close(y, wy, rows * n, tol<T>(), tol<T>());
-          check_close(mean, wm, rows, tol<T>(), tol<T>());
+          check_mean(mean, lo, wm, wl, rows);
           check_close(rstd, wr, rows, tol<T>(), tol<T>());
           BOOST_TEST(y[rows * n] == T(-7));  // nothing written past the end
         }
@@ -84,14 +97,14 @@ void test_layer_norm_backward() {
         BOOST_TEST_CONTEXT("n=" << n << " gamma=" << hg << " dparams=" << want_params << " dx=" << want_dx) {
           const auto x = row_inputs<T>(rows, n, 5 + n);
           const auto dy = random_vec<T>(rows * n, -1, 1, 6 + n), gamma = random_vec<T>(n, 0.5, 1.5, 7);
-          std::vector<T> y(rows * n), mean(rows), rstd(rows);
+          std::vector<T> y(rows * n), mean(rows), lo(rows), rstd(rows);
           k::ref::layer_norm_forward(rows, n, x.data(), opt(hg, gamma), (const T*)nullptr, 1e-5, y.data(),
-                                     mean.data(), rstd.data());
+                                     mean.data(), lo.data(), rstd.data());
           std::vector<T> dx(rows * n + 1, T(-7)), dg(n, T(9)), db(n, T(9)), wdx(rows * n), wdg(n), wdb(n);
-          k::layer_norm_backward(rows, n, dy.data(), x.data(), mean.data(), rstd.data(), opt(hg, gamma),
+          k::layer_norm_backward(rows, n, dy.data(), x.data(), mean.data(), lo.data(), rstd.data(), opt(hg, gamma),
                                  opt(want_dx, dx), opt(want_params, dg), opt(want_params, db));
-          k::ref::layer_norm_backward(rows, n, dy.data(), x.data(), mean.data(), rstd.data(), opt(hg, gamma),
-                                      wdx.data(), wdg.data(), wdb.data());
+          k::ref::layer_norm_backward(rows, n, dy.data(), x.data(), mean.data(), lo.data(), rstd.data(),
+                                      opt(hg, gamma), wdx.data(), wdg.data(), wdb.data());
           if (want_dx) check_close(dx, wdx, rows * n, tol<T>(), tol<T>());
           else BOOST_TEST(dx[0] == T(-7));
           if (want_params) {
@@ -147,18 +160,18 @@ void test_group_norm() {
           for (int64_t i = 0; i < cs.C * cs.S; ++i) x[i] += T(50);  // sample 0 has a large mean
           const auto dy = random_vec<T>(total, -1, 1, 14 + cs.S);
           const auto gamma = random_vec<T>(cs.C, 0.5, 1.5, 15), beta = random_vec<T>(cs.C, -1, 1, 16);
-          std::vector<T> y(total), mean(rows), rstd(rows), wy(total), wm(rows), wr(rows);
+          std::vector<T> y(total), mean(rows), lo(rows), rstd(rows), wy(total), wm(rows), wl(rows), wr(rows);
           k::group_norm_forward(cs.N, cs.C, cs.S, cs.G, x.data(), opt(affine, gamma), opt(affine, beta), 1e-5,
-                                y.data(), mean.data(), rstd.data());
+                                y.data(), mean.data(), lo.data(), rstd.data());
           k::ref::group_norm_forward(cs.N, cs.C, cs.S, cs.G, x.data(), opt(affine, gamma), opt(affine, beta), 1e-5,
-                                     wy.data(), wm.data(), wr.data());
+                                     wy.data(), wm.data(), wl.data(), wr.data());
           check_close(y, wy, total, tol<T>(), tol<T>());
-          check_close(mean, wm, rows, tol<T>(), tol<T>());
+          check_mean(mean, lo, wm, wl, rows);
           check_close(rstd, wr, rows, tol<T>(), tol<T>());
           std::vector<T> dx(total), dg(cs.C), db(cs.C), wdx(total), wdg(cs.C), wdb(cs.C);
-          k::group_norm_backward(cs.N, cs.C, cs.S, cs.G, dy.data(), x.data(), wm.data(), wr.data(),
+          k::group_norm_backward(cs.N, cs.C, cs.S, cs.G, dy.data(), x.data(), wm.data(), wl.data(), wr.data(),
                                  opt(affine, gamma), dx.data(), opt(want_params, dg), opt(want_params, db));
-          k::ref::group_norm_backward(cs.N, cs.C, cs.S, cs.G, dy.data(), x.data(), wm.data(), wr.data(),
+          k::ref::group_norm_backward(cs.N, cs.C, cs.S, cs.G, dy.data(), x.data(), wm.data(), wl.data(), wr.data(),
                                       opt(affine, gamma), wdx.data(), wdg.data(), wdb.data());
           check_close(dx, wdx, total, tol<T>(), tol<T>());
           if (want_params) {
@@ -190,28 +203,30 @@ void test_batch_norm() {
           for (int64_t i = 0; i < total; i += 2) x[i] += T(30);  // a large mean, mixed with small values
           const auto dy = random_vec<T>(total, -1, 1, 18 + cs.C + cs.L);
           const auto gamma = random_vec<T>(C, 0.5, 1.5, 19), beta = random_vec<T>(C, -1, 1, 20);
-          std::vector<T> mean(C), var(C), wm(C), wv(C);
-          k::batch_norm_stats(cs.N, C, cs.L, x.data(), mean.data(), var.data());
-          k::ref::batch_norm_stats(cs.N, C, cs.L, x.data(), wm.data(), wv.data());
-          check_close(mean, wm, C, tol<T>(), tol<T>());
+          std::vector<T> mean(C), lo(C), var(C), wm(C), wl(C), wv(C);
+          k::batch_norm_stats(cs.N, C, cs.L, x.data(), mean.data(), lo.data(), var.data());
+          k::ref::batch_norm_stats(cs.N, C, cs.L, x.data(), wm.data(), wl.data(), wv.data());
+          check_mean(mean, lo, wm, wl, C);
           check_close(var, wv, C, tol<T>(), tol<T>());
-          // rstd as the functional layer makes it: from the batch (training) or stand-in running stats.
+          // Statistics as the functional layer passes them: the batch's (training, with mean_lo) or
+          // stand-in running statistics (eval, no mean_lo).
           std::vector<T> mu(C), rstd(C);
           for (int64_t c = 0; c < C; ++c) {
             mu[c] = training ? wm[c] : T(0.3 * c - 0.2);
             rstd[c] = static_cast<T>(k::ref::inv_std(training ? wv[c] : 0.5 + c, 1e-5));
           }
+          const T* mlo = training ? wl.data() : nullptr;
           std::vector<T> y(total + 1, T(-7)), wy(total);
-          k::batch_norm_normalize(cs.N, C, cs.L, x.data(), mu.data(), rstd.data(), opt(affine, gamma),
+          k::batch_norm_normalize(cs.N, C, cs.L, x.data(), mu.data(), mlo, rstd.data(), opt(affine, gamma),
                                   opt(affine, beta), y.data());
-          k::ref::batch_norm_normalize(cs.N, C, cs.L, x.data(), mu.data(), rstd.data(), opt(affine, gamma),
+          k::ref::batch_norm_normalize(cs.N, C, cs.L, x.data(), mu.data(), mlo, rstd.data(), opt(affine, gamma),
                                        opt(affine, beta), wy.data());
           check_close(y, wy, total, tol<T>(), tol<T>());
           BOOST_TEST(y[total] == T(-7));
           std::vector<T> dx(total + 1, T(-7)), dg(C), db(C), wdx(total), wdg(C), wdb(C);
-          k::batch_norm_backward(cs.N, C, cs.L, dy.data(), x.data(), mu.data(), rstd.data(), opt(affine, gamma),
-                                 training, dx.data(), opt(want_params, dg), opt(want_params, db));
-          k::ref::batch_norm_backward(cs.N, C, cs.L, dy.data(), x.data(), mu.data(), rstd.data(),
+          k::batch_norm_backward(cs.N, C, cs.L, dy.data(), x.data(), mu.data(), mlo, rstd.data(),
+                                 opt(affine, gamma), training, dx.data(), opt(want_params, dg), opt(want_params, db));
+          k::ref::batch_norm_backward(cs.N, C, cs.L, dy.data(), x.data(), mu.data(), mlo, rstd.data(),
                                       opt(affine, gamma), training, wdx.data(), wdg.data(), wdb.data());
           // dx sums m terms that cancel to O(1): its error scales with the row sums, not with dx.
           check_close(dx, wdx, total, tol<T>(), tol<T>() * (sizeof(T) == 4 ? 3 : 1));
@@ -240,13 +255,70 @@ BOOST_AUTO_TEST_CASE(group_norm_f64) { test_group_norm<double>(); }
 BOOST_AUTO_TEST_CASE(batch_norm_f32) { test_batch_norm<float>(); }
 BOOST_AUTO_TEST_CASE(batch_norm_f64) { test_batch_norm<double>(); }
 
+// Float32 data with a large mean (1e4 + randn, seed 003's rows, here also as batch columns): on
+// every target the kernels' statistics and outputs match float64 to 1e-5, which a mean rounded to
+// float32 (spacing ~1e-3 at 1e4) or E[x^2] - E[x]^2 could not give.
+BOOST_AUTO_TEST_CASE(large_mean_keeps_float32_precision) {
+  const int64_t R = 64, n = 257;
+  std::mt19937 gen(5);
+  std::normal_distribution<double> nd(0, 1);
+  std::vector<float> x(R * n), dy(R * n);
+  for (auto& v : x) v = static_cast<float>(1e4 + nd(gen));
+  for (auto& v : dy) v = static_cast<float>(nd(gen));
+  const std::vector<double> xd(x.begin(), x.end()), dyd(dy.begin(), dy.end());
+  for_each_target([&] {
+    // LayerNorm over rows of n, float32 vs the float64 reference on the same values.
+    std::vector<float> y(R * n), m(R), lo(R), r(R), dx(R * n);
+    std::vector<double> wy(R * n), wm(R), wl(R), wr(R), wdx(R * n);
+    k::layer_norm_forward(R, n, x.data(), nullptr, nullptr, 1e-5, y.data(), m.data(), lo.data(), r.data());
+    k::ref::layer_norm_forward<double>(R, n, xd.data(), nullptr, nullptr, 1e-5, wy.data(), wm.data(), wl.data(), wr.data());
+    check_close(y, wy, R * n, 1e-5, 1e-5);
+    check_close(r, wr, R, 1e-5, 0);
+    k::layer_norm_backward(R, n, dy.data(), x.data(), m.data(), lo.data(), r.data(), nullptr, dx.data(), nullptr,
+                           nullptr);
+    k::ref::layer_norm_backward<double>(R, n, dyd.data(), xd.data(), wm.data(), wl.data(), wr.data(), nullptr, wdx.data(),
+                                nullptr, nullptr);
+    check_close(dx, wdx, R * n, 1e-4, 1e-5);
+    // GroupNorm: 2 groups of channels of 257 positions.
+    std::vector<float> gm(R), glo(R), gr(R);
+    k::group_norm_forward(R / 2, 4, n / 2, 2, x.data(), nullptr, nullptr, 1e-5, y.data(), gm.data(), glo.data(),
+                          gr.data());
+    k::ref::group_norm_forward<double>(R / 2, 4, n / 2, 2, xd.data(), nullptr, nullptr, 1e-5, wy.data(), wm.data(),
+                               wl.data(), wr.data());
+    check_close(y, wy, (R / 2) * 4 * (n / 2), 1e-5, 1e-5);
+    // BatchNorm: (N, C) = (R, n) with L = 1 (Welford), and (R, 1, n) with L > 1.
+    for (auto [N, C, L] : {std::tuple<int64_t, int64_t, int64_t>{R, n, 1}, {R, 1, n}, {R / 2, 2, n}}) {
+      BOOST_TEST_CONTEXT("BatchNorm (" << N << ", " << C << ", " << L << ")") {
+        std::vector<float> bm(C), bl(C), bv(C), br(C), by(N * C * L), bdx(N * C * L);
+        std::vector<double> wbm(C), wbl(C), wbv(C), wbr(C), wby(N * C * L), wbdx(N * C * L);
+        k::batch_norm_stats(N, C, L, x.data(), bm.data(), bl.data(), bv.data());
+        k::ref::batch_norm_stats<double>(N, C, L, xd.data(), wbm.data(), wbl.data(), wbv.data());
+        check_close(bv, wbv, C, 1e-5, 0);
+        for (int64_t c = 0; c < C; ++c) {
+          br[c] = static_cast<float>(k::ref::inv_std(bv[c], 1e-5));
+          wbr[c] = k::ref::inv_std(wbv[c], 1e-5);
+        }
+        k::batch_norm_normalize(N, C, L, x.data(), bm.data(), bl.data(), br.data(), nullptr, nullptr, by.data());
+        k::ref::batch_norm_normalize<double>(N, C, L, xd.data(), wbm.data(), wbl.data(), wbr.data(), nullptr, nullptr,
+                                     wby.data());
+        check_close(by, wby, N * C * L, 1e-5, 1e-5);
+        k::batch_norm_backward(N, C, L, dy.data(), x.data(), bm.data(), bl.data(), br.data(), nullptr, true,
+                               bdx.data(), nullptr, nullptr);
+        k::ref::batch_norm_backward<double>(N, C, L, dyd.data(), xd.data(), wbm.data(), wbl.data(), wbr.data(), nullptr, true,
+                                    wbdx.data(), nullptr, nullptr);
+        check_close(bdx, wbdx, N * C * L, 1e-4, 1e-5);
+      }
+    }
+  });
+}
+
 // The reference itself against hand-computed numbers (seed 000's first row and seed 004), so the
 // kernels are not only checked against a reference that could share their mistake.
 BOOST_AUTO_TEST_CASE(reference_matches_hand_computation) {
   // x = [0.2, 0.1, 0.3]: mu = 0.2, var = 0.02/3, y = (x - mu) / sqrt(var + 1e-5).
   const double x[3] = {0.2, 0.1, 0.3};
   double y[3], mean, rstd;
-  k::ref::layer_norm_forward<double>(1, 3, x, nullptr, nullptr, 1e-5, y, &mean, &rstd);
+  k::ref::layer_norm_forward<double>(1, 3, x, nullptr, nullptr, 1e-5, y, &mean, nullptr, &rstd);
   const double r = 1 / std::sqrt(0.02 / 3 + 1e-5);
   const double want[3] = {0.0, -0.1 * r, 0.1 * r};
   check_close(y, want, 3, 1e-12, 1e-12);
@@ -255,7 +327,7 @@ BOOST_AUTO_TEST_CASE(reference_matches_hand_computation) {
   // BatchNorm (N, C) = (2, 1): values 1 and 3: mean 2, biased var 1.
   const double b[2] = {1, 3};
   double bm, bv;
-  k::ref::batch_norm_stats<double>(2, 1, 1, b, &bm, &bv);
+  k::ref::batch_norm_stats<double>(2, 1, 1, b, &bm, nullptr, &bv);
   BOOST_TEST(bm == 2.0);
   BOOST_TEST(bv == 1.0);
 }

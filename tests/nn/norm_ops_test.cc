@@ -261,6 +261,8 @@ BOOST_AUTO_TEST_CASE(group_norm_bad_input) {
               {"weight of shape [2] and input of shape [2, 6]"});
   check_error([&] { group_norm(zeros({2, 6}), 0); }, {"num_groups must be positive, got 0"});
   check_error([&] { group_norm(zeros({6}), 3); }, {"(N, C, *)", "[6]"});
+  check_error([&] { group_norm(zeros({2, 6}), 3, Tensor(), zeros({6}, DType::Float64)); }, {"bias", "float64"});
+  check_error([&] { group_norm(zeros({2, 6}), 3, Tensor(), Tensor(), -0.5); }, {"eps", "-0.5"});
 }
 
 // ---- RMSNorm ------------------------------------------------------------------------------------
