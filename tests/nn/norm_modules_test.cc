@@ -400,4 +400,27 @@ BOOST_AUTO_TEST_CASE(wrong_input_shapes_name_both_shapes) {
   check_error([&] { bn(zeros({8, 4}, DType::Float64)); }, {"float64", "float32"});
 }
 
+// set_momentum(nullopt) after reset_running_stats() turns the running statistics into the plain
+// average of the batches that follow (what precise BN relies on), and bad momenta are refused.
+BOOST_AUTO_TEST_CASE(batchnorm_set_momentum_cumulative_average) {
+  BatchNorm1d bn(2);
+  bn.train();
+  bn(tensor({1, 10, 3, 20}, {2, 2}));  // an EMA step with momentum 0.1
+  bn.reset_running_stats();
+  bn.set_momentum(std::nullopt);
+  BOOST_TEST(!bn.momentum().has_value());
+  // Batch means: (2, 15) then (6, 5); unbiased variances: (2, 50) then (8, 50).
+  bn(tensor({1, 10, 3, 20}, {2, 2}));
+  bn(tensor({4, 0, 8, 10}, {2, 2}));
+  check_tensor(bn.running_mean(), {4, 10});
+  check_tensor(bn.running_var(), {5, 50});
+  BOOST_TEST(bn.num_batches_tracked().item() == 2.0);
+  bn.set_momentum(0.25);
+  BOOST_TEST(*bn.momentum() == 0.25);
+  BOOST_CHECK_EXCEPTION(bn.set_momentum(1.5), Error, [](const Error& e) {
+    return std::string(e.what()).find("momentum must be in [0, 1]") != std::string::npos;
+  });
+  BOOST_TEST(*bn.momentum() == 0.25);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
