@@ -142,6 +142,34 @@ BOOST_AUTO_TEST_CASE(csv_dataset_trains) {
   BOOST_TEST(fs::exists(t.dir / "epochs.csv"));
 }
 
+BOOST_AUTO_TEST_CASE(a_diverging_run_is_recorded_and_the_sweep_goes_on) {
+  Tmp t;
+  BOOST_REQUIRE_EQUAL(run({"sweep", "--quick", "--quiet", "--over", "lr", "--lrs", "0.1,1e7", "--norms", "none",
+                           "--seeds", "0,1", "--warmup", "0", "--out", t.dir.string()}),
+                      0);
+  const std::string runs = slurp(t.dir / "runs.csv");
+  BOOST_TEST(lines(t.dir / "runs.csv") == 1u + 4u);
+  // Without a norm, every run with lr 1e7 diverged (diverged = 1 and a step), the lr 0.1 runs did
+  // not. (With LayerNorm the same lr gives a huge but finite loss: normalization bounds the hidden
+  // activations, so that run is not a divergence.)
+  std::istringstream in(runs);
+  std::string line;
+  std::getline(in, line);
+  int diverged = 0, fine = 0;
+  while (std::getline(in, line)) {
+    if (line.find(",10000000,") != std::string::npos) {
+      BOOST_TEST(line.find(",cosine,1,") != std::string::npos, line);
+      ++diverged;
+    } else {
+      BOOST_TEST(line.find(",cosine,0,-1,") != std::string::npos, line);
+      ++fine;
+    }
+  }
+  BOOST_TEST(diverged == 2);
+  BOOST_TEST(fine == 2);
+  BOOST_TEST(slurp(t.dir / "report.md").find("diverged run") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error_and_writes_nothing) {
   Tmp t;
   const std::string out = t.dir.string();
