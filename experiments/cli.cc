@@ -5,7 +5,9 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <algorithm>
 #include <filesystem>
+#include <thread>
 
 #include "data/split.h"
 #include "experiments/datasets.h"
@@ -34,7 +36,7 @@ struct Options {
   int64_t reference_batch = 128;
   std::string out;
   bool quiet = false, quick = false, full = false;
-  int threads = 0;
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int demo_steps = 300;
   int64_t sweep_train_limit = 0;  // study: the sweep trains on the first N training samples (0: all)
 };
@@ -75,7 +77,7 @@ void add_output_options(CLI::App* a, Options& o, const std::string& default_out)
   o.out = default_out;
   a->add_option("--out", o.out, "output folder");
   a->add_flag("--quiet", o.quiet, "no progress output");
-  a->add_option("--threads", o.threads, "worker threads (default: all cores)");
+  a->add_option("--threads", o.threads, "worker threads (default: all cores); results do not depend on it");
 }
 
 // The quick preset: a synthetic two-moons set and a small MLP, seconds per study.
@@ -118,7 +120,7 @@ void apply_full(Options& o, CLI::App* sub) {
 }
 
 void check_threads(const Options& o) {
-  if (o.threads < 0) throw Error("--threads must be at least 1, got " + std::to_string(o.threads));
+  if (o.threads < 1) throw Error("--threads must be at least 1, got " + std::to_string(o.threads));
 }
 
 StudyContext context(const Options& o, const Splits& s, int argc, char** argv, const fs::path& out) {

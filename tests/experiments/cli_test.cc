@@ -182,6 +182,7 @@ BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error_and_writes_nothing) {
   expect_error({"sweep", "--quick", "--batch-sizes", "1,2", "--out", out}, "BatchNorm needs more than one");
   expect_error({"sweep", "--quick", "--full", "--out", out}, "--quick and --full cannot be used together");
   expect_error({"train", "--quick", "--threads", "-1", "--out", out}, "--threads must be at least 1");
+  expect_error({"train", "--quick", "--threads", "0", "--out", out}, "--threads must be at least 1, got 0");
   expect_error({"train", "--dataset", "csv", "--csv", kFixtures + "does_not_exist.csv", "--label", "y", "--out", out},
                "does_not_exist.csv");
   expect_error({"train", "--dataset", "csv", "--csv", kFixtures + "iris_like.csv", "--out", out}, "--label");
