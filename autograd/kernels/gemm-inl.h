@@ -1,4 +1,23 @@
-// Matrix-multiply kernel, per-target Highway bodies (included once per target by gemm.cc).
+// Matrix-multiply kernel, per-target Highway bodies (included once per target by gemm.cc): a
+// packed, cache-blocked, register-tiled GEMM in the BLIS style, threaded with OpenMP.
+//
+// Loop nest (BLIS), for C (M, N) += op(A) (M, K) op(B) (K, N):
+//   jc: N in panels of NC columns      (a packed B panel, KC x NC, stays in L3)
+//     pc: K in blocks of KC             (the only loop that splits a dot product)
+//       pack B(pc:pc+KC, jc:jc+NC) into micro-panels of NR columns (zero-padded)
+//       ic: M in blocks of MC rows      (a packed A block, MC x KC, stays in L2)
+//         pack A(ic:ic+MC, pc:pc+KC) into micro-panels of MR rows (zero-padded)
+//         jr: NR columns at a time      (one B micro-panel, KC x NR, stays in L1)
+//           ir: MR rows at a time       -> micro-kernel: an MR x NR tile of C in registers
+// Packing is where op() happens: transposed operands are read in their stored layout and written
+// into the same packed layout, so no transpose is ever materialized.
+//
+// Determinism: each element of C is always computed as
+//   C = [C +] acc(pc = 0), then C = C + acc(pc = KC), ..., where acc(pc) is an FMA chain over
+//   p = pc .. pc+KC-1 in order, starting from 0.
+// KC and the micro-kernel are fixed per target and dtype; which thread computes which tile, the
+// padding, and whether an operand was packed change nothing in that sequence. So the result is
+// bitwise identical for any thread count (and any M/N partition).
 
 #if defined(NORMLAB_AUTOGRAD_KERNELS_GEMM_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef NORMLAB_AUTOGRAD_KERNELS_GEMM_INL_H_
@@ -7,73 +26,478 @@
 #define NORMLAB_AUTOGRAD_KERNELS_GEMM_INL_H_
 #endif
 
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+
 #include "autograd/kernels/gemm.h"
+#include "autograd/parallel.h"
+#include "hwy/aligned_allocator.h"
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 HWY_BEFORE_NAMESPACE();
 namespace normlab::autograd::kernels::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// c[j] += alpha * b[j] for j < n.
-template <typename T>
-HWY_INLINE void AxpyRow(int64_t n, T alpha, const T* HWY_RESTRICT b, T* HWY_RESTRICT c) {
-  const hn::ScalableTag<T> d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  const auto va = hn::Set(d, alpha);
-  int64_t j = 0;
-  for (; j + N <= n; j += N) hn::StoreU(hn::MulAdd(va, hn::LoadU(d, b + j), hn::LoadU(d, c + j)), d, c + j);
-  for (; j < n; ++j) c[j] += alpha * b[j];
-}
+// Register tile: MR rows x NR = 2 vectors. On AVX2 (16 registers): 12 accumulators + 2 B vectors
+// + 1 broadcast of A = 15 registers; 12 independent FMA chains cover 2 FMA ports x 4-5 cycles of
+// latency. Float: 6 x 16, double: 6 x 8; SSE4: 6 x 8 / 6 x 4; HWY_SCALAR: 6 x 2.
+constexpr size_t kMR = 6;
 
-// sum_p x[p] y[p], in a fixed order (lanes then tail).
+// Cache blocking. KC: a B micro-panel (KC x NR) fits in half of the 32 KiB L1d (float AVX2:
+// 256 x 16 x 4 B = 16 KiB). MC: an A block (MC x KC) takes about 144 KiB of the 512 KiB L2.
+// NC: a B panel (KC x NC) of 4 (float) to 8 MiB (double) in the 32 MiB L3. These are BLIS's
+// Zen values. KC must not depend on the thread count (it splits the dot products).
+constexpr size_t kKC = 256;
+
+// The K block actually used: K split into ceil(K / kKC) equal blocks (784 -> 4 x 196, not
+// 3 x 256 + 16, whose short last block would spend more on writing C than on FMAs). Depends on
+// K only, so the sequence of operations for each element of C is fixed.
+inline size_t BlockK(size_t K) {
+  const size_t blocks = (K + kKC - 1) / kKC;
+  return (K + blocks - 1) / blocks;
+}
 template <typename T>
-HWY_INLINE T Dot(int64_t k, const T* HWY_RESTRICT x, const T* HWY_RESTRICT y) {
-  const hn::ScalableTag<T> d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  auto a0 = hn::Zero(d), a1 = hn::Zero(d);
-  int64_t p = 0;
-  for (; p + 2 * N <= k; p += 2 * N) {
-    a0 = hn::MulAdd(hn::LoadU(d, x + p), hn::LoadU(d, y + p), a0);
-    a1 = hn::MulAdd(hn::LoadU(d, x + p + N), hn::LoadU(d, y + p + N), a1);
+constexpr size_t kMC = sizeof(T) == 4 ? 144 : 72;
+constexpr size_t kNC = 4080;
+
+// Problems with fewer multiply-adds than this run on one thread: below it, waking a second
+// thread costs more than it saves.
+constexpr double kParallelMacs = 96.0 * 96.0 * 96.0;
+// Below this many multiply-adds (or for thin outputs), A is read in place instead of packed,
+// and so is B when it is not transposed: for tiny matrices packing would cost more than the
+// arithmetic (a 32x32x32 product is about 1 us of FMAs).
+constexpr double kSmallMacs = 64.0 * 64.0 * 64.0;
+
+// Where the micro-kernel reads its operands: row r of A at a[r][p * a_step] (packed: a_step = MR,
+// in place: 1 for A (M, K), M for A stored (K, M)); B's NR columns at b + p * b_step.
+template <typename T>
+struct TileOperands {
+  const T* a[kMR];
+  size_t a_step;
+  const T* b;
+  size_t b_step;
+};
+
+// Adds (or stores, when !add) one row of the register tile into C.
+template <class D, class V, typename T = hn::TFromD<D>>
+HWY_INLINE void PutRow(D d, V v0, V v1, T* HWY_RESTRICT c, bool add) {
+  const size_t N = hn::Lanes(d);
+  if (add) {
+    v0 = hn::Add(hn::LoadU(d, c), v0);
+    v1 = hn::Add(hn::LoadU(d, c + N), v1);
   }
-  for (; p + N <= k; p += N) a0 = hn::MulAdd(hn::LoadU(d, x + p), hn::LoadU(d, y + p), a0);
-  HWY_ALIGN T lanes[hn::MaxLanes(d)];
-  hn::Store(hn::Add(a0, a1), d, lanes);
-  T acc = 0;
-  for (int64_t l = 0; l < N; ++l) acc += lanes[l];
-  for (; p < k; ++p) acc += x[p] * y[p];
-  return acc;
+  hn::StoreU(v0, d, c);
+  hn::StoreU(v1, d, c + N);
 }
 
+// The micro-kernel: acc (MR x NR) = sum_{p < kc} a(:, p) b(p, :) as FMA chains in registers,
+// then C[r, j] = (add ? C[r, j] : 0) + acc[r, j] for the valid mr x nr part of the tile.
+// kPackedA / kPackedB: the operand is packed (steps MR and NR known at compile time: one pointer,
+// fixed offsets) rather than read in place with run-time steps.
+template <bool kPackedA, bool kPackedB, class D, typename T = hn::TFromD<D>>
+HWY_INLINE void MicroKernel(D d, size_t kc, const TileOperands<T>& op, T* HWY_RESTRICT c, size_t ldc, size_t mr,
+                            size_t nr, bool add) {
+  const size_t N = hn::Lanes(d);
+  auto c00 = hn::Zero(d), c01 = hn::Zero(d), c10 = hn::Zero(d), c11 = hn::Zero(d);
+  auto c20 = hn::Zero(d), c21 = hn::Zero(d), c30 = hn::Zero(d), c31 = hn::Zero(d);
+  auto c40 = hn::Zero(d), c41 = hn::Zero(d), c50 = hn::Zero(d), c51 = hn::Zero(d);
+  // Start fetching the C tile now: with C larger than L2 its rows (N apart, often 4 KiB apart,
+  // one L1 set) come from L3, and waiting for them at the write-back costs ~10% at 1024x1024.
+  for (size_t r = 0; r < kMR; ++r) {
+    hwy::Prefetch(c + r * ldc);
+    hwy::Prefetch(c + r * ldc + 2 * N - 1);
+  }
+  const T* HWY_RESTRICT b = op.b;
+  const size_t b_step = kPackedB ? 2 * N : op.b_step;
+  // One step p: two vectors of B, each broadcast a(r, p) times both, into the 12 accumulators.
+#define NORMLAB_GEMM_STEP(A0, A1, A2, A3, A4, A5)  \
+  {                                                \
+    const auto b0 = hn::LoadU(d, b);               \
+    const auto b1 = hn::LoadU(d, b + N);           \
+    b += b_step;                                   \
+    auto av = hn::Set(d, A0);                      \
+    c00 = hn::MulAdd(av, b0, c00);                 \
+    c01 = hn::MulAdd(av, b1, c01);                 \
+    av = hn::Set(d, A1);                           \
+    c10 = hn::MulAdd(av, b0, c10);                 \
+    c11 = hn::MulAdd(av, b1, c11);                 \
+    av = hn::Set(d, A2);                           \
+    c20 = hn::MulAdd(av, b0, c20);                 \
+    c21 = hn::MulAdd(av, b1, c21);                 \
+    av = hn::Set(d, A3);                           \
+    c30 = hn::MulAdd(av, b0, c30);                 \
+    c31 = hn::MulAdd(av, b1, c31);                 \
+    av = hn::Set(d, A4);                           \
+    c40 = hn::MulAdd(av, b0, c40);                 \
+    c41 = hn::MulAdd(av, b1, c41);                 \
+    av = hn::Set(d, A5);                           \
+    c50 = hn::MulAdd(av, b0, c50);                 \
+    c51 = hn::MulAdd(av, b1, c51);                 \
+  }
+  if constexpr (kPackedA) {
+    // Not unrolled: GCC then keeps all 12 accumulators in registers (unrolled by hand, it
+    // reorders the broadcasts and spills); 4 loop µops next to 20 vector µops are cheap.
+    const T* HWY_RESTRICT a = op.a[0];  // a(r, p) = a[p * MR + r]
+    for (size_t p = 0; p < kc; ++p, a += kMR) NORMLAB_GEMM_STEP(a[0], a[1], a[2], a[3], a[4], a[5]);
+  } else {
+    const T* HWY_RESTRICT a0 = op.a[0];
+    const T* HWY_RESTRICT a1 = op.a[1];
+    const T* HWY_RESTRICT a2 = op.a[2];
+    const T* HWY_RESTRICT a3 = op.a[3];
+    const T* HWY_RESTRICT a4 = op.a[4];
+    const T* HWY_RESTRICT a5 = op.a[5];
+    const size_t a_step = op.a_step;
+    for (size_t p = 0, o = 0; p < kc; ++p, o += a_step) NORMLAB_GEMM_STEP(a0[o], a1[o], a2[o], a3[o], a4[o], a5[o]);
+  }
+#undef NORMLAB_GEMM_STEP
+  if (mr == kMR && nr == 2 * N) {
+    PutRow(d, c00, c01, c, add);
+    PutRow(d, c10, c11, c + ldc, add);
+    PutRow(d, c20, c21, c + 2 * ldc, add);
+    PutRow(d, c30, c31, c + 3 * ldc, add);
+    PutRow(d, c40, c41, c + 4 * ldc, add);
+    PutRow(d, c50, c51, c + 5 * ldc, add);
+    return;
+  }
+  // Edge tile: spill the registers and write back only the valid mr x nr part (same arithmetic).
+  HWY_ALIGN T tile[kMR * 2 * hn::MaxLanes(d)];
+  const size_t w = 2 * N;
+  hn::Store(c00, d, tile + 0 * w), hn::Store(c01, d, tile + 0 * w + N);
+  hn::Store(c10, d, tile + 1 * w), hn::Store(c11, d, tile + 1 * w + N);
+  hn::Store(c20, d, tile + 2 * w), hn::Store(c21, d, tile + 2 * w + N);
+  hn::Store(c30, d, tile + 3 * w), hn::Store(c31, d, tile + 3 * w + N);
+  hn::Store(c40, d, tile + 4 * w), hn::Store(c41, d, tile + 4 * w + N);
+  hn::Store(c50, d, tile + 5 * w), hn::Store(c51, d, tile + 5 * w + N);
+  for (size_t r = 0; r < mr; ++r)
+    for (size_t j = 0; j < nr; ++j) c[r * ldc + j] = add ? c[r * ldc + j] + tile[r * w + j] : tile[r * w + j];
+}
+
+// One matrix of the batch, with op() resolved into strides: a(i, p) = A[i * a_rs + p * a_cs],
+// b(p, j) = B[p * b_rs + j * b_cs].
 template <typename T>
-void Gemm(const GemmShape& s, const T* a, const T* b, T* c) {
-  for (int64_t q = 0; q < s.batch; ++q) {
-    const T* A = a + q * s.stride_a;
-    const T* B = b + q * s.stride_b;
-    T* C = c + q * s.stride_c;
-    const bool acc = s.accumulate || (s.stride_c == 0 && q > 0);
-    for (int64_t i = 0; i < s.m; ++i) {
-      T* crow = C + i * s.n;
-      if (!s.trans_b) {
-        // C[i, :] += A(i, p) B[p, :]: SIMD along the row of B
-        if (!acc) for (int64_t j = 0; j < s.n; ++j) crow[j] = 0;
-        for (int64_t p = 0; p < s.k; ++p)
-          AxpyRow(s.n, s.trans_a ? A[p * s.m + i] : A[i * s.k + p], B + p * s.n, crow);
-      } else if (!s.trans_a) {
-        // C[i, j] = A[i, :] . B[j, :]: SIMD dot products along K
-        for (int64_t j = 0; j < s.n; ++j) {
-          const T v = Dot(s.k, A + i * s.k, B + j * s.k);
-          crow[j] = acc ? crow[j] + v : v;
+struct Operands {
+  const T* A;
+  int64_t a_rs, a_cs;
+  const T* B;
+  int64_t b_rs, b_cs;
+  T* C;
+  int64_t ldc;
+};
+
+#if HWY_TARGET != HWY_SCALAR  // no interleaves with one lane
+// Whether TransposeSquare handles this vector type: L x L blocks for L = lanes in {2, 4, 8}
+// (float and double on SSE4 and AVX2), built from 128-bit-block interleaves and half swaps.
+template <class D>
+constexpr bool kCanTranspose = !HWY_HAVE_SCALABLE && hn::MaxLanes(D()) >= 2 && hn::MaxLanes(D()) <= 8 &&
+                               hn::MaxLanes(D()) * sizeof(hn::TFromD<D>) >= 16;
+
+// Interleaves the 64-bit halves of each 128-bit block: [a.lo b.lo] (Lo64) or [a.hi b.hi] (Hi64).
+template <class D, class V>
+HWY_INLINE V Lo64(D d, V a, V b) {
+  const hn::Repartition<uint64_t, D> d64;
+  return hn::BitCast(d, hn::InterleaveLower(d64, hn::BitCast(d64, a), hn::BitCast(d64, b)));
+}
+template <class D, class V>
+HWY_INLINE V Hi64(D d, V a, V b) {
+  const hn::Repartition<uint64_t, D> d64;
+  return hn::BitCast(d, hn::InterleaveUpper(d64, hn::BitCast(d64, a), hn::BitCast(d64, b)));
+}
+
+// Transposes the L x L block held in r[0 .. L) (row i = r[i]): afterwards r[q] = column q.
+template <class D, class V>
+HWY_INLINE void TransposeSquare(D d, V* HWY_RESTRICT r) {
+  constexpr size_t L = hn::MaxLanes(D());
+  constexpr size_t kBlock = 16 / sizeof(hn::TFromD<D>);  // lanes per 128-bit block
+  if constexpr (L == 2) {  // double, 128 bits
+    const V t0 = hn::InterleaveLower(d, r[0], r[1]), t1 = hn::InterleaveUpper(d, r[0], r[1]);
+    r[0] = t0, r[1] = t1;
+  } else if constexpr (L == 4 && kBlock == 4) {  // float, 128 bits
+    const V t0 = hn::InterleaveLower(d, r[0], r[1]), t1 = hn::InterleaveUpper(d, r[0], r[1]);
+    const V t2 = hn::InterleaveLower(d, r[2], r[3]), t3 = hn::InterleaveUpper(d, r[2], r[3]);
+    r[0] = Lo64(d, t0, t2), r[1] = Hi64(d, t0, t2), r[2] = Lo64(d, t1, t3), r[3] = Hi64(d, t1, t3);
+  } else if constexpr (L == 4 && kBlock == 2) {  // double, 256 bits
+    const V t0 = hn::InterleaveLower(d, r[0], r[1]), t1 = hn::InterleaveUpper(d, r[0], r[1]);
+    const V t2 = hn::InterleaveLower(d, r[2], r[3]), t3 = hn::InterleaveUpper(d, r[2], r[3]);
+    r[0] = hn::ConcatLowerLower(d, t2, t0), r[1] = hn::ConcatLowerLower(d, t3, t1);
+    r[2] = hn::ConcatUpperUpper(d, t2, t0), r[3] = hn::ConcatUpperUpper(d, t3, t1);
+  } else if constexpr (L == 8 && kBlock == 4) {  // float, 256 bits
+    V u[8];
+    for (size_t h = 0; h < 8; h += 4) {  // rows h .. h+3: 4x4 transposes within each 128-bit block
+      const V t0 = hn::InterleaveLower(d, r[h], r[h + 1]), t1 = hn::InterleaveUpper(d, r[h], r[h + 1]);
+      const V t2 = hn::InterleaveLower(d, r[h + 2], r[h + 3]), t3 = hn::InterleaveUpper(d, r[h + 2], r[h + 3]);
+      u[h] = Lo64(d, t0, t2), u[h + 1] = Hi64(d, t0, t2), u[h + 2] = Lo64(d, t1, t3), u[h + 3] = Hi64(d, t1, t3);
+    }
+    for (size_t q = 0; q < 4; ++q) {  // then swap the 128-bit halves across the two row groups
+      r[q] = hn::ConcatLowerLower(d, u[4 + q], u[q]);
+      r[q + 4] = hn::ConcatUpperUpper(d, u[4 + q], u[q]);
+    }
+  }
+}
+#endif  // HWY_TARGET != HWY_SCALAR
+
+// Packs a(i0 .. i0+mc, p0 .. p0+kc) into micro-panels of MR rows: out[(ir / MR) * MR * kc + p * MR + r]
+// = a(i0 + ir + r, p0 + p), rows past mc zero. Vector stores may write up to 2 * lanes elements
+// past the last panel: the buffer has that much slack.
+template <class D, typename T = hn::TFromD<D>>
+void PackA(D d, const Operands<T>& o, int64_t i0, size_t mc, int64_t p0, size_t kc, T* HWY_RESTRICT out) {
+  for (size_t ir = 0; ir < mc; ir += kMR, out += kMR * kc) {
+    const size_t mr = std::min(kMR, mc - ir);
+    const T* src = o.A + (i0 + static_cast<int64_t>(ir)) * o.a_rs + p0 * o.a_cs;
+    size_t p_done = 0;
+#if HWY_TARGET != HWY_SCALAR
+    if constexpr (kCanTranspose<D>) {
+      // Whole panels with vectors: each store writes L values at column p's slot, and the part
+      // past the MR values lands in column p + 1's slot, which the next store overwrites.
+      constexpr size_t L = hn::MaxLanes(D()), G = (kMR + L - 1) / L;  // G groups of L rows
+      using V = decltype(hn::Zero(d));
+      if (mr == kMR && o.a_cs == 1) {  // A (M, K): transpose L x L blocks of G row groups
+        for (; p_done + L <= kc; p_done += L) {
+          V r[G][L];
+          for (size_t g = 0; g < G; ++g) {
+            for (size_t i = 0; i < L; ++i) {
+              const size_t row = g * L + i;
+              r[g][i] = row < kMR ? hn::LoadU(d, src + static_cast<int64_t>(row) * o.a_rs + p_done) : hn::Zero(d);
+            }
+            TransposeSquare(d, r[g]);
+          }
+          for (size_t q = 0; q < L; ++q)
+            for (size_t g = 0; g < G; ++g) hn::StoreU(r[g][q], d, out + (p_done + q) * kMR + g * L);
         }
-      } else {
-        for (int64_t j = 0; j < s.n; ++j) {
-          T v = 0;
-          for (int64_t p = 0; p < s.k; ++p) v += A[p * s.m + i] * B[j * s.k + p];
-          crow[j] = acc ? crow[j] + v : v;
+      } else if (mr == kMR && o.a_rs == 1 && i0 + static_cast<int64_t>(ir + G * L) <= o.a_cs) {
+        // A stored (K, M): the MR values of column p are contiguous (G loads stay inside the row).
+        for (; p_done < kc; ++p_done)
+          for (size_t g = 0; g < G; ++g)
+            hn::StoreU(hn::LoadU(d, src + static_cast<int64_t>(p_done) * o.a_cs + g * L), d, out + p_done * kMR + g * L);
+      }
+    }
+#endif
+    if (o.a_rs == 1) {  // A stored (K, M)
+      for (size_t p = p_done; p < kc; ++p) {
+        const T* s = src + static_cast<int64_t>(p) * o.a_cs;
+        for (size_t r = 0; r < mr; ++r) out[p * kMR + r] = s[r];
+        for (size_t r = mr; r < kMR; ++r) out[p * kMR + r] = T(0);
+      }
+    } else {  // A (M, K): read each row along p
+      for (size_t r = 0; r < mr; ++r) {
+        const T* s = src + static_cast<int64_t>(r) * o.a_rs;
+        for (size_t p = p_done; p < kc; ++p) out[p * kMR + r] = s[static_cast<int64_t>(p) * o.a_cs];
+      }
+      for (size_t r = mr; r < kMR; ++r)
+        for (size_t p = p_done; p < kc; ++p) out[p * kMR + r] = T(0);
+    }
+  }
+}
+
+// Packs b(p0 .. p0+kc, j0 .. j0+nc) into micro-panels of nr_full columns:
+// out[(jr / NR) * NR * kc + p * NR + j] = b(p0 + p, j0 + jr + j), columns past nc zero.
+template <class D, typename T = hn::TFromD<D>>
+void PackB(D d, const Operands<T>& o, int64_t p0, size_t kc, int64_t j0, size_t nc, T* HWY_RESTRICT out) {
+  const size_t N = hn::Lanes(d), NR = 2 * N;
+  for (size_t jr = 0; jr < nc; jr += NR, out += NR * kc) {
+    const size_t nr = std::min(NR, nc - jr);
+    const T* src = o.B + p0 * o.b_rs + (j0 + static_cast<int64_t>(jr)) * o.b_cs;
+    if (o.b_cs == 1) {  // B (K, N): a row p of the panel is contiguous
+      for (size_t p = 0; p < kc; ++p) {
+        const T* s = src + static_cast<int64_t>(p) * o.b_rs;
+        T* dst = out + p * NR;
+        if (nr == NR) {
+          hn::Store(hn::LoadU(d, s), d, dst);
+          hn::Store(hn::LoadU(d, s + N), d, dst + N);
+        } else {
+          for (size_t j = 0; j < nr; ++j) dst[j] = s[j];
+          for (size_t j = nr; j < NR; ++j) dst[j] = T(0);
+        }
+      }
+    } else {  // B stored (N, K): read each stored row (a column j of b) along p
+      size_t p_done = 0;
+#if HWY_TARGET != HWY_SCALAR
+      if constexpr (kCanTranspose<D>) {
+        // Whole L x L blocks: L vector loads along p, one register transpose, L aligned stores
+        // of the panel's rows (about 5x faster than moving one element at a time).
+        constexpr size_t L = hn::MaxLanes(D());
+        using V = decltype(hn::Zero(d));
+        if (nr == NR && o.b_rs == 1) {
+          for (; p_done + L <= kc; p_done += L)
+            for (size_t h = 0; h < NR; h += L) {
+              V r[L];
+              for (size_t i = 0; i < L; ++i) r[i] = hn::LoadU(d, src + static_cast<int64_t>(h + i) * o.b_cs + p_done);
+              TransposeSquare(d, r);
+              for (size_t q = 0; q < L; ++q) hn::Store(r[q], d, out + (p_done + q) * NR + h);
+            }
+        }
+      }
+#endif
+      for (size_t j = 0; j < nr; ++j) {
+        const T* s = src + static_cast<int64_t>(j) * o.b_cs;
+        for (size_t p = p_done; p < kc; ++p) out[p * NR + j] = s[static_cast<int64_t>(p) * o.b_rs];
+      }
+      for (size_t j = nr; j < NR; ++j)
+        for (size_t p = p_done; p < kc; ++p) out[p * NR + j] = T(0);
+    }
+  }
+}
+
+// Packing buffers, one pair per thread and dtype, grown on demand and kept: no allocation in
+// the steady state, none inside the loops.
+template <typename T>
+struct PackBuffers {
+  hwy::AlignedFreeUniquePtr<T[]> a, b;
+  size_t a_size = 0, b_size = 0;
+  T* get_a(size_t n) { return grow(a, a_size, n); }
+  T* get_b(size_t n) { return grow(b, b_size, n); }
+
+ private:
+  static T* grow(hwy::AlignedFreeUniquePtr<T[]>& p, size_t& size, size_t n) {
+    if (n > size) {
+      p = hwy::AllocateAligned<T>(n);
+      size = n;
+    }
+    return p.get();
+  }
+};
+
+template <typename T>
+PackBuffers<T>& ThreadBuffers() {
+  static thread_local PackBuffers<T> buffers;
+  return buffers;
+}
+
+// What one thread computes: C[i0:i1, j0:j1] of the batch items q0 .. q1-1, in batch order.
+struct Region {
+  int64_t q0, q1, i0, i1, j0, j1;
+};
+
+// Computes a region of C through the BLIS loop nest above. pack_a / pack_b: pack the operand
+// (else the micro-kernel reads it in place; B only in place when its rows are contiguous).
+template <typename T>
+HWY_NOINLINE void GemmRegion(const GemmShape& s, const T* a, const T* b, T* c, const Region& g, bool pack_a,
+                             bool pack_b) {
+  const hn::ScalableTag<T> d;
+  const size_t N = hn::Lanes(d), NR = 2 * N;
+  const size_t MC = kMC<T>, NC = std::max(NR, kNC / NR * NR);
+  const size_t K = static_cast<size_t>(s.k);
+  const size_t KC = BlockK(K);
+  PackBuffers<T>& buf = ThreadBuffers<T>();
+  const size_t width = static_cast<size_t>(g.j1 - g.j0);
+  T* bp = nullptr;
+  T* ap = nullptr;
+  if (pack_b) bp = buf.get_b(KC * ((std::min(NC, width) + NR - 1) / NR * NR));
+  else bp = buf.get_b(KC * NR);  // only the ragged last column panel
+  if (pack_a) ap = buf.get_a(KC * MC + 2 * N);  // + the slack of PackA
+
+  for (int64_t q = g.q0; q < g.q1; ++q) {
+    Operands<T> o;
+    o.A = a + q * s.stride_a;
+    o.B = b + q * s.stride_b;
+    o.C = c + q * s.stride_c;
+    o.ldc = s.n;
+    o.a_rs = s.trans_a ? 1 : s.k, o.a_cs = s.trans_a ? s.m : 1;
+    o.b_rs = s.trans_b ? 1 : s.n, o.b_cs = s.trans_b ? s.k : 1;
+    const bool add_batch = s.accumulate || (s.stride_c == 0 && q > 0);
+    for (int64_t jc = g.j0; jc < g.j1; jc += static_cast<int64_t>(NC)) {
+      const size_t nc = std::min<size_t>(NC, static_cast<size_t>(g.j1 - jc));
+      for (size_t pc = 0; pc < K; pc += KC) {
+        const size_t kc = std::min(KC, K - pc);
+        const bool add = add_batch || pc > 0;
+        const size_t full = nc / NR * NR;  // columns covered by whole NR panels
+        if (pack_b) PackB(d, o, pc, kc, jc, nc, bp);
+        else if (full < nc) PackB(d, o, pc, kc, jc + static_cast<int64_t>(full), nc - full, bp);
+        for (int64_t ic = g.i0; ic < g.i1; ic += static_cast<int64_t>(MC)) {
+          const size_t mc = std::min<size_t>(MC, static_cast<size_t>(g.i1 - ic));
+          if (pack_a) PackA(d, o, ic, mc, pc, kc, ap);
+          for (size_t jr = 0; jr < nc; jr += NR) {
+            const size_t nr = std::min(NR, nc - jr);
+            TileOperands<T> t;
+            if (pack_b) {
+              t.b = bp + jr * kc, t.b_step = NR;
+            } else if (nr == NR) {
+              t.b = o.B + static_cast<int64_t>(pc) * o.b_rs + jc + static_cast<int64_t>(jr), t.b_step = o.b_rs;
+            } else {
+              t.b = bp, t.b_step = NR;
+            }
+            for (size_t ir = 0; ir < mc; ir += kMR) {
+              const size_t mr = std::min(kMR, mc - ir);
+              if (pack_a) {
+                for (size_t r = 0; r < kMR; ++r) t.a[r] = ap + ir * kc + r;
+                t.a_step = kMR;
+              } else {
+                // Rows past mr repeat the last valid row; their results are not written back.
+                for (size_t r = 0; r < kMR; ++r)
+                  t.a[r] = o.A + (ic + static_cast<int64_t>(ir + std::min(r, mr - 1))) * o.a_rs +
+                           static_cast<int64_t>(pc) * o.a_cs;
+                t.a_step = static_cast<size_t>(o.a_cs);
+              }
+              T* ct = o.C + (ic + static_cast<int64_t>(ir)) * o.ldc + jc + static_cast<int64_t>(jr);
+              const size_t ldc = static_cast<size_t>(o.ldc);
+              const bool packed_b = t.b_step == NR;  // packed panel (or packed ragged edge)
+              if (pack_a) {
+                if (packed_b) MicroKernel<true, true>(d, kc, t, ct, ldc, mr, nr, add);
+                else MicroKernel<true, false>(d, kc, t, ct, ldc, mr, nr, add);
+              } else {
+                if (packed_b) MicroKernel<false, true>(d, kc, t, ct, ldc, mr, nr, add);
+                else MicroKernel<false, false>(d, kc, t, ct, ldc, mr, nr, add);
+              }
+            }
+          }
         }
       }
     }
   }
+}
+
+// C = 0 (or untouched when accumulating) for K = 0: every sum is empty.
+template <typename T>
+void GemmEmptyK(const GemmShape& s, T* c) {
+  if (s.accumulate) return;
+  const int64_t items = s.stride_c == 0 ? 1 : s.batch;
+  for (int64_t q = 0; q < items; ++q) std::fill(c + q * s.stride_c, c + q * s.stride_c + s.m * s.n, T(0));
+}
+
+template <typename T>
+void Gemm(const GemmShape& s, const T* a, const T* b, T* c) {
+  if (s.m <= 0 || s.n <= 0 || s.batch <= 0) return;
+  if (s.k <= 0) return GemmEmptyK(s, c);
+  const hn::ScalableTag<T> d;
+  const int64_t NR = static_cast<int64_t>(2 * hn::Lanes(d)), MR = static_cast<int64_t>(kMR);
+  const double macs = static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+  const bool small = macs < kSmallMacs || s.n <= NR;
+  const bool pack_a = !small;
+  const bool pack_b = !small || s.trans_b;
+
+  int threads = macs * static_cast<double>(s.batch) >= kParallelMacs ? num_threads() : 1;
+  const int64_t tiles_m = (s.m + MR - 1) / MR, tiles_n = (s.n + NR - 1) / NR;
+  // Batch items go to different threads when their C blocks are disjoint; otherwise C is split
+  // by NR-column panels (when there are enough of them) or by MR-row blocks.
+  const bool split_batch = s.batch >= threads && s.stride_c >= s.m * s.n;
+  const bool split_n = tiles_n >= 4 * threads || tiles_n >= tiles_m;
+  threads = static_cast<int>(std::min<int64_t>(
+      threads, split_batch ? s.batch : split_n ? tiles_n : tiles_m));
+  if (threads <= 1) return GemmRegion(s, a, b, c, Region{0, s.batch, 0, s.m, 0, s.n}, pack_a, pack_b);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads)
+  {
+    // The partition may use fewer threads than asked (OpenMP may give fewer); results do not
+    // depend on it (see the top of this file).
+    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    Region g{0, s.batch, 0, s.m, 0, s.n};
+    if (split_batch) {
+      g.q0 = s.batch * t / nt, g.q1 = s.batch * (t + 1) / nt;
+    } else if (split_n) {
+      g.j0 = std::min(s.n, tiles_n * t / nt * NR), g.j1 = std::min(s.n, tiles_n * (t + 1) / nt * NR);
+    } else {
+      g.i0 = std::min(s.m, tiles_m * t / nt * MR), g.i1 = std::min(s.m, tiles_m * (t + 1) / nt * MR);
+    }
+    if (g.q0 < g.q1 && g.i0 < g.i1 && g.j0 < g.j1) GemmRegion(s, a, b, c, g, pack_a, pack_b);
+  }
+#else
+  GemmRegion(s, a, b, c, Region{0, s.batch, 0, s.m, 0, s.n}, pack_a, pack_b);
+#endif
 }
 
 }  // namespace normlab::autograd::kernels::HWY_NAMESPACE
