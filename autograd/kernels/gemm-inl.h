@@ -67,13 +67,8 @@ constexpr size_t kMC = sizeof(T) == 4 ? 144 : 72;
 constexpr size_t kNC = 4080;
 
 // Problems with fewer multiply-adds than this run on one thread: below it, waking a second
-// thread costs more than it saves.
-constexpr double kParallelMacs = 96.0 * 96.0 * 96.0;
-// Below this many multiply-adds (or for thin outputs), A is read in place instead of packed,
-// and so is B when it is not transposed: for tiny matrices packing would cost more than the
-// arithmetic (a 32x32x32 product is about 1 us of FMAs).
-constexpr double kSmallMacs = 64.0 * 64.0 * 64.0;
-
+// thread costs about what it saves (64^3: 7.5 us on one thread, 5.9 us on two).
+constexpr double kParallelMacs = 64.0 * 64.0 * 64.0;
 // Where the micro-kernel reads its operands: row r of A at a[r][p * a_step] (packed: a_step = MR,
 // in place: 1 for A (M, K), M for A stored (K, M)); B's NR columns at b + p * b_step.
 template <typename T>
@@ -368,30 +363,15 @@ PackBuffers<T>& ThreadBuffers() {
   return buffers;
 }
 
-// What one thread computes: C[i0:i1, j0:j1] of the batch items q0 .. q1-1, in batch order.
-struct Region {
-  int64_t q0, q1, i0, i1, j0, j1;
-};
-
-// Computes a region of C through the BLIS loop nest above. pack_a / pack_b: pack the operand
-// (else the micro-kernel reads it in place; B only in place when its rows are contiguous).
+// The loop bounds shared by the serial and the parallel drivers.
 template <typename T>
-HWY_NOINLINE void GemmRegion(const GemmShape& s, const T* a, const T* b, T* c, const Region& g, bool pack_a,
-                             bool pack_b) {
-  const hn::ScalableTag<T> d;
-  const size_t N = hn::Lanes(d), NR = 2 * N;
-  const size_t MC = kMC<T>, NC = std::max(NR, kNC / NR * NR);
-  const size_t K = static_cast<size_t>(s.k);
-  const size_t KC = BlockK(K);
-  PackBuffers<T>& buf = ThreadBuffers<T>();
-  const size_t width = static_cast<size_t>(g.j1 - g.j0);
-  T* bp = nullptr;
-  T* ap = nullptr;
-  if (pack_b) bp = buf.get_b(KC * ((std::min(NC, width) + NR - 1) / NR * NR));
-  else bp = buf.get_b(KC * NR);  // only the ragged last column panel
-  if (pack_a) ap = buf.get_a(KC * MC + 2 * N);  // + the slack of PackA
+struct Plan {
+  size_t NR, MC, NC, KC, K;
+  bool pack_a, pack_b;  // pack the operand, else the micro-kernel reads it in place (B only
+                        // when its rows are contiguous)
 
-  for (int64_t q = g.q0; q < g.q1; ++q) {
+  // op(A), op(B) and C of batch item q, with op() resolved into strides.
+  Operands<T> operands(const GemmShape& s, const T* a, const T* b, T* c, int64_t q) const {
     Operands<T> o;
     o.A = a + q * s.stride_a;
     o.B = b + q * s.stride_b;
@@ -399,57 +379,135 @@ HWY_NOINLINE void GemmRegion(const GemmShape& s, const T* a, const T* b, T* c, c
     o.ldc = s.n;
     o.a_rs = s.trans_a ? 1 : s.k, o.a_cs = s.trans_a ? s.m : 1;
     o.b_rs = s.trans_b ? 1 : s.n, o.b_cs = s.trans_b ? s.k : 1;
+    return o;
+  }
+  // Elements of the packed-B buffer for a panel nc columns wide (only the ragged last NR
+  // columns when B is read in place).
+  size_t b_size(size_t nc) const { return KC * (pack_b ? (nc + NR - 1) / NR * NR : NR); }
+  size_t a_size() const { return KC * MC + NR; }  // + the slack of PackA's vector stores
+  // The NR-column panels of b(pc.., jc .. jc+nc) that PackPanels packs: all of them, or only
+  // the ragged last one when B is read in place.
+  size_t first_panel(size_t nc) const { return pack_b ? 0 : nc / NR; }
+  size_t panels(size_t nc) const { return (nc + NR - 1) / NR; }
+};
+
+// Packs B panels first .. last-1 of b(pc .. pc+kc, jc .. jc+nc) (see Plan::first_panel).
+template <class D, typename T = hn::TFromD<D>>
+void PackPanels(D d, const Plan<T>& pl, const Operands<T>& o, size_t pc, size_t kc, int64_t jc, size_t nc,
+                size_t first, size_t last, T* bp) {
+  for (size_t i = first; i < last; ++i) {
+    const size_t j = i * pl.NR;
+    T* out = pl.pack_b ? bp + j * kc : bp;
+    PackB(d, o, static_cast<int64_t>(pc), kc, jc + static_cast<int64_t>(j), std::min(pl.NR, nc - j), out);
+  }
+}
+
+// C[ic .. ic+mc, jc .. jc+nc] (+)= a(ic.., pc .. pc+kc) b(pc.., jc..): packs the A block (into
+// ap, when packing A) and runs the micro-kernel over its tiles, B panel by B panel.
+template <class D, typename T = hn::TFromD<D>>
+void MacroKernel(D d, const Plan<T>& pl, const Operands<T>& o, int64_t ic, size_t mc, int64_t jc, size_t nc,
+                 size_t pc, size_t kc, bool add, T* ap, const T* bp) {
+  const size_t NR = pl.NR;
+  if (pl.pack_a) PackA(d, o, ic, mc, static_cast<int64_t>(pc), kc, ap);
+  const size_t ldc = static_cast<size_t>(o.ldc);
+  for (size_t jr = 0; jr < nc; jr += NR) {
+    const size_t nr = std::min(NR, nc - jr);
+    TileOperands<T> t;
+    if (pl.pack_b) {
+      t.b = bp + jr * kc, t.b_step = NR;
+    } else if (nr == NR) {
+      t.b = o.B + static_cast<int64_t>(pc) * o.b_rs + jc + static_cast<int64_t>(jr), t.b_step = o.b_rs;
+    } else {
+      t.b = bp, t.b_step = NR;
+    }
+    const bool packed_b = t.b_step == NR;  // a packed panel (or the packed ragged edge)
+    for (size_t ir = 0; ir < mc; ir += kMR) {
+      const size_t mr = std::min(kMR, mc - ir);
+      if (pl.pack_a) {
+        for (size_t r = 0; r < kMR; ++r) t.a[r] = ap + ir * kc + r;
+        t.a_step = kMR;
+      } else {
+        // Rows past mr repeat the last valid row; their results are not written back.
+        for (size_t r = 0; r < kMR; ++r)
+          t.a[r] = o.A + (ic + static_cast<int64_t>(ir + std::min(r, mr - 1))) * o.a_rs +
+                   static_cast<int64_t>(pc) * o.a_cs;
+        t.a_step = static_cast<size_t>(o.a_cs);
+      }
+      T* ct = o.C + (ic + static_cast<int64_t>(ir)) * o.ldc + jc + static_cast<int64_t>(jr);
+      if (pl.pack_a) {
+        if (packed_b) MicroKernel<true, true>(d, kc, t, ct, ldc, mr, nr, add);
+        else MicroKernel<true, false>(d, kc, t, ct, ldc, mr, nr, add);
+      } else {
+        if (packed_b) MicroKernel<false, true>(d, kc, t, ct, ldc, mr, nr, add);
+        else MicroKernel<false, false>(d, kc, t, ct, ldc, mr, nr, add);
+      }
+    }
+  }
+}
+
+// One thread computes C[i0:i1, j0:j1] of batch items q0 .. q1-1 (in batch order) through the
+// BLIS loop nest at the top of this file.
+template <typename T>
+HWY_NOINLINE void GemmRegion(const GemmShape& s, const Plan<T>& pl, const T* a, const T* b, T* c, int64_t q0,
+                             int64_t q1, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  const hn::ScalableTag<T> d;
+  PackBuffers<T>& buf = ThreadBuffers<T>();
+  T* bp = buf.get_b(pl.b_size(std::min(pl.NC, static_cast<size_t>(j1 - j0))));
+  T* ap = pl.pack_a ? buf.get_a(pl.a_size()) : nullptr;
+  for (int64_t q = q0; q < q1; ++q) {
+    const Operands<T> o = pl.operands(s, a, b, c, q);
     const bool add_batch = s.accumulate || (s.stride_c == 0 && q > 0);
-    for (int64_t jc = g.j0; jc < g.j1; jc += static_cast<int64_t>(NC)) {
-      const size_t nc = std::min<size_t>(NC, static_cast<size_t>(g.j1 - jc));
-      for (size_t pc = 0; pc < K; pc += KC) {
-        const size_t kc = std::min(KC, K - pc);
-        const bool add = add_batch || pc > 0;
-        const size_t full = nc / NR * NR;  // columns covered by whole NR panels
-        if (pack_b) PackB(d, o, pc, kc, jc, nc, bp);
-        else if (full < nc) PackB(d, o, pc, kc, jc + static_cast<int64_t>(full), nc - full, bp);
-        for (int64_t ic = g.i0; ic < g.i1; ic += static_cast<int64_t>(MC)) {
-          const size_t mc = std::min<size_t>(MC, static_cast<size_t>(g.i1 - ic));
-          if (pack_a) PackA(d, o, ic, mc, pc, kc, ap);
-          for (size_t jr = 0; jr < nc; jr += NR) {
-            const size_t nr = std::min(NR, nc - jr);
-            TileOperands<T> t;
-            if (pack_b) {
-              t.b = bp + jr * kc, t.b_step = NR;
-            } else if (nr == NR) {
-              t.b = o.B + static_cast<int64_t>(pc) * o.b_rs + jc + static_cast<int64_t>(jr), t.b_step = o.b_rs;
-            } else {
-              t.b = bp, t.b_step = NR;
-            }
-            for (size_t ir = 0; ir < mc; ir += kMR) {
-              const size_t mr = std::min(kMR, mc - ir);
-              if (pack_a) {
-                for (size_t r = 0; r < kMR; ++r) t.a[r] = ap + ir * kc + r;
-                t.a_step = kMR;
-              } else {
-                // Rows past mr repeat the last valid row; their results are not written back.
-                for (size_t r = 0; r < kMR; ++r)
-                  t.a[r] = o.A + (ic + static_cast<int64_t>(ir + std::min(r, mr - 1))) * o.a_rs +
-                           static_cast<int64_t>(pc) * o.a_cs;
-                t.a_step = static_cast<size_t>(o.a_cs);
-              }
-              T* ct = o.C + (ic + static_cast<int64_t>(ir)) * o.ldc + jc + static_cast<int64_t>(jr);
-              const size_t ldc = static_cast<size_t>(o.ldc);
-              const bool packed_b = t.b_step == NR;  // packed panel (or packed ragged edge)
-              if (pack_a) {
-                if (packed_b) MicroKernel<true, true>(d, kc, t, ct, ldc, mr, nr, add);
-                else MicroKernel<true, false>(d, kc, t, ct, ldc, mr, nr, add);
-              } else {
-                if (packed_b) MicroKernel<false, true>(d, kc, t, ct, ldc, mr, nr, add);
-                else MicroKernel<false, false>(d, kc, t, ct, ldc, mr, nr, add);
-              }
-            }
-          }
+    for (int64_t jc = j0; jc < j1; jc += static_cast<int64_t>(pl.NC)) {
+      const size_t nc = std::min<size_t>(pl.NC, static_cast<size_t>(j1 - jc));
+      for (size_t pc = 0; pc < pl.K; pc += pl.KC) {
+        const size_t kc = std::min(pl.KC, pl.K - pc);
+        PackPanels(d, pl, o, pc, kc, jc, nc, pl.first_panel(nc), pl.panels(nc), bp);
+        for (int64_t ic = i0; ic < i1; ic += static_cast<int64_t>(pl.MC)) {
+          const size_t mc = std::min<size_t>(pl.MC, static_cast<size_t>(i1 - ic));
+          MacroKernel(d, pl, o, ic, mc, jc, nc, pc, kc, add_batch || pc > 0, ap, bp);
         }
       }
     }
   }
 }
+
+#ifdef _OPENMP
+// The threads share each packed B panel (packed by all of them, then a barrier) and take the
+// A blocks (MC rows) of C dynamically, one at a time: a thread slowed down by another process
+// on its core does less of the work instead of holding everyone up.
+template <typename T>
+HWY_NOINLINE void GemmSharedB(const GemmShape& s, const Plan<T>& pl, const T* a, const T* b, T* c, int threads) {
+  const hn::ScalableTag<T> d;
+  T* bp = ThreadBuffers<T>().get_b(pl.b_size(std::min(pl.NC, static_cast<size_t>(s.n))));
+  const int64_t blocks = (s.m + static_cast<int64_t>(pl.MC) - 1) / static_cast<int64_t>(pl.MC);
+#pragma omp parallel num_threads(threads)
+  {
+    T* ap = pl.pack_a ? ThreadBuffers<T>().get_a(pl.a_size()) : nullptr;
+    for (int64_t q = 0; q < s.batch; ++q) {
+      const Operands<T> o = pl.operands(s, a, b, c, q);
+      const bool add_batch = s.accumulate || (s.stride_c == 0 && q > 0);
+      for (int64_t jc = 0; jc < s.n; jc += static_cast<int64_t>(pl.NC)) {
+        const size_t nc = std::min<size_t>(pl.NC, static_cast<size_t>(s.n - jc));
+        for (size_t pc = 0; pc < pl.K; pc += pl.KC) {
+          const size_t kc = std::min(pl.KC, pl.K - pc);
+          const int64_t first = static_cast<int64_t>(pl.first_panel(nc)), last = static_cast<int64_t>(pl.panels(nc));
+#pragma omp for schedule(static)
+          for (int64_t i = first; i < last; ++i)
+            PackPanels(d, pl, o, pc, kc, jc, nc, static_cast<size_t>(i), static_cast<size_t>(i + 1), bp);
+          // (implicit barrier: the panel is complete)
+#pragma omp for schedule(dynamic, 1)
+          for (int64_t blk = 0; blk < blocks; ++blk) {
+            const int64_t ic = blk * static_cast<int64_t>(pl.MC);
+            const size_t mc = std::min<size_t>(pl.MC, static_cast<size_t>(s.m - ic));
+            MacroKernel(d, pl, o, ic, mc, jc, nc, pc, kc, add_batch || pc > 0, ap, bp);
+          }
+          // (implicit barrier: nobody still reads the panel when it is repacked)
+        }
+      }
+    }
+  }
+}
+#endif
 
 // C = 0 (or untouched when accumulating) for K = 0: every sum is empty.
 template <typename T>
@@ -464,39 +522,51 @@ void Gemm(const GemmShape& s, const T* a, const T* b, T* c) {
   if (s.m <= 0 || s.n <= 0 || s.batch <= 0) return;
   if (s.k <= 0) return GemmEmptyK(s, c);
   const hn::ScalableTag<T> d;
-  const int64_t NR = static_cast<int64_t>(2 * hn::Lanes(d)), MR = static_cast<int64_t>(kMR);
+  Plan<T> pl;
+  pl.NR = 2 * hn::Lanes(d);
+  pl.MC = kMC<T>;
+  pl.NC = std::max(pl.NR, kNC / pl.NR * pl.NR);
+  pl.K = static_cast<size_t>(s.k);
+  pl.KC = BlockK(pl.K);
   const double macs = static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
-  const bool small = macs < kSmallMacs || s.n <= NR;
-  const bool pack_a = !small;
-  const bool pack_b = !small || s.trans_b;
+  // Packing pays when the operand is reused from a layout the micro-kernel reads badly
+  // (measured on AVX2 float, single thread, 32..2048):
+  // - A (M, K) is read in place (6 row streams) unless its rows are 4 KiB or more apart, where
+  //   the 6 rows of a tile fall into the same L1 sets (K >= 1024 floats: packed is 3% faster,
+  //   below it reading in place is 2-20% faster: no packing pass).
+  // - A stored (K, M) is packed unless M is small (then each tile reads one line per p).
+  // - B is packed when transposed (the micro-kernel needs rows of B), and otherwise unless M is
+  //   small (a few tiles per panel do not repay the packing; at large N the panel's rows, N
+  //   apart, would thrash L1).
+  pl.pack_a = s.trans_a ? s.m > 4 * static_cast<int64_t>(kMR) : s.k * static_cast<int64_t>(sizeof(T)) >= 4096;
+  pl.pack_b = s.trans_b || s.m > 2 * static_cast<int64_t>(kMR);
 
-  int threads = macs * static_cast<double>(s.batch) >= kParallelMacs ? num_threads() : 1;
+  const int threads = macs * static_cast<double>(s.batch) >= kParallelMacs ? num_threads() : 1;
+  const int64_t MR = static_cast<int64_t>(kMR), NR = static_cast<int64_t>(pl.NR);
   const int64_t tiles_m = (s.m + MR - 1) / MR, tiles_n = (s.n + NR - 1) / NR;
-  // Batch items go to different threads when their C blocks are disjoint; otherwise C is split
-  // by NR-column panels (when there are enough of them) or by MR-row blocks.
-  const bool split_batch = s.batch >= threads && s.stride_c >= s.m * s.n;
-  const bool split_n = tiles_n >= 4 * threads || tiles_n >= tiles_m;
-  threads = static_cast<int>(std::min<int64_t>(
-      threads, split_batch ? s.batch : split_n ? tiles_n : tiles_m));
-  if (threads <= 1) return GemmRegion(s, a, b, c, Region{0, s.batch, 0, s.m, 0, s.n}, pack_a, pack_b);
+  if (threads <= 1) return GemmRegion(s, pl, a, b, c, 0, s.batch, 0, s.m, 0, s.n);
 #ifdef _OPENMP
-#pragma omp parallel num_threads(threads)
-  {
-    // The partition may use fewer threads than asked (OpenMP may give fewer); results do not
-    // depend on it (see the top of this file).
-    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-    Region g{0, s.batch, 0, s.m, 0, s.n};
-    if (split_batch) {
-      g.q0 = s.batch * t / nt, g.q1 = s.batch * (t + 1) / nt;
-    } else if (split_n) {
-      g.j0 = std::min(s.n, tiles_n * t / nt * NR), g.j1 = std::min(s.n, tiles_n * (t + 1) / nt * NR);
-    } else {
-      g.i0 = std::min(s.m, tiles_m * t / nt * MR), g.i1 = std::min(s.m, tiles_m * (t + 1) / nt * MR);
+  // Which thread computes which tile never changes a result (see the top of this file).
+  if (s.batch >= threads && s.stride_c >= s.m * s.n) {
+    // Disjoint C blocks: whole batch items per thread, taken dynamically.
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (int64_t q = 0; q < s.batch; ++q) GemmRegion(s, pl, a, b, c, q, q + 1, 0, s.m, 0, s.n);
+  } else if (tiles_m >= 2 * threads) {
+    // Rows: about 4 A blocks per thread (smaller blocks than MC when M is small) for balance.
+    const int64_t rows = (s.m + 4 * threads - 1) / (4 * threads);
+    pl.MC = std::min(pl.MC, static_cast<size_t>((rows + MR - 1) / MR * MR));
+    GemmSharedB(s, pl, a, b, c, threads);
+  } else {
+    // Few rows, many columns: each thread takes a contiguous range of NR-column panels.
+    const int nt = static_cast<int>(std::min<int64_t>(threads, tiles_n));
+#pragma omp parallel for schedule(static, 1) num_threads(nt)
+    for (int t = 0; t < nt; ++t) {
+      const int64_t j0 = std::min(s.n, tiles_n * t / nt * NR), j1 = std::min(s.n, tiles_n * (t + 1) / nt * NR);
+      if (j0 < j1) GemmRegion(s, pl, a, b, c, 0, s.batch, 0, s.m, j0, j1);
     }
-    if (g.q0 < g.q1 && g.i0 < g.i1 && g.j0 < g.j1) GemmRegion(s, a, b, c, g, pack_a, pack_b);
   }
 #else
-  GemmRegion(s, a, b, c, Region{0, s.batch, 0, s.m, 0, s.n}, pack_a, pack_b);
+  GemmRegion(s, pl, a, b, c, 0, s.batch, 0, s.m, 0, s.n);
 #endif
 }
 

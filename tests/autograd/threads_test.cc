@@ -34,15 +34,18 @@ struct ThreadsGuard {
 };
 
 // Shapes big enough to be split across threads (over a million multiply-adds), with odd sizes:
-// split by column panels, by row blocks, by batch items, and a batch summed into one C.
+// by row blocks (sharing packed B panels), by column panels (few rows), by batch items, and a
+// batch summed into one C.
 template <typename T>
 void check_thread_independence() {
   struct Case { int64_t m, n, k, batch; bool ta, tb, sum_batch; };
   const std::vector<Case> cases = {
-      {301, 257, 300, 1, false, false, false},  // wide enough to split by columns
-      {700, 5, 301, 1, false, true, false},     // thin: split by rows
-      {130, 65, 300, 1, true, false, false},    // few column panels: split by rows
+      {301, 257, 300, 1, false, false, false},  // split by rows
+      {700, 5, 301, 1, false, true, false},     // thin: B read in place but for its ragged panel
+      {130, 65, 300, 1, true, false, false},
       {65, 300, 130, 1, true, true, false},
+      {7, 3001, 300, 1, false, false, false},   // few rows: split by columns
+      {11, 1001, 257, 1, true, true, false},
       {67, 65, 129, 5, false, true, false},     // split by batch items
       {67, 65, 129, 3, true, false, true},      // the batch sums into one C: split within it
   };
