@@ -1,5 +1,6 @@
-// GEMM benchmarks: float32 GFLOP/s for square sizes 32..2048, 512x1024 @ 1024x1024, and the three
-// products of each Linear layer of the MLP 784-256-256-10 at batch 128.
+// GEMM benchmarks: float32 GFLOP/s for square sizes 32..2048, 512x1024 @ 1024x1024, the three
+// products of each Linear layer of the MLP 784-256-256-10 at batch 128, and Linear(784, 256)'s
+// forward product from batch 1 to 1024.
 #include <string>
 #include <vector>
 
@@ -53,6 +54,9 @@ void register_gemm() {
     add(l + "dX = dY W", shape(batch, in, out));
     add(l + "dW = dY^T X", shape(out, in, batch, true, false));
   }
+  // Scaling with the batch: the forward product of Linear(784, 256) from batch 1 to 1024.
+  for (int64_t b : {1, 4, 16, 64, 256, 1024})
+    add("linear 784->256 b" + std::to_string(b) + " forward x W^T", shape(b, 256, 784, false, true));
 }
 
 }  // namespace normlab::bench

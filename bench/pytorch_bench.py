@@ -100,6 +100,8 @@ def workloads():
         out.append((l + "forward x W^T", matmul(batch, i, o, tb=True)))  # (B, in) (out, in)^T
         out.append((l + "dX = dY W", matmul(batch, o, i)))  # (B, out) (out, in)
         out.append((l + "dW = dY^T X", matmul(o, batch, i, ta=True)))  # (B, out)^T (B, in)
+    for b in (1, 4, 16, 64, 256, 1024):
+        out.append((f"linear 784->256 b{b} forward x W^T", matmul(b, 784, 256, tb=True)))
 
     rows, cols = 4096, 1024
     numel = rows * cols

@@ -472,13 +472,33 @@ HWY_NOINLINE void GemmRegion(const GemmShape& s, const Plan<T>& pl, const T* a, 
 }
 
 #ifdef _OPENMP
-// The threads share each packed B panel (packed by all of them, then a barrier) and take the
-// A blocks (MC rows) of C dynamically, one at a time: a thread slowed down by another process
-// on its core does less of the work instead of holding everyone up.
+// Row block blk of C (+)= its A rows times the B panel packed for all K blocks (panel t of
+// K block t at bp + t * KC * ncp), K blocks in order.
+template <class D, typename T = hn::TFromD<D>>
+void RowBlockAllK(D d, const Plan<T>& pl, const Operands<T>& o, int64_t m, int64_t blk, int64_t jc, size_t nc,
+                  size_t ncp, bool add_batch, T* ap, const T* bp) {
+  const int64_t ic = blk * static_cast<int64_t>(pl.MC);
+  const size_t mc = std::min<size_t>(pl.MC, static_cast<size_t>(m - ic));
+  for (size_t pc = 0, t = 0; pc < pl.K; pc += pl.KC, ++t)
+    MacroKernel(d, pl, o, ic, mc, jc, nc, pc, std::min(pl.KC, pl.K - pc), add_batch || pc > 0, ap,
+                bp + t * pl.KC * ncp);
+}
+
+// The threads share the packed B panels (packed by all of them, then a barrier) and take the
+// row blocks (MC rows) of C dynamically, one at a time: a thread slowed down by another
+// process on its core does less of the work instead of holding everyone up.
+// When B's panel for all of K fits in 8 MiB (the MLP's and most shapes), it is packed at once
+// and each thread then runs all K blocks of its row block: 1 barrier per call. Otherwise the
+// panel is packed per K block: 2 barriers per K block. Each barrier can cost a scheduler tick
+// (4 ms) when another process holds the other core, so fewer is better.
 template <typename T>
 HWY_NOINLINE void GemmSharedB(const GemmShape& s, const Plan<T>& pl, const T* a, const T* b, T* c, int threads) {
   const hn::ScalableTag<T> d;
-  T* bp = ThreadBuffers<T>().get_b(pl.b_size(std::min(pl.NC, static_cast<size_t>(s.n))));
+  const size_t width = std::min(pl.NC, static_cast<size_t>(s.n));
+  const size_t ncp = pl.pack_b ? (width + pl.NR - 1) / pl.NR * pl.NR : pl.NR;  // packed panel width
+  const size_t kblocks = (pl.K + pl.KC - 1) / pl.KC;
+  const bool whole_k = kblocks * pl.KC * ncp * sizeof(T) <= (size_t(8) << 20);
+  T* bp = ThreadBuffers<T>().get_b(whole_k ? kblocks * pl.KC * ncp : pl.b_size(width));
   const int64_t blocks = (s.m + static_cast<int64_t>(pl.MC) - 1) / static_cast<int64_t>(pl.MC);
 #pragma omp parallel num_threads(threads)
   {
@@ -488,9 +508,29 @@ HWY_NOINLINE void GemmSharedB(const GemmShape& s, const Plan<T>& pl, const T* a,
       const bool add_batch = s.accumulate || (s.stride_c == 0 && q > 0);
       for (int64_t jc = 0; jc < s.n; jc += static_cast<int64_t>(pl.NC)) {
         const size_t nc = std::min<size_t>(pl.NC, static_cast<size_t>(s.n - jc));
+        const int64_t first = static_cast<int64_t>(pl.first_panel(nc)), last = static_cast<int64_t>(pl.panels(nc));
+        const int64_t per_k = last - first;  // panels to pack per K block
+        if (whole_k) {
+#pragma omp for schedule(static)
+          for (int64_t i = 0; i < static_cast<int64_t>(kblocks) * per_k; ++i) {
+            const size_t t = static_cast<size_t>(i / per_k), pc = t * pl.KC;
+            const size_t panel = static_cast<size_t>(first + i % per_k);
+            PackPanels(d, pl, o, pc, std::min(pl.KC, pl.K - pc), jc, nc, panel, panel + 1, bp + t * pl.KC * ncp);
+          }
+          // (implicit barrier: the panels are complete)
+          const bool more = jc + static_cast<int64_t>(pl.NC) < s.n || q + 1 < s.batch;
+          if (more) {
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t blk = 0; blk < blocks; ++blk) RowBlockAllK(d, pl, o, s.m, blk, jc, nc, ncp, add_batch, ap, bp);
+            // (implicit barrier: nobody reads the panels when they are repacked)
+          } else {
+#pragma omp for schedule(dynamic, 1) nowait
+            for (int64_t blk = 0; blk < blocks; ++blk) RowBlockAllK(d, pl, o, s.m, blk, jc, nc, ncp, add_batch, ap, bp);
+          }
+          continue;
+        }
         for (size_t pc = 0; pc < pl.K; pc += pl.KC) {
           const size_t kc = std::min(pl.KC, pl.K - pc);
-          const int64_t first = static_cast<int64_t>(pl.first_panel(nc)), last = static_cast<int64_t>(pl.panels(nc));
 #pragma omp for schedule(static)
           for (int64_t i = first; i < last; ++i)
             PackPanels(d, pl, o, pc, kc, jc, nc, static_cast<size_t>(i), static_cast<size_t>(i + 1), bp);
