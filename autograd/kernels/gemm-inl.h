@@ -27,8 +27,10 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstring>
+#include <thread>
 
 #include "autograd/kernels/gemm.h"
 #include "autograd/parallel.h"
@@ -472,25 +474,50 @@ HWY_NOINLINE void GemmRegion(const GemmShape& s, const Plan<T>& pl, const T* a, 
 }
 
 #ifdef _OPENMP
-// Row block blk of C (+)= its A rows times the B panel packed for all K blocks (panel t of
-// K block t at bp + t * KC * ncp), K blocks in order.
-template <class D, typename T = hn::TFromD<D>>
-void RowBlockAllK(D d, const Plan<T>& pl, const Operands<T>& o, int64_t m, int64_t blk, int64_t jc, size_t nc,
-                  size_t ncp, bool add_batch, T* ap, const T* bp) {
-  const int64_t ic = blk * static_cast<int64_t>(pl.MC);
-  const size_t mc = std::min<size_t>(pl.MC, static_cast<size_t>(m - ic));
-  for (size_t pc = 0, t = 0; pc < pl.K; pc += pl.KC, ++t)
-    MacroKernel(d, pl, o, ic, mc, jc, nc, pc, std::min(pl.KC, pl.K - pc), add_batch || pc > 0, ap,
-                bp + t * pl.KC * ncp);
-}
+// Work sharing and waiting inside one OpenMP parallel region, without OpenMP's own barriers:
+// those spin without yielding, so when another process holds one core and both our threads
+// share the other, a waiting thread burns its whole time slice (a 4 ms scheduler tick here)
+// before the thread it waits for can run; GEMMs of 200 us then took 4-40 ms on 2 threads.
+// Here a waiting thread yields the core, and work is claimed dynamically (a thread that is not
+// running does not hold up the others). Task indices are global and only grow, so claims of
+// consecutive steps never mix.
+struct TeamSync {
+  std::atomic<int64_t> next{0}, done{0}, arrived{0};
 
-// The threads share the packed B panels (packed by all of them, then a barrier) and take the
-// row blocks (MC rows) of C dynamically, one at a time: a thread slowed down by another
-// process on its core does less of the work instead of holding everyone up.
+  // Claims the next task index below end, or returns -1 when there is none left.
+  int64_t claim(int64_t end) {
+    int64_t i = next.load(std::memory_order_relaxed);
+    while (i < end)
+      if (next.compare_exchange_weak(i, i + 1, std::memory_order_acq_rel)) return i;
+    return -1;
+  }
+  void finish() { done.fetch_add(1, std::memory_order_acq_rel); }
+  // Waits until `target` tasks are finished (counted over all steps).
+  void wait_done(int64_t target) { wait(done, target); }
+  // Barrier: the n-th call of every thread returns when all `threads` made it (target = n * threads).
+  void arrive_and_wait(int64_t target) {
+    arrived.fetch_add(1, std::memory_order_acq_rel);
+    wait(arrived, target);
+  }
+
+ private:
+  static void wait(const std::atomic<int64_t>& v, int64_t target) {
+    while (v.load(std::memory_order_acquire) < target) {
+      for (int spin = 0; spin < 64 && v.load(std::memory_order_acquire) < target; ++spin) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+      }
+      if (v.load(std::memory_order_acquire) < target) std::this_thread::yield();
+    }
+  }
+};
+
+// The threads share the packed B panels (packed by whoever is running, then everyone waits
+// until they are complete) and take the row blocks (MC rows) of C dynamically, one at a time.
 // When B's panel for all of K fits in 8 MiB (the MLP's and most shapes), it is packed at once
-// and each thread then runs all K blocks of its row block: 1 barrier per call. Otherwise the
-// panel is packed per K block: 2 barriers per K block. Each barrier can cost a scheduler tick
-// (4 ms) when another process holds the other core, so fewer is better.
+// and a thread then runs all K blocks of its row block: one wait per call. Otherwise the panel
+// is packed per K block: two waits per K block (cheap next to a K block of that size).
 template <typename T>
 HWY_NOINLINE void GemmSharedB(const GemmShape& s, const Plan<T>& pl, const T* a, const T* b, T* c, int threads) {
   const hn::ScalableTag<T> d;
@@ -500,51 +527,58 @@ HWY_NOINLINE void GemmSharedB(const GemmShape& s, const Plan<T>& pl, const T* a,
   const bool whole_k = kblocks * pl.KC * ncp * sizeof(T) <= (size_t(8) << 20);
   T* bp = ThreadBuffers<T>().get_b(whole_k ? kblocks * pl.KC * ncp : pl.b_size(width));
   const int64_t blocks = (s.m + static_cast<int64_t>(pl.MC) - 1) / static_cast<int64_t>(pl.MC);
+  TeamSync sync;
 #pragma omp parallel num_threads(threads)
   {
+    const int64_t nt = omp_get_num_threads();
     T* ap = pl.pack_a ? ThreadBuffers<T>().get_a(pl.a_size()) : nullptr;
+    int64_t base = 0, packed = 0, steps = 0;  // task indices, pack tasks and steps so far
     for (int64_t q = 0; q < s.batch; ++q) {
       const Operands<T> o = pl.operands(s, a, b, c, q);
       const bool add_batch = s.accumulate || (s.stride_c == 0 && q > 0);
       for (int64_t jc = 0; jc < s.n; jc += static_cast<int64_t>(pl.NC)) {
         const size_t nc = std::min<size_t>(pl.NC, static_cast<size_t>(s.n - jc));
-        const int64_t first = static_cast<int64_t>(pl.first_panel(nc)), last = static_cast<int64_t>(pl.panels(nc));
-        const int64_t per_k = last - first;  // panels to pack per K block
-        if (whole_k) {
-#pragma omp for schedule(static)
-          for (int64_t i = 0; i < static_cast<int64_t>(kblocks) * per_k; ++i) {
-            const size_t t = static_cast<size_t>(i / per_k), pc = t * pl.KC;
-            const size_t panel = static_cast<size_t>(first + i % per_k);
+        const int64_t first = static_cast<int64_t>(pl.first_panel(nc));
+        const int64_t per_k = static_cast<int64_t>(pl.panels(nc)) - first;  // panels to pack per K block
+        // One step: pack `npack` panels (of K blocks kb0 .. kb0 + nk - 1), wait for them, run
+        // the row blocks over those K blocks, and wait for everyone before the panels are reused.
+        const size_t nk_step = whole_k ? kblocks : 1;
+        for (size_t kb0 = 0; kb0 < kblocks; kb0 += nk_step) {
+          const int64_t npack = static_cast<int64_t>(nk_step) * per_k;
+          for (int64_t i; (i = sync.claim(base + npack)) >= 0;) {
+            const size_t t = static_cast<size_t>((i - base) / per_k), pc = (kb0 + t) * pl.KC;
+            const size_t panel = static_cast<size_t>(first + (i - base) % per_k);
             PackPanels(d, pl, o, pc, std::min(pl.KC, pl.K - pc), jc, nc, panel, panel + 1, bp + t * pl.KC * ncp);
+            sync.finish();
           }
-          // (implicit barrier: the panels are complete)
-          const bool more = jc + static_cast<int64_t>(pl.NC) < s.n || q + 1 < s.batch;
-          if (more) {
-#pragma omp for schedule(dynamic, 1)
-            for (int64_t blk = 0; blk < blocks; ++blk) RowBlockAllK(d, pl, o, s.m, blk, jc, nc, ncp, add_batch, ap, bp);
-            // (implicit barrier: nobody reads the panels when they are repacked)
-          } else {
-#pragma omp for schedule(dynamic, 1) nowait
-            for (int64_t blk = 0; blk < blocks; ++blk) RowBlockAllK(d, pl, o, s.m, blk, jc, nc, ncp, add_batch, ap, bp);
-          }
-          continue;
-        }
-        for (size_t pc = 0; pc < pl.K; pc += pl.KC) {
-          const size_t kc = std::min(pl.KC, pl.K - pc);
-#pragma omp for schedule(static)
-          for (int64_t i = first; i < last; ++i)
-            PackPanels(d, pl, o, pc, kc, jc, nc, static_cast<size_t>(i), static_cast<size_t>(i + 1), bp);
-          // (implicit barrier: the panel is complete)
-#pragma omp for schedule(dynamic, 1)
-          for (int64_t blk = 0; blk < blocks; ++blk) {
-            const int64_t ic = blk * static_cast<int64_t>(pl.MC);
+          base += npack, packed += npack;
+          sync.wait_done(packed);
+          for (int64_t i; (i = sync.claim(base + blocks)) >= 0;) {
+            const int64_t ic = (i - base) * static_cast<int64_t>(pl.MC);
             const size_t mc = std::min<size_t>(pl.MC, static_cast<size_t>(s.m - ic));
-            MacroKernel(d, pl, o, ic, mc, jc, nc, pc, kc, add_batch || pc > 0, ap, bp);
+            for (size_t t = 0; t < nk_step; ++t) {
+              const size_t pc = (kb0 + t) * pl.KC;
+              MacroKernel(d, pl, o, ic, mc, jc, nc, pc, std::min(pl.KC, pl.K - pc), add_batch || pc > 0, ap,
+                          bp + t * pl.KC * ncp);
+            }
           }
-          // (implicit barrier: nobody still reads the panel when it is repacked)
+          base += blocks;
+          sync.arrive_and_wait(++steps * nt);
         }
       }
     }
+  }
+}
+
+// Independent parts (batch items, or column ranges with their own packing), claimed one at a
+// time; part(i) computes part i.
+template <class Part>
+void ParallelParts(int threads, int64_t parts, const Part& part) {
+  TeamSync sync;
+#pragma omp parallel num_threads(threads)
+  {
+    for (int64_t i; (i = sync.claim(parts)) >= 0;) part(i);
+    sync.arrive_and_wait(omp_get_num_threads());  // everyone is past its last part
   }
 }
 #endif
@@ -588,22 +622,21 @@ void Gemm(const GemmShape& s, const T* a, const T* b, T* c) {
 #ifdef _OPENMP
   // Which thread computes which tile never changes a result (see the top of this file).
   if (s.batch >= threads && s.stride_c >= s.m * s.n) {
-    // Disjoint C blocks: whole batch items per thread, taken dynamically.
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (int64_t q = 0; q < s.batch; ++q) GemmRegion(s, pl, a, b, c, q, q + 1, 0, s.m, 0, s.n);
+    // Disjoint C blocks: whole batch items.
+    ParallelParts(threads, s.batch, [&](int64_t q) HWY_ATTR { GemmRegion(s, pl, a, b, c, q, q + 1, 0, s.m, 0, s.n); });
   } else if (tiles_m >= 2 * threads) {
     // Rows: about 4 A blocks per thread (smaller blocks than MC when M is small) for balance.
     const int64_t rows = (s.m + 4 * threads - 1) / (4 * threads);
     pl.MC = std::min(pl.MC, static_cast<size_t>((rows + MR - 1) / MR * MR));
     GemmSharedB(s, pl, a, b, c, threads);
   } else {
-    // Few rows, many columns: each thread takes a contiguous range of NR-column panels.
-    const int nt = static_cast<int>(std::min<int64_t>(threads, tiles_n));
-#pragma omp parallel for schedule(static, 1) num_threads(nt)
-    for (int t = 0; t < nt; ++t) {
-      const int64_t j0 = std::min(s.n, tiles_n * t / nt * NR), j1 = std::min(s.n, tiles_n * (t + 1) / nt * NR);
+    // Few rows, many columns: ranges of NR-column panels, about 4 per thread, each with its own
+    // packing (of few rows of A, so cheap).
+    const int64_t parts = std::min<int64_t>(tiles_n, 4 * threads);
+    ParallelParts(threads, parts, [&](int64_t i) HWY_ATTR {
+      const int64_t j0 = std::min(s.n, tiles_n * i / parts * NR), j1 = std::min(s.n, tiles_n * (i + 1) / parts * NR);
       if (j0 < j1) GemmRegion(s, pl, a, b, c, 0, s.batch, 0, s.m, j0, j1);
-    }
+    });
   }
 #else
   GemmRegion(s, pl, a, b, c, 0, s.batch, 0, s.m, 0, s.n);
