@@ -172,7 +172,8 @@ def main():
         return 1
     blas = blas_info()
     ctx = {"torch": torch.__version__, "threads": args.threads, "blas": blas}
-    print(f"PyTorch {torch.__version__}, {args.threads} thread(s), BLAS: {', '.join(blas['libraries']) or 'none mapped'}"
+    libs = ", ".join(blas["libraries"]) or "none mapped"
+    print(f"PyTorch {torch.__version__}, {args.threads} thread(s), BLAS: {libs}"
           + (f" ({blas['openblas_config']}, {blas['openblas_threads']} threads)" if "openblas_config" in blas else ""),
           file=sys.stderr)
     results = []

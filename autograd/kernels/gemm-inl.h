@@ -270,7 +270,8 @@ void PackA(D d, const Operands<T>& o, int64_t i0, size_t mc, int64_t p0, size_t 
         // A stored (K, M): the MR values of column p are contiguous (G loads stay inside the row).
         for (; p_done < kc; ++p_done)
           for (size_t g = 0; g < G; ++g)
-            hn::StoreU(hn::LoadU(d, src + static_cast<int64_t>(p_done) * o.a_cs + g * L), d, out + p_done * kMR + g * L);
+            hn::StoreU(hn::LoadU(d, src + static_cast<int64_t>(p_done) * o.a_cs + g * L), d,
+                       out + p_done * kMR + g * L);
       }
     }
 #endif
