@@ -584,6 +584,60 @@ void ParallelParts(int threads, int64_t parts, const Part& part) {
 }
 #endif
 
+// Few rows times a transposed B (Linear's forward x W^T at batch <= kDotRows): packing W would
+// move all of it for a handful of rows, so each C[i, j] is a dot product of A's row i and B's
+// stored row j, both read in place: 2 rows x 4 columns of vector accumulators along K, then
+// each reduced across lanes and finished with a scalar tail (a fixed order). Columns j0 .. j1-1.
+constexpr int64_t kDotRows = 8;
+
+template <typename T>
+HWY_NOINLINE void GemmDotRows(const GemmShape& s, const T* a, const T* b, T* c, int64_t j0, int64_t j1) {
+  const hn::ScalableTag<T> d;
+  const size_t N = hn::Lanes(d), K = static_cast<size_t>(s.k), kv = K / N * N;
+  for (int64_t q = 0; q < s.batch; ++q) {
+    const T* A = a + q * s.stride_a;
+    const T* B = b + q * s.stride_b;
+    T* C = c + q * s.stride_c;
+    const bool add = s.accumulate || (s.stride_c == 0 && q > 0);
+    for (int64_t i = 0; i < s.m; i += 2) {
+      const int64_t rows = std::min<int64_t>(2, s.m - i);
+      const T* HWY_RESTRICT a0 = A + i * s.k;
+      const T* HWY_RESTRICT a1 = a0 + (rows - 1) * s.k;  // a second row, or row i again
+      for (int64_t j = j0; j < j1; j += 4) {
+        const int64_t cols = std::min<int64_t>(4, j1 - j);
+        const T* w[4];
+        for (int64_t t = 0; t < 4; ++t) w[t] = B + std::min(j + t, j1 - 1) * s.k;
+        auto c00 = hn::Zero(d), c01 = hn::Zero(d), c02 = hn::Zero(d), c03 = hn::Zero(d);
+        auto c10 = hn::Zero(d), c11 = hn::Zero(d), c12 = hn::Zero(d), c13 = hn::Zero(d);
+        for (size_t p = 0; p < kv; p += N) {
+          const auto x0 = hn::LoadU(d, a0 + p), x1 = hn::LoadU(d, a1 + p);
+          auto v = hn::LoadU(d, w[0] + p);
+          c00 = hn::MulAdd(x0, v, c00), c10 = hn::MulAdd(x1, v, c10);
+          v = hn::LoadU(d, w[1] + p);
+          c01 = hn::MulAdd(x0, v, c01), c11 = hn::MulAdd(x1, v, c11);
+          v = hn::LoadU(d, w[2] + p);
+          c02 = hn::MulAdd(x0, v, c02), c12 = hn::MulAdd(x1, v, c12);
+          v = hn::LoadU(d, w[3] + p);
+          c03 = hn::MulAdd(x0, v, c03), c13 = hn::MulAdd(x1, v, c13);
+        }
+        T sums[2][4] = {{hn::GetLane(hn::SumOfLanes(d, c00)), hn::GetLane(hn::SumOfLanes(d, c01)),
+                         hn::GetLane(hn::SumOfLanes(d, c02)), hn::GetLane(hn::SumOfLanes(d, c03))},
+                        {hn::GetLane(hn::SumOfLanes(d, c10)), hn::GetLane(hn::SumOfLanes(d, c11)),
+                         hn::GetLane(hn::SumOfLanes(d, c12)), hn::GetLane(hn::SumOfLanes(d, c13))}};
+        for (int64_t r = 0; r < rows; ++r) {
+          const T* x = r == 0 ? a0 : a1;
+          for (int64_t t = 0; t < cols; ++t) {
+            T v = sums[r][t];
+            for (size_t p = kv; p < K; ++p) v += x[p] * w[t][p];
+            T& out = C[(i + r) * s.n + j + t];
+            out = add ? out + v : v;
+          }
+        }
+      }
+    }
+  }
+}
+
 // C = 0 (or untouched when accumulating) for K = 0: every sum is empty.
 template <typename T>
 void GemmEmptyK(const GemmShape& s, T* c) {
@@ -617,6 +671,17 @@ void Gemm(const GemmShape& s, const T* a, const T* b, T* c) {
   pl.pack_b = s.trans_b || s.m > 2 * static_cast<int64_t>(kMR);
 
   const int threads = macs * static_cast<double>(s.batch) >= kParallelMacs ? num_threads() : 1;
+  if (s.trans_b && !s.trans_a && s.m <= kDotRows) {
+    if (threads <= 1) return GemmDotRows(s, a, b, c, 0, s.n);
+#ifdef _OPENMP
+    const int64_t groups = (s.n + 3) / 4, parts = std::min<int64_t>(groups, 4 * threads);
+    ParallelParts(threads, parts, [&](int64_t i) HWY_ATTR {
+      const int64_t j0 = std::min(s.n, groups * i / parts * 4), j1 = std::min(s.n, groups * (i + 1) / parts * 4);
+      if (j0 < j1) GemmDotRows(s, a, b, c, j0, j1);
+    });
+    return;
+#endif
+  }
   const int64_t MR = static_cast<int64_t>(kMR), NR = static_cast<int64_t>(pl.NR);
   const int64_t tiles_m = (s.m + MR - 1) / MR, tiles_n = (s.n + NR - 1) / NR;
   if (threads <= 1) return GemmRegion(s, pl, a, b, c, 0, s.batch, 0, s.m, 0, s.n);

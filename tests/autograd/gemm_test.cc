@@ -53,7 +53,7 @@ struct Mnk { int64_t m, n, k; };
 
 // Combinations of {1, 3, 7, 17, 33, 65, 130, 300}: tile edges (MR = 6, NR = 2..32 lanes), more
 // than one K block (256) and M block (72 or 144); operands read in place (small M, K < 1024)
-// and packed (large M, K >= 1024: the last two shapes).
+// and packed (large M, K >= 1024: the last two shapes); with trans_b and M <= 8, dot products.
 const std::vector<Mnk> kShapes = {
     {1, 1, 1},     {3, 7, 17},    {7, 3, 1},      {17, 33, 7},    {33, 17, 65},  {1, 300, 65},
     {300, 1, 17},  {7, 130, 300}, {65, 130, 33},  {130, 65, 300}, {300, 33, 130}, {33, 300, 3},

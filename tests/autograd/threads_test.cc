@@ -46,6 +46,7 @@ void check_thread_independence() {
       {65, 300, 130, 1, true, true, false},
       {7, 3001, 300, 1, false, false, false},   // few rows: split by columns
       {11, 1001, 257, 1, true, true, false},
+      {5, 3001, 301, 1, false, true, false},    // few rows times B^T: dot products, split by columns
       {67, 65, 129, 5, false, true, false},     // split by batch items
       {67, 65, 129, 3, true, false, true},      // the batch sums into one C: split within it
   };
