@@ -638,6 +638,54 @@ HWY_NOINLINE void GemmDotRows(const GemmShape& s, const T* a, const T* b, T* c, 
   }
 }
 
+// A transposed A times a narrow B (N <= kNarrowCols: Linear's dW = dY^T X for a layer with
+// 1..4 inputs): the register tile would be mostly padding, so vectors run along M instead (A's
+// stored rows are contiguous in M): acc[i.., j] += A[p, i..] * b(p, j), p in order, for 2 vectors
+// of rows at a time; then the columns are written out lane by lane. Rows i0 .. i1-1.
+constexpr int64_t kNarrowCols = 4;
+
+template <typename T>
+HWY_NOINLINE void GemmNarrowTransA(const GemmShape& s, const T* a, const T* b, T* c, int64_t i0, int64_t i1) {
+  const hn::ScalableTag<T> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d)), n = s.n;
+  for (int64_t q = 0; q < s.batch; ++q) {
+    const T* A = a + q * s.stride_a;
+    const T* B = b + q * s.stride_b;
+    T* C = c + q * s.stride_c;
+    const bool add = s.accumulate || (s.stride_c == 0 && q > 0);
+    const auto put = [&](int64_t row, int64_t col, T v) HWY_ATTR {
+      T& out = C[row * n + col];
+      out = add ? out + v : v;
+    };
+    int64_t i = i0;
+    for (; i + 2 * N <= i1; i += 2 * N) {  // 2 vectors of rows x up to 4 columns: 8 FMA chains
+      auto x0 = hn::Zero(d), x1 = hn::Zero(d), x2 = hn::Zero(d), x3 = hn::Zero(d);
+      auto y0 = hn::Zero(d), y1 = hn::Zero(d), y2 = hn::Zero(d), y3 = hn::Zero(d);
+      for (int64_t p = 0; p < s.k; ++p) {
+        const T* ap = A + p * s.m + i;
+        const T* bp = B + p * n;
+        const auto u = hn::LoadU(d, ap), v = hn::LoadU(d, ap + N);
+        auto w = hn::Set(d, bp[0]);
+        x0 = hn::MulAdd(u, w, x0), y0 = hn::MulAdd(v, w, y0);
+        if (n > 1) w = hn::Set(d, bp[1]), x1 = hn::MulAdd(u, w, x1), y1 = hn::MulAdd(v, w, y1);
+        if (n > 2) w = hn::Set(d, bp[2]), x2 = hn::MulAdd(u, w, x2), y2 = hn::MulAdd(v, w, y2);
+        if (n > 3) w = hn::Set(d, bp[3]), x3 = hn::MulAdd(u, w, x3), y3 = hn::MulAdd(v, w, y3);
+      }
+      HWY_ALIGN T tile[kNarrowCols][2 * hn::MaxLanes(d)];
+      hn::Store(x0, d, tile[0]), hn::Store(y0, d, tile[0] + N), hn::Store(x1, d, tile[1]), hn::Store(y1, d, tile[1] + N);
+      hn::Store(x2, d, tile[2]), hn::Store(y2, d, tile[2] + N), hn::Store(x3, d, tile[3]), hn::Store(y3, d, tile[3] + N);
+      for (int64_t l = 0; l < 2 * N; ++l)
+        for (int64_t j = 0; j < n; ++j) put(i + l, j, tile[j][l]);
+    }
+    for (; i < i1; ++i)  // remaining rows, one at a time (same order over p)
+      for (int64_t j = 0; j < n; ++j) {
+        T v = 0;
+        for (int64_t p = 0; p < s.k; ++p) v += A[p * s.m + i] * B[p * n + j];
+        put(i, j, v);
+      }
+  }
+}
+
 // C = 0 (or untouched when accumulating) for K = 0: every sum is empty.
 template <typename T>
 void GemmEmptyK(const GemmShape& s, T* c) {
@@ -671,7 +719,19 @@ void Gemm(const GemmShape& s, const T* a, const T* b, T* c) {
   pl.pack_b = s.trans_b || s.m > 2 * static_cast<int64_t>(kMR);
 
   const int threads = macs * static_cast<double>(s.batch) >= kParallelMacs ? num_threads() : 1;
-  if (s.trans_b && !s.trans_a && s.m <= kDotRows) {
+  if (s.trans_a && !s.trans_b && s.n <= kNarrowCols) {
+    if (threads <= 1) return GemmNarrowTransA(s, a, b, c, 0, s.m);
+#ifdef _OPENMP
+    const int64_t unit = static_cast<int64_t>(2 * hn::Lanes(d)), groups = (s.m + unit - 1) / unit;
+    const int64_t parts = std::min<int64_t>(groups, 4 * threads);
+    ParallelParts(threads, parts, [&](int64_t i) HWY_ATTR {
+      const int64_t i0 = std::min(s.m, groups * i / parts * unit), i1 = std::min(s.m, groups * (i + 1) / parts * unit);
+      if (i0 < i1) GemmNarrowTransA(s, a, b, c, i0, i1);
+    });
+    return;
+#endif
+  }
+  if (s.trans_b && !s.trans_a && (s.m <= kDotRows || s.n <= kNarrowCols)) {
     if (threads <= 1) return GemmDotRows(s, a, b, c, 0, s.n);
 #ifdef _OPENMP
     const int64_t groups = (s.n + 3) / 4, parts = std::min<int64_t>(groups, 4 * threads);

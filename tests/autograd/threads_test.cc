@@ -47,6 +47,7 @@ void check_thread_independence() {
       {7, 3001, 300, 1, false, false, false},   // few rows: split by columns
       {11, 1001, 257, 1, true, true, false},
       {5, 3001, 301, 1, false, true, false},    // few rows times B^T: dot products, split by columns
+      {3001, 3, 301, 1, true, false, false},    // A^T times 3 columns: vectors along M, split by rows
       {67, 65, 129, 5, false, true, false},     // split by batch items
       {67, 65, 129, 3, true, false, true},      // the batch sums into one C: split within it
   };
