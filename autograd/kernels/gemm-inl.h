@@ -5,19 +5,24 @@
 //   jc: N in panels of NC columns      (a packed B panel, KC x NC, stays in L3)
 //     pc: K in blocks of KC             (the only loop that splits a dot product)
 //       pack B(pc:pc+KC, jc:jc+NC) into micro-panels of NR columns (zero-padded)
-//       ic: M in blocks of MC rows      (a packed A block, MC x KC, stays in L2)
+//       ic: M in blocks of MC rows      (an A block, MC x KC, stays in L2)
 //         pack A(ic:ic+MC, pc:pc+KC) into micro-panels of MR rows (zero-padded)
 //         jr: NR columns at a time      (one B micro-panel, KC x NR, stays in L1)
 //           ir: MR rows at a time       -> micro-kernel: an MR x NR tile of C in registers
 // Packing is where op() happens: transposed operands are read in their stored layout and written
-// into the same packed layout, so no transpose is ever materialized.
+// into the same packed layout, so no transpose is ever materialized. Where packing does not pay
+// (see Gemm), the micro-kernel reads A, or a non-transposed B, in place. Two shapes the tile fits
+// badly have their own loops: few rows times B^T (dot products) and A^T times 1..4 columns.
+//
+// Threads (Gemm, GemmSharedB): batch items, row blocks (sharing the packed B panels) or column
+// ranges, claimed dynamically.
 //
 // Determinism: each element of C is always computed as
 //   C = [C +] acc(pc = 0), then C = C + acc(pc = KC), ..., where acc(pc) is an FMA chain over
 //   p = pc .. pc+KC-1 in order, starting from 0.
-// KC and the micro-kernel are fixed per target and dtype; which thread computes which tile, the
-// padding, and whether an operand was packed change nothing in that sequence. So the result is
-// bitwise identical for any thread count (and any M/N partition).
+// KC, the micro-kernel and the choice of loop (from the shape only) are fixed per target and
+// dtype; which thread computes which tile, the padding, and whether an operand was packed change
+// nothing in that sequence. So the result is bitwise identical for any thread count.
 
 #if defined(NORMLAB_AUTOGRAD_KERNELS_GEMM_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef NORMLAB_AUTOGRAD_KERNELS_GEMM_INL_H_
@@ -71,6 +76,7 @@ constexpr size_t kNC = 4080;
 // Problems with fewer multiply-adds than this run on one thread: below it, waking a second
 // thread costs about what it saves (64^3: 7.5 us on one thread, 5.9 us on two).
 constexpr double kParallelMacs = 64.0 * 64.0 * 64.0;
+
 // Where the micro-kernel reads its operands: row r of A at a[r][p * a_step] (packed: a_step = MR,
 // in place: 1 for A (M, K), M for A stored (K, M)); B's NR columns at b + p * b_step.
 template <typename T>
