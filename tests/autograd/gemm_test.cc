@@ -54,7 +54,7 @@ struct Mnk { int64_t m, n, k; };
 // Combinations of {1, 3, 7, 17, 33, 65, 130, 300}: tile edges (MR = 6, NR = 2..32 lanes), more
 // than one K block (256) and M block (72 or 144); operands read in place (small M, K < 1024)
 // and packed (large M, K >= 1024: the last two shapes); the dot-product (B^T, M <= 8 or N <= 4)
-// and narrow (A^T, N <= 4) kernels.
+// and narrow (A^T, N <= 4) kernels; C^T = B A^T written transposed (B^T, 9 <= M <= 32, M < N).
 const std::vector<Mnk> kShapes = {
     {1, 1, 1},     {3, 7, 17},    {7, 3, 1},      {17, 33, 7},    {33, 17, 65},  {1, 300, 65},
     {300, 1, 17},  {7, 130, 300}, {65, 130, 33},  {130, 65, 300}, {300, 33, 130}, {33, 300, 3},
@@ -79,7 +79,7 @@ template <typename T>
 void test_batches() {
   for_each_target([] {
     unsigned seed = 100;
-    for (const Mnk& x : std::vector<Mnk>{{7, 17, 33}, {65, 33, 130}, {3, 300, 7}, {33, 3, 65}})
+    for (const Mnk& x : std::vector<Mnk>{{7, 17, 33}, {65, 33, 130}, {3, 300, 7}, {33, 3, 65}, {17, 40, 65}})
       for (int ta = 0; ta < 2; ++ta)
         for (int tb = 0; tb < 2; ++tb)
           for (int mode = 0; mode < 5; ++mode) {

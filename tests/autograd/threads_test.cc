@@ -48,6 +48,8 @@ void check_thread_independence() {
       {11, 1001, 257, 1, true, true, false},
       {5, 3001, 301, 1, false, true, false},    // few rows times B^T: dot products, split by columns
       {3001, 3, 301, 1, true, false, false},    // A^T times 3 columns: vectors along M, split by rows
+      {20, 2001, 300, 1, false, true, false},   // 20 rows times B^T: computed as C^T, split by C's columns
+      {20, 999, 300, 3, false, true, true},
       {67, 65, 129, 5, false, true, false},     // split by batch items
       {67, 65, 129, 3, true, false, true},      // the batch sums into one C: split within it
   };
