@@ -718,8 +718,11 @@ void GemmBlocked(const GemmShape& s, Plan<T>& pl, const T* a, const T* b, T* c, 
     // Disjoint C blocks: whole batch items.
     ParallelParts(threads, s.batch, [&](int64_t q) HWY_ATTR { GemmRegion(s, pl, a, b, c, q, q + 1, 0, s.m, 0, s.n); });
   } else if (tiles_m >= 2 * threads) {
-    // Rows: about 4 A blocks per thread (smaller blocks than MC when M is small) for balance.
-    const int64_t rows = (s.m + 4 * threads - 1) / (4 * threads);
+    // Rows: a multiple of `threads` blocks of about equal height (at most MC), at least 4 per
+    // thread for balance (M = 2048: 16 blocks of 132 rows, not 15 of 144).
+    const int64_t per_thread = std::max<int64_t>(4, (s.m + static_cast<int64_t>(pl.MC) * threads - 1) /
+                                                        (static_cast<int64_t>(pl.MC) * threads));
+    const int64_t rows = (s.m + per_thread * threads - 1) / (per_thread * threads);
     pl.MC = std::min(pl.MC, static_cast<size_t>((rows + MR - 1) / MR * MR));
     GemmSharedB(s, pl, a, b, c, threads);
   } else {
