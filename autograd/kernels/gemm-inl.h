@@ -1,4 +1,28 @@
-// Matrix-multiply kernel, per-target Highway bodies (included once per target by gemm.cc).
+// Matrix-multiply kernel, per-target Highway bodies (included once per target by gemm.cc): a
+// packed, cache-blocked, register-tiled GEMM in the BLIS style, threaded with OpenMP.
+//
+// Loop nest (BLIS), for C (M, N) += op(A) (M, K) op(B) (K, N):
+//   jc: N in panels of NC columns      (a packed B panel, KC x NC, stays in L3)
+//     pc: K in blocks of KC             (the only loop that splits a dot product)
+//       pack B(pc:pc+KC, jc:jc+NC) into micro-panels of NR columns (zero-padded)
+//       ic: M in blocks of MC rows      (an A block, MC x KC, stays in L2)
+//         pack A(ic:ic+MC, pc:pc+KC) into micro-panels of MR rows (zero-padded)
+//         jr: NR columns at a time      (one B micro-panel, KC x NR, stays in L1)
+//           ir: MR rows at a time       -> micro-kernel: an MR x NR tile of C in registers
+// Packing is where op() happens: transposed operands are read in their stored layout and written
+// into the same packed layout, so no transpose is ever materialized. Where packing does not pay
+// (see Gemm), the micro-kernel reads A, or a non-transposed B, in place. Two shapes the tile fits
+// badly have their own loops: few rows times B^T (dot products) and A^T times 1..4 columns.
+//
+// Threads (Gemm, GemmSharedB): batch items, row blocks (sharing the packed B panels) or column
+// ranges, claimed dynamically.
+//
+// Determinism: each element of C is always computed as
+//   C = [C +] acc(pc = 0), then C = C + acc(pc = KC), ..., where acc(pc) is an FMA chain over
+//   p = pc .. pc+KC-1 in order, starting from 0.
+// KC, the micro-kernel and the choice of loop (from the shape only) are fixed per target and
+// dtype; which thread computes which tile, the padding, and whether an operand was packed change
+// nothing in that sequence. So the result is bitwise identical for any thread count.
 
 #if defined(NORMLAB_AUTOGRAD_KERNELS_GEMM_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef NORMLAB_AUTOGRAD_KERNELS_GEMM_INL_H_
@@ -7,73 +31,783 @@
 #define NORMLAB_AUTOGRAD_KERNELS_GEMM_INL_H_
 #endif
 
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstring>
+#include <thread>
+
 #include "autograd/kernels/gemm.h"
+#include "autograd/parallel.h"
+#include "hwy/aligned_allocator.h"
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 HWY_BEFORE_NAMESPACE();
 namespace normlab::autograd::kernels::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// c[j] += alpha * b[j] for j < n.
-template <typename T>
-HWY_INLINE void AxpyRow(int64_t n, T alpha, const T* HWY_RESTRICT b, T* HWY_RESTRICT c) {
-  const hn::ScalableTag<T> d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  const auto va = hn::Set(d, alpha);
-  int64_t j = 0;
-  for (; j + N <= n; j += N) hn::StoreU(hn::MulAdd(va, hn::LoadU(d, b + j), hn::LoadU(d, c + j)), d, c + j);
-  for (; j < n; ++j) c[j] += alpha * b[j];
-}
+// Register tile: MR rows x NR = 2 vectors. On AVX2 (16 registers): 12 accumulators + 2 B vectors
+// + 1 broadcast of A = 15 registers; 12 independent FMA chains cover 2 FMA ports x 4-5 cycles of
+// latency. Float: 6 x 16, double: 6 x 8; SSE4: 6 x 8 / 6 x 4; HWY_SCALAR: 6 x 2.
+constexpr size_t kMR = 6;
 
-// sum_p x[p] y[p], in a fixed order (lanes then tail).
+// Cache blocking. KC: a B micro-panel (KC x NR) fits in half of the 32 KiB L1d (float AVX2:
+// 256 x 16 x 4 B = 16 KiB). MC: an A block (MC x KC) takes about 144 KiB of the 512 KiB L2.
+// NC: a B panel (KC x NC) of 4 (float) to 8 MiB (double) in the 32 MiB L3. These are BLIS's
+// Zen values. KC must not depend on the thread count (it splits the dot products).
+constexpr size_t kKC = 256;
+
+// The K block actually used: K split into ceil(K / kKC) equal blocks (784 -> 4 x 196, not
+// 3 x 256 + 16, whose short last block would spend more on writing C than on FMAs). Depends on
+// K only, so the sequence of operations for each element of C is fixed.
+inline size_t BlockK(size_t K) {
+  const size_t blocks = (K + kKC - 1) / kKC;
+  return (K + blocks - 1) / blocks;
+}
 template <typename T>
-HWY_INLINE T Dot(int64_t k, const T* HWY_RESTRICT x, const T* HWY_RESTRICT y) {
-  const hn::ScalableTag<T> d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  auto a0 = hn::Zero(d), a1 = hn::Zero(d);
-  int64_t p = 0;
-  for (; p + 2 * N <= k; p += 2 * N) {
-    a0 = hn::MulAdd(hn::LoadU(d, x + p), hn::LoadU(d, y + p), a0);
-    a1 = hn::MulAdd(hn::LoadU(d, x + p + N), hn::LoadU(d, y + p + N), a1);
+constexpr size_t kMC = sizeof(T) == 4 ? 144 : 72;
+constexpr size_t kNC = 4080;
+
+// Problems with fewer multiply-adds than this run on one thread: below it, waking a second
+// thread costs about what it saves (64^3: 7.5 us on one thread, 5.9 us on two).
+constexpr double kParallelMacs = 64.0 * 64.0 * 64.0;
+
+// Where the micro-kernel reads its operands: row r of A at a[r][p * a_step] (packed: a_step = MR,
+// in place: 1 for A (M, K), M for A stored (K, M)); B's NR columns at b + p * b_step.
+template <typename T>
+struct TileOperands {
+  const T* a[kMR];
+  size_t a_step;
+  const T* b;
+  size_t b_step;
+};
+
+// Adds (or stores, when !add) one row of the register tile into C.
+template <class D, class V, typename T = hn::TFromD<D>>
+HWY_INLINE void PutRow(D d, V v0, V v1, T* HWY_RESTRICT c, bool add) {
+  const size_t N = hn::Lanes(d);
+  if (add) {
+    v0 = hn::Add(hn::LoadU(d, c), v0);
+    v1 = hn::Add(hn::LoadU(d, c + N), v1);
   }
-  for (; p + N <= k; p += N) a0 = hn::MulAdd(hn::LoadU(d, x + p), hn::LoadU(d, y + p), a0);
-  HWY_ALIGN T lanes[hn::MaxLanes(d)];
-  hn::Store(hn::Add(a0, a1), d, lanes);
-  T acc = 0;
-  for (int64_t l = 0; l < N; ++l) acc += lanes[l];
-  for (; p < k; ++p) acc += x[p] * y[p];
-  return acc;
+  hn::StoreU(v0, d, c);
+  hn::StoreU(v1, d, c + N);
 }
 
+// The micro-kernel: acc (MR x NR) = sum_{p < kc} a(:, p) b(p, :) as FMA chains in registers,
+// then C[r, j] = (add ? C[r, j] : 0) + acc[r, j] for the valid mr x nr part of the tile.
+// kPackedA / kPackedB: the operand is packed (steps MR and NR known at compile time: one pointer,
+// fixed offsets) rather than read in place with run-time steps.
+template <bool kPackedA, bool kPackedB, class D, typename T = hn::TFromD<D>>
+HWY_INLINE void MicroKernel(D d, size_t kc, const TileOperands<T>& op, T* HWY_RESTRICT c, size_t ldc, size_t c_cs,
+                            size_t mr, size_t nr, bool add) {
+  const size_t N = hn::Lanes(d);
+  auto c00 = hn::Zero(d), c01 = hn::Zero(d), c10 = hn::Zero(d), c11 = hn::Zero(d);
+  auto c20 = hn::Zero(d), c21 = hn::Zero(d), c30 = hn::Zero(d), c31 = hn::Zero(d);
+  auto c40 = hn::Zero(d), c41 = hn::Zero(d), c50 = hn::Zero(d), c51 = hn::Zero(d);
+  // Start fetching the C tile now: with C larger than L2 its rows (N apart, often 4 KiB apart,
+  // one L1 set) come from L3, and waiting for them at the write-back costs ~10% at 1024x1024.
+  if (c_cs == 1)
+    for (size_t r = 0; r < kMR; ++r) {
+      hwy::Prefetch(c + r * ldc);
+      hwy::Prefetch(c + r * ldc + 2 * N - 1);
+    }
+  const T* HWY_RESTRICT b = op.b;
+  const size_t b_step = kPackedB ? 2 * N : op.b_step;
+  // One step p: two vectors of B, each broadcast a(r, p) times both, into the 12 accumulators.
+#define NORMLAB_GEMM_STEP(A0, A1, A2, A3, A4, A5)  \
+  {                                                \
+    const auto b0 = hn::LoadU(d, b);               \
+    const auto b1 = hn::LoadU(d, b + N);           \
+    b += b_step;                                   \
+    auto av = hn::Set(d, A0);                      \
+    c00 = hn::MulAdd(av, b0, c00);                 \
+    c01 = hn::MulAdd(av, b1, c01);                 \
+    av = hn::Set(d, A1);                           \
+    c10 = hn::MulAdd(av, b0, c10);                 \
+    c11 = hn::MulAdd(av, b1, c11);                 \
+    av = hn::Set(d, A2);                           \
+    c20 = hn::MulAdd(av, b0, c20);                 \
+    c21 = hn::MulAdd(av, b1, c21);                 \
+    av = hn::Set(d, A3);                           \
+    c30 = hn::MulAdd(av, b0, c30);                 \
+    c31 = hn::MulAdd(av, b1, c31);                 \
+    av = hn::Set(d, A4);                           \
+    c40 = hn::MulAdd(av, b0, c40);                 \
+    c41 = hn::MulAdd(av, b1, c41);                 \
+    av = hn::Set(d, A5);                           \
+    c50 = hn::MulAdd(av, b0, c50);                 \
+    c51 = hn::MulAdd(av, b1, c51);                 \
+  }
+  if constexpr (kPackedA) {
+    // Not unrolled: GCC then keeps all 12 accumulators in registers (unrolled by hand, it
+    // reorders the broadcasts and spills); 4 loop µops next to 20 vector µops are cheap.
+    const T* HWY_RESTRICT a = op.a[0];  // a(r, p) = a[p * MR + r]
+    for (size_t p = 0; p < kc; ++p, a += kMR) NORMLAB_GEMM_STEP(a[0], a[1], a[2], a[3], a[4], a[5]);
+  } else {
+    const T* HWY_RESTRICT a0 = op.a[0];
+    const T* HWY_RESTRICT a1 = op.a[1];
+    const T* HWY_RESTRICT a2 = op.a[2];
+    const T* HWY_RESTRICT a3 = op.a[3];
+    const T* HWY_RESTRICT a4 = op.a[4];
+    const T* HWY_RESTRICT a5 = op.a[5];
+    const size_t a_step = op.a_step;
+    for (size_t p = 0, o = 0; p < kc; ++p, o += a_step) NORMLAB_GEMM_STEP(a0[o], a1[o], a2[o], a3[o], a4[o], a5[o]);
+  }
+#undef NORMLAB_GEMM_STEP
+  if (mr == kMR && nr == 2 * N && c_cs == 1) {
+    PutRow(d, c00, c01, c, add);
+    PutRow(d, c10, c11, c + ldc, add);
+    PutRow(d, c20, c21, c + 2 * ldc, add);
+    PutRow(d, c30, c31, c + 3 * ldc, add);
+    PutRow(d, c40, c41, c + 4 * ldc, add);
+    PutRow(d, c50, c51, c + 5 * ldc, add);
+    return;
+  }
+  // Edge tile, or C written transposed (c_cs != 1): spill the registers and write back only the
+  // valid mr x nr part, element (r, j) at c[r * ldc + j * c_cs] (same arithmetic).
+  HWY_ALIGN T tile[kMR * 2 * hn::MaxLanes(d)];
+  const size_t w = 2 * N;
+  hn::Store(c00, d, tile + 0 * w), hn::Store(c01, d, tile + 0 * w + N);
+  hn::Store(c10, d, tile + 1 * w), hn::Store(c11, d, tile + 1 * w + N);
+  hn::Store(c20, d, tile + 2 * w), hn::Store(c21, d, tile + 2 * w + N);
+  hn::Store(c30, d, tile + 3 * w), hn::Store(c31, d, tile + 3 * w + N);
+  hn::Store(c40, d, tile + 4 * w), hn::Store(c41, d, tile + 4 * w + N);
+  hn::Store(c50, d, tile + 5 * w), hn::Store(c51, d, tile + 5 * w + N);
+  for (size_t r = 0; r < mr; ++r)
+    for (size_t j = 0; j < nr; ++j) {
+      T& out = c[r * ldc + j * c_cs];
+      out = add ? out + tile[r * w + j] : tile[r * w + j];
+    }
+}
+
+// One matrix of the batch, with op() resolved into strides: a(i, p) = A[i * a_rs + p * a_cs],
+// b(p, j) = B[p * b_rs + j * b_cs].
 template <typename T>
-void Gemm(const GemmShape& s, const T* a, const T* b, T* c) {
-  for (int64_t q = 0; q < s.batch; ++q) {
-    const T* A = a + q * s.stride_a;
-    const T* B = b + q * s.stride_b;
-    T* C = c + q * s.stride_c;
-    const bool acc = s.accumulate || (s.stride_c == 0 && q > 0);
-    for (int64_t i = 0; i < s.m; ++i) {
-      T* crow = C + i * s.n;
-      if (!s.trans_b) {
-        // C[i, :] += A(i, p) B[p, :]: SIMD along the row of B
-        if (!acc) for (int64_t j = 0; j < s.n; ++j) crow[j] = 0;
-        for (int64_t p = 0; p < s.k; ++p)
-          AxpyRow(s.n, s.trans_a ? A[p * s.m + i] : A[i * s.k + p], B + p * s.n, crow);
-      } else if (!s.trans_a) {
-        // C[i, j] = A[i, :] . B[j, :]: SIMD dot products along K
-        for (int64_t j = 0; j < s.n; ++j) {
-          const T v = Dot(s.k, A + i * s.k, B + j * s.k);
-          crow[j] = acc ? crow[j] + v : v;
+struct Operands {
+  const T* A;
+  int64_t a_rs, a_cs;
+  const T* B;
+  int64_t b_rs, b_cs;
+  T* C;
+  int64_t c_rs, c_cs;  // C(i, j) = C[i * c_rs + j * c_cs]
+};
+
+#if HWY_TARGET != HWY_SCALAR  // no interleaves with one lane
+// Whether TransposeSquare handles this vector type: L x L blocks for L = lanes in {2, 4, 8}
+// (float and double on SSE4 and AVX2), built from 128-bit-block interleaves and half swaps.
+template <class D>
+constexpr bool kCanTranspose = !HWY_HAVE_SCALABLE && hn::MaxLanes(D()) >= 2 && hn::MaxLanes(D()) <= 8 &&
+                               hn::MaxLanes(D()) * sizeof(hn::TFromD<D>) >= 16;
+
+// Interleaves the 64-bit halves of each 128-bit block: [a.lo b.lo] (Lo64) or [a.hi b.hi] (Hi64).
+template <class D, class V>
+HWY_INLINE V Lo64(D d, V a, V b) {
+  const hn::Repartition<uint64_t, D> d64;
+  return hn::BitCast(d, hn::InterleaveLower(d64, hn::BitCast(d64, a), hn::BitCast(d64, b)));
+}
+template <class D, class V>
+HWY_INLINE V Hi64(D d, V a, V b) {
+  const hn::Repartition<uint64_t, D> d64;
+  return hn::BitCast(d, hn::InterleaveUpper(d64, hn::BitCast(d64, a), hn::BitCast(d64, b)));
+}
+
+// Transposes the L x L block held in r[0 .. L) (row i = r[i]): afterwards r[q] = column q.
+template <class D, class V>
+HWY_INLINE void TransposeSquare(D d, V* HWY_RESTRICT r) {
+  constexpr size_t L = hn::MaxLanes(D());
+  constexpr size_t kBlock = 16 / sizeof(hn::TFromD<D>);  // lanes per 128-bit block
+  if constexpr (L == 2) {  // double, 128 bits
+    const V t0 = hn::InterleaveLower(d, r[0], r[1]), t1 = hn::InterleaveUpper(d, r[0], r[1]);
+    r[0] = t0, r[1] = t1;
+  } else if constexpr (L == 4 && kBlock == 4) {  // float, 128 bits
+    const V t0 = hn::InterleaveLower(d, r[0], r[1]), t1 = hn::InterleaveUpper(d, r[0], r[1]);
+    const V t2 = hn::InterleaveLower(d, r[2], r[3]), t3 = hn::InterleaveUpper(d, r[2], r[3]);
+    r[0] = Lo64(d, t0, t2), r[1] = Hi64(d, t0, t2), r[2] = Lo64(d, t1, t3), r[3] = Hi64(d, t1, t3);
+  } else if constexpr (L == 4 && kBlock == 2) {  // double, 256 bits
+    const V t0 = hn::InterleaveLower(d, r[0], r[1]), t1 = hn::InterleaveUpper(d, r[0], r[1]);
+    const V t2 = hn::InterleaveLower(d, r[2], r[3]), t3 = hn::InterleaveUpper(d, r[2], r[3]);
+    r[0] = hn::ConcatLowerLower(d, t2, t0), r[1] = hn::ConcatLowerLower(d, t3, t1);
+    r[2] = hn::ConcatUpperUpper(d, t2, t0), r[3] = hn::ConcatUpperUpper(d, t3, t1);
+  } else if constexpr (L == 8 && kBlock == 4) {  // float, 256 bits
+    V u[8];
+    for (size_t h = 0; h < 8; h += 4) {  // rows h .. h+3: 4x4 transposes within each 128-bit block
+      const V t0 = hn::InterleaveLower(d, r[h], r[h + 1]), t1 = hn::InterleaveUpper(d, r[h], r[h + 1]);
+      const V t2 = hn::InterleaveLower(d, r[h + 2], r[h + 3]), t3 = hn::InterleaveUpper(d, r[h + 2], r[h + 3]);
+      u[h] = Lo64(d, t0, t2), u[h + 1] = Hi64(d, t0, t2), u[h + 2] = Lo64(d, t1, t3), u[h + 3] = Hi64(d, t1, t3);
+    }
+    for (size_t q = 0; q < 4; ++q) {  // then swap the 128-bit halves across the two row groups
+      r[q] = hn::ConcatLowerLower(d, u[4 + q], u[q]);
+      r[q + 4] = hn::ConcatUpperUpper(d, u[4 + q], u[q]);
+    }
+  }
+}
+#endif  // HWY_TARGET != HWY_SCALAR
+
+// Packs a(i0 .. i0+mc, p0 .. p0+kc) into micro-panels of MR rows: out[(ir / MR) * MR * kc + p * MR + r]
+// = a(i0 + ir + r, p0 + p), rows past mc zero. Vector stores may write up to 2 * lanes elements
+// past the last panel: the buffer has that much slack.
+template <class D, typename T = hn::TFromD<D>>
+void PackA(D d, const Operands<T>& o, int64_t i0, size_t mc, int64_t p0, size_t kc, T* HWY_RESTRICT out) {
+  for (size_t ir = 0; ir < mc; ir += kMR, out += kMR * kc) {
+    const size_t mr = std::min(kMR, mc - ir);
+    const T* src = o.A + (i0 + static_cast<int64_t>(ir)) * o.a_rs + p0 * o.a_cs;
+    size_t p_done = 0;
+#if HWY_TARGET != HWY_SCALAR
+    if constexpr (kCanTranspose<D>) {
+      // Whole panels with vectors: each store writes L values at column p's slot, and the part
+      // past the MR values lands in column p + 1's slot, which the next store overwrites.
+      constexpr size_t L = hn::MaxLanes(D()), G = (kMR + L - 1) / L;  // G groups of L rows
+      using V = decltype(hn::Zero(d));
+      if (mr == kMR && o.a_cs == 1) {  // A (M, K): transpose L x L blocks of G row groups
+        for (; p_done + L <= kc; p_done += L) {
+          V r[G][L];
+          for (size_t g = 0; g < G; ++g) {
+            for (size_t i = 0; i < L; ++i) {
+              const size_t row = g * L + i;
+              r[g][i] = row < kMR ? hn::LoadU(d, src + static_cast<int64_t>(row) * o.a_rs + p_done) : hn::Zero(d);
+            }
+            TransposeSquare(d, r[g]);
+          }
+          for (size_t q = 0; q < L; ++q)
+            for (size_t g = 0; g < G; ++g) hn::StoreU(r[g][q], d, out + (p_done + q) * kMR + g * L);
         }
+      } else if (mr == kMR && o.a_rs == 1 && i0 + static_cast<int64_t>(ir + G * L) <= o.a_cs) {
+        // A stored (K, M): the MR values of column p are contiguous (G loads stay inside the row).
+        for (; p_done < kc; ++p_done)
+          for (size_t g = 0; g < G; ++g)
+            hn::StoreU(hn::LoadU(d, src + static_cast<int64_t>(p_done) * o.a_cs + g * L), d,
+                       out + p_done * kMR + g * L);
+      }
+    }
+#endif
+    if (o.a_rs == 1) {  // A stored (K, M)
+      for (size_t p = p_done; p < kc; ++p) {
+        const T* s = src + static_cast<int64_t>(p) * o.a_cs;
+        for (size_t r = 0; r < mr; ++r) out[p * kMR + r] = s[r];
+        for (size_t r = mr; r < kMR; ++r) out[p * kMR + r] = T(0);
+      }
+    } else {  // A (M, K): read each row along p
+      for (size_t r = 0; r < mr; ++r) {
+        const T* s = src + static_cast<int64_t>(r) * o.a_rs;
+        for (size_t p = p_done; p < kc; ++p) out[p * kMR + r] = s[static_cast<int64_t>(p) * o.a_cs];
+      }
+      for (size_t r = mr; r < kMR; ++r)
+        for (size_t p = p_done; p < kc; ++p) out[p * kMR + r] = T(0);
+    }
+  }
+}
+
+// Packs b(p0 .. p0+kc, j0 .. j0+nc) into micro-panels of nr_full columns:
+// out[(jr / NR) * NR * kc + p * NR + j] = b(p0 + p, j0 + jr + j), columns past nc zero.
+template <class D, typename T = hn::TFromD<D>>
+void PackB(D d, const Operands<T>& o, int64_t p0, size_t kc, int64_t j0, size_t nc, T* HWY_RESTRICT out) {
+  const size_t N = hn::Lanes(d), NR = 2 * N;
+  for (size_t jr = 0; jr < nc; jr += NR, out += NR * kc) {
+    const size_t nr = std::min(NR, nc - jr);
+    const T* src = o.B + p0 * o.b_rs + (j0 + static_cast<int64_t>(jr)) * o.b_cs;
+    if (o.b_cs == 1) {  // B (K, N): a row p of the panel is contiguous
+      for (size_t p = 0; p < kc; ++p) {
+        const T* s = src + static_cast<int64_t>(p) * o.b_rs;
+        T* dst = out + p * NR;
+        if (nr == NR) {
+          hn::Store(hn::LoadU(d, s), d, dst);
+          hn::Store(hn::LoadU(d, s + N), d, dst + N);
+        } else {
+          for (size_t j = 0; j < nr; ++j) dst[j] = s[j];
+          for (size_t j = nr; j < NR; ++j) dst[j] = T(0);
+        }
+      }
+    } else {  // B stored (N, K): read each stored row (a column j of b) along p
+      size_t p_done = 0;
+#if HWY_TARGET != HWY_SCALAR
+      if constexpr (kCanTranspose<D>) {
+        // Whole L x L blocks: L vector loads along p, one register transpose, L aligned stores
+        // of the panel's rows (about 5x faster than moving one element at a time).
+        constexpr size_t L = hn::MaxLanes(D());
+        using V = decltype(hn::Zero(d));
+        if (nr == NR && o.b_rs == 1) {
+          for (; p_done + L <= kc; p_done += L)
+            for (size_t h = 0; h < NR; h += L) {
+              V r[L];
+              for (size_t i = 0; i < L; ++i) r[i] = hn::LoadU(d, src + static_cast<int64_t>(h + i) * o.b_cs + p_done);
+              TransposeSquare(d, r);
+              for (size_t q = 0; q < L; ++q) hn::Store(r[q], d, out + (p_done + q) * NR + h);
+            }
+        }
+      }
+#endif
+      for (size_t j = 0; j < nr; ++j) {
+        const T* s = src + static_cast<int64_t>(j) * o.b_cs;
+        for (size_t p = p_done; p < kc; ++p) out[p * NR + j] = s[static_cast<int64_t>(p) * o.b_rs];
+      }
+      for (size_t j = nr; j < NR; ++j)
+        for (size_t p = p_done; p < kc; ++p) out[p * NR + j] = T(0);
+    }
+  }
+}
+
+// Packing buffers, one pair per thread and dtype, grown on demand and kept: no allocation in
+// the steady state, none inside the loops.
+template <typename T>
+struct PackBuffers {
+  hwy::AlignedFreeUniquePtr<T[]> a, b;
+  size_t a_size = 0, b_size = 0;
+  T* get_a(size_t n) { return grow(a, a_size, n); }
+  T* get_b(size_t n) { return grow(b, b_size, n); }
+
+ private:
+  static T* grow(hwy::AlignedFreeUniquePtr<T[]>& p, size_t& size, size_t n) {
+    if (n > size) {
+      p = hwy::AllocateAligned<T>(n);
+      size = n;
+    }
+    return p.get();
+  }
+};
+
+template <typename T>
+PackBuffers<T>& ThreadBuffers() {
+  static thread_local PackBuffers<T> buffers;
+  return buffers;
+}
+
+// The loop bounds shared by the serial and the parallel drivers.
+template <typename T>
+struct Plan {
+  size_t NR, MC, NC, KC, K;
+  bool pack_a, pack_b;  // pack the operand, else the micro-kernel reads it in place (B only
+                        // when its rows are contiguous)
+  bool c_transposed = false;  // the problem computes C^T = op(B)^T op(A)^T into C's memory
+
+  // op(A), op(B) and C of batch item q, with op() resolved into strides.
+  Operands<T> operands(const GemmShape& s, const T* a, const T* b, T* c, int64_t q) const {
+    Operands<T> o;
+    o.A = a + q * s.stride_a;
+    o.B = b + q * s.stride_b;
+    o.C = c + q * s.stride_c;
+    o.c_rs = c_transposed ? 1 : s.n, o.c_cs = c_transposed ? s.m : 1;
+    o.a_rs = s.trans_a ? 1 : s.k, o.a_cs = s.trans_a ? s.m : 1;
+    o.b_rs = s.trans_b ? 1 : s.n, o.b_cs = s.trans_b ? s.k : 1;
+    return o;
+  }
+  // Elements of the packed-B buffer for a panel nc columns wide (only the ragged last NR
+  // columns when B is read in place).
+  size_t b_size(size_t nc) const { return KC * (pack_b ? (nc + NR - 1) / NR * NR : NR); }
+  size_t a_size() const { return KC * MC + NR; }  // + the slack of PackA's vector stores
+  // The NR-column panels of b(pc.., jc .. jc+nc) that PackPanels packs: all of them, or only
+  // the ragged last one when B is read in place.
+  size_t first_panel(size_t nc) const { return pack_b ? 0 : nc / NR; }
+  size_t panels(size_t nc) const { return (nc + NR - 1) / NR; }
+};
+
+// Packs B panels first .. last-1 of b(pc .. pc+kc, jc .. jc+nc) (see Plan::first_panel).
+template <class D, typename T = hn::TFromD<D>>
+void PackPanels(D d, const Plan<T>& pl, const Operands<T>& o, size_t pc, size_t kc, int64_t jc, size_t nc,
+                size_t first, size_t last, T* bp) {
+  for (size_t i = first; i < last; ++i) {
+    const size_t j = i * pl.NR;
+    T* out = pl.pack_b ? bp + j * kc : bp;
+    PackB(d, o, static_cast<int64_t>(pc), kc, jc + static_cast<int64_t>(j), std::min(pl.NR, nc - j), out);
+  }
+}
+
+// C[ic .. ic+mc, jc .. jc+nc] (+)= a(ic.., pc .. pc+kc) b(pc.., jc..): packs the A block (into
+// ap, when packing A) and runs the micro-kernel over its tiles, B panel by B panel.
+template <class D, typename T = hn::TFromD<D>>
+void MacroKernel(D d, const Plan<T>& pl, const Operands<T>& o, int64_t ic, size_t mc, int64_t jc, size_t nc,
+                 size_t pc, size_t kc, bool add, T* ap, const T* bp) {
+  const size_t NR = pl.NR;
+  if (pl.pack_a) PackA(d, o, ic, mc, static_cast<int64_t>(pc), kc, ap);
+  const size_t c_rs = static_cast<size_t>(o.c_rs), c_cs = static_cast<size_t>(o.c_cs);
+  for (size_t jr = 0; jr < nc; jr += NR) {
+    const size_t nr = std::min(NR, nc - jr);
+    TileOperands<T> t;
+    if (pl.pack_b) {
+      t.b = bp + jr * kc, t.b_step = NR;
+    } else if (nr == NR) {
+      t.b = o.B + static_cast<int64_t>(pc) * o.b_rs + jc + static_cast<int64_t>(jr), t.b_step = o.b_rs;
+    } else {
+      t.b = bp, t.b_step = NR;
+    }
+    const bool packed_b = t.b_step == NR;  // a packed panel (or the packed ragged edge)
+    for (size_t ir = 0; ir < mc; ir += kMR) {
+      const size_t mr = std::min(kMR, mc - ir);
+      if (pl.pack_a) {
+        for (size_t r = 0; r < kMR; ++r) t.a[r] = ap + ir * kc + r;
+        t.a_step = kMR;
       } else {
-        for (int64_t j = 0; j < s.n; ++j) {
-          T v = 0;
-          for (int64_t p = 0; p < s.k; ++p) v += A[p * s.m + i] * B[j * s.k + p];
-          crow[j] = acc ? crow[j] + v : v;
+        // Rows past mr repeat the last valid row; their results are not written back.
+        for (size_t r = 0; r < kMR; ++r)
+          t.a[r] = o.A + (ic + static_cast<int64_t>(ir + std::min(r, mr - 1))) * o.a_rs +
+                   static_cast<int64_t>(pc) * o.a_cs;
+        t.a_step = static_cast<size_t>(o.a_cs);
+      }
+      T* ct = o.C + (ic + static_cast<int64_t>(ir)) * o.c_rs + (jc + static_cast<int64_t>(jr)) * o.c_cs;
+      if (pl.pack_a) {
+        if (packed_b) MicroKernel<true, true>(d, kc, t, ct, c_rs, c_cs, mr, nr, add);
+        else MicroKernel<true, false>(d, kc, t, ct, c_rs, c_cs, mr, nr, add);
+      } else {
+        if (packed_b) MicroKernel<false, true>(d, kc, t, ct, c_rs, c_cs, mr, nr, add);
+        else MicroKernel<false, false>(d, kc, t, ct, c_rs, c_cs, mr, nr, add);
+      }
+    }
+  }
+}
+
+// One thread computes C[i0:i1, j0:j1] of batch items q0 .. q1-1 (in batch order) through the
+// BLIS loop nest at the top of this file.
+template <typename T>
+HWY_NOINLINE void GemmRegion(const GemmShape& s, const Plan<T>& pl, const T* a, const T* b, T* c, int64_t q0,
+                             int64_t q1, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  const hn::ScalableTag<T> d;
+  PackBuffers<T>& buf = ThreadBuffers<T>();
+  T* bp = buf.get_b(pl.b_size(std::min(pl.NC, static_cast<size_t>(j1 - j0))));
+  T* ap = pl.pack_a ? buf.get_a(pl.a_size()) : nullptr;
+  for (int64_t q = q0; q < q1; ++q) {
+    const Operands<T> o = pl.operands(s, a, b, c, q);
+    const bool add_batch = s.accumulate || (s.stride_c == 0 && q > 0);
+    for (int64_t jc = j0; jc < j1; jc += static_cast<int64_t>(pl.NC)) {
+      const size_t nc = std::min<size_t>(pl.NC, static_cast<size_t>(j1 - jc));
+      for (size_t pc = 0; pc < pl.K; pc += pl.KC) {
+        const size_t kc = std::min(pl.KC, pl.K - pc);
+        PackPanels(d, pl, o, pc, kc, jc, nc, pl.first_panel(nc), pl.panels(nc), bp);
+        for (int64_t ic = i0; ic < i1; ic += static_cast<int64_t>(pl.MC)) {
+          const size_t mc = std::min<size_t>(pl.MC, static_cast<size_t>(i1 - ic));
+          MacroKernel(d, pl, o, ic, mc, jc, nc, pc, kc, add_batch || pc > 0, ap, bp);
         }
       }
     }
   }
+}
+
+#ifdef _OPENMP
+// Work sharing and waiting inside one OpenMP parallel region, without OpenMP's own barriers:
+// those spin without yielding, so when another process holds one core and both our threads
+// share the other, a waiting thread burns its whole time slice (a 4 ms scheduler tick here)
+// before the thread it waits for can run; GEMMs of 200 us then took 4-40 ms on 2 threads.
+// Here a waiting thread yields the core, and work is claimed dynamically (a thread that is not
+// running does not hold up the others). Task indices are global and only grow, so claims of
+// consecutive steps never mix.
+struct TeamSync {
+  std::atomic<int64_t> next{0}, done{0}, arrived{0};
+
+  // Claims the next task index below end, or returns -1 when there is none left.
+  int64_t claim(int64_t end) {
+    int64_t i = next.load(std::memory_order_relaxed);
+    while (i < end)
+      if (next.compare_exchange_weak(i, i + 1, std::memory_order_acq_rel)) return i;
+    return -1;
+  }
+  void finish() { done.fetch_add(1, std::memory_order_acq_rel); }
+  // Waits until `target` tasks are finished (counted over all steps).
+  void wait_done(int64_t target) { wait(done, target); }
+  // Barrier: the n-th call of every thread returns when all `threads` made it (target = n * threads).
+  void arrive_and_wait(int64_t target) {
+    arrived.fetch_add(1, std::memory_order_acq_rel);
+    wait(arrived, target);
+  }
+
+ private:
+  static void wait(const std::atomic<int64_t>& v, int64_t target) {
+    while (v.load(std::memory_order_acquire) < target) {
+      for (int spin = 0; spin < 64 && v.load(std::memory_order_acquire) < target; ++spin) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+      }
+      if (v.load(std::memory_order_acquire) < target) std::this_thread::yield();
+    }
+  }
+};
+
+// The threads share the packed B panels (packed by whoever is running, then everyone waits
+// until they are complete) and take the row blocks (MC rows) of C dynamically, one at a time.
+// When B's panel for all of K fits in 8 MiB (the MLP's and most shapes), it is packed at once
+// and a thread then runs all K blocks of its row block: one wait per call. Otherwise the panel
+// is packed per K block: two waits per K block (cheap next to a K block of that size).
+template <typename T>
+HWY_NOINLINE void GemmSharedB(const GemmShape& s, const Plan<T>& pl, const T* a, const T* b, T* c, int threads) {
+  const hn::ScalableTag<T> d;
+  const size_t width = std::min(pl.NC, static_cast<size_t>(s.n));
+  const size_t ncp = pl.pack_b ? (width + pl.NR - 1) / pl.NR * pl.NR : pl.NR;  // packed panel width
+  const size_t kblocks = (pl.K + pl.KC - 1) / pl.KC;
+  const bool whole_k = kblocks * pl.KC * ncp * sizeof(T) <= (size_t(8) << 20);
+  T* bp = ThreadBuffers<T>().get_b(whole_k ? kblocks * pl.KC * ncp : pl.b_size(width));
+  const int64_t blocks = (s.m + static_cast<int64_t>(pl.MC) - 1) / static_cast<int64_t>(pl.MC);
+  TeamSync sync;
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t nt = omp_get_num_threads();
+    T* ap = pl.pack_a ? ThreadBuffers<T>().get_a(pl.a_size()) : nullptr;
+    int64_t base = 0, packed = 0, steps = 0;  // task indices, pack tasks and steps so far
+    for (int64_t q = 0; q < s.batch; ++q) {
+      const Operands<T> o = pl.operands(s, a, b, c, q);
+      const bool add_batch = s.accumulate || (s.stride_c == 0 && q > 0);
+      for (int64_t jc = 0; jc < s.n; jc += static_cast<int64_t>(pl.NC)) {
+        const size_t nc = std::min<size_t>(pl.NC, static_cast<size_t>(s.n - jc));
+        const int64_t first = static_cast<int64_t>(pl.first_panel(nc));
+        const int64_t per_k = static_cast<int64_t>(pl.panels(nc)) - first;  // panels to pack per K block
+        // One step: pack `npack` panels (of K blocks kb0 .. kb0 + nk - 1), wait for them, run
+        // the row blocks over those K blocks, and wait for everyone before the panels are reused.
+        const size_t nk_step = whole_k ? kblocks : 1;
+        for (size_t kb0 = 0; kb0 < kblocks; kb0 += nk_step) {
+          const int64_t npack = static_cast<int64_t>(nk_step) * per_k;
+          for (int64_t i; (i = sync.claim(base + npack)) >= 0;) {
+            const size_t t = static_cast<size_t>((i - base) / per_k), pc = (kb0 + t) * pl.KC;
+            const size_t panel = static_cast<size_t>(first + (i - base) % per_k);
+            PackPanels(d, pl, o, pc, std::min(pl.KC, pl.K - pc), jc, nc, panel, panel + 1, bp + t * pl.KC * ncp);
+            sync.finish();
+          }
+          base += npack, packed += npack;
+          sync.wait_done(packed);
+          for (int64_t i; (i = sync.claim(base + blocks)) >= 0;) {
+            const int64_t ic = (i - base) * static_cast<int64_t>(pl.MC);
+            const size_t mc = std::min<size_t>(pl.MC, static_cast<size_t>(s.m - ic));
+            for (size_t t = 0; t < nk_step; ++t) {
+              const size_t pc = (kb0 + t) * pl.KC;
+              MacroKernel(d, pl, o, ic, mc, jc, nc, pc, std::min(pl.KC, pl.K - pc), add_batch || pc > 0, ap,
+                          bp + t * pl.KC * ncp);
+            }
+          }
+          base += blocks;
+          sync.arrive_and_wait(++steps * nt);
+        }
+      }
+    }
+  }
+}
+
+// Independent parts (batch items, or column ranges with their own packing), claimed one at a
+// time; part(i) computes part i.
+template <class Part>
+void ParallelParts(int threads, int64_t parts, const Part& part) {
+  TeamSync sync;
+#pragma omp parallel num_threads(threads)
+  {
+    for (int64_t i; (i = sync.claim(parts)) >= 0;) part(i);
+    sync.arrive_and_wait(omp_get_num_threads());  // everyone is past its last part
+  }
+}
+#endif
+
+// Few rows times a transposed B (Linear's forward x W^T at batch <= kDotRows): packing W would
+// move all of it for a handful of rows, so each C[i, j] is a dot product of A's row i and B's
+// stored row j, both read in place: 2 rows x 4 columns of vector accumulators along K, then
+// each reduced across lanes and finished with a scalar tail (a fixed order). Columns j0 .. j1-1.
+constexpr int64_t kDotRows = 8;
+
+template <typename T>
+HWY_NOINLINE void GemmDotRows(const GemmShape& s, const T* a, const T* b, T* c, int64_t j0, int64_t j1) {
+  const hn::ScalableTag<T> d;
+  const size_t N = hn::Lanes(d), K = static_cast<size_t>(s.k), kv = K / N * N;
+  for (int64_t q = 0; q < s.batch; ++q) {
+    const T* A = a + q * s.stride_a;
+    const T* B = b + q * s.stride_b;
+    T* C = c + q * s.stride_c;
+    const bool add = s.accumulate || (s.stride_c == 0 && q > 0);
+    for (int64_t i = 0; i < s.m; i += 2) {
+      const int64_t rows = std::min<int64_t>(2, s.m - i);
+      const T* HWY_RESTRICT a0 = A + i * s.k;
+      const T* HWY_RESTRICT a1 = a0 + (rows - 1) * s.k;  // a second row, or row i again
+      for (int64_t j = j0; j < j1; j += 4) {
+        const int64_t cols = std::min<int64_t>(4, j1 - j);
+        const T* w[4];
+        for (int64_t t = 0; t < 4; ++t) w[t] = B + std::min(j + t, j1 - 1) * s.k;
+        auto c00 = hn::Zero(d), c01 = hn::Zero(d), c02 = hn::Zero(d), c03 = hn::Zero(d);
+        auto c10 = hn::Zero(d), c11 = hn::Zero(d), c12 = hn::Zero(d), c13 = hn::Zero(d);
+        for (size_t p = 0; p < kv; p += N) {
+          const auto x0 = hn::LoadU(d, a0 + p), x1 = hn::LoadU(d, a1 + p);
+          auto v = hn::LoadU(d, w[0] + p);
+          c00 = hn::MulAdd(x0, v, c00), c10 = hn::MulAdd(x1, v, c10);
+          v = hn::LoadU(d, w[1] + p);
+          c01 = hn::MulAdd(x0, v, c01), c11 = hn::MulAdd(x1, v, c11);
+          v = hn::LoadU(d, w[2] + p);
+          c02 = hn::MulAdd(x0, v, c02), c12 = hn::MulAdd(x1, v, c12);
+          v = hn::LoadU(d, w[3] + p);
+          c03 = hn::MulAdd(x0, v, c03), c13 = hn::MulAdd(x1, v, c13);
+        }
+        T sums[2][4] = {{hn::GetLane(hn::SumOfLanes(d, c00)), hn::GetLane(hn::SumOfLanes(d, c01)),
+                         hn::GetLane(hn::SumOfLanes(d, c02)), hn::GetLane(hn::SumOfLanes(d, c03))},
+                        {hn::GetLane(hn::SumOfLanes(d, c10)), hn::GetLane(hn::SumOfLanes(d, c11)),
+                         hn::GetLane(hn::SumOfLanes(d, c12)), hn::GetLane(hn::SumOfLanes(d, c13))}};
+        for (int64_t r = 0; r < rows; ++r) {
+          const T* x = r == 0 ? a0 : a1;
+          for (int64_t t = 0; t < cols; ++t) {
+            T v = sums[r][t];
+            for (size_t p = kv; p < K; ++p) v += x[p] * w[t][p];
+            T& out = C[(i + r) * s.n + j + t];
+            out = add ? out + v : v;
+          }
+        }
+      }
+    }
+  }
+}
+
+// A transposed A times a narrow B (N <= kNarrowCols: Linear's dW = dY^T X for a layer with
+// 1..4 inputs): the register tile would be mostly padding, so vectors run along M instead (A's
+// stored rows are contiguous in M): acc[i.., j] += A[p, i..] * b(p, j), p in order, for 2 vectors
+// of rows at a time; then the columns are written out lane by lane. Rows i0 .. i1-1.
+constexpr int64_t kNarrowCols = 4;
+
+template <typename T>
+HWY_NOINLINE void GemmNarrowTransA(const GemmShape& s, const T* a, const T* b, T* c, int64_t i0, int64_t i1) {
+  const hn::ScalableTag<T> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d)), n = s.n;
+  for (int64_t q = 0; q < s.batch; ++q) {
+    const T* A = a + q * s.stride_a;
+    const T* B = b + q * s.stride_b;
+    T* C = c + q * s.stride_c;
+    const bool add = s.accumulate || (s.stride_c == 0 && q > 0);
+    const auto put = [&](int64_t row, int64_t col, T v) HWY_ATTR {
+      T& out = C[row * n + col];
+      out = add ? out + v : v;
+    };
+    int64_t i = i0;
+    for (; i + 2 * N <= i1; i += 2 * N) {  // 2 vectors of rows x up to 4 columns: 8 FMA chains
+      auto x0 = hn::Zero(d), x1 = hn::Zero(d), x2 = hn::Zero(d), x3 = hn::Zero(d);
+      auto y0 = hn::Zero(d), y1 = hn::Zero(d), y2 = hn::Zero(d), y3 = hn::Zero(d);
+      for (int64_t p = 0; p < s.k; ++p) {
+        const T* ap = A + p * s.m + i;
+        const T* bp = B + p * n;
+        const auto u = hn::LoadU(d, ap), v = hn::LoadU(d, ap + N);
+        auto w = hn::Set(d, bp[0]);
+        x0 = hn::MulAdd(u, w, x0), y0 = hn::MulAdd(v, w, y0);
+        if (n > 1) w = hn::Set(d, bp[1]), x1 = hn::MulAdd(u, w, x1), y1 = hn::MulAdd(v, w, y1);
+        if (n > 2) w = hn::Set(d, bp[2]), x2 = hn::MulAdd(u, w, x2), y2 = hn::MulAdd(v, w, y2);
+        if (n > 3) w = hn::Set(d, bp[3]), x3 = hn::MulAdd(u, w, x3), y3 = hn::MulAdd(v, w, y3);
+      }
+      HWY_ALIGN T tile[kNarrowCols][2 * hn::MaxLanes(d)];
+      hn::Store(x0, d, tile[0]), hn::Store(y0, d, tile[0] + N), hn::Store(x1, d, tile[1]), hn::Store(y1, d, tile[1] + N);
+      hn::Store(x2, d, tile[2]), hn::Store(y2, d, tile[2] + N), hn::Store(x3, d, tile[3]), hn::Store(y3, d, tile[3] + N);
+      for (int64_t l = 0; l < 2 * N; ++l)
+        for (int64_t j = 0; j < n; ++j) put(i + l, j, tile[j][l]);
+    }
+    for (; i < i1; ++i)  // remaining rows, one at a time (same order over p)
+      for (int64_t j = 0; j < n; ++j) {
+        T v = 0;
+        for (int64_t p = 0; p < s.k; ++p) v += A[p * s.m + i] * B[p * n + j];
+        put(i, j, v);
+      }
+  }
+}
+
+// C = 0 (or untouched when accumulating) for K = 0: every sum is empty.
+template <typename T>
+void GemmEmptyK(const GemmShape& s, T* c) {
+  if (s.accumulate) return;
+  const int64_t items = s.stride_c == 0 ? 1 : s.batch;
+  for (int64_t q = 0; q < items; ++q) std::fill(c + q * s.stride_c, c + q * s.stride_c + s.m * s.n, T(0));
+}
+
+// The BLIS loop nest for problem s (C^T's when pl.c_transposed), on `threads` threads.
+template <typename T>
+void GemmBlocked(const GemmShape& s, Plan<T>& pl, const T* a, const T* b, T* c, int threads) {
+  const int64_t MR = static_cast<int64_t>(kMR), NR = static_cast<int64_t>(pl.NR);
+  const int64_t tiles_m = (s.m + MR - 1) / MR, tiles_n = (s.n + NR - 1) / NR;
+  if (threads <= 1) return GemmRegion(s, pl, a, b, c, 0, s.batch, 0, s.m, 0, s.n);
+#ifdef _OPENMP
+  // Which thread computes which tile never changes a result (see the top of this file).
+  if (s.batch >= threads && s.stride_c >= s.m * s.n) {
+    // Disjoint C blocks: whole batch items.
+    ParallelParts(threads, s.batch, [&](int64_t q) HWY_ATTR { GemmRegion(s, pl, a, b, c, q, q + 1, 0, s.m, 0, s.n); });
+  } else if (tiles_m >= 2 * threads) {
+    // Rows: a multiple of `threads` blocks of about equal height (at most MC), at least 4 per
+    // thread for balance (M = 2048: 16 blocks of 132 rows, not 15 of 144).
+    const int64_t per_thread = std::max<int64_t>(4, (s.m + static_cast<int64_t>(pl.MC) * threads - 1) /
+                                                        (static_cast<int64_t>(pl.MC) * threads));
+    const int64_t rows = (s.m + per_thread * threads - 1) / (per_thread * threads);
+    pl.MC = std::min(pl.MC, static_cast<size_t>((rows + MR - 1) / MR * MR));
+    GemmSharedB(s, pl, a, b, c, threads);
+  } else {
+    // Few rows, many columns: ranges of NR-column panels, about 4 per thread, each with its own
+    // packing (of few rows of A, so cheap).
+    const int64_t parts = std::min<int64_t>(tiles_n, 4 * threads);
+    ParallelParts(threads, parts, [&](int64_t i) HWY_ATTR {
+      const int64_t j0 = std::min(s.n, tiles_n * i / parts * NR), j1 = std::min(s.n, tiles_n * (i + 1) / parts * NR);
+      if (j0 < j1) GemmRegion(s, pl, a, b, c, 0, s.batch, 0, s.m, j0, j1);
+    });
+  }
+#else
+  GemmRegion(s, pl, a, b, c, 0, s.batch, 0, s.m, 0, s.n);
+#endif
+}
+
+// Up to kSwapRows rows times a transposed B (Linear's forward at batch 9..32): packing B = W
+// (N x K) costs about as much as the product; C^T = W X^T instead has the same shape class with
+// the roles swapped, so only X (M x K, the smaller) is packed and W is read in place. C^T's
+// tiles are written into C transposed (element by element, ~5% of a tile's time). Measured on
+// Linear(784, 256): batch 16 in 86 us instead of 131, batch 32 in 170 instead of 205; from 48
+// on the two are even (and batch 24 pads C^T's 16-wide tiles to 32: 8% slower swapped).
+constexpr int64_t kSwapRows = 32;
+
+template <typename T>
+void Gemm(const GemmShape& s_in, const T* a_in, const T* b_in, T* c) {
+  if (s_in.m <= 0 || s_in.n <= 0 || s_in.batch <= 0) return;
+  if (s_in.k <= 0) return GemmEmptyK(s_in, c);
+  const hn::ScalableTag<T> d;
+  const double macs = static_cast<double>(s_in.m) * static_cast<double>(s_in.n) * static_cast<double>(s_in.k);
+  const int threads = macs * static_cast<double>(s_in.batch) >= kParallelMacs ? num_threads() : 1;
+  {
+    const GemmShape& s = s_in;
+    const T *a = a_in, *b = b_in;
+    if (s.trans_a && !s.trans_b && s.n <= kNarrowCols) {
+      if (threads <= 1) return GemmNarrowTransA(s, a, b, c, 0, s.m);
+#ifdef _OPENMP
+      const int64_t unit = static_cast<int64_t>(2 * hn::Lanes(d)), groups = (s.m + unit - 1) / unit;
+      const int64_t parts = std::min<int64_t>(groups, 4 * threads);
+      ParallelParts(threads, parts, [&](int64_t i) HWY_ATTR {
+        const int64_t i0 = std::min(s.m, groups * i / parts * unit);
+        const int64_t i1 = std::min(s.m, groups * (i + 1) / parts * unit);
+        if (i0 < i1) GemmNarrowTransA(s, a, b, c, i0, i1);
+      });
+      return;
+#endif
+    }
+    if (s.trans_b && !s.trans_a && (s.m <= kDotRows || s.n <= kNarrowCols)) {
+      if (threads <= 1) return GemmDotRows(s, a, b, c, 0, s.n);
+#ifdef _OPENMP
+      const int64_t groups = (s.n + 3) / 4, parts = std::min<int64_t>(groups, 4 * threads);
+      ParallelParts(threads, parts, [&](int64_t i) HWY_ATTR {
+        const int64_t j0 = std::min(s.n, groups * i / parts * 4), j1 = std::min(s.n, groups * (i + 1) / parts * 4);
+        if (j0 < j1) GemmDotRows(s, a, b, c, j0, j1);
+      });
+      return;
+#endif
+    }
+  }
+  Plan<T> pl;
+  GemmShape s = s_in;
+  const T *a = a_in, *b = b_in;
+  if (s.trans_b && !s.trans_a && s.m <= kSwapRows && s.m < s.n) {
+    // C^T (N, M) = B (N, K) A^T: A = the stored B, read as (N, K); B = A stored (M, K), transposed.
+    s.m = s_in.n, s.n = s_in.m, s.stride_a = s_in.stride_b, s.stride_b = s_in.stride_a;
+    a = b_in, b = a_in;
+    pl.c_transposed = true;
+  }
+  pl.NR = 2 * hn::Lanes(d);
+  pl.MC = kMC<T>;
+  pl.NC = std::max(pl.NR, kNC / pl.NR * pl.NR);
+  pl.K = static_cast<size_t>(s.k);
+  pl.KC = BlockK(pl.K);
+  // Packing pays when the operand is reused from a layout the micro-kernel reads badly
+  // (measured on AVX2 float, single thread, 32..2048):
+  // - A (M, K) is read in place (6 row streams) unless its rows are 4 KiB or more apart, where
+  //   the 6 rows of a tile fall into the same L1 sets (K >= 1024 floats: packed is 3% faster,
+  //   below it reading in place is 2-20% faster: no packing pass).
+  // - A stored (K, M) is packed unless M is small (then each tile reads one line per p).
+  // - B is packed when transposed (the micro-kernel needs rows of B), and otherwise unless M is
+  //   small (a few tiles per panel do not repay the packing; at large N the panel's rows, N
+  //   apart, would thrash L1).
+  pl.pack_a = s.trans_a ? s.m > 4 * static_cast<int64_t>(kMR) : s.k * static_cast<int64_t>(sizeof(T)) >= 4096;
+  pl.pack_b = s.trans_b || s.m > 2 * static_cast<int64_t>(kMR);
+  GemmBlocked(s, pl, a, b, c, threads);
 }
 
 }  // namespace normlab::autograd::kernels::HWY_NAMESPACE

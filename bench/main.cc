@@ -1,0 +1,74 @@
+// The benchmark executable: `bench_kernels [--threads=N] [Google Benchmark flags]`. The thread
+// count (default: all cores) applies to every kernel and to the STREAM loops.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "autograd/error.h"
+#include "autograd/kernels/elementwise.h"
+#include "autograd/parallel.h"
+#include "bench/bench.h"
+
+namespace {
+
+// Removes --threads=N / --threads N from argv and applies it; a clear message on bad input.
+bool take_threads_flag(int& argc, char** argv) {
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i], value;
+    if (arg.rfind("--threads=", 0) == 0) {
+      value = arg.substr(10);
+    } else if (arg == "--threads") {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bench_kernels: --threads needs a value (a thread count of at least 1)\n");
+        return false;
+      }
+      value = argv[++i];
+    } else {
+      rest.push_back(argv[i]);
+      continue;
+    }
+    int n = 0;
+    try {
+      size_t used = 0;
+      n = std::stoi(value, &used);
+      if (used != value.size()) throw std::invalid_argument(value);
+    } catch (const std::logic_error&) {  // not a number, or out of int's range
+      std::fprintf(stderr, "bench_kernels: --threads expects a whole number of at least 1, got '%s'\n", value.c_str());
+      return false;
+    }
+    try {
+      normlab::autograd::set_num_threads(n);
+    } catch (const normlab::Error& e) {
+      std::fprintf(stderr, "bench_kernels: --threads: %s\n", e.what());
+      return false;
+    }
+  }
+  argc = static_cast<int>(rest.size());
+  for (int i = 0; i < argc; ++i) argv[i] = rest[static_cast<size_t>(i)];
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!take_threads_flag(argc, argv)) return 2;
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  benchmark::AddCustomContext("normlab_threads", std::to_string(normlab::autograd::num_threads()));
+  benchmark::AddCustomContext("highway_target", normlab::autograd::kernels::active_target());
+  normlab::bench::register_gemm();
+  normlab::bench::register_kernels();
+  normlab::bench::register_stream();
+  const size_t ran = benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  if (ran == 0) {
+    std::fprintf(stderr, "bench_kernels: no benchmark matches the filter (list them with --benchmark_list_tests)\n");
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,195 @@
+#!/usr/bin/python3
+"""Times in PyTorch the workloads bench_kernels times in normlab (same names, shapes, dtypes).
+
+Run with Debian's /usr/bin/python3 (python3-torch 1.13). Each workload runs `--repetitions` times;
+a repetition repeats it for at least `--min-time` seconds and records the mean time per call; the
+median over repetitions is reported, as Google Benchmark's `median` aggregate does for normlab.
+Kernel workloads write into preallocated outputs (out=), like the normlab kernels they face.
+Writes JSON to --out (and a short listing to stdout) for bench/table.py.
+"""
+import argparse
+import ctypes
+import json
+import os
+import re
+import statistics
+import sys
+import time
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="intra-op threads (default: all cores)")
+    p.add_argument("--filter", default=".", help="regex: run only workloads whose name matches (re.search)")
+    p.add_argument("--repetitions", type=int, default=5, help="repetitions; the median is reported")
+    p.add_argument("--min-time", type=float, default=0.2, help="seconds per repetition, at least")
+    p.add_argument("--out", help="write the results as JSON here")
+    p.add_argument("--list", action="store_true", help="list the workload names and exit")
+    a = p.parse_args()
+    if a.threads < 1:
+        p.error(f"--threads must be at least 1, got {a.threads}")
+    if a.repetitions < 1:
+        p.error(f"--repetitions must be at least 1, got {a.repetitions}")
+    if a.min_time <= 0:
+        p.error(f"--min-time must be positive, got {a.min_time}")
+    try:
+        re.compile(a.filter)
+    except re.error as e:
+        p.error(f"--filter is not a valid regex: {e}")
+    return a
+
+
+args = parse_args()
+# OpenBLAS (torch's BLAS here) keeps its own thread pool: torch.set_num_threads does not size it,
+# so the environment must, before the library is loaded.
+os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
+os.environ["OMP_NUM_THREADS"] = str(args.threads)
+try:
+    import torch
+except ImportError:
+    print("PyTorch is not installed: apt-get install python3-torch "
+          "(and run this script with /usr/bin/python3)", file=sys.stderr)
+    sys.exit(3)
+torch.set_num_threads(args.threads)
+
+
+def blas_info():
+    """The BLAS library torch has mapped, and OpenBLAS's own description and thread count."""
+    a = torch.ones(64, 64)
+    a @ a  # make sure the BLAS is loaded
+    libs = set()
+    with open("/proc/self/maps") as f:
+        for line in f:
+            path = line.split()[-1]
+            if "blas" in os.path.basename(path).lower() and path.startswith("/"):
+                libs.add(os.path.realpath(path))
+    info = {"libraries": sorted(libs)}
+    for path in sorted(libs):
+        try:
+            lib = ctypes.CDLL(path)
+            lib.openblas_get_config.restype = ctypes.c_char_p
+            info["openblas_config"] = lib.openblas_get_config().decode()
+            info["openblas_threads"] = lib.openblas_get_num_threads()
+        except (OSError, AttributeError):
+            pass
+    return info
+
+
+def workloads():
+    """(name, setup) pairs; setup() returns (fn, work, unit) with work in flops or bytes per call."""
+    g = torch.Generator().manual_seed(0)
+
+    def rand(*shape):
+        return torch.rand(*shape, generator=g) * 2 - 1
+
+    def matmul(m, k, n, ta=False, tb=False):
+        def setup():
+            a = rand(k, m).t() if ta else rand(m, k)
+            b = rand(n, k).t() if tb else rand(k, n)
+            c = torch.empty(m, n)
+            return (lambda: torch.mm(a, b, out=c)), 2.0 * m * n * k, "flop"
+        return setup
+
+    out = []
+    for n in (32, 64, 128, 256, 512, 1024, 2048):
+        out.append((f"matmul {n}x{n} @ {n}x{n}", matmul(n, n, n)))
+    out.append(("matmul 512x1024 @ 1024x1024", matmul(512, 1024, 1024)))
+    batch = 128
+    for i, o in ((784, 256), (256, 256), (256, 10)):
+        l = f"linear {i}->{o} b128 "
+        out.append((l + "forward x W^T", matmul(batch, i, o, tb=True)))  # (B, in) (out, in)^T
+        out.append((l + "dX = dY W", matmul(batch, o, i)))  # (B, out) (out, in)
+        out.append((l + "dW = dY^T X", matmul(o, batch, i, ta=True)))  # (B, out)^T (B, in)
+    for b in (1, 4, 16, 64, 256, 1024):
+        out.append((f"linear 784->256 b{b} forward x W^T", matmul(b, 784, 256, tb=True)))
+
+    rows, cols = 4096, 1024
+    numel = rows * cols
+    shape = f" {rows}x{cols}"
+
+    def elementwise(kind):
+        def setup():
+            x, y, z = rand(rows, cols), rand(rows, cols), torch.empty(rows, cols)
+            if kind == "add":
+                return (lambda: torch.add(x, y, out=z)), 12.0 * numel, "byte"
+            if kind == "relu":
+                return (lambda: torch.clamp(x, min=0, out=z)), 8.0 * numel, "byte"
+            if kind == "exp":
+                return (lambda: torch.exp(x, out=z)), 8.0 * numel, "byte"
+            if kind == "tanh":
+                return (lambda: torch.tanh(x, out=z)), 8.0 * numel, "byte"
+            if kind == "axpy":
+                return (lambda: y.add_(x, alpha=1e-3)), 12.0 * numel, "byte"
+            if kind == "sum0":
+                o = torch.empty(cols)
+                return (lambda: torch.sum(x, 0, out=o)), 4.0 * numel, "byte"
+            o = torch.empty(rows)
+            return (lambda: torch.sum(x, 1, out=o)), 4.0 * numel, "byte"
+        return setup
+
+    for name, kind in (("add", "add"), ("relu", "relu"), ("exp", "exp"), ("tanh", "tanh"), ("axpy", "axpy"),
+                       ("sum dim0", "sum0"), ("sum dim1", "sum1")):
+        out.append((name + shape, elementwise(kind)))
+
+    n = 1 << 25
+
+    def stream(kind):
+        def setup():
+            a, b, c = torch.ones(n), torch.full((n,), 2.0), torch.full((n,), 0.5)
+            if kind == "copy":
+                return (lambda: a.copy_(b)), 8.0 * n, "byte"
+            return (lambda: torch.add(b, c, alpha=3.0, out=a)), 12.0 * n, "byte"
+        return setup
+
+    out.append(("stream copy 2^25", stream("copy")))
+    out.append(("stream triad 2^25", stream("triad")))
+    return out
+
+
+def time_it(fn, repetitions, min_time):
+    """Median over repetitions of the mean seconds per call (each repetition >= min_time)."""
+    fn()  # warm up: allocations, first-touch, thread pools
+    t0 = time.perf_counter()
+    fn()
+    once = max(time.perf_counter() - t0, 1e-7)
+    iters = max(1, int(min_time / once))
+    samples = []
+    for _ in range(repetitions):
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        samples.append((time.perf_counter() - t0) / iters)
+    return statistics.median(samples)
+
+
+def main():
+    selected = [(n, s) for n, s in workloads() if re.search(args.filter, n)]
+    if args.list:
+        print("\n".join(n for n, _ in selected))
+        return 0
+    if not selected:
+        print(f"pytorch_bench.py: no workload matches the filter {args.filter!r} (see --list)", file=sys.stderr)
+        return 1
+    blas = blas_info()
+    ctx = {"torch": torch.__version__, "threads": args.threads, "blas": blas}
+    libs = ", ".join(blas["libraries"]) or "none mapped"
+    print(f"PyTorch {torch.__version__}, {args.threads} thread(s), BLAS: {libs}"
+          + (f" ({blas['openblas_config']}, {blas['openblas_threads']} threads)" if "openblas_config" in blas else ""),
+          file=sys.stderr)
+    results = []
+    for name, setup in selected:
+        fn, work, unit = setup()
+        sec = time_it(fn, args.repetitions, args.min_time)
+        results.append({"name": name, "threads": args.threads, "median_s": sec, "work": work, "unit": unit})
+        rate = work / sec / 1e9
+        print(f"  {name:<40} {sec * 1e6:12.1f} us  {rate:8.1f} {'GFLOP/s' if unit == 'flop' else 'GB/s'}",
+              file=sys.stderr)
+        del fn
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"context": ctx, "results": results}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

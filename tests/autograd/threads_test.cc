@@ -1,0 +1,117 @@
+// Thread count: set_num_threads validates its input, and GEMM results are bitwise identical for
+// 1, 2 and 3 threads (each element of C is computed by the same sequence of operations).
+#include <boost/test/unit_test.hpp>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "autograd/error.h"
+#include "autograd/kernels/gemm.h"
+#include "autograd/parallel.h"
+#include "tests/support/targets.h"
+
+namespace k = normlab::autograd::kernels;
+using normlab::autograd::num_threads;
+using normlab::autograd::set_num_threads;
+
+namespace {
+
+template <typename T>
+std::vector<T> random_vec(int64_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<T> v(static_cast<size_t>(n));
+  for (auto& x : v) x = static_cast<T>(u(gen));
+  return v;
+}
+
+// Restores the thread count a test started with.
+struct ThreadsGuard {
+  int saved = num_threads();
+  ~ThreadsGuard() { set_num_threads(saved); }
+};
+
+// Shapes big enough to be split across threads (over a million multiply-adds), with odd sizes:
+// by row blocks (sharing packed B panels), by column panels (few rows), by batch items, and a
+// batch summed into one C.
+template <typename T>
+void check_thread_independence() {
+  struct Case { int64_t m, n, k, batch; bool ta, tb, sum_batch; };
+  const std::vector<Case> cases = {
+      {301, 257, 300, 1, false, false, false},  // split by rows
+      {700, 5, 301, 1, false, true, false},     // thin: B read in place but for its ragged panel
+      {130, 65, 300, 1, true, false, false},
+      {65, 300, 130, 1, true, true, false},
+      {7, 3001, 300, 1, false, false, false},   // few rows: split by columns
+      {11, 1001, 257, 1, true, true, false},
+      {5, 3001, 301, 1, false, true, false},    // few rows times B^T: dot products, split by columns
+      {3001, 3, 301, 1, true, false, false},    // A^T times 3 columns: vectors along M, split by rows
+      {20, 2001, 300, 1, false, true, false},   // 20 rows times B^T: computed as C^T, split by C's columns
+      {20, 999, 300, 3, false, true, true},
+      {67, 65, 129, 5, false, true, false},     // split by batch items
+      {67, 65, 129, 3, true, false, true},      // the batch sums into one C: split within it
+  };
+  normlab::test::for_each_target([&] {
+    unsigned seed = 11;
+    for (const Case& x : cases) {
+      BOOST_TEST_CONTEXT("M=" << x.m << " N=" << x.n << " K=" << x.k << " batch=" << x.batch << " trans " << x.ta
+                              << x.tb) {
+        k::GemmShape s;
+        s.m = x.m, s.n = x.n, s.k = x.k, s.batch = x.batch, s.trans_a = x.ta, s.trans_b = x.tb;
+        s.stride_a = x.m * x.k, s.stride_b = x.k * x.n, s.stride_c = x.sum_batch ? 0 : x.m * x.n;
+        const auto a = random_vec<T>(x.batch * x.m * x.k, seed++);
+        const auto b = random_vec<T>(x.batch * x.k * x.n, seed++);
+        const size_t nc = static_cast<size_t>((x.sum_batch ? 1 : x.batch) * x.m * x.n);
+        std::vector<std::vector<T>> out;
+        for (int t : {1, 2, 3}) {
+          set_num_threads(t);
+          out.emplace_back(nc, T(0));
+          k::gemm(s, a.data(), b.data(), out.back().data());
+        }
+        BOOST_TEST(std::memcmp(out[0].data(), out[1].data(), nc * sizeof(T)) == 0, "1 vs 2 threads differ");
+        BOOST_TEST(std::memcmp(out[0].data(), out[2].data(), nc * sizeof(T)) == 0, "1 vs 3 threads differ");
+      }
+    }
+  });
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(threads)
+
+BOOST_AUTO_TEST_CASE(default_is_all_cores) {
+  const unsigned hw = std::thread::hardware_concurrency();
+  BOOST_TEST(num_threads() == (hw == 0 ? 1 : static_cast<int>(hw)));
+}
+
+BOOST_AUTO_TEST_CASE(set_and_read_back) {
+  ThreadsGuard guard;
+  set_num_threads(3);
+  BOOST_TEST(num_threads() == 3);
+  set_num_threads(1);
+  BOOST_TEST(num_threads() == 1);
+}
+
+BOOST_AUTO_TEST_CASE(zero_or_negative_is_an_error) {
+  ThreadsGuard guard;
+  for (int n : {0, -2}) {
+    BOOST_CHECK_EXCEPTION(set_num_threads(n), normlab::Error, [n](const normlab::Error& e) {
+      return std::string(e.what()) == "threads must be at least 1, got " + std::to_string(n);
+    });
+  }
+  BOOST_TEST(num_threads() == guard.saved);  // unchanged by the failed calls
+}
+
+BOOST_AUTO_TEST_CASE(gemm_bitwise_identical_for_1_2_3_threads_f32) {
+  ThreadsGuard guard;
+  check_thread_independence<float>();
+}
+
+BOOST_AUTO_TEST_CASE(gemm_bitwise_identical_for_1_2_3_threads_f64) {
+  ThreadsGuard guard;
+  check_thread_independence<double>();
+}
+
+BOOST_AUTO_TEST_SUITE_END()
