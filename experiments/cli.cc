@@ -2,6 +2,8 @@
 // the conversion of flags into study configurations.
 #include "experiments/cli.h"
 
+#include "autograd/parallel.h"
+
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -119,8 +121,9 @@ void apply_full(Options& o, CLI::App* sub) {
   if (unset("--epochs")) o.train.epochs = 5;
 }
 
-void check_threads(const Options& o) {
+void apply_threads(const Options& o) {
   if (o.threads < 1) throw Error("--threads must be at least 1, got " + std::to_string(o.threads));
+  autograd::set_num_threads(o.threads);
 }
 
 StudyContext context(const Options& o, const Splits& s, int argc, char** argv, const fs::path& out) {
@@ -193,7 +196,7 @@ int run_cli(int argc, char** argv) {
 
   if (demo->parsed()) return run_demo(o.demo_steps);
   CLI::App* sub = app.get_subcommands().front();
-  check_threads(o);
+  apply_threads(o);
   if (o.quick && o.full) throw Error("--quick and --full cannot be used together");
   if (o.data.name != "csv" && (!o.data.csv_path.empty() || !o.data.label.empty()))
     throw Error("--csv and --label go with --dataset csv (the dataset is '" + o.data.name + "')");

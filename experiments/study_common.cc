@@ -2,6 +2,7 @@
 #include <thread>
 
 #include "autograd/kernels/elementwise.h"
+#include "autograd/parallel.h"
 #include "experiments/output.h"
 #include "experiments/study.h"
 
@@ -39,7 +40,7 @@ nlohmann::json manifest(const StudyContext& ctx, const nlohmann::json& config, d
   m["command"] = ctx.command_line;
   m["git_commit"] = NORMLAB_GIT_COMMIT;
   m["highway_target"] = autograd::kernels::active_target();
-  m["threads"] = 1;
+  m["threads"] = autograd::num_threads();
   m["hardware_threads"] = std::thread::hardware_concurrency();
   m["dataset"] = ctx.dataset;
   m["config"] = config;
