@@ -25,5 +25,6 @@ std::vector<T> random_vec(int64_t n, unsigned seed) {
 void register_gemm();
 void register_kernels();
 void register_stream();
+void register_train();
 
 }  // namespace normlab::bench

@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   normlab::bench::register_gemm();
   normlab::bench::register_kernels();
   normlab::bench::register_stream();
+  normlab::bench::register_train();
   const size_t ran = benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   if (ran == 0) {

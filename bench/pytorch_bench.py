@@ -143,6 +143,37 @@ def workloads():
 
     out.append(("stream copy 2^25", stream("copy")))
     out.append(("stream triad 2^25", stream("triad")))
+
+    def train_step(widths, batch, norm):
+        """One SGD step (forward, cross-entropy, zero_grad, backward, momentum update), as train_bench.cc."""
+        def setup():
+            torch.manual_seed(0)
+            layers = []
+            for i, o in zip(widths[:-2], widths[1:-1]):
+                layers.append(torch.nn.Linear(i, o))
+                if norm == "batch":
+                    layers.append(torch.nn.BatchNorm1d(o))
+                elif norm == "layer":
+                    layers.append(torch.nn.LayerNorm(o))
+                layers.append(torch.nn.ReLU())
+            layers.append(torch.nn.Linear(widths[-2], widths[-1]))
+            model = torch.nn.Sequential(*layers).train()
+            opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+            x = torch.randn(batch, widths[0], generator=g)
+            y = torch.randint(0, widths[-1], (batch,), generator=g)
+
+            def step():
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+                opt.zero_grad()  # set_to_none=False in 1.13: grads are zeroed in place, as normlab
+                loss.backward()
+                opt.step()
+            return step, 1.0, "step"
+        return setup
+
+    for widths, batch in (((2, 32, 32, 2), 32), ((784, 256, 256, 10), 128)):
+        for norm in ("none", "batch", "layer"):
+            name = f"train step mlp {'-'.join(map(str, widths))} b{batch} {norm}"
+            out.append((name, train_step(widths, batch, norm)))
     return out
 
 
@@ -182,8 +213,8 @@ def main():
         sec = time_it(fn, args.repetitions, args.min_time)
         results.append({"name": name, "threads": args.threads, "median_s": sec, "work": work, "unit": unit})
         rate = work / sec / 1e9
-        print(f"  {name:<40} {sec * 1e6:12.1f} us  {rate:8.1f} {'GFLOP/s' if unit == 'flop' else 'GB/s'}",
-              file=sys.stderr)
+        rate_text = {"flop": f"{rate:8.1f} GFLOP/s", "byte": f"{rate:8.1f} GB/s"}.get(unit, "")
+        print(f"  {name:<40} {sec * 1e6:12.1f} us  {rate_text}", file=sys.stderr)
         del fn
     if args.out:
         with open(args.out, "w") as f:

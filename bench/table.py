@@ -51,8 +51,9 @@ def load(paths):
                 key = (r["name"], int(r["threads"]))
                 if key not in rows:
                     order.append(key)
-                unit = "GFLOP/s" if r["unit"] == "flop" else "GB/s"
-                rows.setdefault(key, {})["pytorch"] = (r["median_s"], r["work"] / r["median_s"] / 1e9, unit)
+                unit = {"flop": "GFLOP/s", "byte": "GB/s"}.get(r["unit"])  # None: a time only
+                rate = r["work"] / r["median_s"] / 1e9 if unit else None
+                rows.setdefault(key, {})["pytorch"] = (r["median_s"], rate, unit or "")
     return rows, context, order
 
 
