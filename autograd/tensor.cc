@@ -1,27 +1,26 @@
 // Tensor: storage, element access, factories, printing and the in-place helpers.
 #include "autograd/tensor.h"
 
-#include <hwy/aligned_allocator.h>
-
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <ostream>
 #include <algorithm>
 
+#include "autograd/allocator.h"
 #include "autograd/engine.h"
 #include "autograd/elementwise.h"
 
 namespace normlab::autograd {
 
 Storage::Storage(size_t n) : bytes(n) {
-  // 64-byte aligned (a cache line, the widest SIMD vector), rounded up to whole lines.
-  const size_t padded = ((n + 63) / 64) * 64;
-  data = hwy::AllocateAlignedBytes(padded == 0 ? 64 : padded, nullptr, nullptr);
+  // 64-byte aligned (a cache line, the widest SIMD vector), rounded up to a size class of the
+  // caching allocator (autograd/allocator.h), which reuses the buffers of freed storages.
+  data = detail::allocate_storage(n);
   if (!data) throw Error("out of memory: could not allocate " + std::to_string(n) + " bytes");
 }
 
-Storage::~Storage() { hwy::FreeAlignedBytes(data, nullptr, nullptr); }
+Storage::~Storage() { detail::free_storage(data, bytes); }
 
 TensorImpl& Tensor::impl() const {
   if (!impl_) throw Error("this tensor is undefined (a default-constructed Tensor)");
