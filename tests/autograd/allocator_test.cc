@@ -11,17 +11,20 @@ using namespace normlab::autograd;
 
 namespace {
 
-// Restores the cache settings a test changes.
-struct CacheSettings {
-  ~CacheSettings() {
+// Turns the cache on for a test (also when NORMLAB_NO_CACHING_ALLOCATOR=1 turned it off) and
+// restores the settings afterwards.
+struct CacheOn {
+  CacheOn() : was_on(caching_allocator_enabled()) { set_caching_allocator_enabled(true); }
+  ~CacheOn() {
     set_cache_limit(size_t{1} << 30);
-    set_caching_allocator_enabled(true);
+    set_caching_allocator_enabled(was_on);
   }
+  bool was_on;
 };
 
 }  // namespace
 
-BOOST_AUTO_TEST_SUITE(allocator)
+BOOST_FIXTURE_TEST_SUITE(allocator, CacheOn)
 
 BOOST_AUTO_TEST_CASE(size_classes_are_64_byte_multiples_at_most_an_eighth_over) {
   // Hand-worked: up to 512 bytes, whole cache lines; above, 8 classes per power of two.
@@ -79,7 +82,6 @@ BOOST_AUTO_TEST_CASE(live_bytes_count_the_buffers_of_live_storages) {
 }
 
 BOOST_AUTO_TEST_CASE(turned_off_the_cache_keeps_nothing) {
-  CacheSettings restore;
   { Tensor a = empty({256}); }
   BOOST_TEST(memory_stats().cached_bytes > 0u);
   set_caching_allocator_enabled(false);
@@ -99,7 +101,6 @@ BOOST_AUTO_TEST_CASE(turned_off_the_cache_keeps_nothing) {
 }
 
 BOOST_AUTO_TEST_CASE(the_cache_stays_within_its_limit) {
-  CacheSettings restore;
   empty_cache();
   set_cache_limit(10000);
   {
