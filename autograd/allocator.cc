@@ -14,6 +14,20 @@ namespace normlab::autograd {
 namespace {
 
 constexpr size_t kAlign = 64;
+
+// Under AddressSanitizer, reused blocks would hide use-after-free: the pool is bypassed and the
+// storage cache starts off.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
 // Classes: 64, 128, ..., 512 (indices 1..8), then 8 per power of two (index 9 on).
 constexpr size_t kNumClasses = 9 + 55 * 8;
 
@@ -61,7 +75,7 @@ struct Cache {
 
   Cache() {
     const char* env = std::getenv("NORMLAB_NO_CACHING_ALLOCATOR");
-    if (env && *env && std::strcmp(env, "0") != 0) enabled = false;
+    if (kSanitized || (env && *env && std::strcmp(env, "0") != 0)) enabled = false;
   }
   // Frees every cached buffer; call with the lock held.
   void drain() {
@@ -87,7 +101,76 @@ struct Guard {
 
 }  // namespace
 
+namespace {
+
+// ---- Small-object pool ----
+
+// One free list per 16-byte class; the next pointer lives in the free block itself. A thread keeps
+// at most kMaxPerClass blocks of a class (blocks freed by another thread than the one that made them
+// land here too), the rest go back to operator delete.
+constexpr size_t kPoolClasses = detail::kPoolMaxBytes / 16;
+constexpr size_t kMaxPerClass = 4096;
+
+struct FreeBlock {
+  FreeBlock* next;
+};
+
+struct ThreadPool {
+  FreeBlock* head[kPoolClasses] = {};
+  size_t count[kPoolClasses] = {};
+  ~ThreadPool();
+};
+
+// True once this thread's pool is destroyed (at thread exit): later frees bypass it. (A plain bool
+// stays valid for the whole life of the thread.)
+thread_local bool t_pool_dead = false;
+thread_local ThreadPool t_pool;
+
+ThreadPool::~ThreadPool() {
+  t_pool_dead = true;
+  for (size_t c = 0; c < kPoolClasses; ++c)
+    while (head[c]) {
+      FreeBlock* b = head[c];
+      head[c] = b->next;
+      ::operator delete(b);
+    }
+}
+
+ThreadPool* this_thread_pool() { return t_pool_dead ? nullptr : &t_pool; }
+
+}  // namespace
+
 namespace detail {
+
+void* pool_allocate(size_t bytes) {
+  if (kSanitized || bytes == 0 || bytes > kPoolMaxBytes) return ::operator new(bytes);
+  const size_t c = (bytes - 1) / 16;
+  if (ThreadPool* p = this_thread_pool(); p && p->head[c]) {
+    FreeBlock* b = p->head[c];
+    p->head[c] = b->next;
+    --p->count[c];
+    return b;
+  }
+  return ::operator new((c + 1) * 16);
+}
+
+void pool_free(void* ptr, size_t bytes) {
+  if (!ptr) return;
+  if (kSanitized || bytes == 0 || bytes > kPoolMaxBytes) {
+    ::operator delete(ptr);
+    return;
+  }
+  const size_t c = (bytes - 1) / 16;
+  ThreadPool* p = this_thread_pool();
+  if (!p || p->count[c] >= kMaxPerClass) {
+    ::operator delete(ptr);
+    return;
+  }
+  auto* b = static_cast<FreeBlock*>(ptr);
+  b->next = p->head[c];
+  p->head[c] = b;
+  ++p->count[c];
+}
 
 size_t storage_size_class(size_t bytes) { return class_bytes(bytes); }
 

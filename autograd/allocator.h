@@ -39,6 +39,25 @@ void* allocate_storage(size_t bytes);
 void free_storage(void* p, size_t bytes);
 // The size class a request of `bytes` is rounded to (64-byte multiples; at most 1/8 over above 512).
 size_t storage_size_class(size_t bytes);
+
+// Small objects (the blocks of make_shared: TensorImpl, Storage, Node): per-thread free lists in
+// 16-byte classes up to kPoolMaxBytes; larger requests go to operator new.
+constexpr size_t kPoolMaxBytes = 512;
+void* pool_allocate(size_t bytes);
+void pool_free(void* p, size_t bytes);
 }  // namespace detail
+
+// A standard allocator over the small-object pool, for std::allocate_shared.
+template <typename T>
+struct PoolAllocator {
+  using value_type = T;
+  PoolAllocator() = default;
+  template <typename U>
+  PoolAllocator(const PoolAllocator<U>&) {}
+  T* allocate(size_t n) { return static_cast<T*>(detail::pool_allocate(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) { detail::pool_free(p, n * sizeof(T)); }
+  template <typename U>
+  bool operator==(const PoolAllocator<U>&) const { return true; }
+};
 
 }  // namespace normlab::autograd

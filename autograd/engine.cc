@@ -3,6 +3,7 @@
 
 #include <atomic>
 
+#include "autograd/allocator.h"
 #include "autograd/elementwise.h"
 
 namespace normlab::autograd {
@@ -20,8 +21,8 @@ Node::Node(const char* name, std::vector<std::shared_ptr<Node>> next, BackwardFn
 }
 
 std::shared_ptr<Node> Node::accumulator(const std::shared_ptr<TensorImpl>& leaf) {
-  auto n = std::make_shared<Node>("AccumulateGrad", std::vector<std::shared_ptr<Node>>{}, nullptr,
-                                  leaf->shape);
+  auto n = std::allocate_shared<Node>(PoolAllocator<Node>(), "AccumulateGrad",
+                                      std::vector<std::shared_ptr<Node>>{}, nullptr, leaf->shape);
   n->leaf_ = leaf;
   n->out_dtype_ = leaf->dtype;
   return n;
@@ -87,7 +88,8 @@ Tensor record_node(const char* name, Tensor out, const Tensor* inputs, size_t n,
   }
   TensorImpl& o = out.impl();
   o.requires_grad = true;
-  o.grad_fn = std::make_shared<Node>(name, std::move(next), std::move(fn), o.shape);
+  // Pooled: a step makes and frees the same nodes every time.
+  o.grad_fn = std::allocate_shared<Node>(PoolAllocator<Node>(), name, std::move(next), std::move(fn), o.shape);
   o.grad_fn->out_dtype_ = o.dtype;
   return out;
 }

@@ -75,9 +75,17 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& target) {
       T m = xi[0];
       for (int64_t j = 1; j < c; ++j) m = xi[j] > m ? xi[j] : m;
       double sum = 0;
-      for (int64_t j = 0; j < c; ++j) sum += std::exp(static_cast<double>(xi[j]) - m);
+      for (int64_t j = 0; j < c; ++j) {
+        const double e = std::exp(static_cast<double>(xi[j]) - m);
+        pi[j] = static_cast<T>(e);  // p_ij = e_ij / s, scaled below
+        sum += e;
+      }
       const double log_s = std::log(sum);
-      for (int64_t j = 0; j < c; ++j) pi[j] = static_cast<T>(std::exp(static_cast<double>(xi[j]) - m - log_s));
+      const double inv_s = 1 / sum;
+      for (int64_t j = 0; j < c; ++j) {
+        // (float: e in float, then times 1/s in double, rounded once more)
+        pi[j] = static_cast<T>(static_cast<double>(pi[j]) * inv_s);
+      }
       acc -= static_cast<double>(xi[target[i]]) - m - log_s;
     }
   });

@@ -120,7 +120,7 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
 }
 
 Tensor Tensor::detach() const {
-  auto d = std::make_shared<TensorImpl>();
+  auto d = std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>());
   d->shape = shape();
   d->dtype = dtype();
   d->storage = impl().storage;
@@ -303,10 +303,12 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str
 
 Tensor empty(const Shape& shape, DType dtype) {
   check_shape(shape, "empty");
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>());
   impl->shape = shape;
   impl->dtype = dtype;
-  impl->storage = std::make_shared<Storage>(autograd::numel(shape) * dtype_size(dtype));
+  // Both blocks come from the small-object pool, the data from the caching allocator.
+  impl->storage =
+      std::allocate_shared<Storage>(PoolAllocator<Storage>(), autograd::numel(shape) * dtype_size(dtype));
   return Tensor(std::move(impl));
 }
 
