@@ -1,5 +1,6 @@
 // Everything of the autograd library in one include: tensors, ops, the engine, gradcheck.
 #pragma once
+#include "autograd/allocator.h"
 #include "autograd/elementwise.h"
 #include "autograd/engine.h"
 #include "autograd/gradcheck.h"

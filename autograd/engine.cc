@@ -1,8 +1,9 @@
 // The reverse-mode autograd engine: a topological order over the graph and one iterative pass.
 #include "autograd/engine.h"
 
-#include <unordered_map>
+#include <atomic>
 
+#include "autograd/allocator.h"
 #include "autograd/elementwise.h"
 
 namespace normlab::autograd {
@@ -14,12 +15,14 @@ thread_local bool g_grad_enabled = true;
 bool grad_enabled() { return g_grad_enabled; }
 void set_grad_enabled(bool on) { g_grad_enabled = on; }
 
-Node::Node(std::string name, std::vector<std::shared_ptr<Node>> next, BackwardFn fn, Shape out_shape)
-    : name_(std::move(name)), next_(std::move(next)), fn_(std::move(fn)), out_shape_(std::move(out_shape)) {}
+Node::Node(const char* name, std::vector<std::shared_ptr<Node>> next, BackwardFn fn, Shape out_shape)
+    : name_(name), next_(std::move(next)), needs_(next_.size()), fn_(std::move(fn)), out_shape_(std::move(out_shape)) {
+  for (size_t i = 0; i < next_.size(); ++i) needs_[i] = next_[i] != nullptr;
+}
 
 std::shared_ptr<Node> Node::accumulator(const std::shared_ptr<TensorImpl>& leaf) {
-  auto n = std::make_shared<Node>("AccumulateGrad", std::vector<std::shared_ptr<Node>>{}, nullptr,
-                                  leaf->shape);
+  auto n = std::allocate_shared<Node>(PoolAllocator<Node>(), "AccumulateGrad",
+                                      std::vector<std::shared_ptr<Node>>{}, nullptr, leaf->shape);
   n->leaf_ = leaf;
   n->out_dtype_ = leaf->dtype;
   return n;
@@ -56,10 +59,20 @@ bool should_record(const std::vector<Tensor>& inputs) {
   return false;
 }
 
-Tensor record(const char* name, Tensor out, const std::vector<Tensor>& inputs, BackwardFn fn) {
-  if (!should_record(inputs)) return out;
-  std::vector<std::shared_ptr<Node>> next(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
+bool should_record(std::initializer_list<Tensor> inputs) {
+  if (!grad_enabled()) return false;
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+
+Tensor record_node(const char* name, Tensor out, const Tensor* inputs, size_t n, BackwardFn fn) {
+  if (!grad_enabled()) return out;
+  bool any = false;
+  for (size_t i = 0; i < n && !any; ++i) any = inputs[i].defined() && inputs[i].requires_grad();
+  if (!any) return out;
+  std::vector<std::shared_ptr<Node>> next(n);
+  for (size_t i = 0; i < n; ++i) {
     const Tensor& t = inputs[i];
     if (!t.defined() || !t.requires_grad()) continue;
     if (t.grad_fn()) {
@@ -75,9 +88,18 @@ Tensor record(const char* name, Tensor out, const std::vector<Tensor>& inputs, B
   }
   TensorImpl& o = out.impl();
   o.requires_grad = true;
-  o.grad_fn = std::make_shared<Node>(name, std::move(next), std::move(fn), o.shape);
+  // Pooled: a step makes and frees the same nodes every time.
+  o.grad_fn = std::allocate_shared<Node>(PoolAllocator<Node>(), name, std::move(next), std::move(fn), o.shape);
   o.grad_fn->out_dtype_ = o.dtype;
   return out;
+}
+
+Tensor record(const char* name, Tensor out, const std::vector<Tensor>& inputs, BackwardFn fn) {
+  return record_node(name, std::move(out), inputs.data(), inputs.size(), std::move(fn));
+}
+
+Tensor record(const char* name, Tensor out, std::initializer_list<Tensor> inputs, BackwardFn fn) {
+  return record_node(name, std::move(out), inputs.begin(), inputs.size(), std::move(fn));
 }
 
 Tensor renamed(Tensor t, const char* name) {
@@ -87,16 +109,30 @@ Tensor renamed(Tensor t, const char* name) {
 
 namespace {
 
-// g into a leaf's .grad: the first gradient is copied, later ones added (+=).
-void accumulate_into(TensorImpl& leaf, const Tensor& g) {
+// True when nothing but this handle sees g's data: g's buffer can be taken over or updated in place.
+bool sole_owner(const Tensor& g) {
+  return g.impl_ptr().use_count() == 1 && g.impl().storage.use_count() == 1 && !g.impl().grad_fn &&
+         !g.impl().requires_grad;
+}
+
+// g into a leaf's .grad: the first gradient is taken over (when nothing else sees it) or copied,
+// later ones added (+=).
+void accumulate_into(TensorImpl& leaf, Tensor g) {
   if (!leaf.grad) {
-    Tensor copy = g.detach().clone();
-    leaf.grad = copy.impl_ptr();
+    if (sole_owner(g)) {
+      leaf.grad = g.impl_ptr();
+    } else {
+      Tensor copy = g.detach().clone();
+      leaf.grad = copy.impl_ptr();
+    }
   } else {
     Tensor acc(leaf.grad);
     add_(acc, g);
   }
 }
+
+// Global so that nested or successive passes never mistake a node's scratch for their own.
+std::atomic<uint64_t> g_pass{0};
 
 }  // namespace
 
@@ -121,47 +157,58 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
   }
   NoGradGuard no_grad;
   if (!root.grad_fn()) {  // a leaf: its gradient is grad itself
-    accumulate_into(root.impl(), grad);
+    accumulate_into(root.impl(), std::move(grad));
     return;
   }
 
-  // 1. Count, for every node reachable from the root, how many edges point to it (iterative DFS).
+  // 1. Count, for every node reachable from the root, how many edges point to it. The nodes are
+  // listed in `nodes` (breadth-first); a node belongs to this pass when its pass_ is this pass.
+  const uint64_t pass = ++g_pass;
   Node* start = root.grad_fn().get();
-  std::unordered_map<Node*, int> deps;
-  std::vector<Node*> stack{start};
-  deps[start] = 0;
-  while (!stack.empty()) {
-    Node* n = stack.back();
-    stack.pop_back();
-    for (const auto& c : n->next_) {
+  std::vector<Node*> nodes;
+  nodes.reserve(64);
+  start->pass_ = pass;
+  start->pending_ = 0;
+  nodes.push_back(start);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (const auto& c : nodes[i]->next_) {
       if (!c) continue;
-      auto [it, fresh] = deps.try_emplace(c.get(), 0);
-      ++it->second;
-      if (fresh) stack.push_back(c.get());
+      if (c->pass_ != pass) {
+        c->pass_ = pass;
+        c->pending_ = 0;
+        c->grad_sum_ = Tensor();
+        nodes.push_back(c.get());
+      }
+      ++c->pending_;
     }
   }
+  // Gradients still parked in nodes when a backward throws are dropped.
+  struct Cleanup {
+    std::vector<Node*>& nodes;
+    ~Cleanup() {
+      for (Node* n : nodes) n->grad_sum_ = Tensor();
+    }
+  } cleanup{nodes};
 
   // 2. Run each node once all its consumers have given it their gradient.
-  std::unordered_map<Node*, Tensor> buffer;
-  buffer[start] = grad;
+  start->grad_sum_ = std::move(grad);
   std::vector<Node*> ready{start};
   while (!ready.empty()) {
     Node* n = ready.back();
     ready.pop_back();
-    Tensor g = std::move(buffer[n]);
-    buffer.erase(n);
+    Tensor g = std::move(n->grad_sum_);
+    n->grad_sum_ = Tensor();
     std::vector<Tensor> grads;
     if (auto kept = n->retained_.lock(); kept && g.defined()) accumulate_into(*kept, g);
     if (n->leaf_) {
-      if (g.defined()) accumulate_into(*n->leaf_, g);
+      if (g.defined()) accumulate_into(*n->leaf_, std::move(g));
     } else if (g.defined()) {
       if (n->released_)
         throw Error("backward: trying to backward through the graph a second time (the saved "
-                    "tensors of " + n->name_ + " were freed by the first backward); pass "
+                    "tensors of " + n->name() + " were freed by the first backward); pass "
                     "retain_graph=true to the first backward if you need to");
-      Needs needs(n->next_.size());
-      for (size_t i = 0; i < needs.size(); ++i) needs[i] = n->next_[i] != nullptr;
-      grads = n->fn_(g, needs);
+      grads = n->fn_(g, n->needs_);
+      g = Tensor();
       if (!retain_graph) n->release();
     }
     for (size_t i = 0; i < n->next_.size(); ++i) {
@@ -170,14 +217,15 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
       if (i < grads.size() && grads[i].defined()) {
         // A wrong gradient would otherwise broadcast silently into the sum below.
         if (grads[i].shape() != c->out_shape_ || grads[i].dtype() != c->out_dtype_)
-          throw Error("backward: " + n->name_ + " returned a gradient of shape " + shape_str(grads[i].shape()) +
+          throw Error("backward: " + n->name() + " returned a gradient of shape " + shape_str(grads[i].shape()) +
                       " " + dtype_name(grads[i].dtype()) + " for its input " + std::to_string(i) +
                       ", which has shape " + shape_str(c->out_shape_) + " " + dtype_name(c->out_dtype_));
-        Tensor& b = buffer[c];
-        if (!b.defined()) b = grads[i];
+        Tensor& b = c->grad_sum_;
+        if (!b.defined()) b = std::move(grads[i]);
+        else if (sole_owner(b)) add_(b, grads[i]);  // b + g, the same sum as add(b, g)
         else b = add(b, grads[i]);
       }
-      if (--deps[c] == 0) ready.push_back(c);
+      if (--c->pending_ == 0) ready.push_back(c);
     }
   }
 }

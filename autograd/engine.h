@@ -1,7 +1,9 @@
 // The reverse-mode autograd engine: graph nodes, grad mode, and the helper every op uses to record
 // its backward right after its forward.
 #pragma once
+#include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,13 +21,14 @@ using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_out, con
 // One recorded op in the graph. `next[i]` is where the gradient of input i goes (null: nowhere).
 class Node {
  public:
-  Node(std::string name, std::vector<std::shared_ptr<Node>> next, BackwardFn fn, Shape out_shape);
+  // `name` must outlive the node (a string literal, as every op passes).
+  Node(const char* name, std::vector<std::shared_ptr<Node>> next, BackwardFn fn, Shape out_shape);
   // Makes the node that accumulates into the .grad of a leaf.
   static std::shared_ptr<Node> accumulator(const std::shared_ptr<TensorImpl>& leaf);
   // Frees the chain of nodes below iteratively, so a graph of any depth is freed without recursion.
   ~Node();
 
-  const std::string& name() const { return name_; }
+  std::string name() const { return name_; }
   const std::vector<std::shared_ptr<Node>>& next() const { return next_; }
   // Drops the saved tensors (after a backward without retain_graph).
   void release();
@@ -33,15 +36,22 @@ class Node {
  private:
   friend void run_backward(const Tensor&, const Tensor&, bool);
   friend Tensor renamed(Tensor, const char*);
-  friend Tensor record(const char*, Tensor, const std::vector<Tensor>&, BackwardFn);
-  std::string name_;
+  friend Tensor record_node(const char*, Tensor, const Tensor*, size_t, BackwardFn);
+  const char* name_;
   std::vector<std::shared_ptr<Node>> next_;
+  Needs needs_;                       // needs_[i] = next_[i] != nullptr, made once
   BackwardFn fn_;
   Shape out_shape_;                   // shape and dtype of the tensor this node made (or the leaf):
   DType out_dtype_ = DType::Float32;  // what a gradient flowing into it must have
   bool released_ = false;
   std::shared_ptr<TensorImpl> leaf_;  // set on accumulate-grad nodes only
   std::weak_ptr<TensorImpl> retained_;  // the output tensor, when it asked to retain_grad()
+  // Scratch of the backward pass that is running through this node (one pass at a time per graph):
+  // the pass number that last visited it, its count of consumers still to deliver a gradient, and
+  // the sum of the gradients delivered so far.
+  uint64_t pass_ = 0;
+  int64_t pending_ = 0;
+  Tensor grad_sum_;
   friend class Tensor;
 };
 
@@ -68,11 +78,16 @@ class NoGradGuard {
 // `name` whose backward is `fn` (inputs in the order of `inputs`). Returns out.
 // Tensors the backward needs must be captured as saved(t) so the graph holds no references back.
 Tensor record(const char* name, Tensor out, const std::vector<Tensor>& inputs, BackwardFn fn);
+// The same for a braced list of inputs ({a, b}), without building a vector.
+Tensor record(const char* name, Tensor out, std::initializer_list<Tensor> inputs, BackwardFn fn);
+// The same over inputs[0..n).
+Tensor record_node(const char* name, Tensor out, const Tensor* inputs, size_t n, BackwardFn fn);
 // Renames the node that made t, if t was recorded: an op built from primitives names its last node
 // after itself, as PyTorch does (mean -> "MeanBackward0"). Only for a node the op just made. Returns t.
 Tensor renamed(Tensor t, const char* name);
 // True when an op on these inputs would be recorded.
 bool should_record(const std::vector<Tensor>& inputs);
+bool should_record(std::initializer_list<Tensor> inputs);
 // A tensor to capture in a backward: same data, no graph links.
 inline Tensor saved(const Tensor& t) { return t.defined() ? t.detach() : t; }
 

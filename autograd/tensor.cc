@@ -1,27 +1,26 @@
 // Tensor: storage, element access, factories, printing and the in-place helpers.
 #include "autograd/tensor.h"
 
-#include <hwy/aligned_allocator.h>
-
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <ostream>
 #include <algorithm>
 
+#include "autograd/allocator.h"
 #include "autograd/engine.h"
 #include "autograd/elementwise.h"
 
 namespace normlab::autograd {
 
 Storage::Storage(size_t n) : bytes(n) {
-  // 64-byte aligned (a cache line, the widest SIMD vector), rounded up to whole lines.
-  const size_t padded = ((n + 63) / 64) * 64;
-  data = hwy::AllocateAlignedBytes(padded == 0 ? 64 : padded, nullptr, nullptr);
+  // 64-byte aligned (a cache line, the widest SIMD vector), rounded up to a size class of the
+  // caching allocator (autograd/allocator.h), which reuses the buffers of freed storages.
+  data = detail::allocate_storage(n);
   if (!data) throw Error("out of memory: could not allocate " + std::to_string(n) + " bytes");
 }
 
-Storage::~Storage() { hwy::FreeAlignedBytes(data, nullptr, nullptr); }
+Storage::~Storage() { detail::free_storage(data, bytes); }
 
 TensorImpl& Tensor::impl() const {
   if (!impl_) throw Error("this tensor is undefined (a default-constructed Tensor)");
@@ -121,7 +120,7 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
 }
 
 Tensor Tensor::detach() const {
-  auto d = std::make_shared<TensorImpl>();
+  auto d = std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>());
   d->shape = shape();
   d->dtype = dtype();
   d->storage = impl().storage;
@@ -304,10 +303,12 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str
 
 Tensor empty(const Shape& shape, DType dtype) {
   check_shape(shape, "empty");
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>());
   impl->shape = shape;
   impl->dtype = dtype;
-  impl->storage = std::make_shared<Storage>(autograd::numel(shape) * dtype_size(dtype));
+  // Both blocks come from the small-object pool, the data from the caching allocator.
+  impl->storage =
+      std::allocate_shared<Storage>(PoolAllocator<Storage>(), autograd::numel(shape) * dtype_size(dtype));
   return Tensor(std::move(impl));
 }
 

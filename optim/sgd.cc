@@ -77,11 +77,10 @@ void SGD::step() {
   // Check every gradient first, so that a bad one leaves all parameters as they were.
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor g = params_[i].grad();
-    if (g.defined())
-      check(g.shape() == params_[i].shape() && g.dtype() == params_[i].dtype(),
-            "SGD.step: the gradient of parameter " + std::to_string(i) + " must be " +
-                shape_str(params_[i].shape()) + " " + dtype_name(params_[i].dtype()) + ", got " +
-                shape_str(g.shape()) + " " + dtype_name(g.dtype()));
+    if (g.defined() && (g.shape() != params_[i].shape() || g.dtype() != params_[i].dtype()))
+      throw Error("SGD.step: the gradient of parameter " + std::to_string(i) + " must be " +
+                  shape_str(params_[i].shape()) + " " + dtype_name(params_[i].dtype()) + ", got " +
+                  shape_str(g.shape()) + " " + dtype_name(g.dtype()));
   }
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor& p = params_[i];

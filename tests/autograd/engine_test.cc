@@ -290,4 +290,67 @@ BOOST_AUTO_TEST_CASE(dropping_a_long_graph_without_backward_does_not_recurse) {
   BOOST_TEST(x.is_leaf());
 }
 
+BOOST_AUTO_TEST_CASE(leaf_gradients_never_share_data_with_each_other_or_the_caller) {
+  // The engine takes over a fresh gradient buffer as .grad rather than copying it; a buffer that
+  // something else still sees (the caller's gradient, another input's gradient) must be copied.
+  Counted op;
+  Tensor a = tensor({1, 2}), b = tensor({3, 4});
+  a.requires_grad_();
+  b.requires_grad_();
+  Tensor y = op(a, b);  // its backward gives the same tensor g to both inputs
+  const Tensor g = tensor({1, 10});
+  y.backward(g, /*retain_graph=*/true);
+  BOOST_TEST(a.grad().impl().storage != b.grad().impl().storage);
+  BOOST_TEST(a.grad().impl().storage != g.impl().storage);
+  BOOST_TEST(b.grad().impl().storage != g.impl().storage);
+  y.backward(g);  // accumulates in place: shared data would be counted twice
+  check_tensor(a.grad(), {2, 20});
+  check_tensor(b.grad(), {2, 20});
+  check_tensor(g, {1, 10});
+  // A leaf as the root: its gradient is the caller's, copied.
+  Tensor c = tensor({5, 6});
+  c.requires_grad_();
+  const Tensor gc = tensor({1, 1});
+  c.backward(gc);
+  c.backward(gc);
+  check_tensor(c.grad(), {2, 2});
+  check_tensor(gc, {1, 1});
+}
+
+BOOST_AUTO_TEST_CASE(gradient_sums_leave_the_summed_tensors_unchanged) {
+  // x feeds three consumers; the sum of their gradients is built in place only in a buffer no
+  // one else sees: the retained gradient of z and the caller's gradient keep their values.
+  Tensor x = tensor({1, 2});
+  x.requires_grad_();
+  Tensor h = mul(x, 1.0);
+  Tensor z = add(h, h);  // gives its gradient (the same tensor) twice to h
+  z.retain_grad();
+  Tensor w = mul(h, 3.0);
+  const Tensor gz = tensor({1, 2}), gw = tensor({10, 20});
+  Tensor total = add(sum(mul(z, gz)), sum(mul(w, gw)));
+  total.backward();
+  check_tensor(z.grad(), {1, 2});
+  check_tensor(x.grad(), {2 * 1 + 3 * 10, 2 * 2 + 3 * 20});
+  check_tensor(gz, {1, 2});
+  check_tensor(gw, {10, 20});
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_backward_leaves_the_graph_usable) {
+  // A backward that throws half way leaves no gradient parked in the nodes: the next backward of
+  // the same (retained) graph starts from scratch.
+  Tensor x = tensor({1, 2});
+  x.requires_grad_();
+  bool fail = true;
+  Tensor y = record("MaybeFails", mul(x.detach(), 2.0), {x}, [&fail](const Tensor& g, const Needs&) {
+    if (fail) throw normlab::Error("MaybeFails: on purpose");
+    return std::vector<Tensor>{mul(g, 2.0)};
+  });
+  Tensor s = add(sum(y), sum(mul(y, 1.0)));
+  BOOST_CHECK_THROW(s.backward(Tensor(), /*retain_graph=*/true), Error);
+  BOOST_TEST(!x.grad().defined());
+  fail = false;
+  s.backward();
+  check_tensor(x.grad(), {4, 4});
+}
+
 BOOST_AUTO_TEST_SUITE_END()
