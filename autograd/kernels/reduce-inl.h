@@ -55,13 +55,31 @@ HWY_INLINE T ReduceRow(ReduceOp op, int64_t r, const T* x) {
   return acc;
 }
 
-// out[k] = op over j < r of x[j * inner + k]: whole rows combined vector by vector.
+// out[k] = op over j < r of x[j * inner + k]: whole rows combined vector by vector. Each column
+// is combined in row order from init, exactly as the scalar reference does (bitwise equal). Four
+// vectors of columns at a time give four independent chains (one chain is add-latency bound:
+// the bias gradient of Linear(., 256) at batch 128 ran at ~4 GB/s).
 template <typename T>
 HWY_INLINE void ReduceColumns(ReduceOp op, int64_t r, int64_t inner, const T* x, T* out) {
   const hn::ScalableTag<T> d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const T init = op == ReduceOp::Sum ? T(0) : -std::numeric_limits<T>::infinity();
+  auto f = [&](auto a, auto b) { return op == ReduceOp::Sum ? hn::Add(a, b) : MaxNaN(d, a, b); };
   int64_t k = 0;
+  for (; k + 4 * N <= inner; k += 4 * N) {
+    auto a0 = hn::Set(d, init), a1 = a0, a2 = a0, a3 = a0;
+    const T* row = x + k;
+    for (int64_t j = 0; j < r; ++j, row += inner) {
+      a0 = f(a0, hn::LoadU(d, row));
+      a1 = f(a1, hn::LoadU(d, row + N));
+      a2 = f(a2, hn::LoadU(d, row + 2 * N));
+      a3 = f(a3, hn::LoadU(d, row + 3 * N));
+    }
+    hn::StoreU(a0, d, out + k);
+    hn::StoreU(a1, d, out + k + N);
+    hn::StoreU(a2, d, out + k + 2 * N);
+    hn::StoreU(a3, d, out + k + 3 * N);
+  }
   for (; k + N <= inner; k += N) {
     auto acc = hn::Set(d, init);
     for (int64_t j = 0; j < r; ++j) {
