@@ -3,6 +3,7 @@
 // kernels' thread pool runs each part of a region once.
 #include <boost/test/unit_test.hpp>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -12,6 +13,7 @@
 #include "autograd/error.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/pool.h"
+#include "autograd/kernels/reduce.h"
 #include "autograd/parallel.h"
 #include "tests/support/targets.h"
 
@@ -115,6 +117,32 @@ BOOST_AUTO_TEST_CASE(gemm_bitwise_identical_for_1_2_3_threads_f32) {
 BOOST_AUTO_TEST_CASE(gemm_bitwise_identical_for_1_2_3_threads_f64) {
   ThreadsGuard guard;
   check_thread_independence<double>();
+}
+
+// Reductions large enough to be split between threads (by outputs, or by columns when there are
+// fewer outputs than threads) give bitwise the same sums and maxima for 1, 2 and 3 threads.
+BOOST_AUTO_TEST_CASE(reduce_bitwise_identical_for_1_2_3_threads) {
+  ThreadsGuard guard;
+  struct Case { int64_t outer, r, inner; };
+  for (const Case c : {Case{1, 600, 1000}, Case{1, 300, 1001}, Case{2, 300, 999}, Case{3, 500, 200},
+                       Case{1000, 301, 1}, Case{2, 200000, 1}}) {
+    const auto x = random_vec<float>(c.outer * c.r * c.inner, 11);
+    for (int op = 0; op < 2; ++op) {
+      std::vector<std::vector<float>> outs;
+      for (int threads : {1, 2, 3}) {
+        set_num_threads(threads);
+        outs.emplace_back(static_cast<size_t>(c.outer * c.inner));
+        k::reduce(static_cast<k::ReduceOp>(op), c.outer, c.r, c.inner, x.data(), outs.back().data());
+      }
+      BOOST_TEST_CONTEXT("op " << op << " (" << c.outer << ", " << c.r << ", " << c.inner << ")") {
+        for (size_t t = 1; t < outs.size(); ++t)
+          BOOST_TEST(std::memcmp(outs[t].data(), outs[0].data(), outs[0].size() * sizeof(float)) == 0);
+        std::vector<float> want(outs[0].size());  // and right: the scalar reference, loosely
+        k::ref::reduce(static_cast<k::ReduceOp>(op), c.outer, c.r, c.inner, x.data(), want.data());
+        for (size_t i = 0; i < want.size(); ++i) BOOST_TEST(std::abs(outs[0][i] - want[i]) <= 1e-3f * (1 + std::abs(want[i])));
+      }
+    }
+  }
 }
 
 // The kernels' pool: every part t < nt runs exactly once, on distinct threads, for changing
