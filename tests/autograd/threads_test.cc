@@ -139,7 +139,8 @@ BOOST_AUTO_TEST_CASE(reduce_bitwise_identical_for_1_2_3_threads) {
           BOOST_TEST(std::memcmp(outs[t].data(), outs[0].data(), outs[0].size() * sizeof(float)) == 0);
         std::vector<float> want(outs[0].size());  // and right: the scalar reference, loosely
         k::ref::reduce(static_cast<k::ReduceOp>(op), c.outer, c.r, c.inner, x.data(), want.data());
-        for (size_t i = 0; i < want.size(); ++i) BOOST_TEST(std::abs(outs[0][i] - want[i]) <= 1e-3f * (1 + std::abs(want[i])));
+        for (size_t i = 0; i < want.size(); ++i)
+          BOOST_TEST(std::abs(outs[0][i] - want[i]) <= 1e-3f * (1 + std::abs(want[i])));
       }
     }
   }
