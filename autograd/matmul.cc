@@ -1,6 +1,8 @@
 // Differentiable matrix products: forward and backward side by side, all through kernels::gemm.
 #include "autograd/matmul.h"
 
+#include <cstring>
+
 #include "autograd/engine.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/reduce.h"
@@ -109,8 +111,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       using T = decltype(zero);
       const T* b = bias.data<T>();
       T* y = out.data<T>();
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < out_f; ++j) y[r * out_f + j] = b[j];
+      for (int64_t r = 0; r < rows; ++r) std::memcpy(y + r * out_f, b, static_cast<size_t>(out_f) * sizeof(T));
     });
     s.accumulate = true;
   }

@@ -1,5 +1,6 @@
 // Matrix-multiply kernel, per-target Highway bodies (included once per target by gemm.cc): a
-// packed, cache-blocked, register-tiled GEMM in the BLIS style, threaded with OpenMP.
+// packed, cache-blocked, register-tiled GEMM in the BLIS style, threaded with the kernels' thread
+// pool (pool.h).
 //
 // Loop nest (BLIS), for C (M, N) += op(A) (M, K) op(B) (K, N):
 //   jc: N in panels of NC columns      (a packed B panel, KC x NC, stays in L3)
@@ -43,9 +44,7 @@
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include "autograd/kernels/pool.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace normlab::autograd::kernels::HWY_NAMESPACE {
@@ -486,8 +485,7 @@ HWY_NOINLINE void GemmRegion(const GemmShape& s, const Plan<T>& pl, const T* a, 
   }
 }
 
-#ifdef _OPENMP
-// Work sharing and waiting inside one OpenMP parallel region, without OpenMP's own barriers:
+// Work sharing and waiting inside one parallel region (pool.h), without OpenMP's barriers:
 // those spin without yielding, so when another process holds one core and both our threads
 // share the other, a waiting thread burns its whole time slice (a 4 ms scheduler tick here)
 // before the thread it waits for can run; GEMMs of 200 us then took 4-40 ms on 2 threads.
@@ -541,9 +539,8 @@ HWY_NOINLINE void GemmSharedB(const GemmShape& s, const Plan<T>& pl, const T* a,
   T* bp = ThreadBuffers<T>().get_b(whole_k ? kblocks * pl.KC * ncp : pl.b_size(width));
   const int64_t blocks = (s.m + static_cast<int64_t>(pl.MC) - 1) / static_cast<int64_t>(pl.MC);
   TeamSync sync;
-#pragma omp parallel num_threads(threads)
-  {
-    const int64_t nt = omp_get_num_threads();
+  parallel_run(threads, [&](int, int team) HWY_ATTR {
+    const int64_t nt = team;
     T* ap = pl.pack_a ? ThreadBuffers<T>().get_a(pl.a_size()) : nullptr;
     int64_t base = 0, packed = 0, steps = 0;  // task indices, pack tasks and steps so far
     for (int64_t q = 0; q < s.batch; ++q) {
@@ -580,7 +577,7 @@ HWY_NOINLINE void GemmSharedB(const GemmShape& s, const Plan<T>& pl, const T* a,
         }
       }
     }
-  }
+  });
 }
 
 // Independent parts (batch items, or column ranges with their own packing), claimed one at a
@@ -588,13 +585,10 @@ HWY_NOINLINE void GemmSharedB(const GemmShape& s, const Plan<T>& pl, const T* a,
 template <class Part>
 void ParallelParts(int threads, int64_t parts, const Part& part) {
   TeamSync sync;
-#pragma omp parallel num_threads(threads)
-  {
+  parallel_run(threads, [&](int, int) HWY_ATTR {
     for (int64_t i; (i = sync.claim(parts)) >= 0;) part(i);
-    sync.arrive_and_wait(omp_get_num_threads());  // everyone is past its last part
-  }
+  });  // returns when every thread is past its last part
 }
-#endif
 
 // Few rows times a transposed B (Linear's forward x W^T at batch <= kDotRows): packing W would
 // move all of it for a handful of rows, so each C[i, j] is a dot product of A's row i and B's
@@ -712,7 +706,6 @@ void GemmBlocked(const GemmShape& s, Plan<T>& pl, const T* a, const T* b, T* c, 
   const int64_t MR = static_cast<int64_t>(kMR), NR = static_cast<int64_t>(pl.NR);
   const int64_t tiles_m = (s.m + MR - 1) / MR, tiles_n = (s.n + NR - 1) / NR;
   if (threads <= 1) return GemmRegion(s, pl, a, b, c, 0, s.batch, 0, s.m, 0, s.n);
-#ifdef _OPENMP
   // Which thread computes which tile never changes a result (see the top of this file).
   if (s.batch >= threads && s.stride_c >= s.m * s.n) {
     // Disjoint C blocks: whole batch items.
@@ -734,9 +727,6 @@ void GemmBlocked(const GemmShape& s, Plan<T>& pl, const T* a, const T* b, T* c, 
       if (j0 < j1) GemmRegion(s, pl, a, b, c, 0, s.batch, 0, s.m, j0, j1);
     });
   }
-#else
-  GemmRegion(s, pl, a, b, c, 0, s.batch, 0, s.m, 0, s.n);
-#endif
 }
 
 // Up to kSwapRows rows times a transposed B (Linear's forward at batch 9..32): packing B = W
@@ -759,7 +749,6 @@ void Gemm(const GemmShape& s_in, const T* a_in, const T* b_in, T* c) {
     const T *a = a_in, *b = b_in;
     if (s.trans_a && !s.trans_b && s.n <= kNarrowCols) {
       if (threads <= 1) return GemmNarrowTransA(s, a, b, c, 0, s.m);
-#ifdef _OPENMP
       const int64_t unit = static_cast<int64_t>(2 * hn::Lanes(d)), groups = (s.m + unit - 1) / unit;
       const int64_t parts = std::min<int64_t>(groups, 4 * threads);
       ParallelParts(threads, parts, [&](int64_t i) HWY_ATTR {
@@ -768,18 +757,15 @@ void Gemm(const GemmShape& s_in, const T* a_in, const T* b_in, T* c) {
         if (i0 < i1) GemmNarrowTransA(s, a, b, c, i0, i1);
       });
       return;
-#endif
     }
     if (s.trans_b && !s.trans_a && (s.m <= kDotRows || s.n <= kNarrowCols)) {
       if (threads <= 1) return GemmDotRows(s, a, b, c, 0, s.n);
-#ifdef _OPENMP
       const int64_t groups = (s.n + 3) / 4, parts = std::min<int64_t>(groups, 4 * threads);
       ParallelParts(threads, parts, [&](int64_t i) HWY_ATTR {
         const int64_t j0 = std::min(s.n, groups * i / parts * 4), j1 = std::min(s.n, groups * (i + 1) / parts * 4);
         if (j0 < j1) GemmDotRows(s, a, b, c, j0, j1);
       });
       return;
-#endif
     }
   }
   Plan<T> pl;

@@ -7,9 +7,12 @@
 #define NORMLAB_AUTOGRAD_KERNELS_REDUCE_INL_H_
 #endif
 
+#include <algorithm>
 #include <limits>
 
+#include "autograd/kernels/pool.h"
 #include "autograd/kernels/reduce.h"
+#include "autograd/parallel.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -55,34 +58,76 @@ HWY_INLINE T ReduceRow(ReduceOp op, int64_t r, const T* x) {
   return acc;
 }
 
-// out[k] = op over j < r of x[j * inner + k]: whole rows combined vector by vector.
+// out[k] = op over j < r of x[j * stride + k], k < inner: whole rows combined vector by vector.
+// Each column is combined in row order from init, exactly as the scalar reference does (bitwise equal). Four
+// vectors of columns at a time give four independent chains (one chain is add-latency bound:
+// the bias gradient of Linear(., 256) at batch 128 ran at ~4 GB/s).
 template <typename T>
-HWY_INLINE void ReduceColumns(ReduceOp op, int64_t r, int64_t inner, const T* x, T* out) {
+HWY_INLINE void ReduceColumns(ReduceOp op, int64_t r, int64_t inner, int64_t stride, const T* x, T* out) {
   const hn::ScalableTag<T> d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const T init = op == ReduceOp::Sum ? T(0) : -std::numeric_limits<T>::infinity();
+  auto f = [&](auto a, auto b) { return op == ReduceOp::Sum ? hn::Add(a, b) : MaxNaN(d, a, b); };
   int64_t k = 0;
+  for (; k + 4 * N <= inner; k += 4 * N) {
+    auto a0 = hn::Set(d, init), a1 = a0, a2 = a0, a3 = a0;
+    const T* row = x + k;
+    for (int64_t j = 0; j < r; ++j, row += stride) {
+      a0 = f(a0, hn::LoadU(d, row));
+      a1 = f(a1, hn::LoadU(d, row + N));
+      a2 = f(a2, hn::LoadU(d, row + 2 * N));
+      a3 = f(a3, hn::LoadU(d, row + 3 * N));
+    }
+    hn::StoreU(a0, d, out + k);
+    hn::StoreU(a1, d, out + k + N);
+    hn::StoreU(a2, d, out + k + 2 * N);
+    hn::StoreU(a3, d, out + k + 3 * N);
+  }
   for (; k + N <= inner; k += N) {
     auto acc = hn::Set(d, init);
     for (int64_t j = 0; j < r; ++j) {
-      const auto v = hn::LoadU(d, x + j * inner + k);
+      const auto v = hn::LoadU(d, x + j * stride + k);
       acc = op == ReduceOp::Sum ? hn::Add(acc, v) : MaxNaN(d, acc, v);
     }
     hn::StoreU(acc, d, out + k);
   }
   for (; k < inner; ++k) {
     T acc = init;
-    for (int64_t j = 0; j < r; ++j) acc = Combine(op, acc, x[j * inner + k]);
+    for (int64_t j = 0; j < r; ++j) acc = Combine(op, acc, x[j * stride + k]);
     out[k] = acc;
   }
 }
 
+// Outputs o0 .. o1-1 and, of each, columns k0 .. k1-1.
+template <typename T>
+HWY_INLINE void ReducePart(ReduceOp op, int64_t o0, int64_t o1, int64_t r, int64_t inner, int64_t k0, int64_t k1,
+                           const T* x, T* out) {
+  for (int64_t o = o0; o < o1; ++o) {
+    if (inner == 1) out[o] = ReduceRow(op, r, x + o * r);
+    else ReduceColumns(op, r, k1 - k0, inner, x + o * r * inner + k0, out + o * inner + k0);
+  }
+}
+
+// Inputs of at least this many elements are split between the threads (below, waking a second
+// thread costs about what it saves).
+constexpr int64_t kParallelElements = int64_t(1) << 18;
+
+// Threads take contiguous ranges of outputs (or, with fewer outputs than threads, of columns).
+// Each output is computed by the same sequence of operations whatever the range it falls in (see
+// ReduceRow, ReduceColumns), so the result does not depend on the thread count.
 template <typename T>
 void Reduce(ReduceOp op, int64_t outer, int64_t r, int64_t inner, const T* x, T* out) {
-  for (int64_t o = 0; o < outer; ++o) {
-    if (inner == 1) out[o] = ReduceRow(op, r, x + o * r);
-    else ReduceColumns(op, r, inner, x + o * r * inner, out + o * inner);
-  }
+  const int threads = outer * r * inner >= kParallelElements ? num_threads() : 1;
+  if (threads <= 1) return ReducePart(op, 0, outer, r, inner, 0, inner, x, out);
+  parallel_run(threads, [&](int t, int nt) HWY_ATTR {
+    if (outer >= nt || inner == 1) {
+      ReducePart(op, outer * t / nt, outer * (t + 1) / nt, r, inner, 0, inner, x, out);
+    } else {
+      const int64_t blocks = (inner + 15) / 16;  // whole 16-column blocks (4 AVX2 float vectors)
+      const int64_t k0 = std::min(inner, blocks * t / nt * 16), k1 = std::min(inner, blocks * (t + 1) / nt * 16);
+      ReducePart(op, 0, outer, r, inner, k0, k1, x, out);
+    }
+  });
 }
 
 }  // namespace normlab::autograd::kernels::HWY_NAMESPACE

@@ -1,6 +1,9 @@
 // Thread count: set_num_threads validates its input, and GEMM results are bitwise identical for
-// 1, 2 and 3 threads (each element of C is computed by the same sequence of operations).
+// 1, 2 and 3 threads (each element of C is computed by the same sequence of operations); the
+// kernels' thread pool runs each part of a region once.
 #include <boost/test/unit_test.hpp>
+#include <atomic>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -9,6 +12,8 @@
 
 #include "autograd/error.h"
 #include "autograd/kernels/gemm.h"
+#include "autograd/kernels/pool.h"
+#include "autograd/kernels/reduce.h"
 #include "autograd/parallel.h"
 #include "tests/support/targets.h"
 
@@ -112,6 +117,66 @@ BOOST_AUTO_TEST_CASE(gemm_bitwise_identical_for_1_2_3_threads_f32) {
 BOOST_AUTO_TEST_CASE(gemm_bitwise_identical_for_1_2_3_threads_f64) {
   ThreadsGuard guard;
   check_thread_independence<double>();
+}
+
+// Reductions large enough to be split between threads (by outputs, or by columns when there are
+// fewer outputs than threads) give bitwise the same sums and maxima for 1, 2 and 3 threads.
+BOOST_AUTO_TEST_CASE(reduce_bitwise_identical_for_1_2_3_threads) {
+  ThreadsGuard guard;
+  struct Case { int64_t outer, r, inner; };
+  for (const Case c : {Case{1, 600, 1000}, Case{1, 300, 1001}, Case{2, 300, 999}, Case{3, 500, 200},
+                       Case{1000, 301, 1}, Case{2, 200000, 1}}) {
+    const auto x = random_vec<float>(c.outer * c.r * c.inner, 11);
+    for (int op = 0; op < 2; ++op) {
+      std::vector<std::vector<float>> outs;
+      for (int threads : {1, 2, 3}) {
+        set_num_threads(threads);
+        outs.emplace_back(static_cast<size_t>(c.outer * c.inner));
+        k::reduce(static_cast<k::ReduceOp>(op), c.outer, c.r, c.inner, x.data(), outs.back().data());
+      }
+      BOOST_TEST_CONTEXT("op " << op << " (" << c.outer << ", " << c.r << ", " << c.inner << ")") {
+        for (size_t t = 1; t < outs.size(); ++t)
+          BOOST_TEST(std::memcmp(outs[t].data(), outs[0].data(), outs[0].size() * sizeof(float)) == 0);
+        std::vector<float> want(outs[0].size());  // and right: the scalar reference, loosely
+        k::ref::reduce(static_cast<k::ReduceOp>(op), c.outer, c.r, c.inner, x.data(), want.data());
+        for (size_t i = 0; i < want.size(); ++i)
+          BOOST_TEST(std::abs(outs[0][i] - want[i]) <= 1e-3f * (1 + std::abs(want[i])));
+      }
+    }
+  }
+}
+
+// The kernels' pool: every part t < nt runs exactly once, on distinct threads, for changing
+// thread counts (workers started by an earlier, larger region sit out smaller ones), many
+// regions in a row (a lost wake-up would hang here), and a region inside a region runs inline.
+BOOST_AUTO_TEST_CASE(pool_runs_each_part_once) {
+  for (int round = 0; round < 200; ++round)
+    for (int threads : {1, 3, 2, 1, 4, 2}) {
+      std::vector<std::atomic<int>> runs(static_cast<size_t>(threads));
+      std::vector<std::thread::id> ids(static_cast<size_t>(threads));
+      std::atomic<int> teams_wrong{0};
+      k::parallel_run(threads, [&](int t, int nt) {
+        if (nt != threads) teams_wrong.fetch_add(1);
+        runs[static_cast<size_t>(t)].fetch_add(1);
+        ids[static_cast<size_t>(t)] = std::this_thread::get_id();
+      });
+      BOOST_TEST_CONTEXT("round " << round << ", " << threads << " threads") {
+        BOOST_TEST(teams_wrong.load() == 0);
+        for (int t = 0; t < threads; ++t) BOOST_TEST(runs[static_cast<size_t>(t)].load() == 1);
+        BOOST_TEST(ids[0] == std::this_thread::get_id());  // part 0 runs on the caller
+        for (int t = 1; t < threads; ++t)
+          for (int u = 0; u < t; ++u) BOOST_TEST(ids[static_cast<size_t>(t)] != ids[static_cast<size_t>(u)]);
+      }
+    }
+  std::atomic<int> inner_parts{0}, inner_team{0};
+  k::parallel_run(2, [&](int, int) {
+    k::parallel_run(3, [&](int, int nt) {
+      inner_parts.fetch_add(1);
+      inner_team.store(nt);
+    });
+  });
+  BOOST_TEST(inner_parts.load() == 2);  // once per outer part, on its own thread
+  BOOST_TEST(inner_team.load() == 1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
