@@ -87,9 +87,15 @@ Tensor renamed(Tensor t, const char* name) {
 
 namespace {
 
-// g into a leaf's .grad: the first gradient is copied, later ones added (+=).
-void accumulate_into(TensorImpl& leaf, const Tensor& g) {
+// g into a leaf's .grad: the first gradient is taken as is when nothing else can see it (the
+// engine's own buffer of a leaf's gradient, as PyTorch steals it), else copied; later ones added (+=).
+void accumulate_into(TensorImpl& leaf, const Tensor& g, bool may_take = false) {
   if (!leaf.grad) {
+    const auto& gi = g.impl_ptr();
+    if (may_take && gi.use_count() == 1 && gi->storage.use_count() == 1 && !gi->requires_grad && gi->offset == 0) {
+      leaf.grad = gi;
+      return;
+    }
     Tensor copy = g.detach().clone();
     leaf.grad = copy.impl_ptr();
   } else {
@@ -153,7 +159,7 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
     std::vector<Tensor> grads;
     if (auto kept = n->retained_.lock(); kept && g.defined()) accumulate_into(*kept, g);
     if (n->leaf_) {
-      if (g.defined()) accumulate_into(*n->leaf_, g);
+      if (g.defined()) accumulate_into(*n->leaf_, g, /*may_take=*/true);
     } else if (g.defined()) {
       if (n->released_)
         throw Error("backward: trying to backward through the graph a second time (the saved "
