@@ -291,7 +291,8 @@ void RowNormBackward(bool center, int64_t rows, int64_t n, const T* dy, const T*
     WithFlag(gamma != nullptr, [&](auto kg) {
       WithFlag(dgamma != nullptr, [&](auto kdg) {
         WithFlag(dbeta != nullptr, [&](auto kdb) {
-          parallel_parts(norm_threads(rows * n, parts), parts, [&](int64_t p) {
+          parallel_parts(norm_threads(rows * n, parts), parts, [&](int64_t q) {
+            const int64_t p = parts - 1 - q;  // last rows first: the forward just read them
             T* pg = partial.empty() ? dgamma : partial.data() + p * 2 * n;
             T* pb = partial.empty() ? dbeta : partial.data() + p * 2 * n + n;
             RowNormBackwardT<T, decltype(kc)::value, decltype(kg)::value, decltype(kdg)::value,
@@ -431,29 +432,39 @@ template <typename T>
 void WelfordColumns(int64_t N, int64_t C, int64_t c0, int64_t c1, const T* HWY_RESTRICT x, T* HWY_RESTRICT md,
                     T* HWY_RESTRICT m2) {
   int64_t i = 1;  // row 0 has d = 0: mean 0, M2 0
-  auto update = [&](auto d, auto& mv, auto& qv, auto x0, const T* xr, int64_t c, int64_t k) {
+  // 1 / k for the update at row k - 1, computed once per row (not per vector).
+  auto inv = [](int64_t row) { return static_cast<T>(1.0 / static_cast<double>(row + 1)); };
+  auto update = [&](auto d, auto& mv, auto& qv, auto x0, const T* xr, int64_t c, T inv_k) {
     const auto dv = hn::Sub(hn::LoadU(d, xr + c), x0);
     const auto delta = hn::Sub(dv, mv);
-    mv = hn::MulAdd(delta, hn::Set(d, static_cast<T>(1.0 / static_cast<double>(k + 1))), mv);
+    mv = hn::MulAdd(delta, hn::Set(d, inv_k), mv);
     qv = hn::MulAdd(delta, hn::Sub(dv, mv), qv);
   };
-  for (; i + 4 <= N; i += 4)
+  for (; i + 4 <= N; i += 4) {
+    const T f0 = inv(i), f1 = inv(i + 1), f2 = inv(i + 2), f3 = inv(i + 3);
+    const T *x0r = x + i * C, *x1r = x0r + C, *x2r = x1r + C, *x3r = x2r + C;
     ForRow<T>(c1 - c0, [&](auto d, int64_t j) {
       const int64_t c = c0 + j;
       auto mv = hn::LoadU(d, md + c), qv = hn::LoadU(d, m2 + c);
       const auto x0 = hn::LoadU(d, x + c);
-      for (int64_t k = i; k < i + 4; ++k) update(d, mv, qv, x0, x + k * C, c, k);
+      update(d, mv, qv, x0, x0r, c, f0);
+      update(d, mv, qv, x0, x1r, c, f1);
+      update(d, mv, qv, x0, x2r, c, f2);
+      update(d, mv, qv, x0, x3r, c, f3);
       hn::StoreU(mv, d, md + c);
       hn::StoreU(qv, d, m2 + c);
     });
-  for (; i < N; ++i)
+  }
+  for (; i < N; ++i) {
+    const T fi = inv(i);
     ForRow<T>(c1 - c0, [&](auto d, int64_t j) {
       const int64_t c = c0 + j;
       auto mv = hn::LoadU(d, md + c), qv = hn::LoadU(d, m2 + c);
-      update(d, mv, qv, hn::LoadU(d, x + c), x + i * C, c, i);
+      update(d, mv, qv, hn::LoadU(d, x + c), x + i * C, c, fi);
       hn::StoreU(mv, d, md + c);
       hn::StoreU(qv, d, m2 + c);
     });
+  }
 }
 
 template <typename T>
@@ -498,12 +509,16 @@ void BatchNormStats(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT x, T*
   });
 }
 
-// Calls row(i0, i1) for parts of consecutive rows of `row_elems` elements each, on threads.
+// Calls row(i0, i1) for parts of consecutive rows of `row_elems` elements each, on threads, the
+// last part first: a pass right after one that read the rows in order then finds the rows it
+// starts with still in the L3 cache (the outputs are streamed past it).
 template <class Rows>
-HWY_INLINE void ParallelRows(int64_t N, int64_t row_elems, const Rows& row) {
+HWY_INLINE void ParallelRowsReversed(int64_t N, int64_t row_elems, const Rows& row) {
   const int64_t per = RowsPerPart(row_elems), parts = (N + per - 1) / per;
-  parallel_parts(norm_threads(N * row_elems, parts), parts,
-                 [&](int64_t p) { row(p * per, std::min(N, (p + 1) * per)); });
+  parallel_parts(norm_threads(N * row_elems, parts), parts, [&](int64_t q) {
+    const int64_t p = parts - 1 - q;
+    row(p * per, std::min(N, (p + 1) * per));
+  });
 }
 
 // y = ((x - mean_c) - mean_lo_c) scale_c + shift_c with scale = rstd gamma, shift = beta (centered
@@ -519,7 +534,7 @@ void BatchNormNormalize(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT x
     lo[c] = mean_lo ? mean_lo[c] : T(0);
   }
   const bool stream = N * C * L * static_cast<int64_t>(sizeof(T)) >= kStreamBytes;
-  ParallelRows(N, C * L, [&](int64_t i0, int64_t i1) {
+  ParallelRowsReversed(N, C * L, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       if (L == 1) {
         const T* xr = x + i * C;
@@ -562,27 +577,33 @@ void BatchNormBackward(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT dy
       parallel_parts(norm_threads(N * C, parts), parts, [&](int64_t p) {
         int64_t c0, c1;
         ChannelRange(C, p, parts, c0, c1);
-        // Two rows per load/store of the running sums (per lane the same adds, in row order).
-        auto step = [&](auto d, auto& sv, auto& qv, int64_t i, int64_t c) {
-          const auto dyv = hn::LoadU(d, dy + i * C + c);
+        // Four rows per load/store of the running sums (per lane the same adds, in row order).
+        auto step = [&](auto d, auto& sv, auto& qv, auto mv, auto lv, const T* dyr, const T* xr, int64_t c) {
+          const auto dyv = hn::LoadU(d, dyr + c);
           sv = hn::Add(sv, dyv);
-          qv = hn::MulAdd(dyv, center(hn::LoadU(d, x + i * C + c), hn::LoadU(d, mean + c), hn::LoadU(d, lo + c)), qv);
+          qv = hn::MulAdd(dyv, center(hn::LoadU(d, xr + c), mv, lv), qv);
         };
         int64_t i = 0;
-        for (; i + 2 <= N; i += 2)
+        for (; i + 4 <= N; i += 4) {
+          const T *d0 = dy + i * C, *d1 = d0 + C, *d2 = d1 + C, *d3 = d2 + C;
+          const T *x0 = x + i * C, *x1 = x0 + C, *x2 = x1 + C, *x3 = x2 + C;
           ForRow<T>(c1 - c0, [&](auto d, int64_t j) {
             const int64_t c = c0 + j;
             auto sv = hn::LoadU(d, sdy + c), qv = hn::LoadU(d, sdyx + c);
-            step(d, sv, qv, i, c);
-            step(d, sv, qv, i + 1, c);
+            const auto mv = hn::LoadU(d, mean + c), lv = hn::LoadU(d, lo + c);
+            step(d, sv, qv, mv, lv, d0, x0, c);
+            step(d, sv, qv, mv, lv, d1, x1, c);
+            step(d, sv, qv, mv, lv, d2, x2, c);
+            step(d, sv, qv, mv, lv, d3, x3, c);
             hn::StoreU(sv, d, sdy + c);
             hn::StoreU(qv, d, sdyx + c);
           });
+        }
         for (; i < N; ++i)
           ForRow<T>(c1 - c0, [&](auto d, int64_t j) {
             const int64_t c = c0 + j;
             auto sv = hn::LoadU(d, sdy + c), qv = hn::LoadU(d, sdyx + c);
-            step(d, sv, qv, i, c);
+            step(d, sv, qv, hn::LoadU(d, mean + c), hn::LoadU(d, lo + c), dy + i * C, x + i * C, c);
             hn::StoreU(sv, d, sdy + c);
             hn::StoreU(qv, d, sdyx + c);
           });
@@ -619,7 +640,7 @@ void BatchNormBackward(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT dy
     return hn::Mul(kv, hn::NegMulAdd(center(xv, mv, lv), bv, hn::Sub(dyv, av)));
   };
   const bool stream = m * C * static_cast<int64_t>(sizeof(T)) >= kStreamBytes;
-  ParallelRows(N, C * L, [&](int64_t i0, int64_t i1) {
+  ParallelRowsReversed(N, C * L, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       if (L == 1) {
         const T *dyr = dy + i * C, *xr = x + i * C;
