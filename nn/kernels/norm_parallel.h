@@ -1,52 +1,26 @@
-// Threads for the normalization kernels: independent parts run on up to num_threads() OpenMP
-// threads. Which thread runs a part never changes a result: the kernels give every part its own
-// outputs and combine any partial sums afterwards in part order (see norm-inl.h).
+// Threads for the normalization kernels: independent parts run on the calling thread and up to
+// num_threads() - 1 helper threads. Which thread runs a part never changes a result: the kernels
+// give every part its own outputs and combine any partial sums afterwards in part order (see
+// norm-inl.h).
 #pragma once
-#include <algorithm>
-#include <atomic>
 #include <cstdint>
-#include <thread>
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include <functional>
 
 #include "autograd/parallel.h"
 
 namespace normlab::nn::kernels {
 
-// Work below this many elements runs on the calling thread: starting a team costs a few
+// Work below this many elements runs on the calling thread: waking a helper costs a few
 // microseconds, about what a norm kernel spends on 64K elements.
 constexpr int64_t kParallelElems = int64_t(1) << 16;
 
 // The threads to use for `elems` elements of work split into `parts` parts (1 when small).
-inline int norm_threads(int64_t elems, int64_t parts) {
-  if (elems < kParallelElems || parts < 2) return 1;
-  return static_cast<int>(std::min<int64_t>(autograd::num_threads(), parts));
-}
+int norm_threads(int64_t elems, int64_t parts);
 
-// Runs part(i) for every i in [0, parts) on `threads` threads; parts are claimed one at a time
-// (a busy core then simply takes fewer). Threads wait for each other with an atomic counter that
-// yields the core, not in OpenMP's spinning barrier, so the region's closing barrier is reached
-// together (the GEMM does the same: GOMP's spin waits stall when another process shares the cores).
-template <class Part>
-void parallel_parts(int threads, int64_t parts, const Part& part) {
-#ifdef _OPENMP
-  if (threads > 1 && parts > 1) {
-    std::atomic<int64_t> next{0};
-    std::atomic<int> done{0};
-#pragma omp parallel num_threads(threads)
-    {
-      for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < parts;) part(i);
-      const int team = omp_get_num_threads();
-      done.fetch_add(1, std::memory_order_acq_rel);
-      while (done.load(std::memory_order_acquire) < team) std::this_thread::yield();
-    }
-    return;
-  }
-#endif
-  (void)threads;
-  for (int64_t i = 0; i < parts; ++i) part(i);
-}
+// Runs part(i) for every i in [0, parts) on the calling thread and up to threads - 1 helpers; parts
+// are claimed one at a time. The caller waits only for parts that were claimed: a helper that the
+// OS has not scheduled yet (a busy machine) claims nothing and is not waited for, so a call never
+// takes longer than the caller doing all the parts itself plus the last claimed part.
+void parallel_parts(int threads, int64_t parts, const std::function<void(int64_t)>& part);
 
 }  // namespace normlab::nn::kernels
