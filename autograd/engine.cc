@@ -119,7 +119,7 @@ bool sole_owner(const Tensor& g) {
 // later ones added (+=).
 void accumulate_into(TensorImpl& leaf, Tensor g) {
   if (!leaf.grad) {
-    if (sole_owner(g)) {
+    if (sole_owner(g) && g.impl().offset == 0) {  // as PyTorch steals the engine's buffer
       leaf.grad = g.impl_ptr();
     } else {
       Tensor copy = g.detach().clone();

@@ -24,6 +24,7 @@ std::vector<T> random_vec(int64_t n, unsigned seed) {
 // bench/table.py can put the two side by side.
 void register_gemm();
 void register_kernels();
+void register_norms();
 void register_stream();
 void register_train();
 

@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("highway_target", normlab::autograd::kernels::active_target());
   normlab::bench::register_gemm();
   normlab::bench::register_kernels();
+  normlab::bench::register_norms();
   normlab::bench::register_stream();
   normlab::bench::register_train();
   const size_t ran = benchmark::RunSpecifiedBenchmarks();

@@ -174,7 +174,49 @@ def workloads():
         for norm in ("none", "batch", "layer"):
             name = f"train step mlp {'-'.join(map(str, widths))} b{batch} {norm}"
             out.append((name, train_step(widths, batch, norm)))
+    out += norm_workloads(g)
     return out
+
+
+def norm_workloads(g):
+    """LayerNorm and BatchNorm1d on 4096x1024 float32 through the nn modules in training mode, as
+    bench/norm_bench.cc: forward alone (x does not require grad), and forward + y.backward(g) with x
+    requiring grad, x.grad reset to None before each step and the parameters' grads zeroed in place.
+    Bytes: the minimal traffic (forward 8 B per element, LayerNorm backward 12, BatchNorm backward 20)."""
+    rows, cols = 4096, 1024
+    numel = rows * cols
+    shape = f" {rows}x{cols}"
+
+    def module(kind):
+        return torch.nn.LayerNorm(cols) if kind == "layernorm" else torch.nn.BatchNorm1d(cols)
+
+    def forward(kind):
+        def setup():
+            m = module(kind).train()
+            x = torch.rand(rows, cols, generator=g) * 2 - 0.5
+            return (lambda: m(x)), 8.0 * numel, "byte"
+        return setup
+
+    def forward_backward(kind, bwd_bytes):
+        def setup():
+            m = module(kind).train()
+            x = (torch.rand(rows, cols, generator=g) * 2 - 0.5).requires_grad_()
+            dy = torch.rand(rows, cols, generator=g) * 2 - 1
+            for p in m.parameters():
+                p.grad = torch.zeros_like(p)
+
+            def step():
+                x.grad = None
+                for p in m.parameters():
+                    p.grad.zero_()
+                m(x).backward(dy)
+            return step, (8.0 + bwd_bytes) * numel, "byte"
+        return setup
+
+    return [("layernorm forward" + shape, forward("layernorm")),
+            ("layernorm forward+backward" + shape, forward_backward("layernorm", 12.0)),
+            ("batchnorm1d train forward" + shape, forward("batchnorm1d")),
+            ("batchnorm1d forward+backward" + shape, forward_backward("batchnorm1d", 20.0))]
 
 
 def time_it(fn, repetitions, min_time):

@@ -88,23 +88,25 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   const int64_t n = check_normalized_shape(x, normalized_shape, weight, bias, "layer_norm");
   check_eps(eps, "layer_norm");
   const int64_t rows = x.numel() / n;
-  // Per-row statistics: the mean as a pair mean + mean_lo (see nn/kernels/norm.h) and rstd.
-  Tensor y = empty_like(x), mean = empty({rows}, x.dtype()), mean_lo = empty({rows}, x.dtype()),
-         rstd = empty({rows}, x.dtype());
+  // Per-row statistics in one buffer (3, rows): the mean as a pair mean + mean_lo (see
+  // nn/kernels/norm.h), then rstd.
+  Tensor y = empty_like(x), stats = empty({3, rows}, x.dtype());
   dispatch(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    k::layer_norm_forward(rows, n, x.data<T>(), ptr<T>(weight), ptr<T>(bias), eps, y.data<T>(), mean.data<T>(),
-                          mean_lo.data<T>(), rstd.data<T>());
+    T* st = stats.data<T>();
+    k::layer_norm_forward(rows, n, x.data<T>(), ptr<T>(weight), ptr<T>(bias), eps, y.data<T>(), st, st + rows,
+                          st + 2 * rows);
   });
   // Saves x, weight and the per-row statistics; xhat is recomputed in the backward.
   return record("LayerNormBackward", y, {x, weight, bias},
-                [x = saved(x), w = saved(weight), b = saved(bias), mean, mean_lo, rstd, rows, n](
-                    const Tensor& g, const Needs& need) {
+                [x = saved(x), w = saved(weight), b = saved(bias), stats, rows, n](const Tensor& g,
+                                                                                    const Needs& need) {
                   Tensor dx = grad_buffer(need[0], x), dw = grad_buffer(need[1], w), db = grad_buffer(need[2], b);
                   dispatch(x.dtype(), [&](auto zero) {
                     using T = decltype(zero);
-                    k::layer_norm_backward(rows, n, g.data<T>(), x.data<T>(), mean.data<T>(), mean_lo.data<T>(),
-                                           rstd.data<T>(), ptr<T>(w), ptr<T>(dx), ptr<T>(dw), ptr<T>(db));
+                    const T* st = stats.data<T>();
+                    k::layer_norm_backward(rows, n, g.data<T>(), x.data<T>(), st, st + rows, st + 2 * rows, ptr<T>(w),
+                                           ptr<T>(dx), ptr<T>(dw), ptr<T>(db));
                   });
                   return Grads{dx, dw, db};
                 });
@@ -139,16 +141,15 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   if (training && m == 1)
     throw Error("Expected more than 1 value per channel when training, got input size " + shape_str(x.shape()));
 
-  // Per-channel statistics used to normalize: the batch's (training; the mean as a pair mean +
-  // mean_lo, see nn/kernels/norm.h) or the running ones (eval; mean_lo stays undefined).
-  Tensor mean = empty({C}, x.dtype()), mean_lo, rstd = empty({C}, x.dtype()), y = empty_like(x);
-  if (training) mean_lo = empty({C}, x.dtype());
+  // Per-channel statistics used to normalize, in one buffer: mean, rstd and, in training, mean_lo
+  // and the batch variance (the batch's mean as a pair mean + mean_lo, see nn/kernels/norm.h); in
+  // eval the running statistics (no mean_lo).
+  Tensor stats = empty({training ? 4 : 2, C}, x.dtype()), y = empty_like(x);
   dispatch(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    T *mu = mean.data<T>(), *r = rstd.data<T>();
+    T *mu = stats.data<T>(), *r = mu + C;
     if (training) {
-      Tensor var = empty({C}, x.dtype());
-      T *v = var.data<T>(), *lo = mean_lo.data<T>();
+      T *lo = mu + 2 * C, *v = mu + 3 * C;
       k::batch_norm_stats(N, C, L, x.data<T>(), mu, lo, v);
       for (int64_t c = 0; c < C; ++c) r[c] = static_cast<T>(k::ref::inv_std(v[c], eps));
       if (running_mean.defined() && m > 0) {
@@ -168,19 +169,19 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
         r[c] = static_cast<T>(k::ref::inv_std(rv[c], eps));
       }
     }
-    k::batch_norm_normalize(N, C, L, x.data<T>(), mu, ptr<T>(mean_lo), r, ptr<T>(weight), ptr<T>(bias),
-                            y.data<T>());
+    k::batch_norm_normalize(N, C, L, x.data<T>(), mu, training ? mu + 2 * C : nullptr, r, ptr<T>(weight),
+                            ptr<T>(bias), y.data<T>());
   });
   // In training the statistics depend on x, which couples the whole batch in the backward.
   return record("BatchNormBackward", y, {x, weight, bias},
-                [x = saved(x), w = saved(weight), b = saved(bias), mean, mean_lo, rstd, training, N, C, L](
-                    const Tensor& g, const Needs& need) {
+                [x = saved(x), w = saved(weight), b = saved(bias), stats, training, N, C, L](const Tensor& g,
+                                                                                           const Needs& need) {
                   Tensor dx = grad_buffer(need[0], x), dw = grad_buffer(need[1], w), db = grad_buffer(need[2], b);
                   dispatch(x.dtype(), [&](auto zero) {
                     using T = decltype(zero);
-                    k::batch_norm_backward(N, C, L, g.data<T>(), x.data<T>(), mean.data<T>(), ptr<T>(mean_lo),
-                                           rstd.data<T>(), ptr<T>(w), training, ptr<T>(dx), ptr<T>(dw),
-                                           ptr<T>(db));
+                    const T* mu = stats.data<T>();
+                    k::batch_norm_backward(N, C, L, g.data<T>(), x.data<T>(), mu, training ? mu + 2 * C : nullptr,
+                                           mu + C, ptr<T>(w), training, ptr<T>(dx), ptr<T>(dw), ptr<T>(db));
                   });
                   return Grads{dx, dw, db};
                 });

@@ -9,12 +9,15 @@
 #define NORMLAB_NN_KERNELS_NORM_INL_H_
 #endif
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 #include <vector>
 
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "nn/kernels/norm.h"
+#include "nn/kernels/norm_parallel.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace normlab::nn::kernels::HWY_NAMESPACE {
@@ -33,6 +36,34 @@ HWY_INLINE void ForRow(int64_t n, const Body& body) {
   const hn::CappedTag<T, 1> d1;
   for (; i < n; ++i) body(d1, i);
 }
+
+// Outputs of at least this many bytes are written with non-temporal stores: they would not stay in
+// the caches anyway, and streaming them skips reading each line before it is overwritten (a
+// memory-bound kernel then moves 8 bytes per element instead of 12) and keeps the inputs cached.
+constexpr int64_t kStreamBytes = int64_t(4) << 20;
+
+// Stores f(d, j) at y + j for a row of n outputs: full vectors, then one-lane tails. With stream,
+// the full vectors at vector-aligned addresses are non-temporal (the head before the first aligned
+// address goes through one-lane stores). f computes each lane with the same operations on any tag,
+// so the values never depend on how the row was cut.
+template <typename T, class F>
+HWY_INLINE void StoreRow(int64_t n, T* HWY_RESTRICT y, bool stream, const F& f) {
+  const hn::ScalableTag<T> d;
+  const hn::CappedTag<T, 1> d1;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  int64_t j = 0;
+  if (stream) {
+    const uintptr_t align = static_cast<uintptr_t>(N) * sizeof(T);
+    for (; j < n && reinterpret_cast<uintptr_t>(y + j) % align != 0; ++j) hn::StoreU(f(d1, j), d1, y + j);
+    for (; j + N <= n; j += N) hn::Stream(f(d, j), d, y + j);
+  } else {
+    for (; j + N <= n; j += N) hn::StoreU(f(d, j), d, y + j);
+  }
+  for (; j < n; ++j) hn::StoreU(f(d1, j), d1, y + j);
+}
+
+// Parts of `rows` rows of n elements for row-parallel loops: about 64 KiB of input each.
+HWY_INLINE int64_t RowsPerPart(int64_t n) { return std::max<int64_t>(1, (int64_t(16) << 10) / std::max<int64_t>(n, 1)); }
 
 // The lanes of v added in lane order (not SumOfLanes, whose shuffle order differs between targets).
 template <class D, class V>
@@ -147,49 +178,62 @@ HWY_INLINE RowStats<T> ComputeRowStats(int64_t n, const T* HWY_RESTRICT x, doubl
 
 // ---- LayerNorm ------------------------------------------------------------------------------------
 
+// Rows r0 .. r1-1. Each row is read once from memory (the statistics' second pass and the output
+// pass read it from L1) and y is written once, streamed when large.
 template <typename T, bool kGamma, bool kBeta>
-void LayerNormForwardT(int64_t rows, int64_t n, const T* HWY_RESTRICT x, const T* HWY_RESTRICT gamma,
-                       const T* HWY_RESTRICT beta, double eps, T* HWY_RESTRICT y, T* mean, T* mean_lo, T* rstd) {
-  for (int64_t i = 0; i < rows; ++i) {
+void LayerNormForwardT(int64_t r0, int64_t r1, int64_t n, const T* HWY_RESTRICT x, const T* HWY_RESTRICT gamma,
+                       const T* HWY_RESTRICT beta, double eps, bool stream, T* HWY_RESTRICT y, T* mean, T* mean_lo,
+                       T* rstd) {
+  for (int64_t i = r0; i < r1; ++i) {
     const T* xr = x + i * n;
-    T* yr = y + i * n;
     const RowStats<T> st = ComputeRowStats(n, xr, eps);
+    // The next row, fetched while this one is finished from L1 (the hardware prefetcher alone
+    // leaves memory idle during the passes from L1).
+    const T* next = i + 1 < r1 ? xr + n : xr;
     // Third pass, from L1: y = ((x - s) - delta) r gamma + beta.
-    ForRow<T>(n, [&](auto d, int64_t j) {
+    StoreRow<T>(n, y + i * n, stream, [&](auto d, int64_t j) {
+      hwy::Prefetch(next + j);
       const auto c = hn::Sub(hn::Sub(hn::LoadU(d, xr + j), hn::Set(d, st.shift)), hn::Set(d, st.delta));
       auto out = hn::Mul(c, hn::Set(d, st.rstd));
       if constexpr (kGamma && kBeta) out = hn::MulAdd(out, hn::LoadU(d, gamma + j), hn::LoadU(d, beta + j));
       else if constexpr (kGamma) out = hn::Mul(out, hn::LoadU(d, gamma + j));
-      else if constexpr (kBeta) out = hn::Add(out, hn::LoadU(d, beta + j));
-      hn::StoreU(out, d, yr + j);
+      else if constexpr (kBeta) out = hn::MulAdd(c, hn::Set(d, st.rstd), hn::LoadU(d, beta + j));
+      return out;
     });
     StoreMean(st.shift, st.delta, mean, mean_lo, i);
     if (rstd) rstd[i] = st.rstd;
   }
+  if (stream) hwy::FlushStream();
 }
 
+// Rows are independent: threads take parts of consecutive rows.
 template <typename T>
 void LayerNormForward(int64_t rows, int64_t n, const T* x, const T* gamma, const T* beta, double eps, T* y,
                       T* mean, T* mean_lo, T* rstd) {
+  const bool stream = rows * n * static_cast<int64_t>(sizeof(T)) >= kStreamBytes;
+  const int64_t per = RowsPerPart(n), parts = (rows + per - 1) / per;
   WithFlag(gamma != nullptr, [&](auto kg) {
     WithFlag(beta != nullptr, [&](auto kb) {
-      LayerNormForwardT<T, decltype(kg)::value, decltype(kb)::value>(rows, n, x, gamma, beta, eps, y, mean, mean_lo,
-                                                                     rstd);
+      parallel_parts(norm_threads(rows * n, parts), parts, [&](int64_t p) {
+        LayerNormForwardT<T, decltype(kg)::value, decltype(kb)::value>(
+            p * per, std::min(rows, (p + 1) * per), n, x, gamma, beta, eps, stream, y, mean, mean_lo, rstd);
+      });
     });
   });
 }
 
-// Backward of LayerNorm (kCenter) and RMSNorm (!kCenter: mu = 0 and no mean_n(g) term) on rows,
-// xhat = ((x - mean) - mean_lo) r:
+// Backward of LayerNorm (kCenter) and RMSNorm (!kCenter: mu = 0 and no mean_n(g) term) on rows
+// r0 .. r1-1, xhat = ((x - mean) - mean_lo) r:
 //   pass A (x, dy from memory): sg = sum g, sgx = sum g xhat, and dgamma += dy xhat, dbeta += dy;
-//   pass B (from L1): dx = r (g - sg/n - xhat sgx/n).
+//   pass B (from L1): dx = r (g - sg/n - xhat sgx/n), streamed when large.
+// dgamma and dbeta here are this part's own sums (zeroed first), rows added in order.
 template <typename T, bool kCenter, bool kGamma, bool kDGamma, bool kDBeta>
-void RowNormBackwardT(int64_t rows, int64_t n, const T* HWY_RESTRICT dy, const T* HWY_RESTRICT x,
-                      const T* mean, const T* mean_lo, const T* rstd, const T* HWY_RESTRICT gamma,
+void RowNormBackwardT(int64_t r0, int64_t r1, int64_t n, const T* HWY_RESTRICT dy, const T* HWY_RESTRICT x,
+                      const T* mean, const T* mean_lo, const T* rstd, const T* HWY_RESTRICT gamma, bool stream,
                       T* HWY_RESTRICT dx, T* HWY_RESTRICT dgamma, T* HWY_RESTRICT dbeta) {
   if constexpr (kDGamma) ZeroArray(n, dgamma);
   if constexpr (kDBeta) ZeroArray(n, dbeta);
-  for (int64_t i = 0; i < rows; ++i) {
+  for (int64_t i = r0; i < r1; ++i) {
     const T *xr = x + i * n, *dyr = dy + i * n;
     const T mu = kCenter ? mean[i] : T(0), lo = kCenter && mean_lo ? mean_lo[i] : T(0), r = rstd[i];
     // xhat and g = dy gamma at j, on the tag d.
@@ -214,28 +258,61 @@ void RowNormBackwardT(int64_t rows, int64_t n, const T* HWY_RESTRICT dy, const T
     if (!dx) continue;
     const T mg = kCenter ? static_cast<T>(static_cast<double>(sg) / n) : T(0);
     const T mgx = static_cast<T>(static_cast<double>(sgx) / n);
-    T* dxr = dx + i * n;
-    ForRow<T>(n, [&](auto d, int64_t j) {
-      const auto xh = xhat(d, j), g = grad(d, j, hn::LoadU(d, dyr + j));
-      const auto t = kCenter ? hn::Sub(g, hn::Set(d, mg)) : g;
-      hn::StoreU(hn::Mul(hn::Set(d, r), hn::NegMulAdd(xh, hn::Set(d, mgx), t)), d, dxr + j);
+    const int64_t next = i + 1 < r1 ? n : 0;  // the next row's x and dy, fetched during pass B
+    StoreRow<T>(n, dx + i * n, stream, [&](auto d, int64_t j) {
+      hwy::Prefetch(xr + next + j);
+      hwy::Prefetch(dyr + next + j);
+      const auto xh = xhat(d, j), dyv = hn::LoadU(d, dyr + j);
+      // t = g - mg (g for RMSNorm), with the product in an explicit FMA: the compiler may contract
+      // a Mul feeding a Sub into one FMA, and differently for full vectors and one-lane tails, which
+      // would make a value depend on where its row's head/tail split falls.
+      auto t = grad(d, j, dyv);
+      if constexpr (kCenter && kGamma) t = hn::MulSub(dyv, hn::LoadU(d, gamma + j), hn::Set(d, mg));
+      else if constexpr (kCenter) t = hn::Sub(dyv, hn::Set(d, mg));
+      return hn::Mul(hn::Set(d, r), hn::NegMulAdd(xh, hn::Set(d, mgx), t));
     });
   }
+  if (stream) hwy::FlushStream();
 }
 
+// Threads take parts of consecutive rows. The parts depend only on the shape (at most 32, of at
+// least 64 KiB of dy each), never on the thread count; with several parts, each sums its rows'
+// dgamma and dbeta into its own array and the arrays are then added in part order, so the result
+// is the same bits on any number of threads.
 template <typename T>
 void RowNormBackward(bool center, int64_t rows, int64_t n, const T* dy, const T* x, const T* mean,
                      const T* mean_lo, const T* rstd, const T* gamma, T* dx, T* dgamma, T* dbeta) {
+  const bool stream = dx && rows * n * static_cast<int64_t>(sizeof(T)) >= kStreamBytes;
+  const int64_t per = std::max<int64_t>(RowsPerPart(n), (rows + 31) / 32);
+  const int64_t parts = std::max<int64_t>(1, (rows + per - 1) / per);
+  std::vector<T> partial;  // parts x (dgamma, dbeta) when several parts: one allocation per call
+  if (parts > 1 && (dgamma || dbeta)) partial.resize(static_cast<size_t>(parts * 2 * n));
   WithFlag(center, [&](auto kc) {
     WithFlag(gamma != nullptr, [&](auto kg) {
       WithFlag(dgamma != nullptr, [&](auto kdg) {
         WithFlag(dbeta != nullptr, [&](auto kdb) {
-          RowNormBackwardT<T, decltype(kc)::value, decltype(kg)::value, decltype(kdg)::value,
-                           decltype(kdb)::value>(rows, n, dy, x, mean, mean_lo, rstd, gamma, dx, dgamma, dbeta);
+          parallel_parts(norm_threads(rows * n, parts), parts, [&](int64_t q) {
+            const int64_t p = parts - 1 - q;  // last rows first: the forward just read them
+            T* pg = partial.empty() ? dgamma : partial.data() + p * 2 * n;
+            T* pb = partial.empty() ? dbeta : partial.data() + p * 2 * n + n;
+            RowNormBackwardT<T, decltype(kc)::value, decltype(kg)::value, decltype(kdg)::value,
+                             decltype(kdb)::value>(p * per, std::min(rows, (p + 1) * per), n, dy, x, mean, mean_lo,
+                                                   rstd, gamma, stream, dx, pg, pb);
+          });
         });
       });
     });
   });
+  if (partial.empty()) return;
+  for (int64_t w = 0; w < 2; ++w) {
+    T* out = w == 0 ? dgamma : dbeta;
+    if (!out) continue;
+    std::memcpy(out, partial.data() + w * n, n * sizeof(T));
+    for (int64_t p = 1; p < parts; ++p) {
+      const T* src = partial.data() + p * 2 * n + w * n;
+      ForRow<T>(n, [&](auto d, int64_t j) { hn::StoreU(hn::Add(hn::LoadU(d, out + j), hn::LoadU(d, src + j)), d, out + j); });
+    }
+  }
 }
 
 // ---- RMSNorm --------------------------------------------------------------------------------------
@@ -332,6 +409,63 @@ void GroupNormBackward(int64_t N, int64_t C, int64_t S, int64_t G, const T* HWY_
 // ---- BatchNorm ------------------------------------------------------------------------------------
 // Two layouts: L == 1, the (N, C) batch of an MLP, runs SIMD along C with per-channel arrays loaded
 // as vectors (never a strided per-channel loop); L > 1 runs SIMD along each contiguous run of L.
+// Threads: the per-channel sums split the channels (every lane of a vector computes its channel
+// with the same operations as a one-lane tail, so a channel's result never depends on where a
+// split falls); the elementwise passes split the rows.
+
+// The channel range [c0, c1) of part p of `parts` over C channels, cut at multiples of 16 channels
+// (whole vectors and cache lines on every target).
+HWY_INLINE void ChannelRange(int64_t C, int64_t p, int64_t parts, int64_t& c0, int64_t& c1) {
+  auto cut = [&](int64_t q) { return q == parts ? C : std::min(C, (C * q / parts) / 16 * 16); };
+  c0 = cut(p), c1 = cut(p + 1);
+}
+
+// Parts for a channel split: one per thread, none thinner than 16 channels.
+HWY_INLINE int64_t ChannelParts(int64_t elems, int64_t C) {
+  return std::max<int64_t>(1, std::min<int64_t>(norm_threads(elems, C / 16), C / 16));
+}
+
+// Welford on channels [c0, c1) of (N, C) data, down the rows, four rows per load/store of the
+// running (mean of d, M2) so that they stay in registers across the four updates; per lane the
+// same update sequence as one row at a time: mean += (d - mean) / k; M2 += (d - mean_old)(d - mean_new).
+template <typename T>
+void WelfordColumns(int64_t N, int64_t C, int64_t c0, int64_t c1, const T* HWY_RESTRICT x, T* HWY_RESTRICT md,
+                    T* HWY_RESTRICT m2) {
+  int64_t i = 1;  // row 0 has d = 0: mean 0, M2 0
+  // 1 / k for the update at row k - 1, computed once per row (not per vector).
+  auto inv = [](int64_t row) { return static_cast<T>(1.0 / static_cast<double>(row + 1)); };
+  auto update = [&](auto d, auto& mv, auto& qv, auto x0, const T* xr, int64_t c, T inv_k) {
+    const auto dv = hn::Sub(hn::LoadU(d, xr + c), x0);
+    const auto delta = hn::Sub(dv, mv);
+    mv = hn::MulAdd(delta, hn::Set(d, inv_k), mv);
+    qv = hn::MulAdd(delta, hn::Sub(dv, mv), qv);
+  };
+  for (; i + 4 <= N; i += 4) {
+    const T f0 = inv(i), f1 = inv(i + 1), f2 = inv(i + 2), f3 = inv(i + 3);
+    const T *x0r = x + i * C, *x1r = x0r + C, *x2r = x1r + C, *x3r = x2r + C;
+    ForRow<T>(c1 - c0, [&](auto d, int64_t j) {
+      const int64_t c = c0 + j;
+      auto mv = hn::LoadU(d, md + c), qv = hn::LoadU(d, m2 + c);
+      const auto x0 = hn::LoadU(d, x + c);
+      update(d, mv, qv, x0, x0r, c, f0);
+      update(d, mv, qv, x0, x1r, c, f1);
+      update(d, mv, qv, x0, x2r, c, f2);
+      update(d, mv, qv, x0, x3r, c, f3);
+      hn::StoreU(mv, d, md + c);
+      hn::StoreU(qv, d, m2 + c);
+    });
+  }
+  for (; i < N; ++i) {
+    const T fi = inv(i);
+    ForRow<T>(c1 - c0, [&](auto d, int64_t j) {
+      const int64_t c = c0 + j;
+      auto mv = hn::LoadU(d, md + c), qv = hn::LoadU(d, m2 + c);
+      update(d, mv, qv, hn::LoadU(d, x + c), x + i * C, c, fi);
+      hn::StoreU(mv, d, md + c);
+      hn::StoreU(qv, d, m2 + c);
+    });
+  }
+}
 
 template <typename T>
 void BatchNormStats(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT x, T* HWY_RESTRICT mean,
@@ -345,18 +479,12 @@ void BatchNormStats(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT x, T*
     // Welford down the rows on d = x - x[0, c] (exact for a large mean, so the running mean of d
     // keeps full precision), var holding M2 until the end: one read of x.
     std::vector<T> md(C, T(0));  // mean of d: one allocation per call, none in the loops
-    for (int64_t i = 1; i < N; ++i) {  // row 0 has d = 0: mean 0, M2 0
-      const T* xr = x + i * C;
-      const T inv = static_cast<T>(1.0 / static_cast<double>(i + 1));
-      ForRow<T>(C, [&](auto d, int64_t c) {
-        const auto dv = hn::Sub(hn::LoadU(d, xr + c), hn::LoadU(d, x + c));
-        const auto mold = hn::LoadU(d, md.data() + c);
-        const auto delta = hn::Sub(dv, mold);
-        const auto mnew = hn::MulAdd(delta, hn::Set(d, inv), mold);
-        hn::StoreU(mnew, d, md.data() + c);
-        hn::StoreU(hn::MulAdd(delta, hn::Sub(dv, mnew), hn::LoadU(d, var + c)), d, var + c);
-      });
-    }
+    const int64_t parts = ChannelParts(N * C, C);
+    parallel_parts(norm_threads(N * C, parts), parts, [&](int64_t p) {
+      int64_t c0, c1;
+      ChannelRange(C, p, parts, c0, c1);
+      WelfordColumns(N, C, c0, c1, x, md.data(), var);
+    });
     for (int64_t c = 0; c < C; ++c) {
       StoreMean(x[c], md[c], mean, mean_lo, c);
       var[c] = static_cast<T>(static_cast<double>(var[c]) / N);
@@ -364,7 +492,7 @@ void BatchNormStats(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT x, T*
     return;
   }
   // Two passes over each channel's N runs of L values, shifted by the channel's first value s.
-  for (int64_t c = 0; c < C; ++c) {
+  parallel_parts(norm_threads(m * C, C), C, [&](int64_t c) {
     const T s = x[c * L];
     T sum = 0;
     for (int64_t i = 0; i < N; ++i)
@@ -378,7 +506,19 @@ void BatchNormStats(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT x, T*
       });
     StoreMean(s, delta, mean, mean_lo, c);
     var[c] = static_cast<T>(static_cast<double>(ss) / m);
-  }
+  });
+}
+
+// Calls row(i0, i1) for parts of consecutive rows of `row_elems` elements each, on threads, the
+// last part first: a pass right after one that read the rows in order then finds the rows it
+// starts with still in the L3 cache (the outputs are streamed past it).
+template <class Rows>
+HWY_INLINE void ParallelRowsReversed(int64_t N, int64_t row_elems, const Rows& row) {
+  const int64_t per = RowsPerPart(row_elems), parts = (N + per - 1) / per;
+  parallel_parts(norm_threads(N * row_elems, parts), parts, [&](int64_t q) {
+    const int64_t p = parts - 1 - q;
+    row(p * per, std::min(N, (p + 1) * per));
+  });
 }
 
 // y = ((x - mean_c) - mean_lo_c) scale_c + shift_c with scale = rstd gamma, shift = beta (centered
@@ -393,26 +533,27 @@ void BatchNormNormalize(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT x
     shift[c] = beta ? beta[c] : T(0);
     lo[c] = mean_lo ? mean_lo[c] : T(0);
   }
-  if (L == 1) {
-    for (int64_t i = 0; i < N; ++i) {
-      const T* xr = x + i * C;
-      T* yr = y + i * C;
-      ForRow<T>(C, [&](auto d, int64_t c) {
-        const auto v = hn::Sub(hn::Sub(hn::LoadU(d, xr + c), hn::LoadU(d, mean + c)), hn::LoadU(d, lo + c));
-        hn::StoreU(hn::MulAdd(v, hn::LoadU(d, scale + c), hn::LoadU(d, shift + c)), d, yr + c);
-      });
+  const bool stream = N * C * L * static_cast<int64_t>(sizeof(T)) >= kStreamBytes;
+  ParallelRowsReversed(N, C * L, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      if (L == 1) {
+        const T* xr = x + i * C;
+        StoreRow<T>(C, y + i * C, stream, [&](auto d, int64_t c) {
+          const auto v = hn::Sub(hn::Sub(hn::LoadU(d, xr + c), hn::LoadU(d, mean + c)), hn::LoadU(d, lo + c));
+          return hn::MulAdd(v, hn::LoadU(d, scale + c), hn::LoadU(d, shift + c));
+        });
+        continue;
+      }
+      for (int64_t c = 0; c < C; ++c) {
+        const T *xs = x + (i * C + c) * L, mu = mean[c], ml = lo[c], sc = scale[c], sh = shift[c];
+        StoreRow<T>(L, y + (i * C + c) * L, stream, [&](auto d, int64_t l) {
+          const auto v = hn::Sub(hn::Sub(hn::LoadU(d, xs + l), hn::Set(d, mu)), hn::Set(d, ml));
+          return hn::MulAdd(v, hn::Set(d, sc), hn::Set(d, sh));
+        });
+      }
     }
-    return;
-  }
-  for (int64_t i = 0; i < N; ++i)
-    for (int64_t c = 0; c < C; ++c) {
-      const T *xs = x + (i * C + c) * L, mu = mean[c], ml = lo[c], sc = scale[c], sh = shift[c];
-      T* ys = y + (i * C + c) * L;
-      ForRow<T>(L, [&](auto d, int64_t l) {
-        const auto v = hn::Sub(hn::Sub(hn::LoadU(d, xs + l), hn::Set(d, mu)), hn::Set(d, ml));
-        hn::StoreU(hn::MulAdd(v, hn::Set(d, sc), hn::Set(d, sh)), d, ys + l);
-      });
-    }
+    if (stream) hwy::FlushStream();
+  });
 }
 
 // With xc = (x - mean_c) - mean_lo_c. Pass 1 (skipped in eval when no parameter gradient is wanted):
@@ -420,6 +561,7 @@ void BatchNormNormalize(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT x
 // per-channel coefficients k = gamma r, a = sdy / m, b = r^2 sdyx / m:
 //   training: dx = k (dy - a - xc b)   [= (gamma r / m)(m dy - sum dy - xhat sum dy xhat)]
 //   eval:     dx = k dy.
+// Pass 1 splits the channels (each channel sums its rows in order 0, 1, 2, ...), pass 2 the rows.
 template <typename T>
 void BatchNormBackward(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT dy, const T* HWY_RESTRICT x,
                        const T* mean, const T* mean_lo, const T* rstd, const T* gamma, bool training,
@@ -431,20 +573,46 @@ void BatchNormBackward(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT dy
   auto center = [](auto xv, auto mv, auto lv) { return hn::Sub(hn::Sub(xv, mv), lv); };
   if (training || dgamma || dbeta) {
     if (L == 1) {
-      for (int64_t i = 0; i < N; ++i) {
-        const T *dyr = dy + i * C, *xr = x + i * C;
-        ForRow<T>(C, [&](auto d, int64_t c) {
+      const int64_t parts = ChannelParts(N * C, C);
+      parallel_parts(norm_threads(N * C, parts), parts, [&](int64_t p) {
+        int64_t c0, c1;
+        ChannelRange(C, p, parts, c0, c1);
+        // Four rows per load/store of the running sums (per lane the same adds, in row order).
+        auto step = [&](auto d, auto& sv, auto& qv, auto mv, auto lv, const T* dyr, const T* xr, int64_t c) {
           const auto dyv = hn::LoadU(d, dyr + c);
-          const auto xc = center(hn::LoadU(d, xr + c), hn::LoadU(d, mean + c), hn::LoadU(d, lo + c));
-          hn::StoreU(hn::Add(hn::LoadU(d, sdy + c), dyv), d, sdy + c);
-          hn::StoreU(hn::MulAdd(dyv, xc, hn::LoadU(d, sdyx + c)), d, sdyx + c);
-        });
-      }
+          sv = hn::Add(sv, dyv);
+          qv = hn::MulAdd(dyv, center(hn::LoadU(d, xr + c), mv, lv), qv);
+        };
+        int64_t i = 0;
+        for (; i + 4 <= N; i += 4) {
+          const T *d0 = dy + i * C, *d1 = d0 + C, *d2 = d1 + C, *d3 = d2 + C;
+          const T *x0 = x + i * C, *x1 = x0 + C, *x2 = x1 + C, *x3 = x2 + C;
+          ForRow<T>(c1 - c0, [&](auto d, int64_t j) {
+            const int64_t c = c0 + j;
+            auto sv = hn::LoadU(d, sdy + c), qv = hn::LoadU(d, sdyx + c);
+            const auto mv = hn::LoadU(d, mean + c), lv = hn::LoadU(d, lo + c);
+            step(d, sv, qv, mv, lv, d0, x0, c);
+            step(d, sv, qv, mv, lv, d1, x1, c);
+            step(d, sv, qv, mv, lv, d2, x2, c);
+            step(d, sv, qv, mv, lv, d3, x3, c);
+            hn::StoreU(sv, d, sdy + c);
+            hn::StoreU(qv, d, sdyx + c);
+          });
+        }
+        for (; i < N; ++i)
+          ForRow<T>(c1 - c0, [&](auto d, int64_t j) {
+            const int64_t c = c0 + j;
+            auto sv = hn::LoadU(d, sdy + c), qv = hn::LoadU(d, sdyx + c);
+            step(d, sv, qv, hn::LoadU(d, mean + c), hn::LoadU(d, lo + c), dy + i * C, x + i * C, c);
+            hn::StoreU(sv, d, sdy + c);
+            hn::StoreU(qv, d, sdyx + c);
+          });
+      });
     } else {
-      for (int64_t i = 0; i < N; ++i)
-        for (int64_t c = 0; c < C; ++c) {
+      parallel_parts(norm_threads(m * C, C), C, [&](int64_t c) {
+        const T mu = mean[c], ml = lo[c];
+        for (int64_t i = 0; i < N; ++i) {
           const int64_t off = (i * C + c) * L;
-          const T mu = mean[c], ml = lo[c];
           T s1, s2;
           SumRow2<T>(L, [&](auto d, auto& p, auto& q, int64_t l) {
             const auto dyv = hn::LoadU(d, dy + off + l);
@@ -454,6 +622,7 @@ void BatchNormBackward(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT dy
           sdy[c] += s1;
           sdyx[c] += s2;
         }
+      });
     }
   }
   for (int64_t c = 0; c < C; ++c) {
@@ -470,28 +639,28 @@ void BatchNormBackward(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT dy
     if (!training) return hn::Mul(dyv, kv);
     return hn::Mul(kv, hn::NegMulAdd(center(xv, mv, lv), bv, hn::Sub(dyv, av)));
   };
-  if (L == 1) {
-    for (int64_t i = 0; i < N; ++i) {
-      const T *dyr = dy + i * C, *xr = x + i * C;
-      T* dxr = dx + i * C;
-      ForRow<T>(C, [&](auto d, int64_t c) {
-        hn::StoreU(dx_of(hn::LoadU(d, dyr + c), hn::LoadU(d, xr + c), hn::LoadU(d, mean + c), hn::LoadU(d, lo + c),
-                         hn::LoadU(d, k + c), hn::LoadU(d, a + c), hn::LoadU(d, b + c)),
-                   d, dxr + c);
-      });
+  const bool stream = m * C * static_cast<int64_t>(sizeof(T)) >= kStreamBytes;
+  ParallelRowsReversed(N, C * L, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      if (L == 1) {
+        const T *dyr = dy + i * C, *xr = x + i * C;
+        StoreRow<T>(C, dx + i * C, stream, [&](auto d, int64_t c) {
+          return dx_of(hn::LoadU(d, dyr + c), hn::LoadU(d, xr + c), hn::LoadU(d, mean + c), hn::LoadU(d, lo + c),
+                       hn::LoadU(d, k + c), hn::LoadU(d, a + c), hn::LoadU(d, b + c));
+        });
+        continue;
+      }
+      for (int64_t c = 0; c < C; ++c) {
+        const int64_t off = (i * C + c) * L;
+        const T mu = mean[c], ml = lo[c], kc = k[c], ac = a[c], bc = b[c];
+        StoreRow<T>(L, dx + off, stream, [&](auto d, int64_t l) {
+          return dx_of(hn::LoadU(d, dy + off + l), hn::LoadU(d, x + off + l), hn::Set(d, mu), hn::Set(d, ml),
+                       hn::Set(d, kc), hn::Set(d, ac), hn::Set(d, bc));
+        });
+      }
     }
-    return;
-  }
-  for (int64_t i = 0; i < N; ++i)
-    for (int64_t c = 0; c < C; ++c) {
-      const int64_t off = (i * C + c) * L;
-      const T mu = mean[c], ml = lo[c], kc = k[c], ac = a[c], bc = b[c];
-      ForRow<T>(L, [&](auto d, int64_t l) {
-        hn::StoreU(dx_of(hn::LoadU(d, dy + off + l), hn::LoadU(d, x + off + l), hn::Set(d, mu), hn::Set(d, ml),
-                         hn::Set(d, kc), hn::Set(d, ac), hn::Set(d, bc)),
-                   d, dx + off + l);
-      });
-    }
+    if (stream) hwy::FlushStream();
+  });
 }
 
 }  // namespace normlab::nn::kernels::HWY_NAMESPACE

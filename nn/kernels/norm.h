@@ -4,9 +4,14 @@
 //
 // Conventions: all arrays are contiguous and row-major; `gamma`/`beta` may be null (meaning 1 and
 // 0); outputs must not alias inputs; gradient outputs are overwritten (not accumulated) and may be
-// null when not wanted. Every reduction runs in a fixed order that depends only on the Highway
-// target, never on threads or timing, so results repeat bit for bit. Variances are never computed as E[x^2] - E[x]^2, which
-// loses all precision when the mean is large compared with the spread (seed 003, REFERENCE.md 2).
+// null when not wanted. Every reduction runs in a fixed order that depends only on the shape and the
+// Highway target, never on threads or timing, so results repeat bit for bit on any number of threads
+// (autograd::num_threads(); work under 64K elements stays on the calling thread): rows are split
+// between threads only where each row is its own reduction, BatchNorm's per-channel sums split the
+// channels, and sums over rows (LayerNorm's dgamma, dbeta) go by parts fixed by the shape. Outputs of
+// 4 MiB and more are written with streaming (non-temporal) stores. Variances are never computed as
+// E[x^2] - E[x]^2, which loses all precision when the mean is large compared with the spread (seed
+// 003, REFERENCE.md 2).
 //
 // Means are kept as a pair: mean (the rounded mean) and mean_lo (the rounding error), so that
 // mean + mean_lo is the mean to twice the precision of T. Statistics are computed on values shifted
@@ -31,7 +36,8 @@ void layer_norm_forward(int64_t rows, int64_t n, const double* x, const double* 
                         double eps, double* y, double* mean, double* mean_lo, double* rstd);
 // With xhat = (x - mu) r and g = dy gamma:
 //   dx = r (g - mean_n(g) - xhat mean_n(g xhat)),  dgamma = sum_rows(dy xhat),  dbeta = sum_rows(dy).
-// dgamma and dbeta are (n); rows are added in order 0, 1, 2, ...
+// dgamma and dbeta are (n): rows are added in order within parts of consecutive rows (at most 32
+// parts, fixed by rows and n), then the parts' sums in part order.
 void layer_norm_backward(int64_t rows, int64_t n, const float* dy, const float* x, const float* mean,
                          const float* mean_lo, const float* rstd, const float* gamma, float* dx, float* dgamma,
                          float* dbeta);

@@ -179,6 +179,26 @@ BOOST_AUTO_TEST_CASE(backward_with_an_explicit_gradient) {
   check_tensor(m.grad(), {1, 1, 1, 1}, 0, 0);
 }
 
+// A leaf takes the engine's gradient buffer as its .grad when nothing else holds it (no copy), and
+// copies it when another leaf (or the caller) still can see the same buffer.
+BOOST_AUTO_TEST_CASE(a_leaf_takes_an_unshared_gradient_and_copies_a_shared_one) {
+  Tensor x = tensor({1, 2}), y = tensor({3, 4});
+  x.requires_grad_();
+  y.requires_grad_();
+  Counted both;  // passes the same gradient tensor to x and to y
+  both(mul(x, 2.0), y).backward(tensor({1, -1}));
+  check_tensor(x.grad(), {2, -2}, 0, 0);
+  check_tensor(y.grad(), {1, -1}, 0, 0);
+  fill_(y.grad(), 9);  // x.grad and y.grad are distinct buffers
+  check_tensor(x.grad(), {2, -2}, 0, 0);
+  // The buffer mul's backward made for x alone becomes x.grad itself: gradients still accumulate.
+  Tensor z = tensor({1, 2});
+  z.requires_grad_();
+  sum(mul(z, 3.0)).backward();
+  sum(mul(z, 3.0)).backward();
+  check_tensor(z.grad(), {6, 6}, 0, 0);
+}
+
 BOOST_AUTO_TEST_CASE(inputs_without_requires_grad_get_no_gradient) {
   Tensor a = tensor({1, 2});
   a.requires_grad_();
