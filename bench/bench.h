@@ -26,5 +26,6 @@ void register_gemm();
 void register_kernels();
 void register_stream();
 void register_train();
+void register_scaling();
 
 }  // namespace normlab::bench
