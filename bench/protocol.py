@@ -101,16 +101,17 @@ def main(argv):
             ns = statistics.mean(r["seconds"] for r in n)
             nst = statistics.mean(r["step_seconds"] for r in n)
             steps = n[0]["steps"]
-            row = [norm, str(b), f"{ns:.2f}", f"{100 * nst / ns:.0f}%", f"{1e6 * nst / steps:.1f}"]
+            cpu = lambda runs: statistics.mean(r.get("cpu_seconds", float("nan")) for r in runs)
+            row = [norm, str(b), f"{ns:.2f}", f"{cpu(n):.2f}", f"{100 * nst / ns:.0f}%", f"{1e6 * nst / steps:.1f}"]
             if p:
                 ps = statistics.mean(r["seconds"] for r in p)
                 pst = statistics.mean(r["step_seconds"] for r in p)
-                row += [f"{ps:.2f}", f"{1e6 * pst / steps:.1f}", f"{ps / ns:.2f}x"]
+                row += [f"{ps:.2f}", f"{cpu(p):.2f}", f"{1e6 * pst / steps:.1f}", f"{ps / ns:.2f}x"]
             rows.append(row)
-    header = ["norm", "batch", "normlab s/run", "steps share", "normlab us/step"]
+    header = ["norm", "batch", "normlab s/run", "normlab CPU s/run", "steps share", "normlab us/step"]
     if pt:
-        header += ["PyTorch s/run", "PyTorch us/step", "PyTorch/normlab"]
-    print("\nPer run (mean over seeds; us/step = step time / number of steps)\n")
+        header += ["PyTorch s/run", "PyTorch CPU s/run", "PyTorch us/step", "PyTorch/normlab"]
+    print("\nPer run (mean over seeds; wall time, processor time; us/step = step wall time / number of steps)\n")
     print(table(header, rows, markdown))
 
     # Final accuracy (median of the last 3 epochs), mean ± std over seeds, in %.
