@@ -65,7 +65,7 @@ start=$(date +%s%N)
 "$BUILD_DIR/experiments/normlab" sweep --dataset fashion-mnist --train-limit "$TRAIN_LIMIT" --over batch \
   --batch-sizes "$BATCH_SIZES" --seeds "$SEEDS" --norms "$NORMS" --hidden 256,256 --activation relu \
   --momentum 0.9 --schedule cosine "${common[@]}" --threads "$THREADS" --out "$OUT_DIR/normlab" 2>&1 |
-  sed 's/^/  /' >&2
+  sed -u 's/^/  /' >&2
 normlab_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 
 files=("$OUT_DIR/normlab")
@@ -74,7 +74,7 @@ if (( have_torch )); then
   start=$(date +%s%N)
   "$PYTHON" bench/pytorch_protocol.py --train-limit "$TRAIN_LIMIT" --batch-sizes "$BATCH_SIZES" --seeds "$SEEDS" \
     --norms "$NORMS" "${common[@]}" --eval-last 3 --threads "$THREADS" --out "$OUT_DIR/pytorch.json" 2>&1 |
-    sed 's/^/  /' >&2
+    sed -u 's/^/  /' >&2
   pytorch_ms=$(( ($(date +%s%N) - start) / 1000000 ))
   files+=("$OUT_DIR/pytorch.json")
 fi
