@@ -37,11 +37,12 @@ if [ ! -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
   echo "bench/protocol.sh: Fashion-MNIST is missing: apt-get install dataset-fashion-mnist (or make bench)" >&2
   exit 2
 fi
-have_torch=0
+have_torch=0 torch_missing=0
 if [[ $SIDES == *pytorch* ]]; then
   if "$PYTHON" -c "import torch" 2>/dev/null; then
     have_torch=1
   else
+    torch_missing=1
     echo "bench/protocol.sh: PyTorch is not installed: apt-get install python3-torch (or make bench);" \
          "only normlab's side runs" >&2
   fi
@@ -85,4 +86,4 @@ line="Process wall time (data loading included): normlab $((normlab_ms / 1000)).
 (( have_torch )) && line+=", PyTorch $((pytorch_ms / 1000)).$(( pytorch_ms % 1000 / 100 )) s"
 printf "\n%s\n" "$line"
 echo "(results in $OUT_DIR)" >&2
-(( have_torch )) || exit 3
+if (( torch_missing )); then exit 3; fi
