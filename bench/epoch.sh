@@ -4,7 +4,8 @@
 # cosine), normlab beside PyTorch, each run in its own process: the epoch's wall time (training
 # steps + batch gathering), the whole run's (with the test evaluation; BatchNorm also evaluated
 # with precise and test-batch statistics, as in the sweep), the process's wall time (data loading
-# included) and its peak resident memory (/usr/bin/time: getrusage's ru_maxrss).
+# included) and its peak resident memory (/usr/bin/time: getrusage's ru_maxrss). Then the peak
+# memory of a small run after 1,000 and after 10,000 steps, on both sides: it must stay flat.
 #
 # Environment: NORMS ("none batch layer"), THREADS ("1 2"), BUILD_DIR (build), OUT_DIR (a
 # temporary directory by default), MARKDOWN=1 for a Markdown table, EPOCHS (1; more epochs show
@@ -105,5 +106,27 @@ else:
     for r in [header, ["-" * x for x in w]] + rows:
         print("  ".join(c.ljust(x) if i == 0 else c.rjust(x) for i, (c, x) in enumerate(zip(r, w))))
 EOF
+# Memory over steps: the same small run (LayerNorm, batch 2, the first 2,000 images) for 1,000 and
+# 10,000 steps; the peak resident memory must not grow with the steps (graphs and buffers freed).
+flat=(--train-limit 2000 --batch-sizes 2 --seeds 0 --lr 0.05 --reference-batch 128 --warmup 50 --eval-batch 1000)
+echo "== memory over steps: LayerNorm, batch 2, 2,000 images, 1,000 and 10,000 steps" >&2
+line="Peak RSS after 1,000 / 10,000 steps (LayerNorm, batch 2):"
+for side in normlab pytorch; do
+  [[ $side == pytorch ]] && (( ! have_torch )) && continue
+  rss=()
+  for e in 1 10; do
+    if [[ $side == normlab ]]; then
+      /usr/bin/time -f "%M" -o "$OUT_DIR/flat_${side}_$e.time" "$BUILD_DIR/experiments/normlab" sweep --norms layer \
+        --epochs "$e" "${flat[@]}" --threads 1 --quiet --out "$OUT_DIR/flat_normlab_$e" >/dev/null
+    else
+      /usr/bin/time -f "%M" -o "$OUT_DIR/flat_${side}_$e.time" "$PYTHON" bench/pytorch_protocol.py --norms layer \
+        --epochs "$e" "${flat[@]}" --eval-last 1 --threads 1 2>/dev/null
+    fi
+    rss+=("$(( $(tail -1 "$OUT_DIR/flat_${side}_$e.time") / 1024 )) MiB")
+  done
+  line+=" $side ${rss[0]} / ${rss[1]};"
+done
+echo "${line%;}"
+
 echo "(results in $OUT_DIR)" >&2
 (( have_torch )) || exit 3
