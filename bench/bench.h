@@ -27,5 +27,6 @@ void register_kernels();
 void register_norms();
 void register_stream();
 void register_train();
+void register_scaling();
 
 }  // namespace normlab::bench

@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
   normlab::bench::register_norms();
   normlab::bench::register_stream();
   normlab::bench::register_train();
+  normlab::bench::register_scaling();
   const size_t ran = benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   if (ran == 0) {

@@ -175,6 +175,44 @@ def workloads():
             name = f"train step mlp {'-'.join(map(str, widths))} b{batch} {norm}"
             out.append((name, train_step(widths, batch, norm)))
     out += norm_workloads(g)
+    out += scaling_workloads(g)
+    return out
+
+
+def scaling_workloads(g):
+    """Scaling of the training step (bench/scaling_bench.cc): MLP 784-256-256-10 at batch 1..1024 and
+    784-W-W-10 at batch 128, no norm; work = the step's matrix-product flops (forward, dW, and dX
+    except for the first Linear), so the rate shows where small sizes lose efficiency."""
+    def step_flops(widths, batch):
+        return sum((2 if i == 0 else 3) * 2.0 * batch * a * b for i, (a, b) in enumerate(zip(widths, widths[1:])))
+
+    def setup_for(widths, batch):
+        def setup():
+            torch.manual_seed(0)
+            layers = []
+            for i, o in zip(widths[:-2], widths[1:-1]):
+                layers += [torch.nn.Linear(i, o), torch.nn.ReLU()]
+            layers.append(torch.nn.Linear(widths[-2], widths[-1]))
+            model = torch.nn.Sequential(*layers).train()
+            opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+            x = torch.randn(batch, widths[0], generator=g)
+            y = torch.randint(0, widths[-1], (batch,), generator=g)
+
+            def step():
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            return step, step_flops(widths, batch), "flop"
+        return setup
+
+    out = []
+    for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024):
+        w = (784, 256, 256, 10)
+        out.append((f"scaling batch {b} mlp {'-'.join(map(str, w))} none", setup_for(w, b)))
+    for h in (32, 64, 128, 256, 512, 1024, 2048):
+        w = (784, h, h, 10)
+        out.append((f"scaling width {h} mlp {'-'.join(map(str, w))} b128 none", setup_for(w, 128)))
     return out
 
 

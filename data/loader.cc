@@ -57,8 +57,9 @@ Batch DataLoader::gather(const int64_t* indices, int64_t count) const {
   float* dst = b.x.data<float>();
   for (int64_t i = 0; i < count; ++i) {
     const int64_t j = indices[i];
-    check(j >= 0 && j < n, "data loader for \"" + ds_.name + "\": sample index " + std::to_string(j) +
-                               " is outside [0, " + std::to_string(n) + ")");
+    if (j < 0 || j >= n)  // the message is built only on failure: this loop runs once per sample
+      check(false, "data loader for \"" + ds_.name + "\": sample index " + std::to_string(j) + " is outside [0, " +
+                       std::to_string(n) + ")");
     std::memcpy(dst + i * d, src + j * d, d * sizeof(float));
     if (ds_.is_classification()) b.labels[i] = ds_.labels[j];
     if (ds_.y.defined()) b.y.data<float>()[i] = ds_.y.data<float>()[j];
@@ -69,8 +70,8 @@ Batch DataLoader::gather(const int64_t* indices, int64_t count) const {
 int64_t Epoch::size() const { return loader_->num_batches(); }
 
 Batch Epoch::batch(int64_t b) const {
-  check(b >= 0 && b < size(), "epoch batch " + std::to_string(b) + " is outside [0, " +
-                                  std::to_string(size()) + ")");
+  if (b < 0 || b >= size())  // the message is built only on failure (once per training step)
+    check(false, "epoch batch " + std::to_string(b) + " is outside [0, " + std::to_string(size()) + ")");
   const int64_t bs = loader_->batch_size(), n = static_cast<int64_t>(order_.size());
   const int64_t begin = b * bs, end = std::min(begin + bs, n);
   return loader_->gather(order_.data() + begin, end - begin);

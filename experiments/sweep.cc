@@ -16,11 +16,15 @@ namespace normlab::experiments {
 
 namespace {
 
-// The final accuracy of a run: the median of its last 3 epochs (fewer if it ran fewer).
+// The final accuracy of a run is the median over its last kFinalEpochs epochs (fewer if it ran fewer);
+// only those epochs are evaluated.
+constexpr int64_t kFinalEpochs = 3;
+
 double final_of(const RunResult& r, double EpochRecord::*field) {
   if (r.diverged || r.epochs.empty()) return NAN;
   std::vector<double> v;
-  for (size_t i = r.epochs.size() >= 3 ? r.epochs.size() - 3 : 0; i < r.epochs.size(); ++i) v.push_back(r.epochs[i].*field);
+  const size_t n = r.epochs.size(), k = kFinalEpochs;
+  for (size_t i = n >= k ? n - k : 0; i < n; ++i) v.push_back(r.epochs[i].*field);
   return median_of(v);
 }
 
@@ -55,6 +59,7 @@ Report run_sweep(const SweepConfig& cfg, const Splits& data, const StudyContext&
           c.lr = cfg.lrs[i];
         }
         c.bn_three_ways = by_batch && norm == "batch";
+        c.eval_last = kFinalEpochs;
         validate(c, data);
         c.loss_every = std::max<int64_t>(1, steps_per_run(c, data) / 200);
         configs.push_back(c);
@@ -79,7 +84,7 @@ Report run_sweep(const SweepConfig& cfg, const Splits& data, const StudyContext&
         msg += " (precise BN " + fmt(100 * final_of(r, &EpochRecord::test_acc_precise), 4) + "%, test-batch stats " +
                fmt(100 * final_of(r, &EpochRecord::test_acc_batch), 4) + "%)";
     }
-    progress.line(msg);
+    progress.line(msg + ", " + fmt(r.seconds, 3) + " s");
     runs.push_back(std::move(r));
   }
   progress.finish();
@@ -261,10 +266,22 @@ Report run_sweep(const SweepConfig& cfg, const Splits& data, const StudyContext&
   md << "\n";
   Report rep{by_batch ? "Batch-size sensitivity" : "Learning-rate sensitivity", md.str()};
   write_file_atomic(ctx.out / "report.md", "# " + rep.title + "\n\nCommand: `" + ctx.command_line + "`\n\n" + rep.markdown);
-  nlohmann::json conf = {{"study", "sweep"}, {"over", cfg.over}, {"base", to_json(cfg.base)},
+  nlohmann::json base = to_json(cfg.base);
+  base["eval_last"] = kFinalEpochs;
+  nlohmann::json conf = {{"study", "sweep"}, {"over", cfg.over}, {"base", base},
                          {"batch_sizes", cfg.batch_sizes}, {"lrs", cfg.lrs}, {"reference_batch", cfg.reference_batch},
                          {"norms", cfg.norms}, {"seeds", cfg.seeds}};
-  write_file_atomic(ctx.out / "manifest.json", manifest(ctx, conf, wall).dump(2) + "\n");
+  nlohmann::json man = manifest(ctx, conf, wall);
+  // Where the time went, per run (not in the CSVs: they stay byte-identical between runs).
+  nlohmann::json timing = nlohmann::json::array();
+  for (const RunResult& r : runs)
+    timing.push_back({{"norm", r.config.model.norm}, {"batch_size", r.config.batch_size}, {"lr", r.config.lr},
+                      {"seed", r.config.seed}, {"steps", r.total_steps}, {"seconds", r.seconds}, {"cpu_seconds", r.cpu_seconds},
+                      {"step_seconds", r.step_seconds}, {"data_seconds", r.data_seconds},
+                      {"stats_seconds", r.stats_seconds}, {"eval_seconds", r.eval_seconds},
+                      {"bn_eval_seconds", r.bn_eval_seconds}});
+  man["run_timing"] = timing;
+  write_file_atomic(ctx.out / "manifest.json", man.dump(2) + "\n");
   return rep;
 }
 

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <ctime>
 
 #include "data/loader.h"
 #include "nn/batchnorm.h"
@@ -169,6 +170,7 @@ std::pair<double, double> moments(const Tensor& t) {
 RunResult train_run(const TrainConfig& config, const Splits& s, const StepCallback& on_step) {
   validate(config, s);
   const auto t0 = std::chrono::steady_clock::now();
+  const std::clock_t cpu0 = std::clock();
   RunResult r;
   r.config = config;
   TrainConfig& c = r.config;
@@ -185,14 +187,22 @@ RunResult train_run(const TrainConfig& config, const Splits& s, const StepCallba
   r.total_steps = total;
   const auto named = model.named_parameters();
   int64_t step = 0;
+  using Clock = std::chrono::steady_clock;
+  const auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   for (int64_t epoch = 1; epoch <= c.epochs && !r.diverged; ++epoch) {
     model.train();
     double loss_sum = 0;
     int64_t correct = 0, seen = 0;
-    for (const data::Batch& b : loader.epoch(epoch - 1)) {
+    const data::Epoch batches = loader.epoch(epoch - 1);
+    for (int64_t bi = 0; bi < batches.size(); ++bi) {
+      auto t = Clock::now();
+      const data::Batch b = batches.batch(bi);
+      r.data_seconds += since(t);
+      t = Clock::now();
       const double lr = lr_at(c, step, total);
       opt.set_lr(lr);
       const bool stats = c.stats_every > 0 && step % c.stats_every == 0;
+      double stats_time = 0;
       // Forward, layer by layer so that hidden activations can be measured.
       Tensor h = b.x;
       int layer = 0;
@@ -200,6 +210,7 @@ RunResult train_run(const TrainConfig& config, const Splits& s, const StepCallba
       for (size_t i = 0; i < kids.size(); ++i) {
         h = (*kids[i].second)(h);
         if (!stats || i + 1 == kids.size()) continue;
+        const auto ts = Clock::now();
         const nn::Module* m = kids[i].second.get();
         const bool is_linear = dynamic_cast<const nn::Linear*>(m) != nullptr;
         auto [mu, sd] = moments(h);
@@ -211,6 +222,7 @@ RunResult train_run(const TrainConfig& config, const Splits& s, const StepCallba
         } else {
           r.activations.push_back({step, layer, "post", mu, sd});
         }
+        stats_time += since(ts);
       }
       Tensor loss = autograd::cross_entropy(h, b.labels);
       const double lv = loss.item();
@@ -222,7 +234,8 @@ RunResult train_run(const TrainConfig& config, const Splits& s, const StepCallba
       }
       opt.zero_grad();
       loss.backward();
-      if (stats)
+      if (stats) {
+        const auto ts = Clock::now();
         for (auto& [name, p] : named)
           if (name.size() > 6 && name.compare(name.size() - 6, 6, "weight") == 0 && p.grad().defined() && p.dim() == 2) {
             const auto g = p.grad();
@@ -231,7 +244,11 @@ RunResult train_run(const TrainConfig& config, const Splits& s, const StepCallba
             for (int64_t i = 0; i < g.numel(); ++i) ss += double(gp[i]) * gp[i];
             r.grad_norms.push_back({step, name, std::sqrt(ss)});
           }
+        stats_time += since(ts);
+      }
       opt.step();
+      r.step_seconds += since(t) - stats_time;
+      r.stats_seconds += stats_time;
       if (step % c.loss_every == 0) r.steps.push_back({step, epoch, lr, lv});
       {  // running training accuracy over the epoch
         const int64_t k = h.size(1);
@@ -253,25 +270,32 @@ RunResult train_run(const TrainConfig& config, const Splits& s, const StepCallba
     e.epoch = epoch, e.step = step;
     e.train_loss = loss_sum / std::max<int64_t>(seen, 1);
     e.train_acc = double(correct) / std::max<int64_t>(seen, 1);
-    if (s.validation.size() > 0) {
+    auto t = Clock::now();
+    const bool eval_now = c.eval_last <= 0 || epoch > c.epochs - c.eval_last;
+    e.val_loss = e.val_acc = e.test_loss = e.test_acc = NAN;
+    if (eval_now && s.validation.size() > 0) {
       const auto v = evaluate(model, s.validation, c.eval_batch);
       e.val_loss = v.loss, e.val_acc = v.accuracy;
-    } else {
-      e.val_loss = e.val_acc = NAN;
     }
-    const auto t = evaluate(model, s.test, c.eval_batch);
-    e.test_loss = t.loss, e.test_acc = t.accuracy;
-    if (!std::isfinite(e.test_loss)) {  // the weights blew up without a NaN training loss
+    if (eval_now) {
+      const auto te = evaluate(model, s.test, c.eval_batch);
+      e.test_loss = te.loss, e.test_acc = te.accuracy;
+    }
+    r.eval_seconds += since(t);
+    if (eval_now && !std::isfinite(e.test_loss)) {  // the weights blew up without a NaN training loss
       r.diverged = true;
       r.diverged_step = step;
     }
     if (c.bn_three_ways && c.model.norm == "batch" && epoch + 3 > c.epochs && !r.diverged) {
+      t = Clock::now();
       e.test_acc_precise = precise_bn_accuracy(model, c, s);
       e.test_acc_batch = batch_stats_accuracy(model, c, s);
+      r.bn_eval_seconds += since(t);
     }
     r.epochs.push_back(e);
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.cpu_seconds = double(std::clock() - cpu0) / CLOCKS_PER_SEC;
   return r;
 }
 

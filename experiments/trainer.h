@@ -36,6 +36,7 @@ struct TrainConfig {
   bool bn_three_ways = false;     // BatchNorm: also evaluate with precise stats and test-batch stats
   int64_t precise_bn_samples = 10000;
   int64_t eval_batch = 1000;
+  int64_t eval_last = 0;          // evaluate (validation, test) only after the last N epochs (0: every epoch)
 };
 
 // Throws normlab::Error for settings that cannot train (batch 0, batch larger than the training
@@ -81,7 +82,13 @@ struct RunResult {
   bool diverged = false;
   int64_t diverged_step = -1;
   int64_t total_steps = 0;
-  double seconds = 0;
+  double seconds = 0;  // wall time of the whole run, split below (the rest: setup and bookkeeping)
+  double cpu_seconds = 0;        // processor time of the process during the run (all threads)
+  double step_seconds = 0;       // training steps: forward, loss, backward, optimizer
+  double data_seconds = 0;       // copying the training batches out of the data set
+  double stats_seconds = 0;      // activation statistics and gradient norms
+  double eval_seconds = 0;       // validation and test evaluation
+  double bn_eval_seconds = 0;    // BatchNorm: precise statistics and test-batch statistics
   std::shared_ptr<nn::Sequential> model;
 };
 

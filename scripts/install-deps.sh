@@ -1,6 +1,15 @@
 #!/usr/bin/env bash
-# Installs the Debian packages normlab needs to build, test and run, if any is missing (one list, here).
+# Installs the Debian packages normlab needs, if any is missing: PACKAGES to build, test and run
+# (`make test`, `make run`); with --bench also BENCH_PACKAGES, which only the benchmark needs (`make bench`).
 set -euo pipefail
+
+with_bench=0
+for arg in "$@"; do
+  case "$arg" in
+    --bench) with_bench=1 ;;
+    *) echo "install-deps.sh: unknown argument '$arg' (expected --bench or nothing)" >&2; exit 2 ;;
+  esac
+done
 
 PACKAGES=(
   build-essential cmake make git     # toolchain
@@ -13,6 +22,13 @@ PACKAGES=(
   gnuplot-nox                        # plots of the experiments
   dataset-fashion-mnist              # the Fashion-MNIST data set
 )
+
+BENCH_PACKAGES=(
+  libbenchmark-dev                   # Google Benchmark: bench/bench_kernels
+  libopenblas0-pthread               # OpenBLAS as libblas.so.3: PyTorch's matmul in the comparison
+  python3-torch                      # PyTorch 1.13 (Debian's /usr/bin/python3): the other side of the table
+)
+if (( with_bench )); then PACKAGES+=("${BENCH_PACKAGES[@]}"); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

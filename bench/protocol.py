@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Tables of the sweep protocol (bench/protocol.sh): wall time per batch size, normlab beside
+PyTorch, with the share of it spent in training steps, and the final accuracies of both.
+
+usage: protocol.py [--markdown] NORMLAB_SWEEP_DIR [PYTORCH_JSON]
+NORMLAB_SWEEP_DIR is the folder `normlab sweep` wrote (manifest.json with run_timing, runs.csv);
+PYTORCH_JSON is what bench/pytorch_protocol.py wrote with --out.
+"""
+import csv
+import json
+import math
+import os
+import statistics
+import sys
+
+
+def load_normlab(folder):
+    with open(os.path.join(folder, "manifest.json")) as f:
+        man = json.load(f)
+    if "run_timing" not in man:
+        sys.exit(f"protocol.py: {folder}/manifest.json has no run_timing (a normlab built before the timing was added?)")
+    runs = {}
+    for t in man["run_timing"]:
+        runs[(t["norm"], t["batch_size"], t["seed"])] = dict(t)
+    with open(os.path.join(folder, "runs.csv")) as f:
+        for row in csv.DictReader(f):
+            key = (row["norm"], int(row["batch_size"]), int(row["seed"]))
+            for k in ("final_test_acc", "final_test_acc_precise", "final_test_acc_batch"):
+                runs[key][k] = float(row[k])
+            runs[key]["diverged"] = row["diverged"] == "1"
+    return man["wall_seconds"], runs
+
+
+def load_pytorch(path):
+    with open(path) as f:
+        data = json.load(f)
+    return data["wall_seconds"], {(r["norm"], r["batch_size"], r["seed"]): r for r in data["runs"]}
+
+
+def table(header, rows, markdown):
+    if markdown:
+        out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        out += ["| " + " | ".join(r) + " |" for r in rows]
+    else:
+        widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+        fmt = lambda r: "  ".join(str(x).rjust(w) if i else str(x).ljust(w) for i, (x, w) in enumerate(zip(r, widths)))
+        out = [fmt(header), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows]
+    return "\n".join(out)
+
+
+def acc(values):
+    v = [x for x in values if isinstance(x, float) and math.isfinite(x)]
+    if not v:
+        return "diverged" if values else "-"
+    s = statistics.stdev(v) if len(v) > 1 else 0.0
+    return f"{100 * statistics.mean(v):.2f} ± {100 * s:.2f}"
+
+
+def main(argv):
+    markdown = "--markdown" in argv
+    paths = [a for a in argv if a != "--markdown"]
+    if not 1 <= len(paths) <= 2:
+        sys.exit(__doc__)
+    nl_wall, nl = load_normlab(paths[0])
+    pt_wall, pt = load_pytorch(paths[1]) if len(paths) == 2 else (None, {})
+    batches = sorted({k[1] for k in nl})
+    norms = [n for n in ("none", "batch", "layer", "group", "rms") if any(k[0] == n for k in nl)]
+
+    # Wall time per batch size (summed over norms and seeds).
+    def sums(runs):
+        g = lambda k: sum(r.get(k, float("nan")) for r in runs)
+        return g("seconds"), g("cpu_seconds"), g("step_seconds"), g("eval_seconds") + g("bn_eval_seconds")
+
+    rows = []
+    groups = [(str(b), [k for k in nl if k[1] == b]) for b in batches] + [("all", list(nl))]
+    for label, keys in groups:
+        ns, nc, nst, ne = sums([nl[k] for k in keys])
+        row = [label, str(len(keys)), f"{ns:.1f}", f"{nc:.1f}", f"{100 * nst / ns:.0f}%", f"{ne:.1f}"]
+        p = [pt[k] for k in keys if k in pt]
+        if pt:
+            if p:
+                ps, pc, pst, pe = sums(p)
+                row += [f"{ps:.1f}", f"{pc:.1f}", f"{100 * pst / ps:.0f}%", f"{ps / ns:.2f}x"]
+            else:
+                row += ["-"] * 4
+        rows.append(row)
+    header = ["batch", "runs", "normlab s", "normlab CPU s", "steps share", "eval s"]
+    if pt:
+        header += ["PyTorch s", "PyTorch CPU s", "steps share", "PyTorch/normlab"]
+    print("Wall time per batch size (sum over norms and seeds; CPU = processor time; steps = forward, loss,"
+          " backward, SGD;\neval = test evaluation + BatchNorm precise/test-batch evaluation)\n")
+    print(table(header, rows, markdown))
+    print(f"\nWhole sweep: normlab {nl_wall:.1f} s" + (f", PyTorch {pt_wall:.1f} s ({pt_wall / nl_wall:.2f}x)" if pt else ""))
+
+    # Wall time per norm and batch size (mean over seeds).
+    rows = []
+    for norm in norms:
+        for b in batches:
+            n = [r for k, r in nl.items() if k[:2] == (norm, b)]
+            p = [r for k, r in pt.items() if k[:2] == (norm, b)]
+            ns = statistics.mean(r["seconds"] for r in n)
+            nst = statistics.mean(r["step_seconds"] for r in n)
+            steps = n[0]["steps"]
+            cpu = lambda runs: statistics.mean(r.get("cpu_seconds", float("nan")) for r in runs)
+            row = [norm, str(b), f"{ns:.2f}", f"{cpu(n):.2f}", f"{100 * nst / ns:.0f}%", f"{1e6 * nst / steps:.1f}"]
+            if p:
+                ps = statistics.mean(r["seconds"] for r in p)
+                pst = statistics.mean(r["step_seconds"] for r in p)
+                row += [f"{ps:.2f}", f"{cpu(p):.2f}", f"{1e6 * pst / steps:.1f}", f"{ps / ns:.2f}x"]
+            rows.append(row)
+    header = ["norm", "batch", "normlab s/run", "normlab CPU s/run", "steps share", "normlab us/step"]
+    if pt:
+        header += ["PyTorch s/run", "PyTorch CPU s/run", "PyTorch us/step", "PyTorch/normlab"]
+    print("\nPer run (mean over seeds; wall time, processor time; us/step = step wall time / number of steps)\n")
+    print(table(header, rows, markdown))
+
+    # Final accuracy (median of the last 3 epochs), mean ± std over seeds, in %.
+    cols = [(n, "final_test_acc") for n in norms]
+    if "batch" in norms:
+        cols += [("batch", "final_test_acc_precise"), ("batch", "final_test_acc_batch")]
+    names = {"final_test_acc": "", "final_test_acc_precise": " precise", "final_test_acc_batch": " test-batch"}
+    for side, runs in (("normlab", nl), ("PyTorch", pt)):
+        if not runs:
+            continue
+        rows = []
+        for b in batches:
+            rows.append([str(b)] + [acc([r.get(f, float("nan")) for k, r in runs.items() if k[:2] == (n, b)])
+                                    for n, f in cols])
+        print(f"\nFinal test accuracy, {side} (median of the last 3 epochs; mean ± std over seeds, %)\n")
+        print(table(["batch"] + [n + names[f] for n, f in cols], rows, markdown))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,71 @@
+// train_run's evaluation schedule (eval_last: only the last N epochs are evaluated, as the sweep
+// does) and its time breakdown (the parts of a run add up to no more than its wall time).
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+
+#include "experiments/datasets.h"
+#include "experiments/trainer.h"
+
+using namespace normlab::experiments;
+
+namespace {
+
+TrainConfig small_config() {
+  TrainConfig c;
+  c.model.hidden = {8};
+  c.epochs = 4;
+  c.batch_size = 16;
+  c.lr = 0.1;
+  c.warmup_steps = 2;
+  return c;
+}
+
+Splits moons() {
+  DataSpec d;
+  d.name = "moons";
+  d.samples = 200;
+  return load_data(d);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(trainer_eval)
+
+BOOST_AUTO_TEST_CASE(eval_last_evaluates_only_the_last_epochs) {
+  const Splits s = moons();
+  TrainConfig c = small_config();
+  c.eval_last = 2;
+  const RunResult r = train_run(c, s);
+  BOOST_REQUIRE_EQUAL(r.epochs.size(), 4u);
+  for (const EpochRecord& e : r.epochs) {
+    BOOST_TEST_CONTEXT("epoch " << e.epoch) {
+      const bool evaluated = e.epoch > 2;
+      BOOST_TEST(std::isfinite(e.test_acc) == evaluated);
+      BOOST_TEST(std::isfinite(e.test_loss) == evaluated);
+      BOOST_TEST(std::isfinite(e.train_loss));  // the training metrics are kept every epoch
+    }
+  }
+  // The same run evaluated every epoch reaches the same model: the evaluated epochs agree.
+  c.eval_last = 0;
+  const RunResult all = train_run(c, s);
+  for (const EpochRecord& e : all.epochs) BOOST_TEST(std::isfinite(e.test_acc));
+  for (size_t i = 2; i < 4; ++i) {
+    BOOST_TEST(all.epochs[i].test_acc == r.epochs[i].test_acc);
+    BOOST_TEST(all.epochs[i].test_loss == r.epochs[i].test_loss);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_time_breakdown_fits_in_the_run) {
+  TrainConfig c = small_config();
+  c.model.norm = "batch";
+  c.bn_three_ways = true;
+  c.stats_every = 3;
+  const RunResult r = train_run(c, moons());
+  for (double part : {r.step_seconds, r.data_seconds, r.stats_seconds, r.eval_seconds, r.bn_eval_seconds})
+    BOOST_TEST(part > 0);
+  BOOST_TEST(r.step_seconds + r.data_seconds + r.stats_seconds + r.eval_seconds + r.bn_eval_seconds <= r.seconds);
+  BOOST_TEST(r.cpu_seconds >= 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
