@@ -198,11 +198,20 @@ struct Operands {
 };
 
 #if HWY_TARGET != HWY_SCALAR  // no interleaves with one lane
-// Whether TransposeSquare handles this vector type: L x L blocks for L = lanes in {2, 4, 8}
-// (float and double on SSE4 and AVX2), built from 128-bit-block interleaves and half swaps.
+// The vectors the packing transposes with: D itself up to 256 bits, its 256-bit half on wider
+// targets (AVX-512: 8x8 float or 4x4 double blocks; TransposeSquare has no 16x16 or 8x8-double
+// form, and 256-bit blocks keep the loads within the panel's rows).
 template <class D>
-constexpr bool kCanTranspose = !HWY_HAVE_SCALABLE && hn::MaxLanes(D()) >= 2 && hn::MaxLanes(D()) <= 8 &&
-                               hn::MaxLanes(D()) * sizeof(hn::TFromD<D>) >= 16;
+using TransposeD = hn::CappedTag<hn::TFromD<D>, 32 / sizeof(hn::TFromD<D>)>;
+
+// Whether TransposeSquare handles this vector type: exactly the L x L blocks below (float and
+// double in 128 and 256 bits), built from 128-bit-block interleaves and half swaps.
+constexpr bool TransposeShapeHandled(size_t L, size_t kBlock) {
+  return (L == 2 && kBlock == 2) || (L == 4 && kBlock == 4) || (L == 4 && kBlock == 2) || (L == 8 && kBlock == 4);
+}
+template <class D>
+constexpr bool kCanTranspose =
+    !HWY_HAVE_SCALABLE && TransposeShapeHandled(hn::MaxLanes(D()), 16 / sizeof(hn::TFromD<D>));
 
 // Interleaves the 64-bit halves of each 128-bit block: [a.lo b.lo] (Lo64) or [a.hi b.hi] (Hi64).
 template <class D, class V>
@@ -258,29 +267,31 @@ void PackA(D d, const Operands<T>& o, int64_t i0, size_t mc, int64_t p0, size_t 
     const T* src = o.A + (i0 + static_cast<int64_t>(ir)) * o.a_rs + p0 * o.a_cs;
     size_t p_done = 0;
 #if HWY_TARGET != HWY_SCALAR
-    if constexpr (kCanTranspose<D>) {
+    using DT = TransposeD<D>;
+    if constexpr (kCanTranspose<DT>) {
+      const DT dt;
       // Whole panels with vectors: each store writes L values at column p's slot, and the part
       // past the MR values lands in column p + 1's slot, which the next store overwrites.
-      constexpr size_t L = hn::MaxLanes(D()), G = (kMR + L - 1) / L;  // G groups of L rows
-      using V = decltype(hn::Zero(d));
+      constexpr size_t L = hn::MaxLanes(DT()), G = (kMR + L - 1) / L;  // G groups of L rows
+      using V = decltype(hn::Zero(dt));
       if (mr == kMR && o.a_cs == 1) {  // A (M, K): transpose L x L blocks of G row groups
         for (; p_done + L <= kc; p_done += L) {
           V r[G][L];
           for (size_t g = 0; g < G; ++g) {
             for (size_t i = 0; i < L; ++i) {
               const size_t row = g * L + i;
-              r[g][i] = row < kMR ? hn::LoadU(d, src + static_cast<int64_t>(row) * o.a_rs + p_done) : hn::Zero(d);
+              r[g][i] = row < kMR ? hn::LoadU(dt, src + static_cast<int64_t>(row) * o.a_rs + p_done) : hn::Zero(dt);
             }
-            TransposeSquare(d, r[g]);
+            TransposeSquare(dt, r[g]);
           }
           for (size_t q = 0; q < L; ++q)
-            for (size_t g = 0; g < G; ++g) hn::StoreU(r[g][q], d, out + (p_done + q) * kMR + g * L);
+            for (size_t g = 0; g < G; ++g) hn::StoreU(r[g][q], dt, out + (p_done + q) * kMR + g * L);
         }
       } else if (mr == kMR && o.a_rs == 1 && i0 + static_cast<int64_t>(ir + G * L) <= o.a_cs) {
         // A stored (K, M): the MR values of column p are contiguous (G loads stay inside the row).
         for (; p_done < kc; ++p_done)
           for (size_t g = 0; g < G; ++g)
-            hn::StoreU(hn::LoadU(d, src + static_cast<int64_t>(p_done) * o.a_cs + g * L), d,
+            hn::StoreU(hn::LoadU(dt, src + static_cast<int64_t>(p_done) * o.a_cs + g * L), dt,
                        out + p_done * kMR + g * L);
       }
     }
@@ -325,18 +336,20 @@ void PackB(D d, const Operands<T>& o, int64_t p0, size_t kc, int64_t j0, size_t 
     } else {  // B stored (N, K): read each stored row (a column j of b) along p
       size_t p_done = 0;
 #if HWY_TARGET != HWY_SCALAR
-      if constexpr (kCanTranspose<D>) {
+      using DT = TransposeD<D>;
+      if constexpr (kCanTranspose<DT>) {
+        const DT dt;
         // Whole L x L blocks: L vector loads along p, one register transpose, L aligned stores
         // of the panel's rows (about 5x faster than moving one element at a time).
-        constexpr size_t L = hn::MaxLanes(D());
-        using V = decltype(hn::Zero(d));
+        constexpr size_t L = hn::MaxLanes(DT());
+        using V = decltype(hn::Zero(dt));
         if (nr == NR && o.b_rs == 1) {
           for (; p_done + L <= kc; p_done += L)
             for (size_t h = 0; h < NR; h += L) {
               V r[L];
-              for (size_t i = 0; i < L; ++i) r[i] = hn::LoadU(d, src + static_cast<int64_t>(h + i) * o.b_cs + p_done);
-              TransposeSquare(d, r);
-              for (size_t q = 0; q < L; ++q) hn::Store(r[q], d, out + (p_done + q) * NR + h);
+              for (size_t i = 0; i < L; ++i) r[i] = hn::LoadU(dt, src + static_cast<int64_t>(h + i) * o.b_cs + p_done);
+              TransposeSquare(dt, r);
+              for (size_t q = 0; q < L; ++q) hn::Store(r[q], dt, out + (p_done + q) * NR + h);
             }
         }
       }
