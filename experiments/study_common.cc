@@ -3,12 +3,9 @@
 
 #include "autograd/kernels/elementwise.h"
 #include "autograd/parallel.h"
+#include "experiments/git_commit.h"
 #include "experiments/output.h"
 #include "experiments/study.h"
-
-#ifndef NORMLAB_GIT_COMMIT
-#define NORMLAB_GIT_COMMIT "unknown"
-#endif
 
 namespace normlab::experiments {
 
@@ -38,7 +35,7 @@ nlohmann::json manifest(const StudyContext& ctx, const nlohmann::json& config, d
   nlohmann::json m;
   m["normlab"] = "0.1";
   m["command"] = ctx.command_line;
-  m["git_commit"] = NORMLAB_GIT_COMMIT;
+  m["git_commit"] = git_commit();
   m["highway_target"] = autograd::kernels::active_target();
   m["threads"] = autograd::num_threads();
   m["hardware_threads"] = std::thread::hardware_concurrency();
