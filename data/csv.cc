@@ -193,7 +193,7 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
     // Rows.
     std::vector<float> x, y;
     std::vector<std::string> label_text;
-    std::vector<int64_t> label_line;
+    std::vector<int64_t> label_line;  // the file line of each row
     std::vector<float> row(d);
     while ((line = next_line(line_no))) {
       split_fields(line, opt.delimiter, path, line_no, fields);
@@ -210,6 +210,7 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
         row[feature_pos[c]] = parse_cell(fields[c], path, line_no, c, header[c]);
       }
       x.insert(x.end(), row.begin(), row.end());
+      label_line.push_back(line_no);
       if (opt.task == Task::Regression) {
         y.push_back(parse_cell(fields[label_col], path, line_no, label_col, header[label_col]));
       } else {
@@ -217,7 +218,6 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
           throw Error(at_cell(path, line_no, label_col, header[label_col]) +
                       ": empty cell (a missing value); expected a class label");
         label_text.push_back(fields[label_col]);
-        label_line.push_back(line_no);
       }
     }
     const int64_t n = d > 0 ? static_cast<int64_t>(x.size()) / d : 0;
@@ -229,6 +229,7 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
     ds.feature_names = feature_names;
     ds.x = autograd::empty({n, d});
     std::copy(x.begin(), x.end(), ds.x.data<float>());
+    ds.lines = label_line;
     if (opt.task == Task::Regression) {
       ds.y = autograd::empty({n, 1});
       std::copy(y.begin(), y.end(), ds.y.data<float>());

@@ -27,7 +27,8 @@ std::vector<std::string> split_csv_line(const std::string& line, char delimiter,
 // Features: every column but the label, in file order, each cell a finite number. Classification:
 // if every label is an integer, classes are those integers sorted numerically (so 0..9 stay 0..9);
 // otherwise the label strings sorted bytewise (as scikit-learn's LabelEncoder). class_names holds
-// them by index. Regression: y (N, 1) holds the label numbers. BOM, CRLF and blank lines are
+// them by index. Regression: y (N, 1) holds the label numbers. lines holds each row's line in
+// the file. BOM, CRLF and blank lines are
 // accepted. Errors name the file, the line and the column: missing or empty file, no header,
 // duplicate or empty column names, a missing label column (with the available columns), a row
 // with the wrong number of fields, an empty or non-numeric cell, a header without data rows.

@@ -21,6 +21,7 @@ Dataset Dataset::subset(const std::vector<int64_t>& indices) const {
   out.x = autograd::empty({m, d});
   if (y.defined()) out.y = autograd::empty({m, 1});
   if (is_classification()) out.labels.resize(m);
+  if (!lines.empty()) out.lines.resize(m);
   const float* src = x.data<float>();
   float* dst = out.x.data<float>();
   for (int64_t i = 0; i < m; ++i) {
@@ -30,6 +31,7 @@ Dataset Dataset::subset(const std::vector<int64_t>& indices) const {
                   " is out of range for a data set of " + std::to_string(n) + " samples");
     if (d > 0) std::memcpy(dst + i * d, src + j * d, d * sizeof(float));
     if (is_classification()) out.labels[i] = labels[j];
+    if (!lines.empty()) out.lines[i] = lines[j];
     if (y.defined()) out.y.data<float>()[i] = y.data<float>()[j];
   }
   return out;
@@ -53,6 +55,8 @@ void Dataset::validate() const {
   check(feature_names.empty() || static_cast<int64_t>(feature_names.size()) == x.size(1),
         what + std::to_string(feature_names.size()) + " feature names for " +
             std::to_string(x.size(1)) + " features");
+  check(lines.empty() || static_cast<int64_t>(lines.size()) == n,
+        what + std::to_string(lines.size()) + " line numbers for " + std::to_string(n) + " samples");
   if (is_classification()) {
     check(static_cast<int64_t>(labels.size()) == n,
           what + std::to_string(labels.size()) + " labels for " + std::to_string(n) + " samples");

@@ -18,6 +18,7 @@ struct Dataset {
   std::vector<std::string> feature_names;  // (D) column names (CSV), empty when features are unnamed
   std::string label_name;                  // the label column (CSV), empty otherwise
   std::string name;                        // where it came from, e.g. "fashion-mnist train", "moons"
+  std::vector<int64_t> lines;              // (N) the file line of each sample (CSV), empty otherwise
 
   // N, the number of samples.
   int64_t size() const { return x.defined() ? x.size(0) : 0; }

@@ -1,6 +1,7 @@
 // Train / validation / test splits: sizes checked, rows permuted with a seeded Fisher-Yates shuffle.
 #include "data/split.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "autograd/generator.h"
@@ -41,6 +42,28 @@ Splits split_fractions(const Dataset& ds, double validation, double test, uint64
   check(test >= 0 && test < 1, what + "the test fraction must be in [0, 1), got " + std::to_string(test));
   const double n = static_cast<double>(ds.size());
   return split_counts(ds, std::llround(validation * n), std::llround(test * n), seed, shuffle);
+}
+
+void check_classes_in_train(const Splits& s) {
+  if (!s.train.is_classification()) return;
+  std::vector<bool> trained(s.train.num_classes, false);
+  for (int64_t c : s.train.labels) trained[c] = true;
+  using Part = std::pair<const char*, const Dataset*>;
+  for (const auto& [part, ds] : {Part{"validation", &s.validation}, Part{"test", &s.test}}) {
+    const auto bad = std::find_if(ds->labels.begin(), ds->labels.end(), [&](int64_t c) { return !trained[c]; });
+    if (bad == ds->labels.end()) continue;
+    const int64_t c = *bad;
+    std::string where = ds->name;
+    if (!ds->lines.empty()) {  // the first line of the file holding that class in this part
+      int64_t line = -1;
+      for (size_t i = 0; i < ds->labels.size(); ++i)
+        if (ds->labels[i] == c && (line < 0 || ds->lines[i] < line)) line = ds->lines[i];
+      where += ": line " + std::to_string(line);
+    }
+    throw Error(where + ": class \"" + ds->class_names[c] + "\" occurs in the " + part +
+                " part of the split but not in its training part (" + std::to_string(s.train.size()) +
+                " samples): the model would be scored on a class it never trains on");
+  }
 }
 
 Dataset first_n(const Dataset& ds, int64_t n) {

@@ -19,6 +19,12 @@ Splits split_counts(const Dataset& ds, int64_t validation, int64_t test, uint64_
 // Same with fractions of ds in [0, 1): sizes round(fraction * N), train the rest (at least 1 sample).
 Splits split_fractions(const Dataset& ds, double validation, double test, uint64_t seed, bool shuffle = true);
 
+// Checks that every class of the validation and test parts also occurs in the training part (the
+// classes are mapped over the whole data set before splitting, so a class only held out would
+// be scored without ever being trained on). Throws naming the data set, the class, the part and,
+// when the samples carry file lines, the first line holding it.
+void check_classes_in_train(const Splits& s);
+
 // For a data set with a given test set (Fashion-MNIST): the first n samples, in order.
 Dataset first_n(const Dataset& ds, int64_t n);
 

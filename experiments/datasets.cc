@@ -9,6 +9,20 @@
 
 namespace normlab::experiments {
 
+namespace {
+
+// A split of one file (or synthetic set) must train on every class it evaluates on.
+void check_split_classes(const Splits& s) {
+  try {
+    data::check_classes_in_train(s);
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + "; give that class more samples, or split differently (--test-fraction, "
+                "--val-fraction, --data-seed)");
+  }
+}
+
+}  // namespace
+
 Splits load_data(const DataSpec& spec) {
   if (spec.train_limit < 0 || spec.test_limit < 0) throw Error("sample limits must be >= 0");
   if (spec.validation_fraction < 0 || spec.validation_fraction >= 1)
@@ -35,6 +49,7 @@ Splits load_data(const DataSpec& spec) {
     } else {
       s = data::split_fractions(all, spec.validation_fraction, spec.test_fraction, spec.seed, true);
     }
+    check_split_classes(s);  // held-out classes, of the split or of the test file, must be trained on
   } else {
     const auto& names = data::synthetic_names();
     if (std::find(names.begin(), names.end(), spec.name) == names.end()) {
@@ -44,6 +59,7 @@ Splits load_data(const DataSpec& spec) {
     }
     data::Dataset all = data::make_synthetic(spec.name, spec.samples, spec.noise, spec.seed);
     s = data::split_fractions(all, spec.validation_fraction, spec.test_fraction, spec.seed, true);
+    check_split_classes(s);
   }
   if (s.train.size() == 0) throw Error("the training split is empty");
   if (s.test.size() == 0) throw Error("the test split is empty: give a test file or a test fraction above 0");

@@ -2,6 +2,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "data/csv.h"
+#include "data/split.h"
 #include "tests/data/support.h"
 #include "tests/support/compare.h"
 
@@ -35,6 +36,8 @@ BOOST_AUTO_TEST_CASE(string_classes_quotes_spaces_and_blank_lines) {
   BOOST_TEST(ds.num_classes == 3);
   BOOST_TEST(ds.label_name == "species");
   BOOST_TEST(!ds.y.defined());
+  BOOST_TEST(ds.lines == (std::vector<int64_t>{2, 4, 5, 6}));  // line 3 is blank
+  BOOST_TEST(ds.subset({3, 0}).lines == (std::vector<int64_t>{6, 2}));
 }
 
 BOOST_AUTO_TEST_CASE(test_split_uses_train_classes_and_feature_order) {
@@ -57,6 +60,21 @@ BOOST_AUTO_TEST_CASE(class_seen_only_in_the_test_split_is_an_error) {
                  {extra, "line 1", "column 5", "\"petal_width\"", "not a feature column"});
   check_mentions(error_of([&] { read_csv(fixture("classes_test.csv"), classify("sepal_width"), train); }),
                  {"label column \"sepal_width\"", "\"species\""});
+}
+
+BOOST_AUTO_TEST_CASE(class_held_out_by_a_split_of_one_file_is_an_error) {
+  // rare_class.csv: classes a and b, and "rare" only on line 11 (of 12).
+  const std::string path = fixture("rare_class.csv");
+  const Dataset ds = read_csv(path, classify("label"));
+  BOOST_TEST(ds.class_names == (std::vector<std::string>{"a", "b", "rare"}));
+  // In file order, the last 3 rows (lines 10-12) are the test part: "rare" is never trained on.
+  check_mentions(error_of([&] { check_classes_in_train(split_counts(ds, 0, 3, 0, false)); }),
+                 {path, "line 11", "class \"rare\"", "test part", "not in its training part"});
+  check_mentions(error_of([&] { check_classes_in_train(split_counts(ds, 2, 0, 0, false)); }),
+                 {path, "line 11", "class \"rare\"", "validation part"});
+  // Held out classes that also occur in the training part pass.
+  BOOST_CHECK_NO_THROW(check_classes_in_train(split_counts(ds, 0, 1, 0, false)));
+  BOOST_CHECK_NO_THROW(check_classes_in_train(split_counts(ds, 0, 0, 0, false)));
 }
 
 BOOST_AUTO_TEST_CASE(integer_classes_sort_numerically) {
