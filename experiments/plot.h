@@ -1,5 +1,5 @@
 // Plots rendered with gnuplot (PNG and SVG): lines with an optional band (mean +- std over seeds)
-// or error bars, on a linear or log2 x axis.
+// or error bars, on a linear or log2 x axis; one plot per image, or several as panels of one image.
 #pragma once
 #include <filesystem>
 #include <string>
@@ -11,6 +11,8 @@ namespace normlab::experiments {
 struct Series {
   std::string name;
   std::vector<double> x, y, spread;
+  int color = 0;  // gnuplot line type (its colour); 0: the series' position in the plot
+  int dash = 0;   // gnuplot dash type; 0: solid
 };
 
 struct PlotSpec {
@@ -27,5 +29,9 @@ bool gnuplot_available();
 // data inline). Each image is written under a temporary name and renamed. Throws normlab::Error
 // if gnuplot fails.
 void render_plot(const PlotSpec& spec, const std::filesystem::path& dir, const std::string& stem);
+// Renders several plots as panels of one image (row by row, `cols` per row) under an overall
+// title, to <dir>/<stem>.png and .svg, like render_plot.
+void render_panels(const std::string& title, const std::vector<PlotSpec>& panels, int cols,
+                   const std::filesystem::path& dir, const std::string& stem);
 
 }  // namespace normlab::experiments

@@ -1,0 +1,168 @@
+// Activation statistics and gradient norms of the comparison: seed means as plot panels, and
+// report sentences whose every number and verdict comes from the recorded values.
+#include "experiments/layer_stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "experiments/output.h"
+#include "experiments/stats.h"
+
+namespace normlab::experiments {
+
+namespace {
+
+// Seed means over steps: step -> the values of every run at that step, averaged.
+Series seed_mean(const std::string& name, const std::map<int64_t, std::vector<double>>& by_step, int color, int dash) {
+  Series s{name};
+  s.color = color, s.dash = dash;
+  for (const auto& [step, v] : by_step) s.x.push_back(double(step)), s.y.push_back(mean_of(v));
+  return s;
+}
+
+// The position of each weight matrix among a run's weight matrices (0: first Linear), by the
+// parameter name it has in that run ("0.weight", "3.weight", ...: names depend on the norm).
+std::map<std::string, int> weight_positions(const RunResult& r) {
+  std::map<std::string, int> pos;
+  for (const GradNorm& g : r.grad_norms)
+    if (!pos.count(g.param)) pos.emplace(g.param, static_cast<int>(pos.size()));
+  return pos;
+}
+
+int count_weights(const std::vector<RunResult>& runs) {
+  size_t n = 0;
+  for (const RunResult& r : runs) n = std::max(n, weight_positions(r).size());
+  return static_cast<int>(n);
+}
+
+std::string weight_name(int i, int n) {
+  return i + 1 < n ? "Linear " + std::to_string(i + 1) + " weight (into hidden layer " + std::to_string(i + 1) + ")"
+                   : "output Linear weight";
+}
+
+// The gradient norms of weight matrix `w` in the runs of `norm`, by step.
+std::map<int64_t, std::vector<double>> grad_norms_of(const std::vector<RunResult>& runs, const std::string& norm,
+                                                     int w) {
+  std::map<int64_t, std::vector<double>> by_step;
+  for (const RunResult& r : runs) {
+    if (r.config.model.norm != norm) continue;
+    const auto pos = weight_positions(r);
+    for (const GradNorm& g : r.grad_norms)
+      if (pos.at(g.param) == w) by_step[g.step].push_back(g.norm);
+  }
+  return by_step;
+}
+
+}  // namespace
+
+std::vector<PlotSpec> activation_panels(const std::vector<RunResult>& runs, const std::vector<std::string>& norms) {
+  int layers = 0;
+  for (const RunResult& r : runs)
+    for (const ActivationStat& a : r.activations) layers = std::max(layers, a.layer + 1);
+  std::vector<PlotSpec> panels;
+  for (int layer = 0; layer < layers; ++layer)
+    for (const bool is_std : {false, true}) {
+      const std::string stat = is_std ? "std" : "mean";
+      PlotSpec p{"Hidden layer " + std::to_string(layer + 1) + ": " + stat + " of the activations", "step", stat};
+      p.log_y = is_std;
+      for (size_t k = 0; k < norms.size(); ++k) {
+        std::map<int64_t, std::vector<double>> pre, post;
+        for (const RunResult& r : runs) {
+          if (r.config.model.norm != norms[k]) continue;
+          for (const ActivationStat& a : r.activations)
+            if (a.layer == layer && (a.where == "pre" || a.where == "post"))
+              (a.where == "pre" ? pre : post)[a.step].push_back(is_std ? a.std : a.mean);
+        }
+        const int color = static_cast<int>(k) + 1;
+        if (norms[k] == "none") {  // before = after: one line
+          if (!pre.empty()) p.series.push_back(seed_mean("none (no norm)", pre, color, 0));
+          continue;
+        }
+        if (!pre.empty()) p.series.push_back(seed_mean(norms[k] + ", before the norm", pre, color, 2));
+        if (!post.empty()) p.series.push_back(seed_mean(norms[k] + ", after the norm", post, color, 0));
+      }
+      if (!p.series.empty()) panels.push_back(p);
+    }
+  return panels;
+}
+
+std::vector<PlotSpec> grad_norm_panels(const std::vector<RunResult>& runs, const std::vector<std::string>& norms) {
+  const int n = count_weights(runs);
+  std::vector<PlotSpec> panels;
+  for (int w = 0; w < n; ++w) {
+    PlotSpec p{"Gradient norm: " + weight_name(w, n), "step", "gradient norm (L2)"};
+    p.log_y = true;
+    for (size_t k = 0; k < norms.size(); ++k) {
+      const auto by_step = grad_norms_of(runs, norms[k], w);
+      if (!by_step.empty()) p.series.push_back(seed_mean(norms[k], by_step, static_cast<int>(k) + 1, 0));
+    }
+    if (!p.series.empty()) panels.push_back(p);
+  }
+  return panels;
+}
+
+std::string activation_reading(const std::vector<RunResult>& runs, const std::vector<std::string>& norms, double tol) {
+  std::ostringstream md;
+  for (const std::string& norm : norms) {
+    const std::string where = norm == "none" ? "pre" : "post";
+    std::vector<double> abs_mean, std_dev;  // |mean| and |std - 1| of every record
+    double lo = INFINITY, hi = -INFINITY;
+    for (const RunResult& r : runs) {
+      if (r.config.model.norm != norm) continue;
+      for (const ActivationStat& a : r.activations) {
+        if (a.where != where || !std::isfinite(a.mean) || !std::isfinite(a.std)) continue;
+        abs_mean.push_back(std::fabs(a.mean)), std_dev.push_back(std::fabs(a.std - 1));
+        lo = std::min(lo, a.std), hi = std::max(hi, a.std);
+      }
+    }
+    if (abs_mean.empty()) continue;
+    const double max_abs_mean = *std::max_element(abs_mean.begin(), abs_mean.end());
+    const std::string range = "|mean| " + fmt(mean_of(abs_mean), 2) + " on average and at most " +
+                              fmt(max_abs_mean, 2) + ", std from " + fmt(lo, 3) + " to " + fmt(hi, 3);
+    if (norm == "none") {
+      md << "Without a norm, the hidden pre-activations have " << range << ". ";
+      continue;
+    }
+    const bool centred = max_abs_mean <= tol, unit = lo >= 1 - tol && hi <= 1 + tol;
+    md << "With " << norm << ", the norm's output (after its learned scale and shift) ";
+    if (centred && unit)
+      md << "stays within " << fmt(tol) << " of zero mean and unit std at every recorded step, layer and seed";
+    else
+      md << "leaves " << (centred ? "" : "zero mean") << (centred || unit ? "" : " and ") << (unit ? "" : "unit std")
+         << " by more than " << fmt(tol) << " at some recorded step or layer";
+    md << " (" << range << "; |std - 1| " << fmt(mean_of(std_dev), 2) << " on average). ";
+  }
+  return md.str();
+}
+
+std::string grad_norm_reading(const std::vector<RunResult>& runs, const std::vector<std::string>& norms) {
+  const int n = count_weights(runs);
+  if (n == 0) return "";
+  auto mean_norm = [&](const std::string& norm, int w) {
+    std::vector<double> all;
+    for (const auto& [step, v] : grad_norms_of(runs, norm, w)) all.insert(all.end(), v.begin(), v.end());
+    return mean_of(all);
+  };
+  std::ostringstream md;
+  md << "Gradient norms, mean over recorded steps and seeds (first Linear / output Linear weight): ";
+  std::string largest, smallest;
+  double hi = -INFINITY, lo = INFINITY;
+  bool first = true;
+  for (const std::string& norm : norms) {
+    const double a = mean_norm(norm, 0), b = mean_norm(norm, n - 1);
+    if (!std::isfinite(a)) continue;
+    md << (first ? "" : ", ") << norm << " " << fmt(a, 3) << " / " << fmt(b, 3);
+    first = false;
+    if (a > hi) hi = a, largest = norm;
+    if (a < lo) lo = a, smallest = norm;
+  }
+  md << ". ";
+  if (largest != smallest && lo > 0)
+    md << "The first layer's gradients are largest with " << largest << ", " << fmt(hi / lo, 3) << " times those with "
+       << smallest << ". ";
+  return md.str();
+}
+
+}  // namespace normlab::experiments

@@ -1,0 +1,32 @@
+// Activation statistics and gradient norms of the comparison's runs, averaged over seeds: as plot
+// panels (per hidden layer, per weight matrix) and as sentences for the report, computed from the runs.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "experiments/plot.h"
+#include "experiments/trainer.h"
+
+namespace normlab::experiments {
+
+// Two panels per hidden layer, row by row: the mean and the std of its activations over steps,
+// before the norm (dashed) and after it (solid), one colour per norm, each the mean over seeds.
+// Empty if no run recorded activation statistics.
+std::vector<PlotSpec> activation_panels(const std::vector<RunResult>& runs, const std::vector<std::string>& norms);
+
+// One panel per weight matrix (the Linear layers in order, the output layer last): its gradient
+// norm over steps, one line per norm (mean over seeds). Empty if no run recorded gradient norms.
+std::vector<PlotSpec> grad_norm_panels(const std::vector<RunResult>& runs, const std::vector<std::string>& norms);
+
+// For the report: per norm, whether the norm's output stays centred with unit std (|mean| and
+// |std - 1| at most `tolerance` at every recorded step, layer and seed) and the ranges measured;
+// without a norm, the range of the hidden pre-activations' std. Empty without statistics.
+std::string activation_reading(const std::vector<RunResult>& runs, const std::vector<std::string>& norms,
+                               double tolerance = 0.1);
+
+// For the report: per norm, the mean gradient norm of the first and of the output Linear weight
+// (over recorded steps and seeds), and which norm gives the largest and smallest first-layer
+// gradients. Empty without gradient norms.
+std::string grad_norm_reading(const std::vector<RunResult>& runs, const std::vector<std::string>& norms);
+
+}  // namespace normlab::experiments
