@@ -1,10 +1,12 @@
 // `normlab compare`: the same model, data, seeds and budget under each norm; loss curves, accuracy
-// per epoch, steps and epochs to a target accuracy, activation statistics, mean and std over seeds.
+// per epoch, steps and epochs to a target accuracy, activation statistics and gradient norms, mean
+// and std over seeds.
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <sstream>
 
+#include "experiments/layer_stats.h"
 #include "experiments/output.h"
 #include "experiments/plot.h"
 #include "experiments/progress.h"
@@ -98,7 +100,7 @@ Report run_compare(const CompareConfig& cfg, const Splits& data, const StudyCont
 
   // ---- Summary per norm (mean and std over seeds) ----
   struct Agg {
-    std::vector<double> acc, loss, epochs_to, steps_to, post_std_dev, pre_std;
+    std::vector<double> acc, loss, epochs_to, steps_to;
     int diverged = 0, reached = 0;
   };
   std::map<std::string, Agg> agg;
@@ -113,10 +115,6 @@ Report run_compare(const CompareConfig& cfg, const Splits& data, const StudyCont
     a.epochs_to.push_back(hit ? hit->epoch : NAN);
     a.steps_to.push_back(hit ? hit->step : NAN);
     if (hit) ++a.reached;
-    for (const auto& s : r.activations) {
-      if (s.where == "post") a.post_std_dev.push_back(std::fabs(s.std - 1));
-      if (s.where == "pre") a.pre_std.push_back(s.std);
-    }
   }
   CsvTable summary(std::vector<std::string>{"norm", "runs", "diverged", "test_acc_mean", "test_acc_std", "test_loss_mean",
                                             "test_loss_std", "reached_target", "epochs_to_target_mean",
@@ -140,11 +138,9 @@ Report run_compare(const CompareConfig& cfg, const Splits& data, const StudyCont
     const int64_t bin = std::max<int64_t>(1, spr / 100);
     PlotSpec loss{"Training loss (mean over seeds, band = std)", "step", "cross-entropy loss"};
     PlotSpec acc{"Test accuracy per epoch (mean over seeds, band = std)", "epoch", "test accuracy"};
-    PlotSpec act{"Std of hidden-layer-1 activations before (pre) and after (post) the norm", "step", "std"};
     for (const auto& norm : cfg.norms) {
       std::map<int64_t, std::vector<double>> by_bin;   // bin -> per-seed bin means
       std::map<int64_t, std::vector<double>> by_epoch;
-      std::map<std::pair<std::string, int64_t>, std::vector<double>> by_act;
       for (const RunResult& r : runs) {
         if (r.config.model.norm != norm) continue;
         std::map<int64_t, std::pair<double, int>> bins;
@@ -154,27 +150,29 @@ Report run_compare(const CompareConfig& cfg, const Splits& data, const StudyCont
         }
         for (auto& [k, v] : bins) by_bin[k].push_back(v.first / v.second);
         for (const auto& e : r.epochs) by_epoch[e.epoch].push_back(e.test_acc);
-        for (const auto& a : r.activations)
-          if (a.layer == 0 && (a.where == "pre" || a.where == "post")) by_act[{a.where, a.step}].push_back(a.std);
       }
-      Series sl{norm}, sa{norm}, pre{norm + " pre"}, post{norm + " post"};
+      Series sl{norm}, sa{norm};
       for (auto& [k, v] : by_bin) sl.x.push_back(double(k * bin + bin / 2)), sl.y.push_back(mean_of(v)), sl.spread.push_back(std_of(v));
       for (auto& [k, v] : by_epoch) sa.x.push_back(double(k)), sa.y.push_back(mean_of(v)), sa.spread.push_back(std_of(v));
-      for (auto& [k, v] : by_act) (k.first == "pre" ? pre : post).x.push_back(double(k.second)),
-                                  (k.first == "pre" ? pre : post).y.push_back(mean_of(v));
       loss.series.push_back(sl);
       acc.series.push_back(sa);
-      if (!pre.x.empty()) act.series.push_back(pre);
-      if (!post.x.empty() && norm != "none") act.series.push_back(post);
     }
     loss.log_y = true;
     render_plot(loss, ctx.out, "loss_curves");
     render_plot(acc, ctx.out, "test_accuracy");
     plots = {"loss_curves", "test_accuracy"};
-    if (!act.series.empty()) {
-      act.log_y = true;
-      render_plot(act, ctx.out, "activations");
+    // Per hidden layer: mean and std before and after the norm; per weight: its gradient norm.
+    const auto act = activation_panels(runs, cfg.norms);
+    if (!act.empty()) {
+      render_panels("Hidden activations before (dashed) and after (solid) the norm, mean over seeds", act, 2, ctx.out,
+                    "activations");
       plots.push_back("activations");
+    }
+    const auto grads = grad_norm_panels(runs, cfg.norms);
+    if (!grads.empty()) {
+      render_panels("Gradient norm of each weight matrix, mean over seeds", grads, std::min<int>(2, grads.size()), ctx.out,
+                    "grad_norms");
+      plots.push_back("grad_norms");
     }
   }
 
@@ -213,16 +211,7 @@ Report run_compare(const CompareConfig& cfg, const Splits& data, const StudyCont
        << " steps on average). ";
   else
     md << "No norm reached " << pct(cfg.target_accuracy) << " in every seed. ";
-  for (const auto& norm : cfg.norms) {
-    const Agg& a = agg[norm];
-    if (norm != "none" && !a.post_std_dev.empty())
-      md << "With " << norm << ", the std of normalized activations stays within " << fmt(mean_of(a.post_std_dev), 2)
-         << " of 1 on average. ";
-    if (norm == "none" && !a.pre_std.empty()) {
-      const auto [lo, hi] = std::minmax_element(a.pre_std.begin(), a.pre_std.end());
-      md << "Without a norm, the std of hidden pre-activations ranges from " << fmt(*lo, 3) << " to " << fmt(*hi, 3) << ". ";
-    }
-  }
+  md << activation_reading(runs, cfg.norms) << grad_norm_reading(runs, cfg.norms);
   md << "Differences smaller than the seed std are noise.\n";
   Report rep{"Convergence: " + [&] {
                std::string s;
