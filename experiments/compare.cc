@@ -77,7 +77,7 @@ Report run_compare(const CompareConfig& cfg, const Splits& data, const StudyCont
   CsvTable runs_csv(header({"diverged", "diverged_step", "final_train_loss", "final_test_loss", "final_test_acc",
                             "epochs_to_target", "steps_to_target", "target_acc"}));
   CsvTable steps_csv(header({"step", "epoch", "step_lr", "loss"}));
-  CsvTable epochs_csv(header({"epoch", "step", "train_loss", "train_acc", "val_loss", "val_acc", "test_loss", "test_acc"}));
+  CsvTable epochs_csv(header(epoch_columns(use_val, false)));
   CsvTable act_csv(header({"step", "layer", "where", "mean", "std"}));
   CsvTable grad_csv(header({"step", "param", "grad_norm"}));
   for (const RunResult& r : runs) {
@@ -90,8 +90,7 @@ Report run_compare(const CompareConfig& cfg, const Splits& data, const StudyCont
     for (const auto& s : r.steps)
       steps_csv.add_row(row(r, {std::to_string(s.step), std::to_string(s.epoch), fmt(s.lr), fmt(s.loss)}));
     for (const auto& e : r.epochs)
-      epochs_csv.add_row(row(r, {std::to_string(e.epoch), std::to_string(e.step), fmt(e.train_loss), fmt(e.train_acc),
-                                 fmt(e.val_loss), fmt(e.val_acc), fmt(e.test_loss), fmt(e.test_acc)}));
+      epochs_csv.add_row(row(r, epoch_cells(e, use_val, false)));
     for (const auto& a : r.activations)
       act_csv.add_row(row(r, {std::to_string(a.step), std::to_string(a.layer), a.where, fmt(a.mean), fmt(a.std)}));
     for (const auto& g : r.grad_norms)
@@ -182,7 +181,8 @@ Report run_compare(const CompareConfig& cfg, const Splits& data, const StudyCont
      << ". SGD lr " << fmt(cfg.base.lr) << ", momentum " << fmt(cfg.base.momentum) << ", batch " << cfg.base.batch_size
      << ", " << cfg.base.epochs << " epochs, schedule " << cfg.base.schedule << " with " << cfg.base.warmup_steps
      << " warmup steps; " << cfg.seeds.size() << " seeds per norm. Target accuracy " << pct(cfg.target_accuracy)
-     << " on the " << (use_val ? "validation" : "test") << " set.\n\n";
+     << " on the " << (use_val ? "validation set" : "test set (there is no validation set: `--val-fraction` 0)")
+     << ".\n\n";
   md << "| norm | final test accuracy (%) | final test loss | reached target | epochs to target | steps to target | diverged |\n";
   md << "|---|---|---|---|---|---|---|\n";
   for (const auto& norm : cfg.norms) {

@@ -55,6 +55,12 @@ Report run_sweep(const SweepConfig& config, const Splits& data, const StudyConte
 // The settings columns every tidy CSV starts with, and their values for a run.
 std::vector<std::string> settings_header();
 std::vector<std::string> settings_cells(const TrainConfig& c, const std::string& dataset);
+// The per-epoch columns of epochs.csv after the settings: epoch, step, train, validation (only
+// with a validation set: without one they would hold nothing but NaN), test, and with bn_columns
+// BatchNorm's precise and test-batch accuracies.
+std::vector<std::string> epoch_columns(bool validation, bool bn_columns);
+// One epoch's cells for those columns.
+std::vector<std::string> epoch_cells(const EpochRecord& e, bool validation, bool bn_columns);
 // The manifest common to every study: configuration, seeds, git commit, Highway target, threads,
 // wall time.
 nlohmann::json manifest(const StudyContext& ctx, const nlohmann::json& config, double wall_seconds);

@@ -20,6 +20,22 @@ std::vector<std::string> settings_cells(const TrainConfig& c, const std::string&
           fmt(c.weight_decay), std::to_string(c.warmup_steps), c.schedule};
 }
 
+std::vector<std::string> epoch_columns(bool validation, bool bn_columns) {
+  std::vector<std::string> h{"epoch", "step", "train_loss", "train_acc"};
+  if (validation) h.insert(h.end(), {"val_loss", "val_acc"});
+  h.insert(h.end(), {"test_loss", "test_acc"});
+  if (bn_columns) h.insert(h.end(), {"test_acc_precise", "test_acc_batch"});
+  return h;
+}
+
+std::vector<std::string> epoch_cells(const EpochRecord& e, bool validation, bool bn_columns) {
+  std::vector<std::string> c{std::to_string(e.epoch), std::to_string(e.step), fmt(e.train_loss), fmt(e.train_acc)};
+  if (validation) c.insert(c.end(), {fmt(e.val_loss), fmt(e.val_acc)});
+  c.insert(c.end(), {fmt(e.test_loss), fmt(e.test_acc)});
+  if (bn_columns) c.insert(c.end(), {fmt(e.test_acc_precise), fmt(e.test_acc_batch)});
+  return c;
+}
+
 nlohmann::json to_json(const TrainConfig& c) {
   return {{"model", {{"inputs", c.model.inputs}, {"hidden", c.model.hidden}, {"outputs", c.model.outputs},
                      {"activation", c.model.activation}, {"norm", c.model.norm}, {"groups", c.model.groups}}},

@@ -98,8 +98,8 @@ Report run_sweep(const SweepConfig& cfg, const Splits& data, const StudyContext&
   };
   CsvTable runs_csv(header({"diverged", "diverged_step", "final_test_acc", "final_test_acc_precise",
                             "final_test_acc_batch", "final_test_loss"}));
-  CsvTable epochs_csv(header({"epoch", "step", "train_loss", "train_acc", "val_loss", "val_acc", "test_loss",
-                              "test_acc", "test_acc_precise", "test_acc_batch"}));
+  const bool has_val = data.validation.size() > 0;
+  CsvTable epochs_csv(header(epoch_columns(has_val, true)));
   for (const RunResult& r : runs) {
     auto cells = settings_cells(r.config, ctx.dataset);
     auto extra = std::vector<std::string>{r.diverged ? "1" : "0", std::to_string(r.diverged_step),
@@ -111,9 +111,7 @@ Report run_sweep(const SweepConfig& cfg, const Splits& data, const StudyContext&
     runs_csv.add_row(cells);
     for (const auto& e : r.epochs) {
       auto ec = settings_cells(r.config, ctx.dataset);
-      for (auto s : {std::to_string(e.epoch), std::to_string(e.step), fmt(e.train_loss), fmt(e.train_acc), fmt(e.val_loss),
-                     fmt(e.val_acc), fmt(e.test_loss), fmt(e.test_acc), fmt(e.test_acc_precise), fmt(e.test_acc_batch)})
-        ec.push_back(s);
+      for (auto& s : epoch_cells(e, has_val, true)) ec.push_back(std::move(s));
       epochs_csv.add_row(ec);
     }
   }

@@ -167,7 +167,8 @@ std::pair<double, double> moments(const Tensor& t) {
 
 }  // namespace
 
-RunResult train_run(const TrainConfig& config, const Splits& s, const StepCallback& on_step) {
+RunResult train_run(const TrainConfig& config, const Splits& s, const StepCallback& on_step,
+                    const EpochCallback& on_epoch) {
   validate(config, s);
   const auto t0 = std::chrono::steady_clock::now();
   const std::clock_t cpu0 = std::clock();
@@ -293,6 +294,7 @@ RunResult train_run(const TrainConfig& config, const Splits& s, const StepCallba
       r.bn_eval_seconds += since(t);
     }
     r.epochs.push_back(e);
+    if (on_epoch) on_epoch(e);
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.cpu_seconds = double(std::clock() - cpu0) / CLOCKS_PER_SEC;

@@ -95,8 +95,12 @@ struct RunResult {
 // Called after every training step with (steps done in this run, steps in this run).
 using StepCallback = std::function<void(int64_t, int64_t)>;
 
+// Called after every epoch, as soon as it is evaluated, with its record.
+using EpochCallback = std::function<void(const EpochRecord&)>;
+
 // Trains one model as configured. A NaN or Inf loss stops the run, marked diverged at that step.
-RunResult train_run(const TrainConfig& config, const Splits& data, const StepCallback& on_step = {});
+RunResult train_run(const TrainConfig& config, const Splits& data, const StepCallback& on_step = {},
+                    const EpochCallback& on_epoch = {});
 
 // Steps one run of this configuration takes.
 int64_t steps_per_run(const TrainConfig& config, const Splits& data);

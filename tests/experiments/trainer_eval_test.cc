@@ -1,8 +1,11 @@
 // train_run's evaluation schedule (eval_last: only the last N epochs are evaluated, as the sweep
-// does) and its time breakdown (the parts of a run add up to no more than its wall time).
+// does), its callbacks (each epoch reported as soon as it ends) and its time breakdown (the parts
+// of a run add up to no more than its wall time).
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "experiments/datasets.h"
 #include "experiments/trainer.h"
@@ -53,6 +56,34 @@ BOOST_AUTO_TEST_CASE(eval_last_evaluates_only_the_last_epochs) {
   for (size_t i = 2; i < 4; ++i) {
     BOOST_TEST(all.epochs[i].test_acc == r.epochs[i].test_acc);
     BOOST_TEST(all.epochs[i].test_loss == r.epochs[i].test_loss);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(each_epoch_is_reported_as_soon_as_it_ends) {
+  const Splits s = moons();
+  const TrainConfig c = small_config();
+  std::vector<std::string> events;
+  std::vector<EpochRecord> reported;
+  const RunResult r = train_run(
+      c, s, [&](int64_t done, int64_t) { events.push_back("step " + std::to_string(done)); },
+      [&](const EpochRecord& e) {
+        events.push_back("epoch " + std::to_string(e.epoch));
+        reported.push_back(e);
+      });
+  // Every epoch's callback comes right after its last step, before the next epoch's first step.
+  const int64_t per_epoch = steps_per_run(c, s) / c.epochs;
+  BOOST_REQUIRE_GT(per_epoch, 1);
+  std::vector<std::string> want;
+  for (int64_t e = 1; e <= c.epochs; ++e) {
+    for (int64_t k = 1; k <= per_epoch; ++k) want.push_back("step " + std::to_string((e - 1) * per_epoch + k));
+    want.push_back("epoch " + std::to_string(e));
+  }
+  BOOST_TEST(events == want, boost::test_tools::per_element());
+  // With the records the result keeps.
+  BOOST_REQUIRE_EQUAL(reported.size(), r.epochs.size());
+  for (size_t i = 0; i < reported.size(); ++i) {
+    BOOST_TEST(reported[i].step == r.epochs[i].step);
+    BOOST_TEST(reported[i].test_acc == r.epochs[i].test_acc);
   }
 }
 
