@@ -43,35 +43,60 @@ struct Options {
   int64_t sweep_train_limit = 0;  // study: the sweep trains on the first N training samples (0: all)
 };
 
+// An option whose default depends on the dataset or a preset (applied after parsing): its
+// description states each default, instead of the value CLI11 captured before the presets.
+CLI::Option* preset_default(CLI::Option* opt, const std::string& defaults) {
+  opt->description(opt->get_description() + " (default: " + defaults + ")");
+  opt->default_str("");
+  return opt;
+}
+
 void add_data_options(CLI::App* a, Options& o) {
-  a->add_option("--dataset", o.data.name, "fashion-mnist, csv, spirals, moons, circles, blobs or xor");
+  const bool study = a->get_name() == "study";
+  preset_default(a->add_option("--dataset", o.data.name, "fashion-mnist, csv, spirals, moons, circles, blobs or xor"),
+                 "moons with --quick, else fashion-mnist");
   a->add_option("--csv", o.data.csv_path, "CSV file (with --dataset csv): header row, numeric features");
   a->add_option("--csv-test", o.data.csv_test_path, "CSV test file (else a fraction of --csv is held out)");
   a->add_option("--label", o.data.label, "the label column of the CSV file");
   a->add_option("--train-limit", o.data.train_limit, "use only the first N training samples (0: all)");
   a->add_option("--test-limit", o.data.test_limit, "use only the first N test samples (0: all)");
-  a->add_option("--val-fraction", o.data.validation_fraction, "fraction of the training samples held out for validation");
+  auto* val = a->add_option("--val-fraction", o.data.validation_fraction,
+                            "fraction of the training samples held out for validation");
+  if (study) preset_default(val, "0.1 on fashion-mnist without --quick, else 0");
   a->add_option("--test-fraction", o.data.test_fraction, "test fraction for CSV without a test file and synthetic sets");
   a->add_option("--samples", o.data.samples, "synthetic sets: number of samples");
-  a->add_option("--noise", o.data.noise, "synthetic sets: noise");
+  preset_default(a->add_option("--noise", o.data.noise, "synthetic sets: noise"), "0.25 with --quick, else 0.1");
   a->add_option("--data-seed", o.data.seed, "seed of synthetic data and of the splits");
 }
 
 void add_train_options(CLI::App* a, Options& o) {
-  a->add_option("--hidden", o.train.model.hidden, "hidden widths, e.g. 256,256")->delimiter(',');
+  const std::string cmd = a->get_name();
+  preset_default(a->add_option("--hidden", o.train.model.hidden, "hidden widths, e.g. 256,256")->delimiter(','),
+                 "32,32 with --quick, 256,256 on fashion-mnist, else 64,64");
   a->add_option("--activation", o.train.model.activation, "relu, tanh, gelu or sigmoid");
   a->add_option("--groups", o.train.model.groups, "GroupNorm: number of groups");
-  a->add_option("--epochs", o.train.epochs, "epochs per run");
-  a->add_option("--batch-size", o.train.batch_size, "training batch size");
-  a->add_option("--lr", o.train.lr, "peak learning rate (sweep --over batch: at --reference-batch)");
+  preset_default(a->add_option("--epochs", o.train.epochs, "epochs per run"),
+                 cmd == "study" ? "3 with --quick or on fashion-mnist, else 5" : "3 with --quick, else 5");
+  preset_default(a->add_option("--batch-size", o.train.batch_size,
+                               cmd == "sweep" ? "training batch size (--over lr)" : "training batch size"),
+                 "32 with --quick, else 128");
+  const std::string lr = cmd == "sweep"   ? "peak learning rate (--over batch: at --reference-batch)"
+                         : cmd == "study" ? "peak learning rate (the sweep: at batch 128, scaled linearly)"
+                                          : "peak learning rate";
+  preset_default(a->add_option("--lr", o.train.lr, lr), "0.1 with --quick, else 0.05");
   a->add_option("--momentum", o.train.momentum, "SGD momentum");
   a->add_option("--weight-decay", o.train.weight_decay, "SGD weight decay");
   a->add_flag("--nesterov", o.train.nesterov, "Nesterov momentum");
-  a->add_option("--warmup", o.train.warmup_steps, "linear warmup steps");
+  preset_default(a->add_option("--warmup", o.train.warmup_steps, "linear warmup steps"),
+                 "10 with --quick, 50 on fashion-mnist, else 0");
   a->add_option("--schedule", o.train.schedule, "after warmup: none, cosine or step");
   a->add_option("--step-every", o.train.step_every, "schedule step: decay every N steps");
   a->add_option("--step-gamma", o.train.step_gamma, "schedule step: decay factor");
-  a->add_option("--stats-every", o.train.stats_every, "record activation statistics every N steps (0: off)");
+  if (cmd != "sweep")  // the sweep records no activation statistics
+    preset_default(a->add_option("--stats-every", o.train.stats_every,
+                                 "record activation statistics and gradient norms every N steps"),
+                   std::string("10 with --quick, else 0, which records about 50 times per run") +
+                       (cmd == "study" ? "; the comparison only" : ""));
   a->add_option("--eval-batch", o.train.eval_batch, "evaluation batch size");
 }
 
@@ -121,6 +146,30 @@ void apply_full(Options& o, CLI::App* sub) {
   if (unset("--epochs")) o.train.epochs = 5;
 }
 
+// Flags that the chosen settings would silently ignore: an error naming both, before any data is
+// read or any file written.
+void check_conflicts(const Options& o, CLI::App* sub) {
+  auto given = [&](const char* flag) { return sub->get_option_no_throw(flag) != nullptr && sub->count(flag) > 0; };
+  if (o.quick && o.full) throw Error("--quick and --full cannot be used together");
+  if (sub->get_name() == "sweep") {
+    const std::string over = "--over " + o.over + (given("--over") ? "" : " (the default)");
+    auto reject = [&](const char* flag, const std::string& why) {
+      if (given(flag)) throw Error(std::string(flag) + " cannot be used with " + over + ": " + why);
+    };
+    if (o.over == "lr") {
+      reject("--batch-sizes", "it sets the batch sizes of --over batch (--batch-size sets the batch of every run)");
+      reject("--reference-batch", "it scales the learning rate with the batch size of --over batch");
+    } else {
+      reject("--lrs", "it sets the learning rates of --over lr (--lr sets the rate at --reference-batch)");
+      reject("--batch-size", "every run trains at one of --batch-sizes");
+    }
+    if (o.full && o.over != "batch") throw Error("--full cannot be used with " + over + ": --full is the batch-size protocol");
+  }
+  if (o.full && o.data.name != "fashion-mnist")
+    throw Error("--full cannot be used with --dataset " + o.data.name + ": --full is the Fashion-MNIST protocol "
+                "(all 60k training images)");
+}
+
 void apply_threads(const Options& o) {
   if (o.threads < 1) throw Error("--threads must be at least 1, got " + std::to_string(o.threads));
   autograd::set_num_threads(o.threads);
@@ -167,11 +216,13 @@ int run_cli(int argc, char** argv) {
   add_data_options(sweep, o);
   add_train_options(sweep, o);
   sweep->add_option("--over", o.over, "what to sweep: batch or lr")->check(CLI::IsMember({"batch", "lr"}));
-  sweep->add_option("--batch-sizes", o.batch_sizes, "batch sizes (--over batch)")->delimiter(',');
-  sweep->add_option("--lrs", o.lrs, "learning rates (--over lr)")->delimiter(',');
+  preset_default(sweep->add_option("--batch-sizes", o.batch_sizes, "batch sizes (--over batch)")->delimiter(','),
+                 "2,8,32,128 with --quick, else 2,4,8,16,32,64,128,256");
+  preset_default(sweep->add_option("--lrs", o.lrs, "learning rates (--over lr)")->delimiter(','),
+                 "0.01,0.1,1 with --quick, else 0.01,0.03,0.1,0.3,1,3");
   sweep->add_option("--reference-batch", o.reference_batch, "lr = --lr x batch / this (linear scaling)");
   sweep->add_option("--norms", o.norms, "norms")->delimiter(',');
-  sweep->add_option("--seeds", o.seeds, "seeds")->delimiter(',');
+  preset_default(sweep->add_option("--seeds", o.seeds, "seeds")->delimiter(','), "0,1,2,3,4 with --full, else 0,1");
   sweep->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
   sweep->add_flag("--full", o.full, "the complete protocol: all 60k images, 5 seeds, batch 2..256");
   add_output_options(sweep, o, "out/sweep");
@@ -181,10 +232,12 @@ int run_cli(int argc, char** argv) {
   add_train_options(study, o);
   study->add_option("--norms", o.norms, "norms")->delimiter(',');
   study->add_option("--seeds", o.seeds, "seeds")->delimiter(',');
-  study->add_option("--batch-sizes", o.batch_sizes, "batch sizes of the sweep")->delimiter(',');
+  preset_default(study->add_option("--batch-sizes", o.batch_sizes, "batch sizes of the sweep")->delimiter(','),
+                 "2,8,32,128 with --quick, else 2,4,8,16,32,64,128,256");
   study->add_option("--target", o.target, "target accuracy of the comparison");
-  study->add_option("--sweep-train-limit", o.sweep_train_limit,
-                    "the sweep trains on the first N training samples (0: all; Fashion-MNIST default 5000)");
+  preset_default(study->add_option("--sweep-train-limit", o.sweep_train_limit,
+                                   "the sweep trains on the first N training samples (0: all)"),
+                 "5000 on fashion-mnist without --quick, else 0");
   study->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
   add_output_options(study, o, "out/study");
 
@@ -197,7 +250,7 @@ int run_cli(int argc, char** argv) {
   if (demo->parsed()) return run_demo(o.demo_steps);
   CLI::App* sub = app.get_subcommands().front();
   apply_threads(o);
-  if (o.quick && o.full) throw Error("--quick and --full cannot be used together");
+  check_conflicts(o, sub);
   if (o.data.name != "csv" && (!o.data.csv_path.empty() || !o.data.label.empty()))
     throw Error("--csv and --label go with --dataset csv (the dataset is '" + o.data.name + "')");
   if (o.full) apply_full(o, sub);

@@ -1,14 +1,21 @@
 // The normlab command end to end: the quick preset writes every output file, the same command
-// gives byte-identical CSVs, and bad input gives a clear error with nothing written.
+// gives byte-identical CSVs (whatever the thread count), train prints each epoch as it ends, --help
+// states the preset defaults, and bad input gives a clear error with nothing written.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <boost/test/unit_test.hpp>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "autograd/error.h"
+#include "data/split.h"
 #include "experiments/cli.h"
 #include "nn/safetensors.h"
 
@@ -50,16 +57,58 @@ size_t lines(const fs::path& p) {
   return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
 }
 
-// Runs the command and expects a normlab::Error whose message contains `needle`.
-void expect_error(const std::vector<std::string>& args, const std::string& needle) {
+// Runs the command and expects a normlab::Error whose message contains every one of `needles`.
+void expect_error(const std::vector<std::string>& args, const std::vector<std::string>& needles) {
   BOOST_TEST_CONTEXT("normlab " << [&] { std::string s; for (auto& a : args) s += a + " "; return s; }()) {
     try {
       run(args);
       BOOST_ERROR("no error was raised");
     } catch (const normlab::Error& e) {
-      BOOST_TEST(std::string(e.what()).find(needle) != std::string::npos, "message: " << e.what());
+      for (const auto& needle : needles)
+        BOOST_TEST(std::string(e.what()).find(needle) != std::string::npos, "lacks \"" << needle << "\": " << e.what());
     }
   }
+}
+void expect_error(const std::vector<std::string>& args, const std::string& needle) {
+  expect_error(args, std::vector<std::string>{needle});
+}
+
+// What f() writes to the file descriptor fd (1: stdout, 2: stderr), which goes to a temporary
+// file meanwhile (not a terminal, as in CI).
+template <typename F>
+std::string captured(int fd, F&& f) {
+  Tmp t;
+  fs::create_directories(t.dir);
+  const fs::path file = t.dir / "captured.txt";
+  std::fflush(nullptr);
+  std::cout.flush();
+  const int saved = ::dup(fd);
+  const int to = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  BOOST_REQUIRE(saved >= 0 && to >= 0);
+  ::dup2(to, fd);
+  ::close(to);
+  struct Restore {
+    int fd, saved;
+    ~Restore() {
+      std::fflush(nullptr);
+      std::cout.flush();
+      ::dup2(saved, fd);
+      ::close(saved);
+    }
+  };
+  {
+    Restore restore{fd, saved};
+    f();
+  }
+  return slurp(file);
+}
+
+// The lines of s.
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
 }
 
 const std::string kFixtures = std::string(NORMLAB_SOURCE_DIR) + "/tests/experiments/fixtures/";
@@ -74,7 +123,8 @@ BOOST_AUTO_TEST_CASE(quick_study_writes_every_output_file) {
   const std::vector<std::string> compare_files = {"runs.csv", "steps.csv", "epochs.csv", "activations.csv",
                                                   "grad_norms.csv", "summary.csv", "report.md", "manifest.json",
                                                   "loss_curves.png", "loss_curves.svg", "test_accuracy.png",
-                                                  "test_accuracy.svg", "activations.png", "activations.svg"};
+                                                  "test_accuracy.svg", "activations.png", "activations.svg",
+                                                  "grad_norms.png", "grad_norms.svg"};
   const std::vector<std::string> sweep_files = {"runs.csv", "epochs.csv", "summary.csv", "report.md", "manifest.json",
                                                 "accuracy_vs_batch.png", "accuracy_vs_batch.svg", "bn_eval_gap.png",
                                                 "bn_eval_gap.svg"};
@@ -102,6 +152,22 @@ BOOST_AUTO_TEST_CASE(quick_study_writes_every_output_file) {
   BOOST_TEST(rep.find("## Batch-size sensitivity") != std::string::npos);
   BOOST_TEST(rep.find("(sweep/accuracy_vs_batch.png)") != std::string::npos);
   BOOST_TEST(rep.find("Model 2-32-32-2") != std::string::npos);
+  // The activation plot has a mean and a std panel for each hidden layer (2 with --quick); the
+  // gradient-norm plot a panel per weight matrix; the reading says what they show.
+  const std::string act = slurp(t.dir / "compare" / "activations.gp");
+  const std::string grad = slurp(t.dir / "compare" / "grad_norms.gp");
+  for (const char* panel :
+       {"Hidden layer 1: mean", "Hidden layer 1: std", "Hidden layer 2: mean", "Hidden layer 2: std"})
+    BOOST_TEST(act.find(panel) != std::string::npos, panel);
+  for (const char* line :
+       {"batch, before the norm", "batch, after the norm", "layer, after the norm", "none (no norm)"})
+    BOOST_TEST(act.find(line) != std::string::npos, line);
+  for (const char* panel : {"Linear 1 weight (into hidden layer 1)", "Linear 2 weight (into hidden layer 2)",
+                            "output Linear weight"})
+    BOOST_TEST(grad.find(panel) != std::string::npos, panel);
+  BOOST_TEST(rep.find("(compare/grad_norms.png)") != std::string::npos);
+  BOOST_TEST(rep.find("With batch, the norm's output") != std::string::npos);
+  BOOST_TEST(rep.find("Gradient norms, mean over recorded steps and seeds") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(same_command_same_seed_gives_byte_identical_csv) {
@@ -119,6 +185,111 @@ BOOST_AUTO_TEST_CASE(same_command_same_seed_gives_byte_identical_csv) {
   Tmp c;
   BOOST_REQUIRE_EQUAL(run({"compare", "--quick", "--quiet", "--seeds", "5", "--out", c.dir.string()}), 0);
   BOOST_TEST((slurp(a.dir / "steps.csv") != slurp(c.dir / "steps.csv")));
+}
+
+// A sweep over batch sizes with BatchNorm (so the running, precise and test-batch evaluations are
+// all in the CSVs), with layers wide enough and batches large enough that the GEMM and the norm
+// kernels split their work between threads: the same bytes twice, and on 1 thread as on 2.
+BOOST_AUTO_TEST_CASE(sweep_with_batchnorm_gives_byte_identical_csv_on_any_thread_count) {
+  const std::vector<std::string> sweep = {"sweep", "--quiet", "--dataset", "moons", "--samples", "2000",
+                                          "--hidden", "256,256", "--over", "batch", "--batch-sizes", "16,256",
+                                          "--norms", "none,batch,layer", "--seeds", "0", "--epochs", "3",
+                                          "--lr", "0.1", "--warmup", "10"};
+  Tmp two_a, two_b, one;
+  for (auto [t, threads] : {std::pair{&two_a, "2"}, std::pair{&two_b, "2"}, std::pair{&one, "1"}}) {
+    auto args = sweep;
+    args.insert(args.end(), {"--threads", threads, "--out", t->dir.string()});
+    BOOST_REQUIRE_EQUAL(run(args), 0);
+  }
+  for (const char* f : {"runs.csv", "epochs.csv", "summary.csv"}) {
+    BOOST_TEST_CONTEXT(f) {
+      const std::string x = slurp(two_a.dir / f);
+      BOOST_TEST(!x.empty());
+      BOOST_TEST((x == slurp(two_b.dir / f)), "two runs on 2 threads differ");
+      BOOST_TEST((x == slurp(one.dir / f)), "1 thread and 2 threads differ");
+    }
+  }
+  // The BatchNorm rows hold all three evaluations (no NaN), the others only the running one.
+  int bn_rows = 0;
+  for (const std::string& line : split_lines(slurp(one.dir / "runs.csv")))
+    if (line.find(",batch,relu,") != std::string::npos) {
+      ++bn_rows;
+      BOOST_TEST(line.find("nan") == std::string::npos, line);
+    }
+  BOOST_TEST(bn_rows == 2);
+}
+
+BOOST_AUTO_TEST_CASE(train_prints_one_line_per_epoch_in_order) {
+  Tmp t;
+  int rc = -1;
+  const std::string err =
+      captured(2, [&] { rc = run({"train", "--quick", "--epochs", "4", "--out", t.dir.string()}); });
+  BOOST_REQUIRE_EQUAL(rc, 0);
+  BOOST_TEST(err.find('\r') == std::string::npos, "a progress bar on a file: " << err);  // plain lines
+  std::vector<std::string> epochs;
+  for (const std::string& line : split_lines(err))
+    if (line.rfind("epoch ", 0) == 0) epochs.push_back(line);
+  BOOST_REQUIRE_EQUAL(epochs.size(), 4u);
+  for (size_t i = 0; i < epochs.size(); ++i) {
+    BOOST_TEST(epochs[i].rfind("epoch " + std::to_string(i + 1) + ": train loss ", 0) == 0u, epochs[i]);
+    BOOST_TEST(epochs[i].find(", test acc ") != std::string::npos, epochs[i]);
+  }
+  // --quiet: nothing at all.
+  Tmp q;
+  const std::string quiet =
+      captured(2, [&] { rc = run({"train", "--quick", "--quiet", "--out", q.dir.string()}); });
+  BOOST_REQUIRE_EQUAL(rc, 0);
+  BOOST_TEST(quiet.empty(), quiet);
+}
+
+BOOST_AUTO_TEST_CASE(help_states_the_preset_defaults) {
+  // Options whose default depends on the dataset or --quick say so, instead of a bare value.
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"--hidden", "(default: 32,32 with --quick, 256,256 on fashion-mnist, else 64,64)"},
+      {"--warmup", "(default: 10 with --quick, 50 on fashion-mnist, else 0)"},
+      {"--epochs", "3 with --quick"},
+      {"--batch-size", "(default: 32 with --quick, else 128)"},
+      {"--lr", "(default: 0.1 with --quick, else 0.05)"},
+      {"--dataset", "(default: moons with --quick, else fashion-mnist)"},
+      {"--noise", "(default: 0.25 with --quick, else 0.1)"}};
+  for (const char* sub : {"train", "compare", "sweep", "study"}) {
+    BOOST_TEST_CONTEXT(sub) {
+      int rc = -1;
+      const std::string help = captured(1, [&] { rc = run({sub, "--help"}); });
+      BOOST_TEST(rc == 0);
+      BOOST_TEST(help.find("=[]") == std::string::npos, help);
+      for (const auto& [flag, text] : want)
+        for (const std::string& line : split_lines(help))
+          if (line.find("  " + flag + " ") != std::string::npos)
+            BOOST_TEST(line.find(text) != std::string::npos, line);
+    }
+  }
+  const std::string sweep = captured(1, [&] { run({"sweep", "--help"}); });
+  BOOST_TEST(sweep.find("(default: 2,8,32,128 with --quick, else 2,4,8,16,32,64,128,256)") != std::string::npos);
+  BOOST_TEST(sweep.find("(default: 0,1,2,3,4 with --full, else 0,1)") != std::string::npos);
+  const std::string study = captured(1, [&] { run({"study", "--help"}); });
+  BOOST_TEST(study.find("(default: 0.1 on fashion-mnist without --quick, else 0)") != std::string::npos);
+  BOOST_TEST(study.find("(default: 3 with --quick or on fashion-mnist, else 5)") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(validation_columns_only_with_a_validation_set) {
+  Tmp none, some;
+  BOOST_REQUIRE_EQUAL(run({"train", "--quick", "--quiet", "--out", none.dir.string()}), 0);
+  BOOST_REQUIRE_EQUAL(run({"train", "--quick", "--quiet", "--val-fraction", "0.2", "--out", some.dir.string()}), 0);
+  // Without a validation set (the default --val-fraction 0): no val_* columns, no NaN.
+  const std::string a = slurp(none.dir / "epochs.csv"), b = slurp(some.dir / "epochs.csv");
+  BOOST_TEST(a.find("val_") == std::string::npos);
+  BOOST_TEST(a.find("nan") == std::string::npos);
+  BOOST_TEST(slurp(none.dir / "report.md").find("No validation set") != std::string::npos);
+  // With one: the columns, with numbers in them.
+  BOOST_TEST(b.substr(0, b.find('\n')).find(",val_loss,val_acc,") != std::string::npos);
+  BOOST_TEST(b.find("nan") == std::string::npos);
+  BOOST_TEST(slurp(some.dir / "report.md").find("| val acc (%) |") != std::string::npos);
+  // compare and sweep likewise.
+  Tmp c;
+  BOOST_REQUIRE_EQUAL(run({"compare", "--quick", "--quiet", "--seeds", "0", "--out", c.dir.string()}), 0);
+  BOOST_TEST(slurp(c.dir / "epochs.csv").find("val_") == std::string::npos);
+  BOOST_TEST(slurp(c.dir / "report.md").find("there is no validation set") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(train_writes_a_checkpoint_with_pytorch_names) {
@@ -188,6 +359,36 @@ BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error_and_writes_nothing) {
   expect_error({"train", "--dataset", "csv", "--csv", kFixtures + "iris_like.csv", "--out", out}, "--label");
   expect_error({"train", "--quick", "--csv", "x.csv", "--out", out}, "--csv and --label go with --dataset csv");
   expect_error({"train", "--quick", "--norm", "group", "--groups", "5", "--out", out}, "divisible by 5");
+  // Flags the other flags would make meaningless: both named.
+  expect_error({"sweep", "--quick", "--over", "lr", "--batch-sizes", "2,4", "--out", out},
+               "--batch-sizes cannot be used with --over lr");
+  expect_error({"sweep", "--quick", "--over", "lr", "--reference-batch", "64", "--out", out},
+               "--reference-batch cannot be used with --over lr");
+  expect_error({"sweep", "--quick", "--over", "batch", "--lrs", "0.1,1", "--out", out},
+               "--lrs cannot be used with --over batch");
+  expect_error({"sweep", "--quick", "--lrs", "0.1,1", "--out", out},
+               "--lrs cannot be used with --over batch (the default)");
+  expect_error({"sweep", "--quick", "--batch-size", "16", "--out", out},
+               "--batch-size cannot be used with --over batch");
+  expect_error({"sweep", "--full", "--dataset", "moons", "--out", out}, "--full cannot be used with --dataset moons");
+  expect_error({"sweep", "--full", "--dataset", "csv", "--csv", kFixtures + "iris_like.csv", "--label", "species",
+                "--out", out},
+               "--full cannot be used with --dataset csv");
+  expect_error({"sweep", "--full", "--over", "lr", "--out", out}, "--full cannot be used with --over lr");
+  // A class that the split of one CSV file holds out of the training part: the file, the line, the class.
+  const std::string rare = std::string(NORMLAB_SOURCE_DIR) + "/tests/data/fixtures/rare_class.csv";
+  {
+    // rare_class.csv: 11 rows, "rare" only in row 9 (line 11); --test-fraction 0.25 holds out the
+    // last 3 positions of the seed's permutation. Find a seed that holds row 9 out.
+    uint64_t seed = 0;
+    for (;; ++seed) {
+      const auto p = normlab::data::permutation(11, seed);
+      if (std::find(p.begin() + 8, p.end(), 9) != p.end()) break;
+    }
+    expect_error({"train", "--dataset", "csv", "--csv", rare, "--label", "label", "--test-fraction", "0.25",
+                  "--data-seed", std::to_string(seed), "--hidden", "4", "--batch-size", "2", "--out", out},
+                 {rare + ": line 11", "class \"rare\"", "test part", "--test-fraction"});
+  }
   BOOST_TEST(!fs::exists(t.dir), "an output folder was created by a failed command");
   // An output folder that cannot be created: a path below a regular file.
   Tmp f;
