@@ -125,7 +125,8 @@ void apply_quick(Options& o, CLI::App* sub) {
 }
 
 // Fashion-MNIST defaults: MLP 784-256-256-10, ReLU, SGD momentum 0.9; the study (make run) is
-// sized to a few minutes on 2 cores: 3 epochs, the sweep on the first 5000 training images.
+// sized to a few minutes on 2 cores: 3 epochs, the sweep on the first 10000 training images
+// (precise BN then recomputes the statistics over all 10000).
 void apply_fashion_defaults(Options& o, CLI::App* sub, bool study) {
   auto unset = [&](const char* flag) { return sub->get_option_no_throw(flag) == nullptr || sub->count(flag) == 0; };
   if (unset("--hidden")) o.train.model.hidden = {256, 256};
@@ -133,7 +134,7 @@ void apply_fashion_defaults(Options& o, CLI::App* sub, bool study) {
   if (study) {
     if (unset("--epochs")) o.train.epochs = 3;
     if (unset("--val-fraction")) o.data.validation_fraction = 0.1;
-    if (unset("--sweep-train-limit")) o.sweep_train_limit = 5000;
+    if (unset("--sweep-train-limit")) o.sweep_train_limit = 10000;
   }
 }
 
@@ -237,7 +238,7 @@ int run_cli(int argc, char** argv) {
   study->add_option("--target", o.target, "target accuracy of the comparison");
   preset_default(study->add_option("--sweep-train-limit", o.sweep_train_limit,
                                    "the sweep trains on the first N training samples (0: all)"),
-                 "5000 on fashion-mnist without --quick, else 0");
+                 "10000 on fashion-mnist without --quick, else 0");
   study->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
   add_output_options(study, o, "out/study");
 
