@@ -2,10 +2,9 @@
 // fused cross_entropy.
 #include "autograd/loss.h"
 
-#include <cmath>
-
 #include "autograd/elementwise.h"
 #include "autograd/engine.h"
+#include "autograd/kernels/softmax.h"
 #include "autograd/reduce.h"
 
 namespace normlab::autograd {
@@ -58,47 +57,23 @@ Tensor nll_loss(const Tensor& logp, const std::vector<int64_t>& target) {
 Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& target) {
   check_targets(logits, target, "cross_entropy");
   // One fused op for nll_loss(log_softmax(x, 1), t), as one node (PyTorch names the last
-  // node of its composite NllLossBackward0). Per row i, in double:
+  // node of its composite NllLossBackward0). Per row i, in double (kernels/softmax.h):
   //   m = max_j x_ij,  s = sum_j e^(x_ij - m),  log p_ij = x_ij - m - log s,
   //   loss = -(1/N) sum_i log p_{i,t_i};  d loss / d x_ij = (p_ij - [j = t_i]) / N.
   // Saves only p (N, C), the softmax.
   const int64_t n = logits.size(0), c = logits.size(1);
   Tensor p = empty({n, c}, logits.dtype());
-  double acc = 0;
+  double acc = 0;  // sum_i -log p_{i,t_i}
   dispatch(logits.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    const T* x = logits.data<T>();
-    T* pr = p.data<T>();
-    for (int64_t i = 0; i < n; ++i) {
-      const T* xi = x + i * c;
-      T* pi = pr + i * c;
-      T m = xi[0];
-      for (int64_t j = 1; j < c; ++j) m = xi[j] > m ? xi[j] : m;
-      double sum = 0;
-      for (int64_t j = 0; j < c; ++j) {
-        const double e = std::exp(static_cast<double>(xi[j]) - m);
-        pi[j] = static_cast<T>(e);  // p_ij = e_ij / s, scaled below
-        sum += e;
-      }
-      const double log_s = std::log(sum);
-      const double inv_s = 1 / sum;
-      for (int64_t j = 0; j < c; ++j) {
-        // (float: e in float, then times 1/s in double, rounded once more)
-        pi[j] = static_cast<T>(static_cast<double>(pi[j]) * inv_s);
-      }
-      acc -= static_cast<double>(xi[target[i]]) - m - log_s;
-    }
+    acc = kernels::cross_entropy_forward(n, c, logits.data<T>(), target.data(), p.data<T>());
   });
   Tensor out = scalar(acc / n, logits.dtype());
   return record("NllLossBackward0", out, {logits}, [p, target, n, c](const Tensor& g, const Needs&) {
     Tensor gx = empty({n, c}, p.dtype());
     dispatch(p.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      const T scale = static_cast<T>(g.item() / n);
-      const T* pr = p.data<T>();
-      T* d = gx.data<T>();
-      for (int64_t i = 0; i < n * c; ++i) d[i] = pr[i] * scale;
-      for (int64_t i = 0; i < n; ++i) d[i * c + target[i]] = (pr[i * c + target[i]] - 1) * scale;
+      kernels::cross_entropy_backward(n, c, p.data<T>(), target.data(), g.item() / n, gx.data<T>());
     });
     return Grads{gx};
   });

@@ -5,6 +5,7 @@
 
 #include "autograd/elementwise.h"
 #include "autograd/engine.h"
+#include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/reduce.h"
 #include "autograd/shape_ops.h"
 
@@ -79,12 +80,12 @@ Tensor reduce_raw(k::ReduceOp op, const Tensor& x, const std::vector<int64_t>& d
 // 1 where a == b, else 0 (same shapes and dtype): the positions of the maxima in max's backward.
 Tensor equal_mask(const Tensor& a, const Tensor& b) {
   Tensor mask = empty_like(a);
+  if (a.numel() == 0) return mask;
+  k::BroadcastPlan flat;  // one loop over all elements
+  flat.rank = 1, flat.size[0] = a.numel(), flat.sa[0] = 1, flat.sb[0] = 1;
   dispatch(a.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    const T* pa = a.data<T>();
-    const T* pb = b.data<T>();
-    T* m = mask.data<T>();
-    for (int64_t i = 0, n = a.numel(); i < n; ++i) m[i] = pa[i] == pb[i] ? T(1) : T(0);
+    k::binary(k::BinaryOp::Eq, flat, a.data<T>(), b.data<T>(), mask.data<T>());
   });
   return mask;
 }

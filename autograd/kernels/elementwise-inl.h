@@ -133,6 +133,7 @@ HWY_INLINE V GeluGrad(D d, V x, V g) {
 template <typename T, class F>
 HWY_INLINE void BinaryRow(int64_t n, const T* a, int64_t sa, const T* b, int64_t sb, T* out, const F& f) {
   const hn::CappedTag<T, 1> d1;
+  if (n == 0) return;  // nothing to read: a scalar operand may be absent (empty, null)
   if (sa == 1 && sb == 1) {
     Map2(n, a, b, out, f);
   } else if (sa == 1 && sb == 0) {
@@ -169,6 +170,9 @@ void Binary(BinaryOp op, const BroadcastPlan& p, const T* a, const T* b, T* out)
     case BinaryOp::Sub: return BinaryPlanLoop(p, a, b, out, [](auto, auto x, auto y) { return hn::Sub(x, y); });
     case BinaryOp::Mul: return BinaryPlanLoop(p, a, b, out, [](auto, auto x, auto y) { return hn::Mul(x, y); });
     case BinaryOp::Div: return BinaryPlanLoop(p, a, b, out, [](auto, auto x, auto y) { return hn::Div(x, y); });
+    case BinaryOp::Eq:
+      return BinaryPlanLoop(p, a, b, out,
+                            [](auto d, auto x, auto y) { return hn::IfThenElseZero(hn::Eq(x, y), hn::Set(d, 1)); });
   }
 }
 

@@ -1,6 +1,7 @@
-// Elementwise kernels (public header, no SIMD types): broadcast binary ops, unary ops and their
-// fused gradients, axpy. Highway bodies in elementwise-inl.h, dispatch in elementwise.cc; the scalar
-// references in namespace ref below define what every SIMD target must compute.
+// Elementwise kernels (public header, no SIMD types): broadcast binary ops (arithmetic and equality),
+// unary ops and their fused gradients, axpy. Highway bodies in elementwise-inl.h, dispatch in
+// elementwise.cc; the scalar references in namespace ref below define what every SIMD target must
+// compute.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -8,7 +9,8 @@
 
 namespace normlab::autograd::kernels {
 
-enum class BinaryOp : int { Add, Sub, Mul, Div };
+// Eq gives 1 where a == b, else 0 (so 0 where either is NaN): the mask of max's backward.
+enum class BinaryOp : int { Add, Sub, Mul, Div, Eq };
 // param is the exponent for Pow and the factor for Scale.
 enum class UnaryOp : int { Neg, Exp, Log, Sqrt, Relu, Tanh, Sigmoid, Gelu, Pow, Scale };
 // dx = g * f'(.): Relu, Gelu and Pow read x; Tanh and Sigmoid read the forward output y.
@@ -54,6 +56,7 @@ T binary_op(BinaryOp op, T a, T b) {
     case BinaryOp::Sub: return a - b;
     case BinaryOp::Mul: return a * b;
     case BinaryOp::Div: return a / b;
+    case BinaryOp::Eq: return a == b ? T(1) : T(0);
   }
   return 0;
 }

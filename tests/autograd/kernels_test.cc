@@ -1,5 +1,7 @@
 // Every elementwise and reduction kernel, on every Highway target, against its scalar reference.
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -82,23 +84,43 @@ template <typename T>
 void test_binary() {
   // (out shape, a strides, b strides) covering flat, row broadcast, column broadcast, scalars.
   struct Case { std::vector<int64_t> size, sa, sb; };
-  const std::vector<Case> cases = {
-      {{37}, {1}, {1}},          {{1000}, {1}, {0}},       {{1000}, {0}, {1}},
-      {{5, 17}, {17, 1}, {0, 1}}, {{5, 17}, {1, 0}, {17, 1}}, {{3, 4, 9}, {36 / 3, 0, 1}, {0, 9, 1}},
+  std::vector<Case> cases = {
+      {{37}, {1}, {1}},           {{5, 17}, {17, 1}, {0, 1}}, {{5, 17}, {1, 0}, {17, 1}},
+      {{3, 4, 9}, {36 / 3, 0, 1}, {0, 9, 1}},
       {{6, 7}, {1, 6}, {7, 1}},   // a transposed: the strided (scalar) path
   };
+  // The three one-loop plans at every tail length: flat, tensor op scalar, scalar op tensor.
+  for (int64_t n : tail_lengths()) {
+    cases.push_back({{n}, {1}, {1}});
+    cases.push_back({{n}, {1}, {0}});
+    cases.push_back({{n}, {0}, {1}});
+  }
+  const std::vector<k::BinaryOp> ops = {k::BinaryOp::Add, k::BinaryOp::Sub, k::BinaryOp::Mul, k::BinaryOp::Div,
+                                        k::BinaryOp::Eq};
   for_each_target([&] {
     for (const Case& c : cases)
-      for (int op = 0; op < 4; ++op) {
+      for (k::BinaryOp op : ops) {
         k::BroadcastPlan p;
         p.rank = static_cast<int>(c.size.size());
         int64_t total = 1;
         for (int d = 0; d < p.rank; ++d) p.size[d] = c.size[d], p.sa[d] = c.sa[d], p.sb[d] = c.sb[d], total *= c.size[d];
-        auto a = random_vec<T>(total, 0.5, 2, 3), b = random_vec<T>(total, 0.5, 2, 5);
-        std::vector<T> got(total), want(total);
-        k::binary(static_cast<k::BinaryOp>(op), p, a.data(), b.data(), got.data());
-        k::ref::binary(static_cast<k::BinaryOp>(op), p, a.data(), b.data(), want.data());
-        BOOST_TEST_CONTEXT("binary op " << op << " total " << total) { check_close(got, want, total, 1e-6, 0); }
+        auto a = random_vec<T>(total, 0.5, 2, 3 + total), b = random_vec<T>(total, 0.5, 2, 5 + total);
+        if (op == k::BinaryOp::Eq)  // values on a grid of 7, so that about one pair in 7 is equal
+          for (auto* v : {&a, &b})
+            for (T& x : *v) x = std::round(x * 4) / 4;
+        std::vector<T> got(total + 1, T(-7)), want(total);
+        k::binary(op, p, a.data(), b.data(), got.data());
+        k::ref::binary(op, p, a.data(), b.data(), want.data());
+        BOOST_TEST_CONTEXT("binary op " << int(op) << " plan size " << c.size[0] << " sa " << c.sa[0] << " sb "
+                                        << c.sb[0] << " total " << total) {
+          // One IEEE operation per element on every target: bitwise equal.
+          for (int64_t i = 0; i < total; ++i) BOOST_TEST(got[i] == want[i], "element " << i);
+          BOOST_TEST(got[total] == T(-7));  // nothing written past the end
+          if (op == k::BinaryOp::Eq && total >= 64) {  // the grid gave both outcomes
+            BOOST_TEST(std::count(want.begin(), want.end(), T(1)) > 0);
+            BOOST_TEST(std::count(want.begin(), want.end(), T(0)) > 0);
+          }
+        }
       }
   });
 }
@@ -146,6 +168,25 @@ void test_reduce_columns_bitwise() {
   });
 }
 
+template <typename T>
+void test_axpy() {
+  // alpha 0.3 is not a power of 2: alpha x is rounded, and fused (AVX2 and up) and unfused
+  // multiply-adds differ by at most an ulp of it.
+  const double rtol = sizeof(T) == 4 ? 1e-6 : 1e-15, atol = sizeof(T) == 4 ? 1e-7 : 1e-16;
+  for_each_target([&] {
+    for (int64_t n : tail_lengths()) {
+      BOOST_TEST_CONTEXT("axpy n=" << n) {
+        auto x = random_vec<T>(n, -1, 1, 1 + n), y = random_vec<T>(n, -1, 1, 2 + n), want = y;
+        y.push_back(T(-7));
+        k::axpy(n, 0.3, x.data(), y.data());
+        k::ref::axpy(n, 0.3, x.data(), want.data());
+        check_close(y, want, n, rtol, atol);
+        BOOST_TEST(y[n] == T(-7));  // nothing written past the end
+      }
+    }
+  });
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(kernels)
@@ -162,13 +203,25 @@ BOOST_AUTO_TEST_CASE(binary_f64) { test_binary<double>(); }
 BOOST_AUTO_TEST_CASE(reduce_f32) { test_reduce<float>(); }
 BOOST_AUTO_TEST_CASE(reduce_f64) { test_reduce<double>(); }
 
-BOOST_AUTO_TEST_CASE(axpy_all_targets) {
+BOOST_AUTO_TEST_CASE(axpy_f32) { test_axpy<float>(); }
+BOOST_AUTO_TEST_CASE(axpy_f64) { test_axpy<double>(); }
+
+// Eq is IEEE equality: NaN equals nothing (so a NaN maximum gets no gradient), -0 == +0.
+BOOST_AUTO_TEST_CASE(binary_eq_special_values) {
+  const double nan = std::nan(""), inf = INFINITY;
+  const std::vector<double> a = {nan, nan, 0.0, -0.0, inf, -inf, inf, 1.0, 2.0};
+  const std::vector<double> b = {nan, 1.0, -0.0, 0.0, inf, -inf, -inf, 1.0, 2.0 + 4.5e-16};
+  const std::vector<double> want = {0, 0, 1, 1, 1, 1, 0, 1, 0};
+  k::BroadcastPlan p;
+  p.rank = 1, p.size[0] = static_cast<int64_t>(a.size()), p.sa[0] = 1, p.sb[0] = 1;
   for_each_target([&] {
-    for (int64_t n : tail_lengths()) {
-      auto x = random_vec<float>(n, -1, 1, 1), y = random_vec<float>(n, -1, 1, 2), want = y;
-      k::axpy(n, 0.5, x.data(), y.data());
-      k::ref::axpy(n, 0.5, x.data(), want.data());
-      check_close(y, want, n, 1e-6, 1e-7);
+    std::vector<double> got(a.size());
+    k::binary(k::BinaryOp::Eq, p, a.data(), b.data(), got.data());
+    for (size_t i = 0; i < a.size(); ++i) BOOST_TEST(got[i] == want[i], "element " << i);
+    std::vector<float> af(a.begin(), a.end()), bf(b.begin(), b.end()), gotf(a.size());
+    k::binary(k::BinaryOp::Eq, p, af.data(), bf.data(), gotf.data());
+    for (size_t i = 0; i < a.size(); ++i) {  // in float, 2 + 4.5e-16 is 2
+      BOOST_TEST(gotf[i] == (i == a.size() - 1 ? 1.f : static_cast<float>(want[i])), "float element " << i);
     }
   });
 }

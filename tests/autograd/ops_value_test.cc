@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -220,6 +221,31 @@ BOOST_AUTO_TEST_CASE(cross_entropy_hand_worked) {
   const double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
   check_tensor(logits.grad(), {std::exp(1.0) / z / 2, std::exp(2.0) / z / 2, (std::exp(3.0) / z - 1) / 2,
                                (1.0 / 3 - 1) / 2, 1.0 / 6, 1.0 / 6}, 1e-13, 1e-15);
+}
+
+// A NaN or +inf logit makes the loss NaN and its row's gradient NaN (as in PyTorch), leaving the
+// other rows alone; a -inf logit that is not the target drops out of the softmax.
+BOOST_AUTO_TEST_CASE(cross_entropy_nan_and_inf_logits) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    BOOST_TEST_CONTEXT(dtype_name(dt)) {
+      for (double bad : {nan, inf}) {
+        Tensor logits = leaf(tensor({1, bad, 3, 1, 1, 1}, {2, 3}, dt));
+        const Tensor loss = cross_entropy(logits, {2, 0});
+        BOOST_TEST(std::isnan(loss.item()));
+        loss.backward();
+        const auto g = logits.grad().to_vector();
+        for (int j = 0; j < 3; ++j) BOOST_TEST(std::isnan(g[j]));
+        for (int j = 3; j < 6; ++j) BOOST_TEST(std::isfinite(g[j]));
+      }
+      // Row 0 [1, -inf, 3] is row [1, 3]: -log(e^3 / (e + e^3)) = log(1 + e^-2); row 1: log 3.
+      Tensor logits = leaf(tensor({1, -inf, 3, 1, 1, 1}, {2, 3}, dt));
+      const Tensor loss = cross_entropy(logits, {2, 0});
+      BOOST_TEST(loss.item() == (std::log(1 + std::exp(-2.0)) + std::log(3.0)) / 2, boost::test_tools::tolerance(1e-6));
+      loss.backward();
+      BOOST_TEST(logits.grad().to_vector()[1] == 0.0);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(nll_and_mse_loss) {

@@ -1,5 +1,5 @@
-// Thread count: set_num_threads validates its input, and GEMM results are bitwise identical for
-// 1, 2 and 3 threads (each element of C is computed by the same sequence of operations); the
+// Thread count: set_num_threads validates its input, and GEMM (reduction, cross-entropy) results
+// are bitwise identical for 1, 2 and 3 threads (each element of C is computed by the same sequence of operations); the
 // kernels' thread pool runs each part of a region once.
 #include <boost/test/unit_test.hpp>
 #include <atomic>
@@ -14,6 +14,7 @@
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/pool.h"
 #include "autograd/kernels/reduce.h"
+#include "autograd/kernels/softmax.h"
 #include "autograd/parallel.h"
 #include "tests/support/targets.h"
 
@@ -143,6 +144,30 @@ BOOST_AUTO_TEST_CASE(reduce_bitwise_identical_for_1_2_3_threads) {
           BOOST_TEST(std::abs(outs[0][i] - want[i]) <= 1e-3f * (1 + std::abs(want[i])));
       }
     }
+  }
+}
+
+// cross_entropy's softmax rows and the loss summed over them give bitwise the same results for 1,
+// 2 and 3 threads (an input of 1.1M elements, over any threading threshold).
+BOOST_AUTO_TEST_CASE(cross_entropy_bitwise_identical_for_1_2_3_threads) {
+  ThreadsGuard guard;
+  const int64_t rows = 30000, c = 37;
+  const auto x = random_vec<float>(rows * c, 13);
+  std::vector<int64_t> target(rows);
+  for (int64_t i = 0; i < rows; ++i) target[i] = (i * 7) % c;
+  std::vector<std::vector<float>> ps, dxs;
+  std::vector<double> losses;
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    ps.emplace_back(static_cast<size_t>(rows * c));
+    dxs.emplace_back(static_cast<size_t>(rows * c));
+    losses.push_back(k::cross_entropy_forward(rows, c, x.data(), target.data(), ps.back().data()));
+    k::cross_entropy_backward(rows, c, ps.back().data(), target.data(), 1.0 / rows, dxs.back().data());
+  }
+  for (size_t t = 1; t < ps.size(); ++t) {
+    BOOST_TEST(losses[t] == losses[0]);
+    BOOST_TEST(std::memcmp(ps[t].data(), ps[0].data(), ps[0].size() * sizeof(float)) == 0);
+    BOOST_TEST(std::memcmp(dxs[t].data(), dxs[0].data(), dxs[0].size() * sizeof(float)) == 0);
   }
 }
 

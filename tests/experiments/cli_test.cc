@@ -1,6 +1,7 @@
 // The normlab command end to end: the quick preset writes every output file, the same command
 // gives byte-identical CSVs (whatever the thread count), train prints each epoch as it ends, --help
-// states the preset defaults, and bad input gives a clear error with nothing written.
+// states the preset defaults, the demo's loss falls, and bad input gives a clear error with nothing
+// written.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <iostream>
 #include <sstream>
@@ -110,6 +112,26 @@ std::vector<std::string> split_lines(const std::string& s) {
   for (std::string line; std::getline(in, line);) out.push_back(line);
   return out;
 }
+
+// Sends this process's stdout (file descriptor 1) to a file while alive, for commands that print.
+struct StdoutToFile {
+  int saved = -1;
+  explicit StdoutToFile(const fs::path& p) {
+    std::cout.flush();
+    std::fflush(stdout);
+    const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    BOOST_REQUIRE(fd >= 0);
+    saved = ::dup(1);
+    ::dup2(fd, 1);
+    ::close(fd);
+  }
+  ~StdoutToFile() {
+    std::cout.flush();
+    std::fflush(stdout);
+    ::dup2(saved, 1);
+    ::close(saved);
+  }
+};
 
 const std::string kFixtures = std::string(NORMLAB_SOURCE_DIR) + "/tests/experiments/fixtures/";
 
@@ -339,6 +361,38 @@ BOOST_AUTO_TEST_CASE(a_diverging_run_is_recorded_and_the_sweep_goes_on) {
   BOOST_TEST(diverged == 2);
   BOOST_TEST(fine == 2);
   BOOST_TEST(slurp(t.dir / "report.md").find("diverged run") != std::string::npos);
+}
+
+// `normlab demo` succeeds and the loss it prints falls: the first and last of its "loss a -> b"
+// line, and every "step ... loss" line below the first (stdout is captured in a file).
+BOOST_AUTO_TEST_CASE(demo_succeeds_and_the_loss_falls) {
+  Tmp t;
+  fs::create_directories(t.dir);
+  const fs::path out = t.dir / "stdout.txt";
+  int rc = -1;
+  {
+    StdoutToFile capture(out);
+    rc = run({"demo", "--steps", "100"});
+  }
+  BOOST_REQUIRE_EQUAL(rc, 0);
+  const std::string text = slurp(out);
+  BOOST_TEST_MESSAGE("normlab demo printed:\n" << text);
+  std::istringstream in(text);
+  std::string line;
+  std::vector<double> step_losses;
+  double first = -1, last = -1;
+  while (std::getline(in, line)) {
+    int step = 0;
+    double a = 0, b = 0;
+    if (std::sscanf(line.c_str(), "step %d loss %lf", &step, &a) == 2) step_losses.push_back(a);
+    else if (std::sscanf(line.c_str(), "loss %lf -> %lf", &a, &b) == 2) first = a, last = b;
+  }
+  BOOST_REQUIRE_EQUAL(step_losses.size(), 11u);  // steps 0, 10, ..., 100
+  BOOST_TEST(first == step_losses.front(), boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(last == step_losses.back(), boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(first > 0.5);  // about log 2 at the start: two balanced classes
+  BOOST_TEST(last < 0.5 * first);
+  for (size_t i = 1; i < step_losses.size(); ++i) BOOST_TEST(step_losses[i] < step_losses[0], "printed step " << i);
 }
 
 BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error_and_writes_nothing) {
