@@ -14,6 +14,12 @@ namespace normlab::nn {
 // updates the running ones (factor momentum, or 1/num_batches_tracked when momentum is nullopt: a
 // cumulative average); eval normalizes with the running statistics, or with the batch's when
 // track_running_stats is false.
+//
+// momentum must be in [0, 1], both ends included (unlike SGD's momentum, which must be in [0, 1)):
+// running = (1 - momentum) running + momentum batch, so 1 keeps just the last batch's statistics
+// and 0 freezes the running ones. Both are meaningful, and PyTorch accepts them, so for PyTorch
+// compatibility normlab does too. PyTorch checks no range at all; normlab refuses values outside
+// [0, 1] (and NaN), where the update would extrapolate rather than average.
 class BatchNorm : public Module {
  public:
   // x: (N, C, *) as the subclass allows -> same shape.
@@ -38,7 +44,8 @@ class BatchNorm : public Module {
   const Tensor& num_batches_tracked() const { return num_batches_tracked_; }
   // running_mean = 0, running_var = 1, num_batches_tracked = 0.
   void reset_running_stats();
-  // Changes the momentum (nullopt: cumulative average), e.g. to recompute population statistics.
+  // Changes the momentum (in [0, 1]; nullopt: cumulative average), e.g. to recompute population
+  // statistics; throws for a value outside [0, 1] and leaves the momentum as it was.
   void set_momentum(std::optional<double> momentum);
 
  protected:
@@ -60,6 +67,8 @@ class BatchNorm : public Module {
 // BatchNorm1d: x (N, C) or (N, C, L), statistics per channel over N (or N L) values.
 class BatchNorm1d : public BatchNorm {
  public:
+  // PyTorch's arguments and defaults; throws for num_features < 1, eps <= 0 or not finite, momentum
+  // outside [0, 1] (see BatchNorm).
   explicit BatchNorm1d(int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
                        bool affine = true, bool track_running_stats = true, DType dtype = DType::Float32);
 
@@ -70,6 +79,7 @@ class BatchNorm1d : public BatchNorm {
 // BatchNorm2d: x (N, C, H, W), statistics per channel over N H W values.
 class BatchNorm2d : public BatchNorm {
  public:
+  // As BatchNorm1d's.
   explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
                        bool affine = true, bool track_running_stats = true, DType dtype = DType::Float32);
 

@@ -16,9 +16,9 @@ int64_t load_optimizer(const std::string& path, Optimizer& opt) {
   s.tensors = std::move(t.optimizer_tensors);
   s.scalars = std::move(t.scalars);
   try {
-    opt.load_state(s);
+    opt.load_state(s);  // checks everything before it changes anything
   } catch (const Error& e) {
-    throw Error(path + ": " + e.what());
+    throw Error("load_optimizer '" + path + "': " + e.what());
   }
   return t.step;
 }

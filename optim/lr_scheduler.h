@@ -6,6 +6,18 @@
 //   for (...) { ...; opt.step(); sched.step(); }
 //
 // A "step" is whatever the caller counts: call sched.step() once per batch or once per epoch.
+//
+// Resuming from a checkpoint (tests/optim/resume_test.cc checks it is bitwise exact): save the
+// schedule's position as the step, optim::save_optimizer(path, opt, sched.last_step()); to resume,
+// build the optimizer with the run's options and the scheduler on it as at the start (so that the
+// base lr is the options' lr), then load:
+//
+//   nn::load_module(model_path, model);              // parameters and buffers
+//   SGD opt(model.parameters(), options);            // lr = the base lr, as in the first run
+//   LRScheduler sched(opt, schedule);                // base_lr = options.lr
+//   sched.set_step(load_optimizer(path, opt));       // momentum buffers, then the saved step's lr
+//
+// A scheduler made after load_optimizer would take the loaded, already scheduled lr as its base.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -60,7 +72,7 @@ class LRScheduler {
   LRScheduler(Optimizer& opt, Schedule schedule);
   // Advances one step and sets the optimizer's lr to lr_at(last_step()).
   void step();
-  // Jumps to step t >= 0 (e.g. when resuming from a checkpoint) and sets the optimizer's lr.
+  // Jumps to step t >= 0 (e.g. when resuming from a checkpoint, see above) and sets the optimizer's lr.
   void set_step(int64_t t);
   // The lr of step t under this scheduler's base lr (pure).
   double lr_at(int64_t t) const { return schedule_.lr_at(t, base_lr_); }

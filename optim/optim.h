@@ -1,5 +1,7 @@
-// Everything of the optim library in one include: the Optimizer base, SGD, learning-rate schedules.
+// Everything of the optim library in one include: the Optimizer base, SGD, learning-rate schedules,
+// optimizer checkpoints.
 #pragma once
+#include "optim/checkpoint.h"
 #include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"
 #include "optim/sgd.h"

@@ -16,7 +16,11 @@
 using namespace normlab::autograd;
 using namespace normlab::nn;
 using normlab::Error;
+using normlab::test::read_bytes;
 using normlab::test::TempDir;
+using normlab::test::with_header;
+using normlab::test::with_header_length;
+using normlab::test::write_bytes;
 
 namespace {
 
@@ -57,8 +61,7 @@ std::map<std::string, std::string> snapshot(const Module& m) {
 }
 
 nlohmann::json header_of(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(f)), {});
+  const std::string bytes = read_bytes(path);
   uint64_t n = 0;
   std::memcpy(&n, bytes.data(), 8);
   return nlohmann::json::parse(bytes.substr(8, n));
@@ -66,9 +69,16 @@ nlohmann::json header_of(const std::string& path) {
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-// load_module(path, m) throws an Error containing every part and leaves m exactly as it was.
+// load_module(path, m) throws an Error naming the file and containing every part, and leaves m
+// exactly as it was, bit for bit, and the file (and its folder) as they were, byte for byte.
 void expect_load_refused(const std::string& path, Module& m, const std::vector<std::string>& parts) {
   const auto before = snapshot(m);
+  const bool existed = std::filesystem::exists(path);
+  const std::string bytes = read_bytes(path);
+  const auto dir = std::filesystem::path(path).parent_path();
+  std::vector<std::string> listing;
+  for (auto& e : std::filesystem::directory_iterator(dir)) listing.push_back(e.path().filename());
+  std::sort(listing.begin(), listing.end());
   try {
     load_module(path, m);
     BOOST_ERROR("load_module accepted " << path);
@@ -78,6 +88,12 @@ void expect_load_refused(const std::string& path, Module& m, const std::vector<s
     for (auto& p : parts) BOOST_CHECK_MESSAGE(contains(e.what(), p), "expected '" << p << "' in: " << e.what());
   }
   BOOST_CHECK(snapshot(m) == before);
+  BOOST_CHECK(std::filesystem::exists(path) == existed);
+  BOOST_CHECK(read_bytes(path) == bytes);
+  std::vector<std::string> after;
+  for (auto& e : std::filesystem::directory_iterator(dir)) after.push_back(e.path().filename());
+  std::sort(after.begin(), after.end());
+  BOOST_CHECK(after == listing);
 }
 
 bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
@@ -146,14 +162,77 @@ BOOST_AUTO_TEST_CASE(a_corrupt_or_missing_file_is_refused_with_the_model_unchang
   TinyNet m(3), other(4);
   const std::string path = dir.file("m.safetensors");
   save_module(path, other);
-  std::ifstream in(path, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
-  {  // cut in the middle of the last tensor
-    std::ofstream out(dir.file("cut.safetensors"), std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size() - 3));
-  }
+  const std::string bytes = read_bytes(path);
+  write_bytes(dir.file("cut.safetensors"), bytes.substr(0, bytes.size() - 3));  // cut in the last tensor
   expect_load_refused(dir.file("cut.safetensors"), m, {"reach past the end of the data area"});
   expect_load_refused(dir.file("absent.safetensors"), m, {"cannot open"});
+}
+
+BOOST_AUTO_TEST_CASE(a_bad_header_dtype_offsets_or_header_length_is_refused_with_model_and_file_unchanged) {
+  TempDir dir;
+  TinyNet m(3), other(4);
+  BOOST_REQUIRE(snapshot(m) != snapshot(other));
+  save_module(dir.file("good.safetensors"), other);
+  const std::string good = read_bytes(dir.file("good.safetensors"));
+  const nlohmann::json h = header_of(dir.file("good.safetensors"));
+  uint64_t header_size = 0;
+  std::memcpy(&header_size, good.data(), 8);
+  const uint64_t data_size = good.size() - 8 - header_size;
+  BOOST_REQUIRE_EQUAL(data_size, 56u);  // num_batches_tracked as I64, then 4 * (6 + 2 + 2 + 2) bytes of F32
+  // Writes `bytes` as <name>.safetensors and expects load_module to refuse it with `parts`.
+  auto refused = [&](const std::string& name, const std::string& bytes, const std::vector<std::string>& parts) {
+    BOOST_TEST_CONTEXT("file " << name) {
+      const std::string path = dir.file(name + ".safetensors");
+      write_bytes(path, bytes);
+      expect_load_refused(path, m, parts);
+    }
+  };
+  // The header edited: entry `name`'s `key` set to `value`.
+  auto edited = [&](const std::string& name, const std::string& key, const nlohmann::json& value) {
+    nlohmann::json e = h;
+    e[name][key] = value;
+    return with_header(good, e.dump());
+  };
+
+  // Corrupt JSON: cut in the middle, a stray byte, not an object.
+  const std::string text = h.dump();
+  refused("cut_json", with_header(good, text.substr(0, text.size() / 2)), {"the header is not valid JSON"});
+  refused("stray_byte", with_header(good, "x" + text), {"the header is not valid JSON"});
+  refused("array_header", with_header(good, "[1, 2, 3]"), {"the header must be a JSON object, got a JSON array"});
+  // A dtype normlab does not read, one that does not exist, one that is not a string.
+  refused("f16", edited("weight", "dtype", "F16"),
+          {"tensor 'weight': dtype F16 is not supported (normlab reads F32, F64, I64 and I32)"});
+  refused("bad_dtype", edited("weight", "dtype", "float32"), {"tensor 'weight': unknown dtype 'float32'"});
+  refused("dtype_number", edited("weight", "dtype", 32), {"tensor 'weight': dtype must be a string, got 32"});
+  // data_offsets: overlapping (running_mean moved 4 bytes into bias), out of range, reversed,
+  // negative, of the wrong length for the shape.
+  const uint64_t bias_begin = h["bias"]["data_offsets"][0].get<uint64_t>();
+  refused("overlap", edited("running_mean", "data_offsets", {bias_begin + 4, bias_begin + 12}),
+          {"the data of tensors 'bias' and 'running_mean' overlap"});
+  refused("same_offsets", edited("running_mean", "data_offsets", h["bias"]["data_offsets"]), {"overlap"});
+  refused("out_of_range", edited("running_mean", "data_offsets", {data_size, data_size + 8}),
+          {"tensor 'running_mean': data_offsets [" + std::to_string(data_size) + "," + std::to_string(data_size + 8) +
+               "] reach past the end of the data area (" + std::to_string(data_size) + " bytes)"});
+  refused("far_out_of_range", edited("weight", "data_offsets", {uint64_t{1} << 40, (uint64_t{1} << 40) + 24}),
+          {"tensor 'weight'", "reach past the end of the data area"});
+  refused("reversed", edited("bias", "data_offsets", {bias_begin + 8, bias_begin}),
+          {"tensor 'bias': data_offsets must be [begin, end] with 0 <= begin <= end"});
+  refused("negative", edited("bias", "data_offsets", {-8, 0}),
+          {"tensor 'bias': data_offsets must be [begin, end] with 0 <= begin <= end, got [-8,0]"});
+  refused("wrong_span", edited("weight", "data_offsets", {8, 28}),
+          {"tensor 'weight': data_offsets [8,28] span 20 bytes, but dtype F32 and shape [2,3] need 24"});
+  // The 8-byte header length: one more than the bytes after it, the largest u64; a file too short
+  // to hold it.
+  const uint64_t rest = good.size() - 8;
+  refused("long_header", with_header_length(good, rest + 1),
+          {"the header length says " + std::to_string(rest + 1) + " bytes but only " + std::to_string(rest) +
+           " bytes follow it"});
+  refused("huge_header", with_header_length(good, ~uint64_t{0}), {"the header length says 18446744073709551615 bytes"});
+  refused("seven_bytes", good.substr(0, 7), {"the file is 7 bytes long, shorter than the 8-byte header length"});
+  refused("empty", "", {"the file is 0 bytes long"});
+  // And the untouched file still loads, into the model every refusal left alone.
+  load_module(dir.file("good.safetensors"), m);
+  BOOST_TEST(snapshot(m) == snapshot(other));
 }
 
 BOOST_AUTO_TEST_CASE(float64_values_load_into_a_float32_model) {

@@ -379,8 +379,25 @@ BOOST_AUTO_TEST_CASE(invalid_hyper_parameters) {
   check_error([] { GroupNorm(2, 4, -1); }, {"GroupNorm", "eps"});
   check_error([] { RMSNorm({3}, 0.0); }, {"RMSNorm", "eps"});
   check_error([] { RMSNorm({}); }, {"RMSNorm", "normalized_shape"});
+  check_error([] { BatchNorm1d(4, 1e-5, std::nan("")); }, {"momentum must be in [0, 1]", "nan"});
   BOOST_CHECK_NO_THROW(BatchNorm1d(4, 1e-5, 0.0));  // the ends of [0, 1] are allowed
   BOOST_CHECK_NO_THROW(BatchNorm1d(4, 1e-5, 1.0));
+}
+
+// The ends of BatchNorm's momentum range, as PyTorch 1.13 computes them for this batch: 1 keeps the
+// last batch's statistics (means 2 and 4, unbiased variances 2 and 8), 0 keeps the initial ones.
+BOOST_AUTO_TEST_CASE(batchnorm_momentum_one_keeps_the_last_batch_and_zero_freezes) {
+  BatchNorm1d one(2, 1e-5, 1.0), zero(2, 1e-5, 0.0);
+  for (BatchNorm1d* bn : {&one, &zero}) {
+    bn->train();
+    (*bn)(tensor({5, -1, 7, 9}, {2, 2}));  // a first batch, overwritten (momentum 1) or ignored (0)
+    (*bn)(tensor({1, 2, 3, 6}, {2, 2}));
+  }
+  check_tensor(one.running_mean(), {2, 4});
+  check_tensor(one.running_var(), {2, 8});
+  check_tensor(zero.running_mean(), {0, 0});
+  check_tensor(zero.running_var(), {1, 1});
+  BOOST_TEST(one.num_batches_tracked().item() == 2.0);
 }
 
 BOOST_AUTO_TEST_CASE(wrong_input_shapes_name_both_shapes) {

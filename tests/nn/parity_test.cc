@@ -27,12 +27,20 @@ using namespace normlab::nn;
 
 namespace {
 
-// Issue 3's tolerances: |got - want| <= atol + rtol |want|; float32 1e-5 relative, float64 1e-10.
-// The absolute parts are for values near 0 that come out of cancelling O(1) terms (an output
-// xhat * w + b ~ 0.004, a gradient sum ~ 0.0005, softmax - 1 at a target class): they keep an error
-// of 1-3 ulps of the O(1) terms, measured here at up to 3.6e-7 in float32 and 4.6e-17 in float64,
-// hence atol 1e-6 and 1e-13. Every other element agrees to about 1e-6 (float32) and 1e-14 (float64)
-// relative; run with --log_level=message to see each comparison's largest error.
+// Issue 3's tolerances: |got - want| <= atol + rtol |want|, with rtol 1e-5 for float32 (1e-10 for
+// float64) as the issue asks, plus an absolute floor atol 1e-6 (1e-13). The floor is needed, and
+// honest, because some expected values are near 0 only because O(1) terms cancel: a LayerNorm
+// output of 8e-8 that is 0 but for rounding (seed000: x - mean(x) with x = 0.2, mean 0.2), a GroupNorm
+// grad_weight of -0.0162 summed from 20 products dy * xhat with sum |terms| = 10.8 (g1_ncl). Two
+// float32 computations of such a value (ours, PyTorch's) can differ by about one ulp of the terms
+// (2^-20 = 9.5e-7 at 10.8), which is ~6e-5 relative to the small result: no fixed rtol covers it.
+// Measured with each Highway target pinned in turn (the suite runs the best one; --log_level=message
+// prints "atol used" = |got - want| - rtol |want| of each comparison's worst element): 10 of the 284
+// float32 comparisons need the floor at all, on every target; the largest use
+// is 8.2e-7 (g1_ncl.grad_weight on SSSE3/SSE4/AVX3; 7.0e-7 on AVX2, 1.0e-7 scalar), i.e. a margin
+// of only 1.2x, then 1.5e-7 and 1.1e-7; in float64 2 comparisons use up to 6.6e-17 of 1e-13.
+// If a kernel change pushes a cancelling sum past the floor, scale its atol with eps * sum |terms|
+// (as tests/nn/norm_kernels_test.cc does for BatchNorm's dgamma) rather than raising the floor for all.
 struct Tol {
   double rtol, atol;
 };
@@ -107,13 +115,21 @@ void expect_close(Golden& g, const Tensor& got, const std::string& name, Tol tol
     const std::vector<double> a = got.to_vector(), b = want.to_vector();
     int64_t bad = 0, first = -1;
     double worst = 0, worst_rel = 0;
+    double floor_used = 0, floor_want = 0;  // the most any element needs of atol: |got - want| - rtol |want|
     for (size_t i = 0; i < a.size(); ++i) {
-      worst = std::max(worst, std::fabs(a[i] - b[i]));
-      if (b[i] != 0) worst_rel = std::max(worst_rel, std::fabs(a[i] - b[i]) / std::fabs(b[i]));
+      const double err = std::fabs(a[i] - b[i]);
+      worst = std::max(worst, err);
+      if (b[i] != 0) worst_rel = std::max(worst_rel, err / std::fabs(b[i]));
+      if (err - tol.rtol * std::fabs(b[i]) > floor_used) {
+        floor_used = err - tol.rtol * std::fabs(b[i]);
+        floor_want = b[i];
+      }
       if (!normlab::test::close(a[i], b[i], tol.rtol, tol.atol) && bad++ == 0) first = static_cast<int64_t>(i);
     }
-    // With --log_level=message: how close each comparison came (to judge the tolerances).
-    BOOST_TEST_MESSAGE(name << ": largest |got - want| " << worst << ", largest relative " << worst_rel);
+    // With --log_level=message: how close each comparison came (to judge the tolerances); "atol used"
+    // is how far beyond rtol |want| the worst element went (0 when rtol alone suffices).
+    BOOST_TEST_MESSAGE(name << ": largest |got - want| " << worst << ", largest relative " << worst_rel
+                            << ", atol used " << floor_used << " (at want " << floor_want << ")");
     if (bad) {
       std::ostringstream os;
       os << std::setprecision(17) << name << ": " << bad << " of " << a.size() << " elements differ beyond rtol "

@@ -26,30 +26,13 @@ using normlab::nn::NamedTensors;
 using normlab::nn::save_safetensors;
 using normlab::test::check_tensor;
 using normlab::test::Fixture;
+using normlab::test::read_bytes;
+using normlab::test::st_file;
 using normlab::test::TempDir;
+using normlab::test::write_bytes;
 using json = nlohmann::json;
 
 namespace {
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  // Remove first: truncating a file in place makes ext4 flush it to disk on close (auto_da_alloc).
-  std::filesystem::remove(path);
-  std::ofstream f(path, std::ios::binary);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-// A safetensors file built by hand: the 8-byte little-endian length, the header text, the data.
-std::string st_file(const std::string& header, const std::string& data) {
-  std::string out(8, '\0');
-  uint64_t n = header.size();
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((n >> (8 * i)) & 0xff);
-  return out + header + data;
-}
 
 // The raw bytes of values of type T.
 template <typename T>

@@ -22,12 +22,14 @@ using normlab::test::Fixture;
 
 namespace {
 
-// Issue 3's tolerances, as in tests/nn/parity_test.cc: |got - want| <= atol + rtol |want|; float32
-// 1e-5 relative (1e-6 absolute near 0), float64 1e-10 relative (1e-13 absolute).
+// Issue 3's tolerances, without the absolute floor tests/nn/parity_test.cc needs: |got - want| <=
+// rtol |want|, float32 1e-5, float64 1e-10. An SGD update p - lr * g has no cancelling sums in
+// these fixtures: measured with each Highway target pinned in turn, the largest relative error is
+// 2.0e-6 in float32 (m0d1n0w1x0.step5) and 4.0e-15 in float64, and no element needed a floor.
 struct Tol {
   double rtol, atol;
 };
-Tol tol_for(const std::string& dt) { return dt == "f32" ? Tol{1e-5, 1e-6} : Tol{1e-10, 1e-13}; }
+Tol tol_for(const std::string& dt) { return dt == "f32" ? Tol{1e-5, 0} : Tol{1e-10, 0}; }
 
 // "a,b,c" -> {"a", "b", "c"}.
 std::vector<std::string> split(const std::string& s) {
@@ -69,13 +71,21 @@ void expect_close(const Tensor& got, const Tensor& want, const std::string& name
     const std::vector<double> a = got.to_vector(), b = want.to_vector();
     int64_t bad = 0, first = -1;
     double worst = 0, worst_rel = 0;
+    double floor_used = 0, floor_want = 0;  // the most any element needs of atol: |got - want| - rtol |want|
     for (size_t i = 0; i < a.size(); ++i) {
-      worst = std::max(worst, std::fabs(a[i] - b[i]));
-      if (b[i] != 0) worst_rel = std::max(worst_rel, std::fabs(a[i] - b[i]) / std::fabs(b[i]));
+      const double err = std::fabs(a[i] - b[i]);
+      worst = std::max(worst, err);
+      if (b[i] != 0) worst_rel = std::max(worst_rel, err / std::fabs(b[i]));
+      if (err - tol.rtol * std::fabs(b[i]) > floor_used) {
+        floor_used = err - tol.rtol * std::fabs(b[i]);
+        floor_want = b[i];
+      }
       if (!normlab::test::close(a[i], b[i], tol.rtol, tol.atol) && bad++ == 0) first = static_cast<int64_t>(i);
     }
-    // With --log_level=message: how close each comparison came (to judge the tolerances).
-    BOOST_TEST_MESSAGE(name << ": largest |got - want| " << worst << ", largest relative " << worst_rel);
+    // With --log_level=message: how close each comparison came (to judge the tolerances); "atol used"
+    // is how far beyond rtol |want| the worst element went (0 when rtol alone suffices).
+    BOOST_TEST_MESSAGE(name << ": largest |got - want| " << worst << ", largest relative " << worst_rel
+                            << ", atol used " << floor_used << " (at want " << floor_want << ")");
     if (bad) {
       std::ostringstream os;
       os << std::setprecision(17) << name << ": " << bad << " of " << a.size() << " elements differ beyond rtol "

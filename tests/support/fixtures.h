@@ -1,11 +1,14 @@
 // Test helpers for files: PyTorch parity fixtures (tests/fixtures/*.safetensors, made by
 // scripts/make_fixtures.py) loaded by name, with tensors fetched by name and a clear error when one
-// is absent; and a scratch directory for tests that write files.
+// is absent; a scratch directory for tests that write files; raw file bytes, to build corrupt files.
 #pragma once
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -104,5 +107,42 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// The bytes of a file ("" if it cannot be read).
+inline std::string read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// Writes bytes as a new file at path, replacing any file there.
+inline void write_bytes(const std::string& path, const std::string& bytes) {
+  // Remove first: truncating a file in place makes ext4 flush it to disk on close (auto_da_alloc).
+  std::filesystem::remove(path);
+  std::ofstream f(path, std::ios::binary);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// A safetensors file built by hand: the 8-byte little-endian length, the header text, the data.
+inline std::string st_file(const std::string& header, const std::string& data) {
+  std::string out(8, '\0');
+  const uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+  return out + header + data;
+}
+
+// A safetensors file's bytes with its header text replaced by `header` (padded with spaces to a
+// multiple of 8, as writers pad it) and its data area kept.
+inline std::string with_header(const std::string& bytes, const std::string& header) {
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes.at(i));
+  return st_file(header + std::string((8 - header.size() % 8) % 8, ' '), bytes.substr(8 + n));
+}
+
+// A safetensors file's bytes with the 8-byte header length set to n (header and data kept).
+inline std::string with_header_length(const std::string& bytes, uint64_t n) {
+  std::string out = bytes;
+  for (int i = 0; i < 8; ++i) out.at(i) = static_cast<char>((n >> (8 * i)) & 0xff);
+  return out;
+}
 
 }  // namespace normlab::test
