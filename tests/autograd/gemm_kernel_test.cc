@@ -7,22 +7,16 @@
 
 #include "autograd/kernels/gemm.h"
 #include "tests/support/compare.h"
+#include "tests/support/random.h"
 #include "tests/support/targets.h"
 
 namespace k = normlab::autograd::kernels;
 using normlab::test::check_close;
 using normlab::test::for_each_target;
 
-namespace {
+using normlab::test::random_vec;
 
-template <typename T>
-std::vector<T> random_vec(size_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<T> v(n);
-  for (auto& x : v) x = static_cast<T>(u(gen));
-  return v;
-}
+namespace {
 
 // Sums of K products of values in [-1, 1], in different orders: rounding error grows with K.
 template <typename T>

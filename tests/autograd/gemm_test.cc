@@ -9,21 +9,15 @@
 
 #include "autograd/kernels/gemm.h"
 #include "tests/support/compare.h"
+#include "tests/support/random.h"
 #include "tests/support/targets.h"
 
 namespace k = normlab::autograd::kernels;
 using normlab::test::for_each_target;
 
-namespace {
+using normlab::test::random_vec;
 
-template <typename T>
-std::vector<T> random_vec(int64_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<T> v(static_cast<size_t>(n));
-  for (auto& x : v) x = static_cast<T>(u(gen));
-  return v;
-}
+namespace {
 
 // Runs kernels::gemm and ref::gemm on the same random inputs and C, and compares all of C plus a
 // guard element past its end. Inputs are in [-1, 1], so |sum of K products| <= K and the rounding

@@ -8,6 +8,7 @@
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/reduce.h"
 #include "tests/support/compare.h"
+#include "tests/support/random.h"
 #include "tests/support/targets.h"
 
 namespace k = normlab::autograd::kernels;
@@ -15,16 +16,9 @@ using normlab::test::check_close;
 using normlab::test::for_each_target;
 using normlab::test::tail_lengths;
 
-namespace {
+using normlab::test::random_vec;
 
-template <typename T>
-std::vector<T> random_vec(int64_t n, double lo, double hi, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  std::vector<T> v(n);
-  for (auto& x : v) x = static_cast<T>(u(gen));
-  return v;
-}
+namespace {
 
 // Tolerances: transcendental functions are a few ulp off the libm reference.
 template <typename T> double rtol() { return sizeof(T) == 4 ? 2e-6 : 1e-13; }

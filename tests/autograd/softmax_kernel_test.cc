@@ -9,6 +9,7 @@
 
 #include "autograd/kernels/softmax.h"
 #include "tests/support/compare.h"
+#include "tests/support/random.h"
 #include "tests/support/targets.h"
 
 namespace k = normlab::autograd::kernels;
@@ -16,16 +17,9 @@ using normlab::test::check_close;
 using normlab::test::for_each_target;
 using normlab::test::tail_lengths;
 
-namespace {
+using normlab::test::random_vec;
 
-template <typename T>
-std::vector<T> random_vec(int64_t n, double lo, double hi, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  std::vector<T> v(n);
-  for (auto& x : v) x = static_cast<T>(u(gen));
-  return v;
-}
+namespace {
 
 std::vector<int64_t> random_targets(int64_t rows, int64_t c, unsigned seed) {
   std::mt19937 gen(seed);

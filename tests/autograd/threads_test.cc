@@ -17,21 +17,15 @@
 #include "autograd/kernels/softmax.h"
 #include "autograd/parallel.h"
 #include "tests/support/targets.h"
+#include "tests/support/random.h"
 
 namespace k = normlab::autograd::kernels;
 using normlab::autograd::num_threads;
 using normlab::autograd::set_num_threads;
 
-namespace {
+using normlab::test::random_vec;
 
-template <typename T>
-std::vector<T> random_vec(int64_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<T> v(static_cast<size_t>(n));
-  for (auto& x : v) x = static_cast<T>(u(gen));
-  return v;
-}
+namespace {
 
 // Restores the thread count a test started with.
 struct ThreadsGuard {

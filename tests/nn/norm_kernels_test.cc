@@ -10,22 +10,16 @@
 
 #include "nn/kernels/norm.h"
 #include "tests/support/compare.h"
+#include "tests/support/random.h"
 #include "tests/support/targets.h"
 
 namespace k = normlab::nn::kernels;
 using normlab::test::check_close;
 using normlab::test::tail_lengths;
 
-namespace {
+using normlab::test::random_vec;
 
-template <typename T>
-std::vector<T> random_vec(int64_t n, double lo, double hi, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  std::vector<T> v(n);
-  for (auto& x : v) x = static_cast<T>(u(gen));
-  return v;
-}
+namespace {
 
 // Float kernels accumulate in float (the reference in double): a few ulp per element plus the
 // rounding of sums of up to a few thousand terms.

@@ -11,6 +11,7 @@
 #include "autograd/parallel.h"
 #include "nn/kernels/norm.h"
 #include "tests/support/compare.h"
+#include "tests/support/random.h"
 #include "tests/support/targets.h"
 
 namespace k = normlab::nn::kernels;
@@ -18,16 +19,9 @@ using normlab::autograd::num_threads;
 using normlab::autograd::set_num_threads;
 using normlab::test::check_close;
 
-namespace {
+using normlab::test::random_vec;
 
-template <typename T>
-std::vector<T> random_vec(int64_t n, double lo, double hi, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  std::vector<T> v(static_cast<size_t>(n));
-  for (auto& x : v) x = static_cast<T>(u(gen));
-  return v;
-}
+namespace {
 
 // Restores the thread count a test started with.
 struct ThreadsGuard {

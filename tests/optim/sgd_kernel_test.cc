@@ -7,6 +7,7 @@
 
 #include "optim/kernels/sgd.h"
 #include "tests/support/compare.h"
+#include "tests/support/random.h"
 #include "tests/support/targets.h"
 
 namespace k = normlab::optim::kernels;
@@ -14,16 +15,9 @@ using normlab::test::check_close;
 using normlab::test::for_each_target;
 using normlab::test::tail_lengths;
 
-namespace {
+using normlab::test::random_vec;
 
-template <typename T>
-std::vector<T> random_vec(int64_t n, double lo, double hi, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  std::vector<T> v(n);
-  for (auto& x : v) x = static_cast<T>(u(gen));
-  return v;
-}
+namespace {
 
 // Every valid flag combination, each with the buffer new (first) and old.
 std::vector<k::SGDStep> all_steps() {
