@@ -4,6 +4,7 @@
 #include <compare>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <iterator>
 #include <string>
@@ -36,10 +37,10 @@ class Shape {
   template <std::input_iterator It>
   Shape(It first, It last) { assign(first, last); }
   Shape(const std::vector<int64_t>& v) { assign(v.begin(), v.end()); }  // NOLINT: implicit, as the alias was
-  Shape(const Shape& o) { assign(o.begin(), o.end()); }
+  Shape(const Shape& o) { copy_from(o); }
   Shape(Shape&& o) noexcept { take(o); }
   Shape& operator=(const Shape& o) {
-    if (this != &o) assign(o.begin(), o.end());
+    if (this != &o) copy_from(o);
     return *this;
   }
   Shape& operator=(Shape&& o) noexcept {
@@ -149,7 +150,7 @@ class Shape {
     if (o.data_ == o.inline_) {
       data_ = inline_;
       cap_ = kInline;
-      std::copy(o.inline_, o.inline_ + o.size_, inline_);
+      std::memcpy(inline_, o.inline_, sizeof inline_);
     } else {
       data_ = o.data_;
       cap_ = o.cap_;
@@ -158,9 +159,20 @@ class Shape {
     }
     o.size_ = 0;
   }
+  // Copies o's dims here. Up to kInline dims, the whole first kInline slots are copied (every block
+  // holds at least kInline): a fixed-size copy the compiler inlines as a few vector moves, where a
+  // copy of size() dims would be a call to memmove.
+  void copy_from(const Shape& o) {
+    if (o.size_ <= kInline) {
+      std::memcpy(data_, o.data_, sizeof inline_);
+      size_ = o.size_;
+    } else {
+      assign(o.begin(), o.end());
+    }
+  }
   void grow(size_t n) {
     n = std::max(n, kInline);
-    int64_t* p = new int64_t[n];
+    int64_t* p = new int64_t[n]();  // zeroed, as inline_
     std::copy(data_, data_ + size_, p);
     free_heap();
     data_ = p;
@@ -173,7 +185,7 @@ class Shape {
   int64_t* data_ = inline_;
   size_t size_ = 0;
   size_t cap_ = kInline;
-  int64_t inline_[kInline];
+  int64_t inline_[kInline] = {};  // zeroed: copy_from copies all of it
 };
 
 // Number of elements (1 for rank 0).
