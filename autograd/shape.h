@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <iterator>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace normlab::autograd {
@@ -195,10 +196,11 @@ std::string shape_str(const Shape& s);
 // Row-major strides, in elements.
 std::vector<int64_t> contiguous_strides(const Shape& s);
 // The broadcast of two shapes (NumPy rules); throws naming `op` and both shapes if they do not broadcast.
-Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& op);
+Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op);
 // Maps dim in [-rank, rank) to [0, rank); throws "op: dim d out of range for a tensor of rank r".
-int64_t normalize_dim(int64_t dim, int64_t rank, const std::string& op);
-// Throws unless every size is >= 0 (the message names `op`).
-void check_shape(const Shape& s, const std::string& op);
+int64_t normalize_dim(int64_t dim, int64_t rank, std::string_view op);
+// Throws unless every size is >= 0 (the message names `op`). (op is a string_view: the ops pass
+// literals, which then need no std::string built per call.)
+void check_shape(const Shape& s, std::string_view op);
 
 }  // namespace normlab::autograd
