@@ -15,14 +15,11 @@ thread_local bool g_grad_enabled = true;
 bool grad_enabled() { return g_grad_enabled; }
 void set_grad_enabled(bool on) { g_grad_enabled = on; }
 
-Node::Node(const char* name, std::vector<std::shared_ptr<Node>> next, BackwardFn fn, Shape out_shape)
-    : name_(name), next_(std::move(next)), needs_(next_.size()), fn_(std::move(fn)), out_shape_(std::move(out_shape)) {
-  for (size_t i = 0; i < next_.size(); ++i) needs_[i] = next_[i] != nullptr;
-}
+Node::Node(const char* name, NodeList next, BackwardFn fn, Shape out_shape)
+    : name_(name), next_(std::move(next)), fn_(std::move(fn)), out_shape_(std::move(out_shape)) {}
 
 std::shared_ptr<Node> Node::accumulator(const std::shared_ptr<TensorImpl>& leaf) {
-  auto n = std::allocate_shared<Node>(PoolAllocator<Node>(), "AccumulateGrad",
-                                      std::vector<std::shared_ptr<Node>>{}, nullptr, leaf->shape);
+  auto n = std::allocate_shared<Node>(PoolAllocator<Node>(), "AccumulateGrad", NodeList{}, nullptr, leaf->shape);
   n->leaf_ = leaf;
   n->out_dtype_ = leaf->dtype;
   return n;
@@ -32,7 +29,7 @@ Node::~Node() {
   // A chain of a million nodes would recurse a million deep if each destructor freed the next.
   // Instead, nodes whose last owner is this one are parked on a per-thread list, and only the
   // outermost destructor empties it, one node at a time.
-  thread_local std::vector<std::shared_ptr<Node>> pending;
+  thread_local std::vector<std::shared_ptr<Node>> pending;  // not pooled: it outlives the pool at thread exit
   thread_local bool draining = false;
   for (auto& n : next_)
     if (n && n.use_count() == 1) pending.push_back(std::move(n));
@@ -71,7 +68,7 @@ Tensor record_node(const char* name, Tensor out, const Tensor* inputs, size_t n,
   bool any = false;
   for (size_t i = 0; i < n && !any; ++i) any = inputs[i].defined() && inputs[i].requires_grad();
   if (!any) return out;
-  std::vector<std::shared_ptr<Node>> next(n);
+  NodeList next(n);
   for (size_t i = 0; i < n; ++i) {
     const Tensor& t = inputs[i];
     if (!t.defined() || !t.requires_grad()) continue;
@@ -193,6 +190,8 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
   // 2. Run each node once all its consumers have given it their gradient.
   start->grad_sum_ = std::move(grad);
   std::vector<Node*> ready{start};
+  ready.reserve(16);
+  Needs needs;  // needs[i] = next_[i] != nullptr for the node being run (one buffer for the pass)
   while (!ready.empty()) {
     Node* n = ready.back();
     ready.pop_back();
@@ -207,7 +206,9 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
         throw Error("backward: trying to backward through the graph a second time (the saved "
                     "tensors of " + n->name() + " were freed by the first backward); pass "
                     "retain_graph=true to the first backward if you need to");
-      grads = n->fn_(g, n->needs_);
+      needs.assign(n->next_.size(), false);
+      for (size_t i = 0; i < n->next_.size(); ++i) needs[i] = n->next_[i] != nullptr;
+      grads = n->fn_(g, needs);
       g = Tensor();
       if (!retain_graph) n->release();
     }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/allocator.h"
 #include "autograd/tensor.h"
 
 namespace normlab::autograd {
@@ -18,18 +19,23 @@ using Needs = std::vector<bool>;
 // Tensor for an input that needs none). Runs with grad mode off.
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_out, const Needs& needs)>;
 
+class Node;
+// A node's edges to the nodes of its inputs, in the small-object pool (autograd/allocator.h): a
+// step makes and frees one such list per op.
+using NodeList = std::vector<std::shared_ptr<Node>, PoolAllocator<std::shared_ptr<Node>>>;
+
 // One recorded op in the graph. `next[i]` is where the gradient of input i goes (null: nowhere).
 class Node {
  public:
   // `name` must outlive the node (a string literal, as every op passes).
-  Node(const char* name, std::vector<std::shared_ptr<Node>> next, BackwardFn fn, Shape out_shape);
+  Node(const char* name, NodeList next, BackwardFn fn, Shape out_shape);
   // Makes the node that accumulates into the .grad of a leaf.
   static std::shared_ptr<Node> accumulator(const std::shared_ptr<TensorImpl>& leaf);
   // Frees the chain of nodes below iteratively, so a graph of any depth is freed without recursion.
   ~Node();
 
   std::string name() const { return name_; }
-  const std::vector<std::shared_ptr<Node>>& next() const { return next_; }
+  const NodeList& next() const { return next_; }
   // Drops the saved tensors (after a backward without retain_graph).
   void release();
 
@@ -38,8 +44,7 @@ class Node {
   friend Tensor renamed(Tensor, const char*);
   friend Tensor record_node(const char*, Tensor, const Tensor*, size_t, BackwardFn);
   const char* name_;
-  std::vector<std::shared_ptr<Node>> next_;
-  Needs needs_;                       // needs_[i] = next_[i] != nullptr, made once
+  NodeList next_;
   BackwardFn fn_;
   Shape out_shape_;                   // shape and dtype of the tensor this node made (or the leaf):
   DType out_dtype_ = DType::Float32;  // what a gradient flowing into it must have

@@ -1,12 +1,12 @@
 // Differentiable matrix products: forward and backward side by side, all through kernels::gemm.
 #include "autograd/matmul.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "autograd/engine.h"
 #include "autograd/kernels/gemm.h"
-#include "autograd/reduce.h"
-#include "autograd/shape_ops.h"
+#include "autograd/kernels/reduce.h"
 
 namespace normlab::autograd {
 
@@ -106,12 +106,19 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   k::GemmShape s;
   s.trans_b = true, s.m = rows, s.n = out_f, s.k = in_f;
   if (bias.defined()) {
-    // Start from the bias broadcast to every row, and accumulate the product onto it.
+    // Start from the bias broadcast to every row, and accumulate the product onto it. The rows are
+    // filled by doubling (bias into row 0, rows [0, k) into [k, 2k), ...): log2(rows) copies, not
+    // one call to memcpy per row of a few bytes.
     dispatch(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      const T* b = bias.data<T>();
       T* y = out.data<T>();
-      for (int64_t r = 0; r < rows; ++r) std::memcpy(y + r * out_f, b, static_cast<size_t>(out_f) * sizeof(T));
+      const size_t row_bytes = static_cast<size_t>(out_f) * sizeof(T);
+      if (rows > 0) std::memcpy(y, bias.data<T>(), row_bytes);
+      for (int64_t done = 1; done < rows;) {
+        const int64_t n = std::min(done, rows - done);
+        std::memcpy(y + done * out_f, y, static_cast<size_t>(n) * row_bytes);
+        done += n;
+      }
     });
     s.accumulate = true;
   }
@@ -137,7 +144,14 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                     t.trans_a = true, t.m = out_f, t.n = in_f, t.k = rows;
                     gemm(t, g, x, gw);
                   }
-                  if (n[2]) gb = sum(reshape(g, {rows, out_f}), {0});  // db = sum of dy over rows
+                  if (n[2]) {  // db = sum of dy over rows: the kernel of sum(reshape(g, {rows, out_f}), {0})
+                    gb = empty({out_f}, dt);
+                    if (out_f > 0)
+                      dispatch(dt, [&](auto zero) {
+                        using T = decltype(zero);
+                        k::reduce(k::ReduceOp::Sum, 1, rows, out_f, g.data<T>(), gb.data<T>());
+                      });
+                  }
                   return Grads{gx, gw, gb};
                 });
 }

@@ -29,14 +29,14 @@ std::vector<int64_t> contiguous_strides(const Shape& s) {
   return st;
 }
 
-Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& op) {
+Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op) {
   const size_t r = std::max(a.size(), b.size());
   Shape out(r);
   for (size_t i = 0; i < r; ++i) {
     const int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
     const int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
     if (da != db && da != 1 && db != 1)
-      throw Error(op + ": shapes " + shape_str(a) + " and " + shape_str(b) +
+      throw Error(std::string(op) + ": shapes " + shape_str(a) + " and " + shape_str(b) +
                   " cannot be broadcast (size " + std::to_string(da) + " vs " + std::to_string(db) +
                   " at dim " + std::to_string(i) + ")");
     out[i] = da == 1 ? db : da;
@@ -44,18 +44,18 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& op) {
   return out;
 }
 
-int64_t normalize_dim(int64_t dim, int64_t rank, const std::string& op) {
+int64_t normalize_dim(int64_t dim, int64_t rank, std::string_view op) {
   const int64_t lo = rank == 0 ? -1 : -rank, hi = rank == 0 ? 0 : rank - 1;
   if (dim < lo || dim > hi)
-    throw Error(op + ": dim " + std::to_string(dim) + " out of range for a tensor of rank " +
+    throw Error(std::string(op) + ": dim " + std::to_string(dim) + " out of range for a tensor of rank " +
                 std::to_string(rank) + " (expected a dim in [" + std::to_string(lo) + ", " +
                 std::to_string(hi) + "])");
   return dim < 0 ? dim + std::max<int64_t>(rank, 1) : dim;
 }
 
-void check_shape(const Shape& s, const std::string& op) {
+void check_shape(const Shape& s, std::string_view op) {
   for (int64_t d : s)
-    if (d < 0) throw Error(op + ": negative size in shape " + shape_str(s));
+    if (d < 0) throw Error(std::string(op) + ": negative size in shape " + shape_str(s));
 }
 
 }  // namespace normlab::autograd

@@ -39,7 +39,7 @@ void BatchNorm::reset_running_stats() {
 }
 
 Tensor BatchNorm::forward(const Tensor& x) {
-  check(x.defined(), name_ + ": the input is an undefined tensor");
+  if (!x.defined()) throw Error(name_ + ": the input is an undefined tensor");  // built only to throw
   check_input(x);
   const bool update = is_training() && track_running_stats_;
   double f = 0;  // the running-average factor, when updating

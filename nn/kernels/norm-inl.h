@@ -65,15 +65,12 @@ HWY_INLINE void StoreRow(int64_t n, T* HWY_RESTRICT y, bool stream, const F& f) 
 // Parts of `rows` rows of n elements for row-parallel loops: about 64 KiB of input each.
 HWY_INLINE int64_t RowsPerPart(int64_t n) { return std::max<int64_t>(1, (int64_t(16) << 10) / std::max<int64_t>(n, 1)); }
 
-// The lanes of v added in lane order (not SumOfLanes, whose shuffle order differs between targets).
+// The sum of v's lanes, added as a tree in registers (SumOfLanes: a fixed order per target, so a
+// row's sum never depends on the thread count or on which rows share a part; log2(lanes) shuffles
+// and adds instead of a store and a chain of lanes - 1 dependent scalar adds).
 template <class D, class V>
 HWY_INLINE hn::TFromD<D> LaneSum(D d, V v) {
-  using T = hn::TFromD<D>;
-  HWY_ALIGN T lanes[hn::MaxLanes(d)];
-  hn::Store(v, d, lanes);
-  T s = lanes[0];
-  for (size_t i = 1; i < hn::Lanes(d); ++i) s += lanes[i];
-  return s;
+  return hn::GetLane(hn::SumOfLanes(d, v));
 }
 
 // Sum over i < n of a term of x[i], accumulated as acc = f(d, acc, x_vector). Four independent

@@ -109,7 +109,8 @@ const char* norm_active_target();
 namespace ref {
 
 // 1 / sqrt(var + eps) for a variance that rounding may have left a hair below 0.
-inline double inv_std(double var, double eps) { return 1.0 / std::sqrt(std::fmax(var, 0.0) + eps); }
+// (var > 0 ? var : 0 is fmax(var, 0), NaN included, without a call into libm.)
+inline double inv_std(double var, double eps) { return 1.0 / std::sqrt((var > 0 ? var : 0.0) + eps); }
 
 // Stores a double mean as the pair mean[i] = T(mu), mean_lo[i] = T(mu - T(mu)) (mean_lo may be null).
 template <typename T>

@@ -94,11 +94,7 @@ int norm_threads(int64_t elems, int64_t parts) {
   return static_cast<int>(std::min<int64_t>(autograd::num_threads(), parts));
 }
 
-void parallel_parts(int threads, int64_t parts, const std::function<void(int64_t)>& part) {
-  if (threads <= 1 || parts <= 1) {
-    for (int64_t i = 0; i < parts; ++i) part(i);
-    return;
-  }
+void parallel_parts_on_pool(int threads, int64_t parts, const std::function<void(int64_t)>& part) {
   auto job = std::make_shared<Job>();
   job->part = &part;
   job->parts = parts;
