@@ -75,14 +75,18 @@ HWY_INLINE hn::TFromD<D> LaneSum(D d, V v) {
 
 // Sum over i < n of a term of x[i], accumulated as acc = f(d, acc, x_vector). Four independent
 // accumulators: one chain of dependent adds would wait 3-4 cycles per add, four keep both FP ports
-// busy. The accumulators, their lanes and the tail are then added in a fixed order.
+// busy. The accumulators, their lanes and the tail are then added in a fixed order. With
+// `prefetch`, prefetch[i] is fetched as x[i] is read (a later row: one memory stream alone does not
+// keep enough lines in flight to reach the machine's bandwidth).
 template <typename T, class F>
-HWY_INLINE T SumRow(int64_t n, const T* HWY_RESTRICT x, const F& f) {
+HWY_INLINE T SumRow(int64_t n, const T* HWY_RESTRICT x, const F& f, const T* prefetch = nullptr) {
   const hn::ScalableTag<T> d;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0;
   int64_t i = 0;
   for (; i + 4 * N <= n; i += 4 * N) {
+    if (prefetch)
+      for (int64_t k = 0; k < 4; ++k) hwy::Prefetch(prefetch + i + k * N);
     a0 = f(d, a0, hn::LoadU(d, x + i));
     a1 = f(d, a1, hn::LoadU(d, x + i + N));
     a2 = f(d, a2, hn::LoadU(d, x + i + 2 * N));
@@ -161,9 +165,11 @@ struct RowStats {
 };
 
 template <typename T>
-HWY_INLINE RowStats<T> ComputeRowStats(int64_t n, const T* HWY_RESTRICT x, double eps) {
+HWY_INLINE RowStats<T> ComputeRowStats(int64_t n, const T* HWY_RESTRICT x, double eps,
+                                       const T* prefetch = nullptr) {
   const T s = n > 0 ? x[0] : T(0);
-  const T sum = SumRow(n, x, [s](auto d, auto acc, auto v) { return hn::Add(acc, hn::Sub(v, hn::Set(d, s))); });
+  const T sum = SumRow(
+      n, x, [s](auto d, auto acc, auto v) { return hn::Add(acc, hn::Sub(v, hn::Set(d, s))); }, prefetch);
   const T delta = n > 0 ? static_cast<T>(static_cast<double>(sum) / n) : T(0);
   // Second pass over the row (now in L1): sum of squared deviations.
   const T ss = SumRow(n, x, [s, delta](auto d, auto acc, auto v) {
@@ -183,7 +189,8 @@ void LayerNormForwardT(int64_t r0, int64_t r1, int64_t n, const T* HWY_RESTRICT 
                        T* rstd) {
   for (int64_t i = r0; i < r1; ++i) {
     const T* xr = x + i * n;
-    const RowStats<T> st = ComputeRowStats(n, xr, eps);
+    // The first pass reads the row from memory and fetches the row after next.
+    const RowStats<T> st = ComputeRowStats(n, xr, eps, i + 2 < r1 ? xr + 2 * n : nullptr);
     // The next row, fetched while this one is finished from L1 (the hardware prefetcher alone
     // leaves memory idle during the passes from L1).
     const T* next = i + 1 < r1 ? xr + n : xr;
@@ -244,7 +251,10 @@ void RowNormBackwardT(int64_t r0, int64_t r1, int64_t n, const T* HWY_RESTRICT d
       else return dyv;
     };
     T sg = 0, sgx = 0;
+    const int64_t ahead = i + 2 < r1 ? 2 * n : 0;  // the row after next, fetched during pass A
     SumRow2<T>(n, [&](auto d, auto& p, auto& q, int64_t j) {
+      hwy::Prefetch(xr + ahead + j);
+      hwy::Prefetch(dyr + ahead + j);
       const auto dyv = hn::LoadU(d, dyr + j);
       const auto xh = xhat(d, j), g = grad(d, j, dyv);
       p = hn::Add(p, g);
