@@ -450,8 +450,11 @@ void WelfordColumns(int64_t N, int64_t C, int64_t c0, int64_t c1, const T* HWY_R
   for (; i + 4 <= N; i += 4) {
     const T f0 = inv(i), f1 = inv(i + 1), f2 = inv(i + 2), f3 = inv(i + 3);
     const T *x0r = x + i * C, *x1r = x0r + C, *x2r = x1r + C, *x3r = x2r + C;
+    const T* ahead = i + 8 <= N ? x3r + C : nullptr;  // the next 4 rows, fetched meanwhile
     ForRow<T>(c1 - c0, [&](auto d, int64_t j) {
       const int64_t c = c0 + j;
+      if (ahead)
+        for (int64_t r = 0; r < 4; ++r) hwy::Prefetch(ahead + r * C + c);
       auto mv = hn::LoadU(d, md + c), qv = hn::LoadU(d, m2 + c);
       const auto x0 = hn::LoadU(d, x + c);
       update(d, mv, qv, x0, x0r, c, f0);
@@ -545,7 +548,9 @@ void BatchNormNormalize(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT x
     for (int64_t i = i0; i < i1; ++i) {
       if (L == 1) {
         const T* xr = x + i * C;
+        const int64_t ahead = i + 2 < i1 ? 2 * C : 0;  // the row after next, fetched meanwhile
         StoreRow<T>(C, y + i * C, stream, [&](auto d, int64_t c) {
+          hwy::Prefetch(xr + ahead + c);
           const auto v = hn::Sub(hn::Sub(hn::LoadU(d, xr + c), hn::LoadU(d, mean + c)), hn::LoadU(d, lo + c));
           return hn::MulAdd(v, hn::LoadU(d, scale + c), hn::LoadU(d, shift + c));
         });
@@ -594,8 +599,14 @@ void BatchNormBackward(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT dy
         for (; i + 4 <= N; i += 4) {
           const T *d0 = dy + i * C, *d1 = d0 + C, *d2 = d1 + C, *d3 = d2 + C;
           const T *x0 = x + i * C, *x1 = x0 + C, *x2 = x1 + C, *x3 = x2 + C;
+          const bool ahead = i + 8 <= N;  // the next 4 rows of dy and x, fetched meanwhile
           ForRow<T>(c1 - c0, [&](auto d, int64_t j) {
             const int64_t c = c0 + j;
+            if (ahead)
+              for (int64_t r = 4; r < 8; ++r) {
+                hwy::Prefetch(d0 + r * C + c);
+                hwy::Prefetch(x0 + r * C + c);
+              }
             auto sv = hn::LoadU(d, sdy + c), qv = hn::LoadU(d, sdyx + c);
             const auto mv = hn::LoadU(d, mean + c), lv = hn::LoadU(d, lo + c);
             step(d, sv, qv, mv, lv, d0, x0, c);
@@ -651,7 +662,10 @@ void BatchNormBackward(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT dy
     for (int64_t i = i0; i < i1; ++i) {
       if (L == 1) {
         const T *dyr = dy + i * C, *xr = x + i * C;
+        const int64_t ahead = i + 2 < i1 ? 2 * C : 0;  // the row after next, fetched meanwhile
         StoreRow<T>(C, dx + i * C, stream, [&](auto d, int64_t c) {
+          hwy::Prefetch(dyr + ahead + c);
+          hwy::Prefetch(xr + ahead + c);
           return dx_of(hn::LoadU(d, dyr + c), hn::LoadU(d, xr + c), hn::LoadU(d, mean + c), hn::LoadU(d, lo + c),
                        hn::LoadU(d, k + c), hn::LoadU(d, a + c), hn::LoadU(d, b + c));
         });
