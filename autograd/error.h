@@ -2,6 +2,7 @@
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace normlab {
 
@@ -14,6 +15,13 @@ class Error : public std::runtime_error {
 // Throws normlab::Error(message) unless cond holds.
 inline void check(bool cond, const std::string& message) {
   if (!cond) throw Error(message);
+}
+
+// Throws normlab::Error(make_message()) unless cond holds: the message is built only on failure,
+// for checks on hot paths (every forward) and in loops, e.g. check(ok, [&] { return name + ": ..."; }).
+template <class MakeMessage, class = std::enable_if_t<std::is_invocable_r_v<std::string, MakeMessage&>>>
+void check(bool cond, MakeMessage&& make_message) {
+  if (!cond) throw Error(make_message());
 }
 
 }  // namespace normlab

@@ -64,9 +64,10 @@ void Dataset::validate() const {
           what + std::to_string(class_names.size()) + " class names for " +
               std::to_string(num_classes) + " classes");
     for (size_t i = 0; i < labels.size(); ++i)
-      check(labels[i] >= 0 && labels[i] < num_classes,
-            what + "label " + std::to_string(labels[i]) + " of sample " + std::to_string(i) +
-                " is outside [0, " + std::to_string(num_classes) + ")");
+      check(labels[i] >= 0 && labels[i] < num_classes, [&] {
+        return what + "label " + std::to_string(labels[i]) + " of sample " + std::to_string(i) +
+               " is outside [0, " + std::to_string(num_classes) + ")";
+      });
   } else {
     check(num_classes == 0, what + "num_classes must be >= 0, got " + std::to_string(num_classes));
     check(labels.empty(), what + "has labels but num_classes is 0");

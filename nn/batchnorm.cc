@@ -39,7 +39,7 @@ void BatchNorm::reset_running_stats() {
 }
 
 Tensor BatchNorm::forward(const Tensor& x) {
-  if (!x.defined()) throw Error(name_ + ": the input is an undefined tensor");  // built only to throw
+  check(x.defined(), [&] { return name_ + ": the input is an undefined tensor"; });
   check_input(x);
   const bool update = is_training() && track_running_stats_;
   double f = 0;  // the running-average factor, when updating

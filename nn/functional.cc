@@ -38,7 +38,7 @@ T* ptr(const Tensor& t) {
 Tensor grad_buffer(bool need, const Tensor& t) { return need && t.defined() ? empty_like(t) : Tensor(); }
 
 void check_input(const Tensor& x, const char* op) {
-  if (!x.defined()) throw Error(std::string(op) + ": the input is an undefined tensor");  // built only to throw
+  check(x.defined(), [&] { return std::string(op) + ": the input is an undefined tensor"; });
 }
 
 // An optional parameter must have the input's dtype.

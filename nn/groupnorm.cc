@@ -23,7 +23,7 @@ GroupNorm::GroupNorm(int64_t num_groups, int64_t num_channels, double eps, bool 
 }
 
 Tensor GroupNorm::forward(const Tensor& x) {
-  check(x.defined(), "GroupNorm: the input is an undefined tensor");
+  check(x.defined(), [] { return std::string("GroupNorm: the input is an undefined tensor"); });
   if (x.dim() < 2 || x.size(1) != num_channels_)
     throw Error("GroupNorm(" + std::to_string(num_groups_) + ", " + std::to_string(num_channels_) +
                 "): expected input of shape (N, " + std::to_string(num_channels_) + ", *), but got input of size " +

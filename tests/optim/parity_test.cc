@@ -68,31 +68,7 @@ void expect_close(const Tensor& got, const Tensor& want, const std::string& name
                        << shape_str(want.shape()) << " " << dtype_name(want.dtype()));
       return;
     }
-    const std::vector<double> a = got.to_vector(), b = want.to_vector();
-    int64_t bad = 0, first = -1;
-    double worst = 0, worst_rel = 0;
-    double floor_used = 0, floor_want = 0;  // the most any element needs of atol: |got - want| - rtol |want|
-    for (size_t i = 0; i < a.size(); ++i) {
-      const double err = std::fabs(a[i] - b[i]);
-      worst = std::max(worst, err);
-      if (b[i] != 0) worst_rel = std::max(worst_rel, err / std::fabs(b[i]));
-      if (err - tol.rtol * std::fabs(b[i]) > floor_used) {
-        floor_used = err - tol.rtol * std::fabs(b[i]);
-        floor_want = b[i];
-      }
-      if (!normlab::test::close(a[i], b[i], tol.rtol, tol.atol) && bad++ == 0) first = static_cast<int64_t>(i);
-    }
-    // With --log_level=message: how close each comparison came (to judge the tolerances); "atol used"
-    // is how far beyond rtol |want| the worst element went (0 when rtol alone suffices).
-    BOOST_TEST_MESSAGE(name << ": largest |got - want| " << worst << ", largest relative " << worst_rel
-                            << ", atol used " << floor_used << " (at want " << floor_want << ")");
-    if (bad) {
-      std::ostringstream os;
-      os << std::setprecision(17) << name << ": " << bad << " of " << a.size() << " elements differ beyond rtol "
-         << tol.rtol << ", atol " << tol.atol << "; first at flat index " << first << ": got " << a[first]
-         << ", PyTorch " << b[first] << "; largest |got - want| " << worst;
-      BOOST_ERROR(os.str());
-    }
+    normlab::test::expect_elements_close(name, got.to_vector(), want.to_vector(), tol.rtol, tol.atol);
   }
 }
 
