@@ -417,6 +417,16 @@ BOOST_AUTO_TEST_CASE(wrong_input_shapes_name_both_shapes) {
   check_error([&] { bn(zeros({8, 4}, DType::Float64)); }, {"float64", "float32"});
 }
 
+// An undefined input is a clear error naming the module (its message is built only on failure).
+BOOST_AUTO_TEST_CASE(undefined_input_is_a_clear_error) {
+  BatchNorm1d bn(4);
+  check_error([&] { bn(Tensor()); }, {"BatchNorm1d", "the input is an undefined tensor"});
+  GroupNorm gn(2, 4);
+  check_error([&] { gn(Tensor()); }, {"GroupNorm: the input is an undefined tensor"});
+  LayerNorm ln({3});
+  check_error([&] { ln(Tensor()); }, {"the input is an undefined tensor"});
+}
+
 // set_momentum(nullopt) after reset_running_stats() turns the running statistics into the plain
 // average of the batches that follow (what precise BN relies on), and bad momenta are refused.
 BOOST_AUTO_TEST_CASE(batchnorm_set_momentum_cumulative_average) {
