@@ -8,8 +8,9 @@
 #
 # Environment: PARTS (which pieces: "table epoch protocol" by default, "table" when FILTER is set),
 # THREADS ("1 2"), FILTER (regex of workload names, "."), REPS (5 repetitions), MIN_TIME (0.2 s
-# per repetition), BUILD_DIR (build), MARKDOWN=1 for Markdown tables, OUT_DIR (where the results
-# stay; a temporary directory by default).
+# per repetition), ROUNDS (1: with N, the table's normlab and PyTorch runs alternate N times and
+# the table shows each ratio's median and range over the rounds), BUILD_DIR (build), MARKDOWN=1
+# for Markdown tables, OUT_DIR (where the results stay; a temporary directory by default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +19,7 @@ THREADS=${THREADS:-"1 2"}
 if [ -n "${FILTER:-}" ]; then PARTS=${PARTS:-table}; else PARTS=${PARTS:-"table epoch protocol"}; fi
 FILTER=${FILTER:-.}
 REPS=${REPS:-5}
+ROUNDS=${ROUNDS:-1}
 MIN_TIME=${MIN_TIME:-0.2}
 PYTHON=${PYTHON:-/usr/bin/python3}  # Debian's python3 with python3-torch (a pyenv python3 on PATH has no torch)
 
@@ -33,6 +35,10 @@ for p in $PARTS; do
 done
 if ! [[ $REPS =~ ^[0-9]+$ ]] || (( REPS < 1 )); then
   echo "bench/run.sh: REPS must be a whole number of at least 1, got '$REPS'" >&2
+  exit 2
+fi
+if ! [[ $ROUNDS =~ ^[0-9]+$ ]] || (( ROUNDS < 1 )); then
+  echo "bench/run.sh: ROUNDS must be a whole number of at least 1, got '$ROUNDS'" >&2
   exit 2
 fi
 if ! [ -x "$PYTHON" ]; then
@@ -84,22 +90,28 @@ if [[ " $PARTS " == *" table "* ]]; then
     sed 's/^\t/  PyTorch only: /; /^  PyTorch only/!s/^/  normlab only: /' <<<"$only_one" >&2
   fi
 
+  # Round r of thread count t: normlab, then PyTorch (A/B/A/B over the rounds, so that a slow
+  # minute of a shared machine falls on both sides); table.py pairs the files into rounds in order.
   files=()
-  for t in $THREADS; do
-    if [ -n "$normlab_names" ]; then
-      echo "== normlab, $t thread(s)" >&2
-      "$BUILD_DIR/bench/bench_kernels" --threads="$t" --benchmark_filter="$FILTER" \
-        --benchmark_repetitions="$REPS" --benchmark_report_aggregates_only=true \
-        --benchmark_min_time="$MIN_TIME" --benchmark_out="$OUT_DIR/normlab_$t.json" \
-        --benchmark_out_format=json >&2
-      files+=("$OUT_DIR/normlab_$t.json")
-    fi
-    if (( have_torch )) && [ -n "$torch_names" ]; then
-      echo "== PyTorch, $t thread(s)" >&2
-      "$PYTHON" bench/pytorch_bench.py --threads "$t" --filter "$FILTER" --repetitions "$REPS" \
-        --min-time "$MIN_TIME" --out "$OUT_DIR/pytorch_$t.json"
-      files+=("$OUT_DIR/pytorch_$t.json")
-    fi
+  for r in $(seq 1 "$ROUNDS"); do
+    for t in $THREADS; do
+      round_text=""
+      (( ROUNDS > 1 )) && round_text=", round $r of $ROUNDS"
+      if [ -n "$normlab_names" ]; then
+        echo "== normlab, $t thread(s)$round_text" >&2
+        "$BUILD_DIR/bench/bench_kernels" --threads="$t" --benchmark_filter="$FILTER" \
+          --benchmark_repetitions="$REPS" --benchmark_report_aggregates_only=true \
+          --benchmark_min_time="$MIN_TIME" --benchmark_out="$OUT_DIR/normlab_${t}_$r.json" \
+          --benchmark_out_format=json >&2
+        files+=("$OUT_DIR/normlab_${t}_$r.json")
+      fi
+      if (( have_torch )) && [ -n "$torch_names" ]; then
+        echo "== PyTorch, $t thread(s)$round_text" >&2
+        "$PYTHON" bench/pytorch_bench.py --threads "$t" --filter "$FILTER" --repetitions "$REPS" \
+          --min-time "$MIN_TIME" --out "$OUT_DIR/pytorch_${t}_$r.json"
+        files+=("$OUT_DIR/pytorch_${t}_$r.json")
+      fi
+    done
   done
   echo >&2
   "$PYTHON" bench/table.py ${MARKDOWN:+--markdown} "${files[@]}"

@@ -1,24 +1,39 @@
 #!/usr/bin/env python3
 """Prints one table from bench_kernels JSON files (Google Benchmark, --benchmark_out) and
 pytorch_bench.py JSON files: workload, threads, normlab median, PyTorch median, the speedup
-PyTorch time / normlab time (above 1: normlab is faster), and both rates (GFLOP/s or GB/s).
+PyTorch time / normlab time (above 1: normlab is faster), and both rates (GFLOP/s or GB/s); then
+issue 5's targets, each computed from the rows it needs and marked met or not.
+
+Rounds: bench/run.sh with ROUNDS=N runs normlab and PyTorch alternately N times (A/B/A/B), so
+that a shared machine's slow minutes fall on both sides. Files are paired into rounds in the
+order given: the k-th normlab file and the k-th PyTorch file of a thread count are round k. With
+more than one round, each time is the median over rounds, the ratio is the median of the rounds'
+ratios, and the range of the rounds' ratios (min-max) is shown beside it, as is every target's.
 
 usage: table.py [--markdown] FILE.json ...   (the file kinds are told apart by their content)
 """
 import json
+import statistics
 import sys
 
 
 def load(paths):
-    """{(name, threads): {"normlab": (seconds, rate, unit)}, ...} and the context lines."""
+    """({(name, threads): {"normlab": [(seconds, rate, unit) per round], "pytorch": [...]}},
+    context lines, row order)."""
     rows, context, order = {}, [], []
+
+    def add(key, side, value):
+        if key not in rows:
+            order.append(key)
+        rows.setdefault(key, {}).setdefault(side, []).append(value)
+
     for path in paths:
         with open(path) as f:
             data = json.load(f)
         if "benchmarks" in data:  # Google Benchmark
             ctx = data.get("context", {})
             threads = int(ctx.get("normlab_threads", 1))
-            if not any("normlab" in c for c in context):
+            if not any(c.startswith("normlab") for c in context):
                 caches = ", ".join(f"L{c['level']}{c['type'][0].lower() if c['type'] != 'Unified' else ''} "
                                    f"{c['size'] // 1024} KiB" for c in ctx.get("caches", []))
                 context.append(f"normlab: Highway target {ctx.get('highway_target', '?')}, "
@@ -35,10 +50,7 @@ def load(paths):
                     rate, unit = b["bytes_per_second"] / 1e9, "GB/s"
                 else:
                     rate, unit = None, ""
-                key = (name, threads)
-                if key not in rows:
-                    order.append(key)
-                rows.setdefault(key, {})["normlab"] = (sec, rate, unit)
+                add((name, threads), "normlab", (sec, rate, unit))
         else:  # pytorch_bench.py
             ctx = data.get("context", {})
             blas = ctx.get("blas", {})
@@ -48,12 +60,9 @@ def load(paths):
             if line not in context:
                 context.append(line)
             for r in data["results"]:
-                key = (r["name"], int(r["threads"]))
-                if key not in rows:
-                    order.append(key)
                 unit = {"flop": "GFLOP/s", "byte": "GB/s"}.get(r["unit"])  # None: a time only
                 rate = r["work"] / r["median_s"] / 1e9 if unit else None
-                rows.setdefault(key, {})["pytorch"] = (r["median_s"], rate, unit or "")
+                add((r["name"], int(r["threads"])), "pytorch", (r["median_s"], rate, unit or ""))
     return rows, context, order
 
 
@@ -67,6 +76,82 @@ def fmt_time(sec):
     return f"{sec * 1e6:.2f} us"
 
 
+def per_round(a, b, f):
+    """f(a[k], b[k]) for the rounds k both lists have."""
+    return [f(x, y) for x, y in zip(a, b)]
+
+
+def summary(values, fmt):
+    """The median of `values`, with the range min-max when there are several."""
+    if not values:
+        return "-"
+    med = fmt(statistics.median(values))
+    return med if len(values) == 1 else f"{med} ({fmt(min(values))}-{fmt(max(values))})"
+
+
+# Issue 5's targets: (what, numerator row, denominator row, threshold), where a row is
+# (workload, threads, side, "time" or "rate") and the value of a round is numerator / denominator.
+MLPS = [("2-32-32-2 b32", 15.0), ("784-256-256-10 b128", 1.1)]
+TARGETS = [
+    ("GEMM 512x1024x1024, 1 thread: >= 90% of OpenBLAS's GFLOP/s",
+     ("matmul 512x1024 @ 1024x1024", 1, "normlab", "rate"), ("matmul 512x1024 @ 1024x1024", 1, "pytorch", "rate"), 0.9),
+    ("GEMM 512x1024x1024: 2 threads >= 1.8x 1 thread",
+     ("matmul 512x1024 @ 1024x1024", 1, "normlab", "time"), ("matmul 512x1024 @ 1024x1024", 2, "normlab", "time"), 1.8),
+    ("LayerNorm forward 4096x1024, 1 thread: >= 80% of STREAM triad",
+     ("layernorm forward 4096x1024", 1, "normlab", "rate"), ("stream triad 2^25", 1, "normlab", "rate"), 0.8),
+    ("LayerNorm forward 4096x1024: >= 1.8x PyTorch",
+     ("layernorm forward 4096x1024", None, "pytorch", "time"), ("layernorm forward 4096x1024", None, "normlab", "time"), 1.8),
+    ("LayerNorm forward+backward 4096x1024: >= 2x PyTorch",
+     ("layernorm forward+backward 4096x1024", None, "pytorch", "time"),
+     ("layernorm forward+backward 4096x1024", None, "normlab", "time"), 2.0),
+    ("BatchNorm1d forward+backward 4096x1024: >= 3x PyTorch",
+     ("batchnorm1d forward+backward 4096x1024", None, "pytorch", "time"),
+     ("batchnorm1d forward+backward 4096x1024", None, "normlab", "time"), 3.0),
+] + [(f"train step MLP {shape} {norm}: >= {x:g}x PyTorch",
+      (f"train step mlp {shape} {norm}", None, "pytorch", "time"), (f"train step mlp {shape} {norm}", None, "normlab", "time"), x)
+     for shape, x in MLPS for norm in ("none", "batch", "layer")]
+
+
+def target_lines(rows):
+    """[(what, threads, summary of the rounds' values, "met"/"not met", rounds met, rounds)] for every
+    target whose rows are present; a target without a fixed thread count is checked at each count."""
+    out = []
+    thread_counts = sorted({t for _, t in rows})
+    for what, num, den, threshold in TARGETS:
+        for t in thread_counts:
+            if (num[1] is not None or den[1] is not None) and t != thread_counts[0]:
+                continue  # a target at fixed thread counts is listed once
+
+            def series(row):
+                name, threads, side, kind = row
+                vals = rows.get((name, threads if threads is not None else t), {}).get(side, [])
+                return [v[0] if kind == "time" else v[1] for v in vals]
+
+            a, b = series(num), series(den)
+            values = [x / y for x, y in zip(a, b) if x is not None and y]
+            if not values:
+                continue
+            threads = "-" if num[1] is not None or den[1] is not None else str(t)
+            met = sum(v >= threshold for v in values)
+            verdict = "met" if statistics.median(values) >= threshold else "not met"
+            out.append((what, threads, summary(values, lambda v: f"{v:.2f}x"), verdict, met, len(values)))
+    return out
+
+
+def print_table(header, table, markdown):
+    if markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|" + "|".join("---" for _ in header) + "|")
+        for row in table:
+            print("| " + " | ".join(row) + " |")
+        return
+    widths = [max(len(h), *(len(row[i]) for row in table)) if table else len(h) for i, h in enumerate(header)]
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+    print("  ".join("-" * w for w in widths))
+    for row in table:
+        print("  ".join((c.ljust(w) if i == 0 else c.rjust(w)) for i, (c, w) in enumerate(zip(row, widths))))
+
+
 def main(argv):
     markdown = "--markdown" in argv
     paths = [a for a in argv if a != "--markdown"]
@@ -74,6 +159,7 @@ def main(argv):
         print(__doc__, file=sys.stderr)
         return 2
     rows, context, order = load(paths)
+    rounds = max(len(v) for r in rows.values() for v in r.values()) if rows else 0
     # Group by workload (in first-seen order), then by thread count.
     names = []
     for name, _ in order:
@@ -84,25 +170,26 @@ def main(argv):
     for name in names:
         for threads in sorted(t for n, t in rows if n == name):
             r = rows[(name, threads)]
-            n, p = r.get("normlab"), r.get("pytorch")
-            ratio = f"{p[0] / n[0]:.2f}x" if n and p else "-"
-            rate = lambda x: f"{x[1]:.1f} {x[2]}" if x and x[1] is not None else "-"
-            table.append([name, str(threads), fmt_time(n[0] if n else None), fmt_time(p[0] if p else None), ratio,
-                          rate(n), rate(p)])
+            n, p = r.get("normlab", []), r.get("pytorch", [])
+            med = lambda vals, i: statistics.median(v[i] for v in vals) if vals and vals[0][i] is not None else None
+            ratio = summary(per_round(p, n, lambda a, b: a[0] / b[0]), lambda v: f"{v:.2f}x")
+            rate = lambda vals: f"{med(vals, 1):.1f} {vals[0][2]}" if med(vals, 1) is not None else "-"
+            table.append([name, str(threads), fmt_time(med(n, 0)), fmt_time(med(p, 0)), ratio, rate(n), rate(p)])
     for line in context:
         print(line)
-    print("medians over repetitions; PyTorch/normlab > 1 means normlab is faster")
-    if markdown:
-        print("| " + " | ".join(header) + " |")
-        print("|" + "|".join("---" for _ in header) + "|")
-        for row in table:
-            print("| " + " | ".join(row) + " |")
+    if rounds > 1:
+        print(f"{rounds} rounds of normlab then PyTorch: medians over the rounds (each round's value a median "
+              "over repetitions); the ratio is the median of the rounds' ratios (min-max)")
     else:
-        widths = [max(len(h), *(len(row[i]) for row in table)) if table else len(h) for i, h in enumerate(header)]
-        print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
-        print("  ".join("-" * w for w in widths))
-        for row in table:
-            print("  ".join((c.ljust(w) if i == 0 else c.rjust(w)) for i, (c, w) in enumerate(zip(row, widths))))
+        print("medians over repetitions")
+    print("PyTorch/normlab > 1 means normlab is faster")
+    print_table(header, table, markdown)
+    targets = target_lines(rows)
+    if targets:
+        print()
+        print("issue 5's targets (value = the ratio the target names" + (", median (min-max) over rounds)" if rounds > 1 else ")"))
+        print_table(["target", "threads", "value", "verdict", "rounds met"],
+                    [[w, t, v, verdict, f"{m}/{k}"] for w, t, v, verdict, m, k in targets], markdown)
     return 0
 
 
