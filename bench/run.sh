@@ -74,8 +74,11 @@ if [[ " $PARTS " == *" table "* ]]; then
   fi
   cmake --build "$BUILD_DIR" -j2 --target bench_kernels >/dev/null
 
+  # Google Benchmark matches the filter against the registered name, which ends in /real_time:
+  # an end anchor ($) of FILTER must also match before that suffix.
+  NORMLAB_FILTER=$(sed -E 's#(^|[^\\])[$]#\1(/real_time)?$#g' <<<"$FILTER")
   # Which workloads the filter selects, on each side, before anything runs.
-  normlab_names=$("$BUILD_DIR/bench/bench_kernels" --benchmark_list_tests --benchmark_filter="$FILTER" 2>/dev/null |
+  normlab_names=$("$BUILD_DIR/bench/bench_kernels" --benchmark_list_tests --benchmark_filter="$NORMLAB_FILTER" 2>/dev/null |
                   sed 's|/real_time$||' || true)
   torch_names=""
   (( have_torch )) && torch_names=$("$PYTHON" bench/pytorch_bench.py --list --filter "$FILTER" 2>/dev/null || true)
@@ -99,7 +102,7 @@ if [[ " $PARTS " == *" table "* ]]; then
       (( ROUNDS > 1 )) && round_text=", round $r of $ROUNDS"
       if [ -n "$normlab_names" ]; then
         echo "== normlab, $t thread(s)$round_text" >&2
-        "$BUILD_DIR/bench/bench_kernels" --threads="$t" --benchmark_filter="$FILTER" \
+        "$BUILD_DIR/bench/bench_kernels" --threads="$t" --benchmark_filter="$NORMLAB_FILTER" \
           --benchmark_repetitions="$REPS" --benchmark_report_aggregates_only=true \
           --benchmark_min_time="$MIN_TIME" --benchmark_out="$OUT_DIR/normlab_${t}_$r.json" \
           --benchmark_out_format=json >&2
