@@ -65,6 +65,22 @@ BOOST_AUTO_TEST_CASE(a_freed_buffer_is_reused_for_the_same_size_class) {
   BOOST_TEST(after.cached_bytes == before.cached_bytes - detail::storage_size_class(4000));
 }
 
+BOOST_AUTO_TEST_CASE(buffers_of_a_huge_page_or_more_start_at_a_huge_page_and_hold_their_data) {
+  empty_cache();  // fresh buffers from the system, not reused ones
+  constexpr size_t kHuge = size_t(2) << 20;
+  for (int64_t n : {int64_t(524288), int64_t(524289), int64_t(3 << 20), int64_t(4096 * 1024)}) {
+    Tensor t = empty({n});  // n floats: 2 MiB, just over, 12 MiB, 16 MiB
+    BOOST_TEST(reinterpret_cast<uintptr_t>(t.raw_data()) % kHuge == 0, n << " floats");
+    float* p = t.data<float>();
+    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(i % 1000);
+    bool same = true;
+    for (int64_t i = 0; i < n; ++i) same = same && p[i] == static_cast<float>(i % 1000);
+    BOOST_TEST(same, n << " floats keep their values");
+  }
+  Tensor small = empty({1000});
+  BOOST_TEST(reinterpret_cast<uintptr_t>(small.raw_data()) % 64 == 0);
+}
+
 BOOST_AUTO_TEST_CASE(live_bytes_count_the_buffers_of_live_storages) {
   const MemoryStats s0 = memory_stats();
   Tensor a = zeros({100, 10});  // 4000 bytes -> class 4096
