@@ -7,8 +7,8 @@
 # Machines are noisy: compare the ratios of one run, not absolute times across runs.
 #
 # Environment: PARTS (which pieces: "table epoch protocol" by default, "table" when FILTER is set),
-# THREADS ("1 2"), FILTER (regex of workload names, "."), REPS (5 repetitions), MIN_TIME (0.2 s
-# per repetition), ROUNDS (1: with N, the table's normlab and PyTorch runs alternate N times and
+# THREADS ("1 2"), FILTER (regex of workload names, "."), REPS (3 repetitions), MIN_TIME (0.2 s
+# per repetition), ROUNDS (3: the table's normlab and PyTorch runs alternate N times and
 # the table shows each ratio's median and range over the rounds), BUILD_DIR (build), MARKDOWN=1
 # for Markdown tables, OUT_DIR (where the results stay; a temporary directory by default).
 set -euo pipefail
@@ -18,8 +18,8 @@ BUILD_DIR=${BUILD_DIR:-build}
 THREADS=${THREADS:-"1 2"}
 if [ -n "${FILTER:-}" ]; then PARTS=${PARTS:-table}; else PARTS=${PARTS:-"table epoch protocol"}; fi
 FILTER=${FILTER:-.}
-REPS=${REPS:-5}
-ROUNDS=${ROUNDS:-1}
+REPS=${REPS:-3}
+ROUNDS=${ROUNDS:-3}
 MIN_TIME=${MIN_TIME:-0.2}
 PYTHON=${PYTHON:-/usr/bin/python3}  # Debian's python3 with python3-torch (a pyenv python3 on PATH has no torch)
 
