@@ -118,23 +118,20 @@ def target_lines(rows):
     out = []
     thread_counts = sorted({t for _, t in rows})
     for what, num, den, threshold in TARGETS:
-        for t in thread_counts:
-            if (num[1] is not None or den[1] is not None) and t != thread_counts[0]:
-                continue  # a target at fixed thread counts is listed once
-
+        fixed = num[1] is not None or den[1] is not None
+        for t in [None] if fixed else thread_counts:
             def series(row):
                 name, threads, side, kind = row
-                vals = rows.get((name, threads if threads is not None else t), {}).get(side, [])
+                vals = rows.get((name, threads if fixed else t), {}).get(side, [])
                 return [v[0] if kind == "time" else v[1] for v in vals]
 
-            a, b = series(num), series(den)
-            values = [x / y for x, y in zip(a, b) if x is not None and y]
+            values = [x / y for x, y in zip(series(num), series(den)) if x is not None and y]
             if not values:
                 continue
-            threads = "-" if num[1] is not None or den[1] is not None else str(t)
             met = sum(v >= threshold for v in values)
             verdict = "met" if statistics.median(values) >= threshold else "not met"
-            out.append((what, threads, summary(values, lambda v: f"{v:.2f}x"), verdict, met, len(values)))
+            out.append((what, "-" if fixed else str(t), summary(values, lambda v: f"{v:.2f}x"), verdict, met,
+                        len(values)))
     return out
 
 

@@ -68,6 +68,14 @@ std::string git(const fs::path& repo, const std::string& args) {
   return sh("git -C '" + repo.string() + "' -c user.name=normlab -c user.email=normlab@example.com " + args);
 }
 
+// A new repository in `repo` with one commit of a tracked file a.txt.
+void init_repo_with_one_commit(const fs::path& repo) {
+  git(repo, "init -q");
+  std::ofstream(repo / "a.txt") << "one\n";
+  git(repo, "add a.txt");
+  git(repo, "commit -q -m one");
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(git_commit)
@@ -75,10 +83,7 @@ BOOST_AUTO_TEST_SUITE(git_commit)
 BOOST_AUTO_TEST_CASE(names_head_and_marks_uncommitted_changes_to_tracked_files) {
   if (!have_git()) return;  // nothing to check without git (the "unknown" case is tested below)
   Tmp repo, build;
-  git(repo.dir, "init -q");
-  std::ofstream(repo.dir / "a.txt") << "one\n";
-  git(repo.dir, "add a.txt");
-  git(repo.dir, "commit -q -m one");
+  init_repo_with_one_commit(repo.dir);
   const fs::path out = build.dir / "git_commit.cc";
   std::string head = git(repo.dir, "rev-parse --short=12 HEAD");
   head.erase(head.find_last_not_of('\n') + 1);
@@ -99,10 +104,7 @@ BOOST_AUTO_TEST_CASE(names_head_and_marks_uncommitted_changes_to_tracked_files) 
 BOOST_AUTO_TEST_CASE(output_is_rewritten_only_when_the_commit_changes) {
   if (!have_git()) return;
   Tmp repo, build;
-  git(repo.dir, "init -q");
-  std::ofstream(repo.dir / "a.txt") << "one\n";
-  git(repo.dir, "add a.txt");
-  git(repo.dir, "commit -q -m one");
+  init_repo_with_one_commit(repo.dir);
   const fs::path out = build.dir / "git_commit.cc";
   commit_of(repo.dir, "git", out);
   const auto old = fs::last_write_time(out) - std::chrono::hours(1);
