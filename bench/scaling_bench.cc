@@ -39,7 +39,7 @@ void scaling_step(benchmark::State& state, std::vector<int64_t> widths, int64_t 
   spec.outputs = widths.back();
   spec.norm = "none";
   autograd::Generator gen(0);
-  auto model = experiments::build_mlp(spec, gen);
+  auto model = experiments::build_mlp(spec, gen).net;
   model->train();
   optim::SGD opt(model->parameters(), {.lr = 0.01, .momentum = 0.9});
   const Tensor x = autograd::randn({batch, spec.inputs}, gen);

@@ -15,6 +15,7 @@
 #include "experiments/datasets.h"
 #include "experiments/demo.h"
 #include "experiments/output.h"
+#include "experiments/registry.h"
 #include "experiments/study.h"
 
 namespace normlab::experiments {
@@ -33,7 +34,7 @@ struct Options {
   std::vector<uint64_t> seeds{0, 1};
   double target = 0.85;
   std::string over = "batch";
-  std::vector<int64_t> batch_sizes{2, 4, 8, 16, 32, 64, 128, 256};
+  std::vector<int64_t> batch_sizes = kSweepBatches;
   std::vector<double> lrs{0.01, 0.03, 0.1, 0.3, 1.0, 3.0};
   int64_t reference_batch = 128;
   std::string out;
@@ -73,7 +74,7 @@ void add_train_options(CLI::App* a, Options& o) {
   const std::string cmd = a->get_name();
   preset_default(a->add_option("--hidden", o.train.model.hidden, "hidden widths, e.g. 256,256")->delimiter(','),
                  "32,32 with --quick, 256,256 on fashion-mnist, else 64,64");
-  a->add_option("--activation", o.train.model.activation, "relu, tanh, gelu or sigmoid");
+  a->add_option("--activation", o.train.model.activation, "activation in the hidden layers: " + activation_names());
   a->add_option("--groups", o.train.model.groups, "GroupNorm: number of groups");
   preset_default(a->add_option("--epochs", o.train.epochs, "epochs per run"),
                  "3 with --quick, else 5");
@@ -107,6 +108,12 @@ void add_output_options(CLI::App* a, Options& o, const std::string& default_out)
   a->add_option("--threads", o.threads, "worker threads (default: all cores); results do not depend on it");
 }
 
+// --batch-sizes of the sweep and the study.
+void add_batch_sizes(CLI::App* a, Options& o, const std::string& what) {
+  preset_default(a->add_option("--batch-sizes", o.batch_sizes, what)->delimiter(','),
+                 "2,8,32,128 with --quick, else 2,4,8,16,32,64,128,256");
+}
+
 // The quick preset: a synthetic two-moons set and a small MLP, seconds per study.
 void apply_quick(Options& o, CLI::App* sub) {
   auto unset = [&](const char* flag) { return sub->get_option_no_throw(flag) == nullptr || sub->count(flag) == 0; };
@@ -119,7 +126,7 @@ void apply_quick(Options& o, CLI::App* sub) {
   if (unset("--lr")) o.train.lr = 0.1;
   if (unset("--warmup")) o.train.warmup_steps = 10;
   if (unset("--stats-every")) o.train.stats_every = 10;
-  if (unset("--batch-sizes")) o.batch_sizes = {2, 8, 32, 128};
+  if (unset("--batch-sizes")) o.batch_sizes = kQuickSweepBatches;
   if (unset("--target")) o.target = 0.85;
   if (unset("--lrs")) o.lrs = {0.01, 0.1, 1.0};
 }
@@ -143,7 +150,7 @@ void apply_full(Options& o, CLI::App* sub) {
   auto unset = [&](const char* flag) { return sub->get_option_no_throw(flag) == nullptr || sub->count(flag) == 0; };
   if (unset("--train-limit")) o.data.train_limit = 0;
   if (unset("--seeds")) o.seeds = {0, 1, 2, 3, 4};
-  if (unset("--batch-sizes")) o.batch_sizes = {2, 4, 8, 16, 32, 64, 128, 256};
+  if (unset("--batch-sizes")) o.batch_sizes = kSweepBatches;
   if (unset("--epochs")) o.train.epochs = 5;
 }
 
@@ -176,13 +183,119 @@ void apply_threads(const Options& o) {
   autograd::set_num_threads(o.threads);
 }
 
-StudyContext context(const Options& o, const Splits& s, int argc, char** argv, const fs::path& out) {
+StudyContext context(const Options& o, const Splits& s, int argc, char** argv) {
   StudyContext c;
-  c.out = out;
+  c.out = o.out;
   c.quiet = o.quiet;
   for (int i = 0; i < argc; ++i) c.command_line += (i ? " " : "") + std::string(i == 0 ? "normlab" : argv[i]);
   c.dataset = describe(o.data, s);
   return c;
+}
+
+struct Subcommands {
+  CLI::App *demo, *train, *compare, *sweep, *study;
+};
+
+// Every subcommand and its flags, all writing into o.
+Subcommands add_subcommands(CLI::App& app, Options& o) {
+  const std::string norms = "norms to compare: " + norm_names();
+  Subcommands s;
+  s.demo = app.add_subcommand("demo", "train an MLP on XOR by hand and print the loss going down");
+  s.demo->add_option("--steps", o.demo_steps, "SGD steps");
+
+  s.train = app.add_subcommand("train", "train one model: metrics to the terminal and CSV, a checkpoint");
+  add_data_options(s.train, o);
+  add_train_options(s.train, o);
+  s.train->add_option("--norm", o.norm, "norm in the hidden layers: " + norm_names());
+  s.train->add_option("--seed", o.seed, "seed of the initialization and the batch order");
+  s.train->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
+  add_output_options(s.train, o, "out/train");
+
+  s.compare = app.add_subcommand("compare", "convergence: the same model under each norm, several seeds");
+  add_data_options(s.compare, o);
+  add_train_options(s.compare, o);
+  s.compare->add_option("--norms", o.norms, norms)->delimiter(',');
+  s.compare->add_option("--seeds", o.seeds, "seeds")->delimiter(',');
+  s.compare->add_option("--target", o.target, "target accuracy for steps/epochs-to-target");
+  s.compare->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
+  add_output_options(s.compare, o, "out/compare");
+
+  s.sweep = app.add_subcommand("sweep", "sensitivity: final accuracy against batch size or learning rate");
+  add_data_options(s.sweep, o);
+  add_train_options(s.sweep, o);
+  s.sweep->add_option("--over", o.over, "what to sweep: batch or lr")->check(CLI::IsMember({"batch", "lr"}));
+  add_batch_sizes(s.sweep, o, "batch sizes (--over batch)");
+  preset_default(s.sweep->add_option("--lrs", o.lrs, "learning rates (--over lr)")->delimiter(','),
+                 "0.01,0.1,1 with --quick, else 0.01,0.03,0.1,0.3,1,3");
+  s.sweep->add_option("--reference-batch", o.reference_batch, "lr = --lr x batch / this (linear scaling)");
+  s.sweep->add_option("--norms", o.norms, norms)->delimiter(',');
+  preset_default(s.sweep->add_option("--seeds", o.seeds, "seeds")->delimiter(','), "0,1,2,3,4 with --full, else 0,1");
+  s.sweep->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
+  s.sweep->add_flag("--full", o.full, "the complete protocol: all 60k images, 5 seeds, batch 2..256");
+  add_output_options(s.sweep, o, "out/sweep");
+
+  s.study = app.add_subcommand("study", "the default study (make run): compare + batch-size sweep, one report");
+  add_data_options(s.study, o);
+  add_train_options(s.study, o);
+  s.study->add_option("--norms", o.norms, norms)->delimiter(',');
+  s.study->add_option("--seeds", o.seeds, "seeds")->delimiter(',');
+  add_batch_sizes(s.study, o, "batch sizes of the sweep");
+  s.study->add_option("--target", o.target, "target accuracy of the comparison");
+  preset_default(s.study->add_option("--sweep-train-limit", o.sweep_train_limit,
+                                     "the sweep trains on the first N training samples (0: all)"),
+                 "20000 on fashion-mnist without --quick, else 0");
+  s.study->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
+  add_output_options(s.study, o, "out/study");
+  return s;
+}
+
+// Presets and checks after parsing, before any data is read.
+void finish_options(Options& o, CLI::App* sub) {
+  apply_threads(o);
+  check_conflicts(o, sub);
+  if (o.data.name != "csv" && (!o.data.csv_path.empty() || !o.data.label.empty()))
+    throw Error("--csv and --label go with --dataset csv (the dataset is '" + o.data.name + "')");
+  if (o.full) apply_full(o, sub);
+  if (o.quick) apply_quick(o, sub);
+  else if (o.data.name == "fashion-mnist") apply_fashion_defaults(o, sub, sub->get_name() == "study");
+  if (o.sweep_train_limit < 0) throw Error("--sweep-train-limit must be >= 0");
+  if (o.train.model.hidden.empty()) o.train.model.hidden = {64, 64};
+}
+
+// The comparison's settings; activation statistics about 50 times per run unless --stats-every.
+CompareConfig compare_config(const Options& o, const Splits& data) {
+  CompareConfig cc{.base = o.train, .norms = o.norms, .seeds = o.seeds, .target_accuracy = o.target};
+  if (cc.base.stats_every == 0) cc.base.stats_every = std::max<int64_t>(1, steps_per_run(cc.base, data) / 50);
+  return cc;
+}
+
+SweepConfig sweep_config(const Options& o) {
+  SweepConfig sc{.base = o.train, .over = o.over, .batch_sizes = o.batch_sizes, .lrs = o.lrs,
+                 .reference_batch = o.reference_batch, .norms = o.norms, .seeds = o.seeds};
+  sc.base.stats_every = 0;
+  return sc;
+}
+
+// Loads the data and runs the parsed subcommand (not demo).
+void run_subcommand(Options& o, CLI::App* sub, int argc, char** argv) {
+  const Splits data = load_data(o.data);
+  o.train.model.inputs = data.train.features();
+  o.train.model.outputs = data.train.num_classes;
+  const StudyContext ctx = context(o, data, argc, argv);
+  const std::string name = sub->get_name();
+  if (name == "train") {
+    TrainConfig c = o.train;
+    c.model.norm = o.norm;
+    c.seed = o.seed;
+    if (c.stats_every == 0) c.stats_every = std::max<int64_t>(1, steps_per_run(c, data) / 50);
+    run_train(c, data, ctx);
+    std::printf("normlab: results in %s\n", o.out.c_str());
+    return;
+  }
+  if (name == "compare") run_compare(compare_config(o, data), data, ctx);
+  else if (name == "sweep") run_sweep(sweep_config(o), data, ctx);
+  else run_study({compare_config(o, data), sweep_config(o), o.sweep_train_limit}, o.data, data, ctx);
+  std::printf("normlab: results in %s (report.md)\n", o.out.c_str());
 }
 
 }  // namespace
@@ -192,143 +305,16 @@ int run_cli(int argc, char** argv) {
   app.require_subcommand(1);
   app.option_defaults()->always_capture_default();
   Options o;
-
-  auto* demo = app.add_subcommand("demo", "train an MLP on XOR by hand and print the loss going down");
-  demo->add_option("--steps", o.demo_steps, "SGD steps");
-
-  auto* train = app.add_subcommand("train", "train one model: metrics to the terminal and CSV, a checkpoint");
-  add_data_options(train, o);
-  add_train_options(train, o);
-  train->add_option("--norm", o.norm, "norm in the hidden layers: none, batch, layer, group or rms");
-  train->add_option("--seed", o.seed, "seed of the initialization and the batch order");
-  train->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
-  add_output_options(train, o, "out/train");
-
-  auto* compare = app.add_subcommand("compare", "convergence: the same model under each norm, several seeds");
-  add_data_options(compare, o);
-  add_train_options(compare, o);
-  compare->add_option("--norms", o.norms, "norms to compare")->delimiter(',');
-  compare->add_option("--seeds", o.seeds, "seeds")->delimiter(',');
-  compare->add_option("--target", o.target, "target accuracy for steps/epochs-to-target");
-  compare->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
-  add_output_options(compare, o, "out/compare");
-
-  auto* sweep = app.add_subcommand("sweep", "sensitivity: final accuracy against batch size or learning rate");
-  add_data_options(sweep, o);
-  add_train_options(sweep, o);
-  sweep->add_option("--over", o.over, "what to sweep: batch or lr")->check(CLI::IsMember({"batch", "lr"}));
-  preset_default(sweep->add_option("--batch-sizes", o.batch_sizes, "batch sizes (--over batch)")->delimiter(','),
-                 "2,8,32,128 with --quick, else 2,4,8,16,32,64,128,256");
-  preset_default(sweep->add_option("--lrs", o.lrs, "learning rates (--over lr)")->delimiter(','),
-                 "0.01,0.1,1 with --quick, else 0.01,0.03,0.1,0.3,1,3");
-  sweep->add_option("--reference-batch", o.reference_batch, "lr = --lr x batch / this (linear scaling)");
-  sweep->add_option("--norms", o.norms, "norms")->delimiter(',');
-  preset_default(sweep->add_option("--seeds", o.seeds, "seeds")->delimiter(','), "0,1,2,3,4 with --full, else 0,1");
-  sweep->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
-  sweep->add_flag("--full", o.full, "the complete protocol: all 60k images, 5 seeds, batch 2..256");
-  add_output_options(sweep, o, "out/sweep");
-
-  auto* study = app.add_subcommand("study", "the default study (make run): compare + batch-size sweep, one report");
-  add_data_options(study, o);
-  add_train_options(study, o);
-  study->add_option("--norms", o.norms, "norms")->delimiter(',');
-  study->add_option("--seeds", o.seeds, "seeds")->delimiter(',');
-  preset_default(study->add_option("--batch-sizes", o.batch_sizes, "batch sizes of the sweep")->delimiter(','),
-                 "2,8,32,128 with --quick, else 2,4,8,16,32,64,128,256");
-  study->add_option("--target", o.target, "target accuracy of the comparison");
-  preset_default(study->add_option("--sweep-train-limit", o.sweep_train_limit,
-                                   "the sweep trains on the first N training samples (0: all)"),
-                 "20000 on fashion-mnist without --quick, else 0");
-  study->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
-  add_output_options(study, o, "out/study");
-
+  const Subcommands subs = add_subcommands(app, o);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-
-  if (demo->parsed()) return run_demo(o.demo_steps);
+  if (subs.demo->parsed()) return run_demo(o.demo_steps);
   CLI::App* sub = app.get_subcommands().front();
-  apply_threads(o);
-  check_conflicts(o, sub);
-  if (o.data.name != "csv" && (!o.data.csv_path.empty() || !o.data.label.empty()))
-    throw Error("--csv and --label go with --dataset csv (the dataset is '" + o.data.name + "')");
-  if (o.full) apply_full(o, sub);
-  if (o.quick) apply_quick(o, sub);
-  else if (o.data.name == "fashion-mnist") apply_fashion_defaults(o, sub, study->parsed());
-  if (o.sweep_train_limit < 0) throw Error("--sweep-train-limit must be >= 0");
-  if (o.train.model.hidden.empty()) o.train.model.hidden = {64, 64};
-
-  const Splits data = load_data(o.data);
-  o.train.model.inputs = data.train.features();
-  o.train.model.outputs = data.train.num_classes;
-  if (train->parsed()) {
-    TrainConfig c = o.train;
-    c.model.norm = o.norm;
-    c.seed = o.seed;
-    if (c.stats_every == 0) c.stats_every = std::max<int64_t>(1, steps_per_run(c, data) / 50);
-    run_train(c, data, context(o, data, argc, argv, o.out));
-    std::printf("normlab: results in %s\n", o.out.c_str());
-    return 0;
-  }
-  CompareConfig cc;
-  cc.base = o.train;
-  cc.norms = o.norms;
-  cc.seeds = o.seeds;
-  cc.target_accuracy = o.target;
-  if (cc.base.stats_every == 0) cc.base.stats_every = std::max<int64_t>(1, steps_per_run(cc.base, data) / 50);
-  SweepConfig sc;
-  sc.base = o.train;
-  sc.base.stats_every = 0;
-  sc.over = o.over;
-  sc.batch_sizes = o.batch_sizes;
-  sc.lrs = o.lrs;
-  sc.reference_batch = o.reference_batch;
-  sc.norms = o.norms;
-  sc.seeds = o.seeds;
-  if (compare->parsed()) {
-    run_compare(cc, data, context(o, data, argc, argv, o.out));
-  } else if (sweep->parsed()) {
-    run_sweep(sc, data, context(o, data, argc, argv, o.out));
-  } else {  // study: compare + sweep, one combined report
-    const fs::path out = o.out;
-    for (const auto& n : cc.norms) {  // every setting checked before anything trains
-      TrainConfig c = cc.base;
-      c.model.norm = n;
-      validate(c, data);
-      for (int64_t b : sc.batch_sizes) {
-        c.batch_size = b;
-        Splits d = data;
-        if (o.sweep_train_limit > 0 && o.sweep_train_limit < data.train.size()) d.train = data::first_n(data.train, o.sweep_train_limit);
-        validate(c, d);
-      }
-    }
-    prepare_output_dir(out);
-    const Report a = run_compare(cc, data, context(o, data, argc, argv, out / "compare"));
-    Splits sweep_data = data;
-    if (o.sweep_train_limit > 0 && o.sweep_train_limit < data.train.size())
-      sweep_data.train = data::first_n(data.train, o.sweep_train_limit);
-    const Report b = run_sweep(sc, sweep_data, context(o, sweep_data, argc, argv, out / "sweep"));
-    std::string md = "# normlab study: BatchNorm vs LayerNorm\n\nCommand: `" + context(o, data, argc, argv, out).command_line +
-                     "`\n\nData: " + describe(o.data, data) + "\n\n";
-    if (o.sweep_train_limit > 0 && o.sweep_train_limit < data.train.size())
-      md += "To fit the time budget, the batch-size sweep trains on the first " + std::to_string(o.sweep_train_limit) +
-            " training images only (`--sweep-train-limit`); `normlab sweep --full` runs the complete protocol.\n\n";
-    for (const Report* r : {&a, &b}) {
-      std::string body = r->markdown, fixed;
-      // Images live in the study's subfolders.
-      const std::string sub_dir = r == &a ? "compare/" : "sweep/";
-      for (size_t i = 0; i < body.size(); ++i) {
-        fixed += body[i];
-        if (body[i] == '(' && i > 0 && body[i - 1] == ']') fixed += sub_dir;
-      }
-      md += "## " + r->title + "\n\n" + fixed + "\n";
-    }
-    write_file_atomic(out / "report.md", md);
-    if (!o.quiet) std::fputs(md.c_str(), stdout);
-  }
-  std::printf("normlab: results in %s (report.md)\n", o.out.c_str());
+  finish_options(o, sub);
+  run_subcommand(o, sub, argc, argv);
   return 0;
 }
 

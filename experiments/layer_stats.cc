@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "experiments/output.h"
+#include "experiments/registry.h"
 #include "experiments/stats.h"
 
 namespace normlab::experiments {
@@ -76,12 +77,13 @@ std::vector<PlotSpec> activation_panels(const std::vector<RunResult>& runs, cons
               (a.where == "pre" ? pre : post)[a.step].push_back(is_std ? a.std : a.mean);
         }
         const int color = static_cast<int>(k) + 1;
-        if (norms[k] == "none") {  // before = after: one line
-          if (!pre.empty()) p.series.push_back(seed_mean("none (no norm)", pre, color, 0));
+        const NormEntry& n = norm(norms[k]);
+        if (n.is_identity()) {  // before = after: one line
+          if (!pre.empty()) p.series.push_back(seed_mean(n.display, pre, color, 0));
           continue;
         }
-        if (!pre.empty()) p.series.push_back(seed_mean(norms[k] + ", before the norm", pre, color, 2));
-        if (!post.empty()) p.series.push_back(seed_mean(norms[k] + ", after the norm", post, color, 0));
+        if (!pre.empty()) p.series.push_back(seed_mean(n.display + ", before the norm", pre, color, 2));
+        if (!post.empty()) p.series.push_back(seed_mean(n.display + ", after the norm", post, color, 0));
       }
       if (!p.series.empty()) panels.push_back(p);
     }
@@ -96,7 +98,7 @@ std::vector<PlotSpec> grad_norm_panels(const std::vector<RunResult>& runs, const
     p.log_y = true;
     for (size_t k = 0; k < norms.size(); ++k) {
       const auto by_step = grad_norms_of(runs, norms[k], w);
-      if (!by_step.empty()) p.series.push_back(seed_mean(norms[k], by_step, static_cast<int>(k) + 1, 0));
+      if (!by_step.empty()) p.series.push_back(seed_mean(norm(norms[k]).display, by_step, static_cast<int>(k) + 1, 0));
     }
     if (!p.series.empty()) panels.push_back(p);
   }
@@ -105,12 +107,13 @@ std::vector<PlotSpec> grad_norm_panels(const std::vector<RunResult>& runs, const
 
 std::string activation_reading(const std::vector<RunResult>& runs, const std::vector<std::string>& norms, double tol) {
   std::ostringstream md;
-  for (const std::string& norm : norms) {
-    const std::string where = norm == "none" ? "pre" : "post";
+  for (const std::string& name : norms) {
+    const NormEntry& n = norm(name);
+    const std::string where = n.is_identity() ? "pre" : "post";
     std::vector<double> abs_mean, std_dev;  // |mean| and |std - 1| of every record
     double lo = INFINITY, hi = -INFINITY;
     for (const RunResult& r : runs) {
-      if (r.config.model.norm != norm) continue;
+      if (r.config.model.norm != name) continue;
       for (const ActivationStat& a : r.activations) {
         if (a.where != where || !std::isfinite(a.mean) || !std::isfinite(a.std)) continue;
         abs_mean.push_back(std::fabs(a.mean)), std_dev.push_back(std::fabs(a.std - 1));
@@ -121,12 +124,12 @@ std::string activation_reading(const std::vector<RunResult>& runs, const std::ve
     const double max_abs_mean = *std::max_element(abs_mean.begin(), abs_mean.end());
     const std::string range = "|mean| " + fmt(mean_of(abs_mean), 2) + " on average and at most " +
                               fmt(max_abs_mean, 2) + ", std from " + fmt(lo, 3) + " to " + fmt(hi, 3);
-    if (norm == "none") {
+    if (n.is_identity()) {
       md << "Without a norm, the hidden pre-activations have " << range << ". ";
       continue;
     }
     const bool centred = max_abs_mean <= tol, unit = lo >= 1 - tol && hi <= 1 + tol;
-    md << "With " << norm << ", the norm's output (after its learned scale and shift) ";
+    md << "With " << n.display << ", the norm's output (after its learned scale and shift) ";
     if (centred && unit)
       md << "stays within " << fmt(tol) << " of zero mean and unit std at every recorded step, layer and seed";
     else
@@ -150,13 +153,13 @@ std::string grad_norm_reading(const std::vector<RunResult>& runs, const std::vec
   std::string largest, smallest;
   double hi = -INFINITY, lo = INFINITY;
   bool first = true;
-  for (const std::string& norm : norms) {
-    const double a = mean_norm(norm, 0), b = mean_norm(norm, n - 1);
+  for (const std::string& name : norms) {
+    const double a = mean_norm(name, 0), b = mean_norm(name, n - 1);
     if (!std::isfinite(a)) continue;
-    md << (first ? "" : ", ") << norm << " " << fmt(a, 3) << " / " << fmt(b, 3);
+    md << (first ? "" : ", ") << norm(name).display << " " << fmt(a, 3) << " / " << fmt(b, 3);
     first = false;
-    if (a > hi) hi = a, largest = norm;
-    if (a < lo) lo = a, smallest = norm;
+    if (a > hi) hi = a, largest = norm(name).display;
+    if (a < lo) lo = a, smallest = norm(name).display;
   }
   md << ". ";
   if (largest != smallest && lo > 0)

@@ -1,75 +1,66 @@
-// The MLPs of the experiments.
+// The MLPs of the experiments, assembled from registry entries.
 #include "experiments/model.h"
 
-#include <algorithm>
-
-#include "nn/activation.h"
-#include "nn/batchnorm.h"
-#include "nn/groupnorm.h"
-#include "nn/layernorm.h"
+#include "autograd/error.h"
+#include "experiments/registry.h"
 #include "nn/linear.h"
-#include "nn/rmsnorm.h"
 
 namespace normlab::experiments {
 
-const std::vector<std::string>& norm_names() {
-  static const std::vector<std::string> n{"none", "batch", "layer", "group", "rms"};
-  return n;
-}
-
-const std::vector<std::string>& activation_names() {
-  static const std::vector<std::string> a{"relu", "tanh", "gelu", "sigmoid"};
-  return a;
-}
-
-namespace {
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
-  return s;
-}
-}  // namespace
-
 void validate(const MlpSpec& s) {
-  const auto& norms = norm_names();
-  if (std::find(norms.begin(), norms.end(), s.norm) == norms.end())
-    throw Error("unknown norm '" + s.norm + "' (expected one of: " + join(norms) + ")");
-  const auto& acts = activation_names();
-  if (std::find(acts.begin(), acts.end(), s.activation) == acts.end())
-    throw Error("unknown activation '" + s.activation + "' (expected one of: " + join(acts) + ")");
+  const NormEntry& norm = experiments::norm(s.norm);
+  activation(s.activation);  // throws for an unknown name
   if (s.inputs <= 0 || s.outputs <= 0) throw Error("the model needs at least one input and one output");
   for (int64_t h : s.hidden) {
     if (h <= 0) throw Error("hidden widths must be positive, got " + std::to_string(h));
-    if (s.norm == "group" && (s.groups <= 0 || h % s.groups != 0))
-      throw Error("GroupNorm with " + std::to_string(s.groups) + " groups needs hidden widths divisible by " +
-                  std::to_string(s.groups) + ", got " + std::to_string(h));
+    if (norm.check) norm.check({.features = h, .groups = s.groups});
   }
 }
 
-std::shared_ptr<nn::Sequential> build_mlp(const MlpSpec& s, autograd::Generator& gen) {
+Model build_mlp(const MlpSpec& s, autograd::Generator& gen) {
   validate(s);
-  auto model = std::make_shared<nn::Sequential>();
+  const NormEntry& norm = experiments::norm(s.norm);
+  const ActivationEntry& act = activation(s.activation);
+  Model m;
+  m.net = std::make_shared<nn::Sequential>();
+  nn::Sequential& net = *m.net;
+  auto add_linear = [&](int64_t in, int64_t out) {
+    const std::string name = std::to_string(net.size()) + ".weight";
+    auto fc = net.add(std::make_shared<nn::Linear>(in, out, gen));
+    m.weights.emplace_back(name, fc->weight());
+    return fc;
+  };
   int64_t width = s.inputs;
-  for (int64_t h : s.hidden) {
-    model->add(std::make_shared<nn::Linear>(width, h, gen));
-    if (s.norm == "batch") model->add(std::make_shared<nn::BatchNorm1d>(h));
-    else if (s.norm == "layer") model->add(std::make_shared<nn::LayerNorm>(autograd::Shape{h}));
-    else if (s.norm == "group") model->add(std::make_shared<nn::GroupNorm>(s.groups, h));
-    else if (s.norm == "rms") model->add(std::make_shared<nn::RMSNorm>(autograd::Shape{h}));
-    if (s.activation == "relu") model->add(std::make_shared<nn::ReLU>());
-    else if (s.activation == "tanh") model->add(std::make_shared<nn::Tanh>());
-    else if (s.activation == "gelu") model->add(std::make_shared<nn::GELU>());
-    else model->add(std::make_shared<nn::Sigmoid>());
+  for (size_t l = 0; l < s.hidden.size(); ++l) {
+    const int64_t h = s.hidden[l];
+    const int layer = static_cast<int>(l);
+    auto fc = add_linear(width, h);
+    if (norm.is_identity()) {
+      m.probes.push_back({fc, layer, {"pre", "post"}});
+    } else {
+      m.probes.push_back({fc, layer, {"pre"}});
+      m.probes.push_back({net.add(norm.make({.features = h, .groups = s.groups})), layer, {"post"}});
+    }
+    m.probes.push_back({net.add(act.make()), layer, {"act"}});
     width = h;
   }
-  model->add(std::make_shared<nn::Linear>(width, s.outputs, gen));
-  return model;
+  add_linear(width, s.outputs);
+  return m;
 }
 
 std::string describe(const MlpSpec& s) {
   std::string d = std::to_string(s.inputs);
   for (int64_t h : s.hidden) d += "-" + std::to_string(h);
   return d + "-" + std::to_string(s.outputs);
+}
+
+std::map<std::string, std::string> checkpoint_metadata(const MlpSpec& s) {
+  std::map<std::string, std::string> md{{"model", describe(s)}, {"norm", s.norm}, {"activation", s.activation}};
+  const NormEntry& norm = experiments::norm(s.norm);
+  if (norm.metadata && !s.hidden.empty())
+    for (const auto& [k, v] : norm.metadata({.features = s.hidden.front(), .groups = s.groups}))
+      md["norm." + k] = v;
+  return md;
 }
 
 }  // namespace normlab::experiments

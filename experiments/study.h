@@ -1,6 +1,7 @@
 // The studies behind the normlab subcommands: one training run (train), the convergence comparison
-// of norms (compare), and the batch-size or learning-rate sweep (sweep). Each writes tidy CSV
-// files, plots, report.md and manifest.json into its own folder, every file atomically.
+// of norms (compare), the batch-size or learning-rate sweep (sweep), and the default study (study:
+// compare + batch-size sweep, one report). Each writes tidy CSV files, plots, report.md and
+// manifest.json into its own folder, every file atomically.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -9,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "experiments/datasets.h"
 #include "experiments/trainer.h"
 
 namespace normlab::experiments {
@@ -22,6 +24,10 @@ struct StudyContext {
   nlohmann::json extra;        // more settings to record in the manifest
 };
 
+// The batch sizes of the batch-size sweep: the default, and with --quick.
+inline const std::vector<int64_t> kSweepBatches{2, 4, 8, 16, 32, 64, 128, 256};
+inline const std::vector<int64_t> kQuickSweepBatches{2, 8, 32, 128};
+
 struct CompareConfig {
   TrainConfig base;
   std::vector<std::string> norms{"none", "batch", "layer"};
@@ -32,11 +38,19 @@ struct CompareConfig {
 struct SweepConfig {
   TrainConfig base;                // base.lr is the learning rate at reference_batch
   std::string over = "batch";      // "batch" or "lr"
-  std::vector<int64_t> batch_sizes{2, 4, 8, 16, 32, 64, 128, 256};
+  std::vector<int64_t> batch_sizes = kSweepBatches;
   std::vector<double> lrs{0.01, 0.03, 0.1, 0.3, 1.0, 3.0};
   int64_t reference_batch = 128;   // lr = base.lr * batch / reference_batch (linear scaling)
   std::vector<std::string> norms{"none", "batch", "layer"};
   std::vector<uint64_t> seeds{0, 1};
+};
+
+// The default study: the comparison, and the batch-size sweep on the first sweep_train_limit
+// training samples (0: all).
+struct StudyConfig {
+  CompareConfig compare;
+  SweepConfig sweep;
+  int64_t sweep_train_limit = 0;
 };
 
 // A study's markdown report section, for a combined report.
@@ -51,20 +65,8 @@ Report run_train(const TrainConfig& config, const Splits& data, const StudyConte
 Report run_compare(const CompareConfig& config, const Splits& data, const StudyContext& ctx);
 // Final accuracy against batch size (BatchNorm evaluated three ways) or learning rate.
 Report run_sweep(const SweepConfig& config, const Splits& data, const StudyContext& ctx);
-
-// The settings columns every tidy CSV starts with, and their values for a run.
-std::vector<std::string> settings_header();
-std::vector<std::string> settings_cells(const TrainConfig& c, const std::string& dataset);
-// The per-epoch columns of epochs.csv after the settings: epoch, step, train, validation (only
-// with a validation set: without one they would hold nothing but NaN), test, and with bn_columns
-// BatchNorm's precise and test-batch accuracies.
-std::vector<std::string> epoch_columns(bool validation, bool bn_columns);
-// One epoch's cells for those columns.
-std::vector<std::string> epoch_cells(const EpochRecord& e, bool validation, bool bn_columns);
-// The manifest common to every study: configuration, seeds, git commit, Highway target, threads,
-// wall time.
-nlohmann::json manifest(const StudyContext& ctx, const nlohmann::json& config, double wall_seconds);
-// TrainConfig as JSON (for manifests).
-nlohmann::json to_json(const TrainConfig& c);
+// The comparison in ctx.out/compare, the sweep in ctx.out/sweep, and one report.md over both;
+// every setting is validated before anything is written. spec describes the data in the reports.
+void run_study(const StudyConfig& config, const DataSpec& spec, const Splits& data, const StudyContext& ctx);
 
 }  // namespace normlab::experiments

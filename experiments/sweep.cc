@@ -8,9 +8,12 @@
 
 #include "experiments/output.h"
 #include "experiments/plot.h"
-#include "experiments/progress.h"
+#include "experiments/registry.h"
+#include "experiments/report.h"
+#include "experiments/runs.h"
 #include "experiments/stats.h"
 #include "experiments/study.h"
+#include "experiments/tidy.h"
 
 namespace normlab::experiments {
 
@@ -28,107 +31,71 @@ double final_of(const RunResult& r, double EpochRecord::*field) {
   return median_of(v);
 }
 
-std::string pm(double m, double s) {
-  if (!std::isfinite(m)) return "diverged";
-  return fmt(100 * m, 4) + " ± " + fmt(100 * s, 2);
+std::string pm(const std::vector<double>& v) {
+  if (!std::isfinite(mean_of(v))) return "diverged";
+  return fmt(100 * mean_of(v), 4) + " ± " + fmt(100 * std_of(v), 2);
 }
 
-}  // namespace
+// The seeds' final accuracies of one norm at one sweep point.
+struct Point {
+  double x;
+  std::vector<double> acc, precise, batch;
+  int diverged = 0;
+};
+using Points = std::map<std::string, std::vector<Point>>;  // norm -> points in sweep order
 
-Report run_sweep(const SweepConfig& cfg, const Splits& data, const StudyContext& ctx) {
-  const bool by_batch = cfg.over == "batch";
-  if (!by_batch && cfg.over != "lr") throw Error("sweep: --over must be 'batch' or 'lr', got '" + cfg.over + "'");
+// What the sweep needs besides its configuration: where it sweeps, and which norm (if any) is
+// evaluated three ways.
+struct Plan {
+  bool by_batch;
+  size_t points;
+  std::string bn;  // the first norm with batch statistics in a batch-size sweep, else ""
+  double x(const SweepConfig& c, size_t i) const { return by_batch ? double(c.batch_sizes[i]) : c.lrs[i]; }
+};
+
+Plan plan_of(const SweepConfig& cfg) {
+  Plan p{cfg.over == "batch", cfg.over == "batch" ? cfg.batch_sizes.size() : cfg.lrs.size(), ""};
+  if (p.by_batch)
+    for (const auto& n : cfg.norms)
+      if (norm(n).batch_statistics && p.bn.empty()) p.bn = n;
+  return p;
+}
+
+// Every configuration, validated before anything trains.
+std::vector<TrainConfig> sweep_configs(const SweepConfig& cfg, const Plan& plan, const Splits& data) {
+  if (!plan.by_batch && cfg.over != "lr") throw Error("sweep: --over must be 'batch' or 'lr', got '" + cfg.over + "'");
   if (cfg.norms.empty() || cfg.seeds.empty()) throw Error("sweep: needs at least one norm and one seed");
-  if (by_batch && cfg.batch_sizes.empty()) throw Error("sweep: needs at least one batch size");
-  if (!by_batch && cfg.lrs.empty()) throw Error("sweep: needs at least one learning rate");
+  if (plan.points == 0) throw Error(plan.by_batch ? "sweep: needs at least one batch size" : "sweep: needs at least one learning rate");
   if (cfg.reference_batch <= 0) throw Error("sweep: the reference batch must be positive");
-
-  // Every configuration, validated before anything trains.
   std::vector<TrainConfig> configs;
-  const size_t points = by_batch ? cfg.batch_sizes.size() : cfg.lrs.size();
-  for (const auto& norm : cfg.norms)
-    for (size_t i = 0; i < points; ++i)
+  for (const auto& n : cfg.norms)
+    for (size_t i = 0; i < plan.points; ++i)
       for (uint64_t seed : cfg.seeds) {
         TrainConfig c = cfg.base;
-        c.model.norm = norm;
+        c.model.norm = n;
         c.seed = seed;
-        if (by_batch) {
+        if (plan.by_batch) {
           c.batch_size = cfg.batch_sizes[i];
           c.lr = cfg.base.lr * double(c.batch_size) / double(cfg.reference_batch);
         } else {
           c.lr = cfg.lrs[i];
         }
-        c.bn_three_ways = by_batch && norm == "batch";
+        c.bn_three_ways = plan.by_batch && norm(n).batch_statistics;
         c.eval_last = kFinalEpochs;
         validate(c, data);
         c.loss_every = std::max<int64_t>(1, steps_per_run(c, data) / 200);
         configs.push_back(c);
       }
-  prepare_output_dir(ctx.out);
-  int64_t total = 0;
-  for (const auto& c : configs) total += steps_per_run(c, data);
-  Progress progress(total, ctx.quiet);
-  std::vector<RunResult> runs;
-  int64_t base_done = 0;
-  for (const TrainConfig& c : configs) {
-    const std::string label = "sweep: norm " + c.model.norm + ", batch " + std::to_string(c.batch_size) + ", lr " +
-                              fmt(c.lr, 4) + ", seed " + std::to_string(c.seed);
-    RunResult r = train_run(c, data, [&](int64_t done, int64_t) { progress.update(base_done + done, label); });
-    base_done += steps_per_run(c, data);
-    r.model.reset();
-    std::string msg = label + ": ";
-    if (r.diverged) msg += "diverged at step " + std::to_string(r.diverged_step);
-    else {
-      msg += "test accuracy " + fmt(100 * final_of(r, &EpochRecord::test_acc), 4) + "%";
-      if (c.bn_three_ways)
-        msg += " (precise BN " + fmt(100 * final_of(r, &EpochRecord::test_acc_precise), 4) + "%, test-batch stats " +
-               fmt(100 * final_of(r, &EpochRecord::test_acc_batch), 4) + "%)";
-    }
-    progress.line(msg + ", " + fmt(r.seconds, 3) + " s");
-    runs.push_back(std::move(r));
-  }
-  progress.finish();
-  const double wall = progress.elapsed_seconds();
+  return configs;
+}
 
-  // ---- Tidy CSVs ----
-  auto header = [](std::vector<std::string> extra) {
-    auto h = settings_header();
-    h.insert(h.end(), extra.begin(), extra.end());
-    return h;
-  };
-  CsvTable runs_csv(header({"diverged", "diverged_step", "final_test_acc", "final_test_acc_precise",
-                            "final_test_acc_batch", "final_test_loss"}));
-  const bool has_val = data.validation.size() > 0;
-  CsvTable epochs_csv(header(epoch_columns(has_val, true)));
+Points points_of(const SweepConfig& cfg, const Plan& plan, const std::vector<RunResult>& runs) {
+  Points pts;
+  for (const auto& n : cfg.norms)
+    for (size_t i = 0; i < plan.points; ++i) pts[n].push_back(Point{plan.x(cfg, i)});
   for (const RunResult& r : runs) {
-    auto cells = settings_cells(r.config, ctx.dataset);
-    auto extra = std::vector<std::string>{r.diverged ? "1" : "0", std::to_string(r.diverged_step),
-                                          fmt(final_of(r, &EpochRecord::test_acc)),
-                                          fmt(final_of(r, &EpochRecord::test_acc_precise)),
-                                          fmt(final_of(r, &EpochRecord::test_acc_batch)),
-                                          fmt(final_of(r, &EpochRecord::test_loss))};
-    cells.insert(cells.end(), extra.begin(), extra.end());
-    runs_csv.add_row(cells);
-    for (const auto& e : r.epochs) {
-      auto ec = settings_cells(r.config, ctx.dataset);
-      for (auto& s : epoch_cells(e, has_val, true)) ec.push_back(std::move(s));
-      epochs_csv.add_row(ec);
-    }
-  }
-
-  // ---- Summary: one row per norm and sweep point ----
-  struct Point {
-    double x;
-    std::vector<double> acc, precise, batch;
-    int diverged = 0;
-  };
-  std::map<std::string, std::vector<Point>> pts;  // norm -> points in sweep order
-  for (const auto& norm : cfg.norms)
-    for (size_t i = 0; i < points; ++i) pts[norm].push_back(Point{by_batch ? double(cfg.batch_sizes[i]) : cfg.lrs[i]});
-  for (const RunResult& r : runs) {
-    auto& v = pts[r.config.model.norm];
-    const double x = by_batch ? double(r.config.batch_size) : r.config.lr;
-    for (Point& p : v)
+    const double x = plan.by_batch ? double(r.config.batch_size) : r.config.lr;
+    for (Point& p : pts[r.config.model.norm])
       if (p.x == x) {
         p.acc.push_back(final_of(r, &EpochRecord::test_acc));
         p.precise.push_back(final_of(r, &EpochRecord::test_acc_precise));
@@ -136,141 +103,173 @@ Report run_sweep(const SweepConfig& cfg, const Splits& data, const StudyContext&
         if (r.diverged) ++p.diverged;
       }
   }
-  const std::string xname = by_batch ? "batch_size" : "lr";
-  CsvTable summary(std::vector<std::string>{"norm", xname, "runs", "diverged", "test_acc_mean", "test_acc_std",
-                                            "precise_acc_mean", "precise_acc_std", "batch_stats_acc_mean",
-                                            "batch_stats_acc_std"});
-  for (const auto& norm : cfg.norms)
-    for (const Point& p : pts[norm])
-      summary.add_row({norm, fmt(p.x), std::to_string(cfg.seeds.size()), std::to_string(p.diverged), fmt(mean_of(p.acc)),
+  return pts;
+}
+
+// runs.csv, epochs.csv and summary.csv.
+void write_tables(const SweepConfig& cfg, const Plan& plan, const std::vector<RunResult>& runs, const Points& pts,
+                  const StudyContext& ctx, bool has_val) {
+  RunTable runs_csv({"diverged", "diverged_step", "final_test_acc", "final_test_acc_precise", "final_test_acc_batch",
+                     "final_test_loss"},
+                    ctx.dataset);
+  RunTable epochs_csv(epoch_columns(has_val, true), ctx.dataset);
+  for (const RunResult& r : runs) {
+    runs_csv.add(r, {r.diverged ? "1" : "0", std::to_string(r.diverged_step), fmt(final_of(r, &EpochRecord::test_acc)),
+                     fmt(final_of(r, &EpochRecord::test_acc_precise)), fmt(final_of(r, &EpochRecord::test_acc_batch)),
+                     fmt(final_of(r, &EpochRecord::test_loss))});
+    for (const auto& e : r.epochs) epochs_csv.add(r, epoch_cells(e, has_val, true));
+  }
+  CsvTable summary(std::vector<std::string>{"norm", plan.by_batch ? "batch_size" : "lr", "runs", "diverged",
+                                            "test_acc_mean", "test_acc_std", "precise_acc_mean", "precise_acc_std",
+                                            "batch_stats_acc_mean", "batch_stats_acc_std"});
+  for (const auto& n : cfg.norms)
+    for (const Point& p : pts.at(n))
+      summary.add_row({n, fmt(p.x), std::to_string(cfg.seeds.size()), std::to_string(p.diverged), fmt(mean_of(p.acc)),
                        fmt(std_of(p.acc)), fmt(mean_of(p.precise)), fmt(std_of(p.precise)), fmt(mean_of(p.batch)),
                        fmt(std_of(p.batch))});
   runs_csv.write(ctx.out / "runs.csv");
   epochs_csv.write(ctx.out / "epochs.csv");
   summary.write(ctx.out / "summary.csv");
+}
 
-  // ---- Plots ----
-  std::vector<std::string> plots;
-  const bool has_bn = by_batch && pts.count("batch");
-  if (gnuplot_available()) {
-    PlotSpec acc{by_batch ? "Final test accuracy vs batch size (lr scaled linearly; error bars = std over seeds)"
-                          : "Final test accuracy vs learning rate (error bars = std over seeds)",
-                 by_batch ? "batch size" : "learning rate", "test accuracy (median of last 3 epochs)"};
-    acc.log_x = by_batch ? 2 : 10;
-    acc.error_bars = true;
-    for (const auto& norm : cfg.norms) {
-      Series s{norm == "batch" && by_batch ? "batch (running EMA stats)" : norm};
-      for (const Point& p : pts[norm]) s.x.push_back(p.x), s.y.push_back(mean_of(p.acc)), s.spread.push_back(std_of(p.acc));
-      acc.series.push_back(s);
-    }
-    if (has_bn) {
-      Series pr{"batch (precise BN)"}, bs{"batch (test-batch stats)"};
-      for (const Point& p : pts["batch"]) {
-        pr.x.push_back(p.x), pr.y.push_back(mean_of(p.precise)), pr.spread.push_back(std_of(p.precise));
-        bs.x.push_back(p.x), bs.y.push_back(mean_of(p.batch)), bs.spread.push_back(std_of(p.batch));
-      }
-      acc.series.push_back(pr);
-      acc.series.push_back(bs);
-    }
-    const std::string acc_name = by_batch ? "accuracy_vs_batch" : "accuracy_vs_lr";
-    render_plot(acc, ctx.out, acc_name);
-    plots.push_back(acc_name);
-    if (has_bn) {
-      PlotSpec gap{"BatchNorm evaluation gap: accuracy minus accuracy with running (EMA) statistics", "batch size",
-                   "accuracy difference (points)"};
-      gap.log_x = 2;
-      gap.error_bars = true;
-      Series pr{"precise BN - EMA"}, bs{"test-batch stats - EMA"};
-      for (const Point& p : pts["batch"]) {
-        std::vector<double> dp, db;
-        for (size_t i = 0; i < p.acc.size(); ++i) dp.push_back(100 * (p.precise[i] - p.acc[i])), db.push_back(100 * (p.batch[i] - p.acc[i]));
-        pr.x.push_back(p.x), pr.y.push_back(mean_of(dp)), pr.spread.push_back(std_of(dp));
-        bs.x.push_back(p.x), bs.y.push_back(mean_of(db)), bs.spread.push_back(std_of(db));
-      }
-      gap.series = {pr, bs};
-      render_plot(gap, ctx.out, "bn_eval_gap");
-      plots.push_back("bn_eval_gap");
-    }
+// A series of a statistic (e.g. the mean over seeds) of each point's values.
+Series series_of(const std::string& name, const std::vector<Point>& pts, std::vector<double> Point::*field) {
+  Series s{name};
+  for (const Point& p : pts) s.x.push_back(p.x), s.y.push_back(mean_of(p.*field)), s.spread.push_back(std_of(p.*field));
+  return s;
+}
+
+// The BatchNorm evaluation gap: precise and test-batch accuracy minus EMA accuracy, in points.
+PlotSpec bn_gap_plot(const std::vector<Point>& bn) {
+  PlotSpec gap{"BatchNorm evaluation gap: accuracy minus accuracy with running (EMA) statistics", "batch size",
+               "accuracy difference (points)"};
+  gap.log_x = 2;
+  gap.error_bars = true;
+  Series pr{"precise BN - EMA"}, bs{"test-batch stats - EMA"};
+  for (const Point& p : bn) {
+    std::vector<double> dp, db;
+    for (size_t i = 0; i < p.acc.size(); ++i) dp.push_back(100 * (p.precise[i] - p.acc[i])), db.push_back(100 * (p.batch[i] - p.acc[i]));
+    pr.x.push_back(p.x), pr.y.push_back(mean_of(dp)), pr.spread.push_back(std_of(dp));
+    bs.x.push_back(p.x), bs.y.push_back(mean_of(db)), bs.spread.push_back(std_of(db));
   }
+  gap.series = {pr, bs};
+  return gap;
+}
 
-  // ---- Report ----
+std::vector<std::string> sweep_plots(const SweepConfig& cfg, const Plan& plan, const Points& pts,
+                                     const StudyContext& ctx) {
+  if (!gnuplot_available()) return {};
+  PlotSpec acc{plan.by_batch ? "Final test accuracy vs batch size (lr scaled linearly; error bars = std over seeds)"
+                             : "Final test accuracy vs learning rate (error bars = std over seeds)",
+               plan.by_batch ? "batch size" : "learning rate", "test accuracy (median of last 3 epochs)"};
+  acc.log_x = plan.by_batch ? 2 : 10;
+  acc.error_bars = true;
+  for (const auto& n : cfg.norms)
+    acc.series.push_back(series_of(display_name(n) + (n == plan.bn ? " (running EMA stats)" : ""), pts.at(n), &Point::acc));
+  if (!plan.bn.empty()) {
+    acc.series.push_back(series_of(display_name(plan.bn) + " (precise BN)", pts.at(plan.bn), &Point::precise));
+    acc.series.push_back(series_of(display_name(plan.bn) + " (test-batch stats)", pts.at(plan.bn), &Point::batch));
+  }
+  const std::string acc_name = plan.by_batch ? "accuracy_vs_batch" : "accuracy_vs_lr";
+  render_plot(acc, ctx.out, acc_name);
+  if (plan.bn.empty()) return {acc_name};
+  render_plot(bn_gap_plot(pts.at(plan.bn)), ctx.out, "bn_eval_gap");
+  return {acc_name, "bn_eval_gap"};
+}
+
+// The results table: one row per sweep point, one column per norm (and BatchNorm's other two).
+std::string results_table(const SweepConfig& cfg, const Plan& plan, const Points& pts) {
   std::ostringstream md;
-  md << "Model " << describe(cfg.base.model) << " (" << cfg.base.model.activation << "), data: " << ctx.dataset << ", "
-     << cfg.base.epochs << " epochs per run, SGD momentum " << fmt(cfg.base.momentum) << ", "
-     << (by_batch ? "lr = " + fmt(cfg.base.lr) + " x batch / " + std::to_string(cfg.reference_batch)
-                  : "batch " + std::to_string(cfg.base.batch_size))
-     << ", schedule " << cfg.base.schedule << " with " << cfg.base.warmup_steps << " warmup steps, " << cfg.seeds.size()
-     << " seeds. Final accuracy = median test accuracy of the last 3 epochs; mean ± std over seeds, in %.\n\n";
-  md << "| " << (by_batch ? "batch" : "lr");
-  for (const auto& norm : cfg.norms) md << " | " << norm;
-  if (has_bn) md << " | batch, precise BN | batch, test-batch stats";
+  md << "| " << (plan.by_batch ? "batch" : "lr");
+  for (const auto& n : cfg.norms) md << " | " << display_name(n);
+  if (!plan.bn.empty()) md << " | " << display_name(plan.bn) << ", precise BN | " << display_name(plan.bn) << ", test-batch stats";
   md << " |\n|---";
-  for (size_t i = 0; i < cfg.norms.size() + (has_bn ? 2 : 0); ++i) md << "|---";
+  for (size_t i = 0; i < cfg.norms.size() + (plan.bn.empty() ? 0 : 2); ++i) md << "|---";
   md << "|\n";
-  for (size_t i = 0; i < points; ++i) {
-    md << "| " << fmt(by_batch ? double(cfg.batch_sizes[i]) : cfg.lrs[i]);
-    for (const auto& norm : cfg.norms) md << " | " << pm(mean_of(pts[norm][i].acc), std_of(pts[norm][i].acc));
-    if (has_bn) {
-      const Point& p = pts["batch"][i];
-      md << " | " << pm(mean_of(p.precise), std_of(p.precise)) << " | " << pm(mean_of(p.batch), std_of(p.batch));
-    }
+  for (size_t i = 0; i < plan.points; ++i) {
+    md << "| " << fmt(plan.x(cfg, i));
+    for (const auto& n : cfg.norms) md << " | " << pm(pts.at(n)[i].acc);
+    if (!plan.bn.empty()) md << " | " << pm(pts.at(plan.bn)[i].precise) << " | " << pm(pts.at(plan.bn)[i].batch);
     md << " |\n";
   }
-  md << "\n";
-  for (const auto& p : plots) md << "![" << p << "](" << p << ".png)\n\n";
-  md << "**Reading.** ";
-  if (by_batch && points >= 2) {
-    // Each norm against its own best batch size: the batch sizes where its mean accuracy falls
-    // more than twice the larger seed std (and at least 0.5 points) below that best.
-    for (const auto& norm : cfg.norms) {
-      const auto& v = pts[norm];
-      size_t best = 0;
-      for (size_t i = 0; i < points; ++i)
-        if (mean_of(v[i].acc) > mean_of(v[best].acc) || !std::isfinite(mean_of(v[best].acc))) best = i;
-      md << norm << ": best " << fmt(100 * mean_of(v[best].acc), 4) << "% at batch " << cfg.batch_sizes[best];
-      std::string worse;
-      for (size_t i = 0; i < points; ++i) {
-        const double gap = 100 * (mean_of(v[best].acc) - mean_of(v[i].acc));
-        const double noise = 100 * std::max(std_of(v[best].acc), std_of(v[i].acc));
-        if (!std::isfinite(gap))
-          worse += (worse.empty() ? "" : ", ") + std::to_string(cfg.batch_sizes[i]) + " (diverged)";
-        else if (gap > std::max(2 * noise, 0.5))
-          worse += (worse.empty() ? "" : ", ") + std::to_string(cfg.batch_sizes[i]) + " (" + fmt(100 * mean_of(v[i].acc), 4) + "%)";
-      }
-      md << (worse.empty() ? "; every other batch size is within twice the seed std (or 0.5 points) of it. "
-                           : "; more than twice the seed std below it at batch " + worse + ". ");
+  return md.str();
+}
+
+// Each norm against its own best batch size: the batch sizes where its mean accuracy falls more
+// than twice the larger seed std (and at least 0.5 points) below that best.
+std::string batch_reading(const SweepConfig& cfg, const Plan& plan, const Points& pts) {
+  std::ostringstream md;
+  for (const auto& n : cfg.norms) {
+    const auto& v = pts.at(n);
+    size_t best = 0;
+    for (size_t i = 0; i < plan.points; ++i)
+      if (mean_of(v[i].acc) > mean_of(v[best].acc) || !std::isfinite(mean_of(v[best].acc))) best = i;
+    md << display_name(n) << ": best " << fmt(100 * mean_of(v[best].acc), 4) << "% at batch " << cfg.batch_sizes[best];
+    std::string worse;
+    for (size_t i = 0; i < plan.points; ++i) {
+      const double gap = 100 * (mean_of(v[best].acc) - mean_of(v[i].acc));
+      const double noise = 100 * std::max(std_of(v[best].acc), std_of(v[i].acc));
+      if (!std::isfinite(gap))
+        worse += (worse.empty() ? "" : ", ") + std::to_string(cfg.batch_sizes[i]) + " (diverged)";
+      else if (gap > std::max(2 * noise, 0.5))
+        worse += (worse.empty() ? "" : ", ") + std::to_string(cfg.batch_sizes[i]) + " (" + fmt(100 * mean_of(v[i].acc), 4) + "%)";
     }
-    md << "With a fixed number of epochs, larger batches take fewer steps. ";
-    if (has_bn) {
-      size_t small = 0;
-      for (size_t i = 0; i < points; ++i)
-        if (cfg.batch_sizes[i] < cfg.batch_sizes[small]) small = i;
-      const Point& b = pts["batch"][small];
-      md << "At batch " << cfg.batch_sizes[small] << ", BatchNorm scores " << fmt(100 * mean_of(b.acc), 4)
-         << "% with running statistics, " << fmt(100 * mean_of(b.precise), 4) << "% with precise statistics and "
-         << fmt(100 * mean_of(b.batch), 4) << "% with the statistics of test batches. ";
-    }
-  } else if (!by_batch) {
-    for (const auto& norm : cfg.norms) {
-      double best = -1, best_lr = NAN;
-      int div = 0;
-      for (const Point& p : pts[norm]) {
-        if (mean_of(p.acc) > best) best = mean_of(p.acc), best_lr = p.x;
-        div += p.diverged;
-      }
-      md << norm << ": best " << fmt(100 * best, 4) << "% at lr " << fmt(best_lr) << ", " << div << " diverged run(s). ";
-    }
+    md << (worse.empty() ? "; every other batch size is within twice the seed std (or 0.5 points) of it. "
+                         : "; more than twice the seed std below it at batch " + worse + ". ");
   }
+  md << "With a fixed number of epochs, larger batches take fewer steps. ";
+  if (!plan.bn.empty()) {
+    const size_t small = std::min_element(cfg.batch_sizes.begin(), cfg.batch_sizes.end()) - cfg.batch_sizes.begin();
+    const Point& b = pts.at(plan.bn)[small];
+    md << "At batch " << cfg.batch_sizes[small] << ", " << display_name(plan.bn) << " scores "
+       << fmt(100 * mean_of(b.acc), 4) << "% with running statistics, " << fmt(100 * mean_of(b.precise), 4)
+       << "% with precise statistics and " << fmt(100 * mean_of(b.batch), 4) << "% with the statistics of test batches. ";
+  }
+  return md.str();
+}
+
+std::string lr_reading(const SweepConfig& cfg, const Points& pts) {
+  std::ostringstream md;
+  for (const auto& n : cfg.norms) {
+    double best = -1, best_lr = NAN;
+    int div = 0;
+    for (const Point& p : pts.at(n)) {
+      if (mean_of(p.acc) > best) best = mean_of(p.acc), best_lr = p.x;
+      div += p.diverged;
+    }
+    md << display_name(n) << ": best " << fmt(100 * best, 4) << "% at lr " << fmt(best_lr) << ", " << div
+       << " diverged run(s). ";
+  }
+  return md.str();
+}
+
+std::string sweep_markdown(const SweepConfig& cfg, const Plan& plan, const Points& pts, const StudyContext& ctx,
+                           const std::vector<std::string>& plots) {
+  const TrainConfig& b = cfg.base;
+  std::ostringstream md;
+  md << "Model " << describe(b.model) << " (" << b.model.activation << "), data: " << ctx.dataset << ", " << b.epochs
+     << " epochs per run, SGD momentum " << fmt(b.momentum) << ", "
+     << (plan.by_batch ? "lr = " + fmt(b.lr) + " x batch / " + std::to_string(cfg.reference_batch)
+                       : "batch " + std::to_string(b.batch_size))
+     << ", schedule " << b.schedule << " with " << b.warmup_steps << " warmup steps, " << cfg.seeds.size()
+     << " seeds. Final accuracy = median test accuracy of the last 3 epochs; mean ± std over seeds, in %.\n\n";
+  md << results_table(cfg, plan, pts) << "\n" << image_links(plots) << "**Reading.** ";
+  if (plan.by_batch && plan.points >= 2) md << batch_reading(cfg, plan, pts);
+  else if (!plan.by_batch) md << lr_reading(cfg, pts);
   md << "\n";
-  Report rep{by_batch ? "Batch-size sensitivity" : "Learning-rate sensitivity", md.str()};
-  write_file_atomic(ctx.out / "report.md", "# " + rep.title + "\n\nCommand: `" + ctx.command_line + "`\n\n" + rep.markdown);
+  return md.str();
+}
+
+// The manifest, with where the time went per run (not in the CSVs: they stay byte-identical).
+nlohmann::json sweep_manifest(const SweepConfig& cfg, const std::vector<RunResult>& runs, const StudyContext& ctx,
+                              double wall) {
   nlohmann::json base = to_json(cfg.base);
   base["eval_last"] = kFinalEpochs;
-  nlohmann::json conf = {{"study", "sweep"}, {"over", cfg.over}, {"base", base},
-                         {"batch_sizes", cfg.batch_sizes}, {"lrs", cfg.lrs}, {"reference_batch", cfg.reference_batch},
-                         {"norms", cfg.norms}, {"seeds", cfg.seeds}};
-  nlohmann::json man = manifest(ctx, conf, wall);
-  // Where the time went, per run (not in the CSVs: they stay byte-identical between runs).
+  nlohmann::json man = manifest(ctx,
+                                {{"study", "sweep"}, {"over", cfg.over}, {"base", base}, {"batch_sizes", cfg.batch_sizes},
+                                 {"lrs", cfg.lrs}, {"reference_batch", cfg.reference_batch}, {"norms", cfg.norms},
+                                 {"seeds", cfg.seeds}},
+                                wall);
   nlohmann::json timing = nlohmann::json::array();
   for (const RunResult& r : runs)
     timing.push_back({{"norm", r.config.model.norm}, {"batch_size", r.config.batch_size}, {"lr", r.config.lr},
@@ -279,7 +278,39 @@ Report run_sweep(const SweepConfig& cfg, const Splits& data, const StudyContext&
                       {"stats_seconds", r.stats_seconds}, {"eval_seconds", r.eval_seconds},
                       {"bn_eval_seconds", r.bn_eval_seconds}});
   man["run_timing"] = timing;
-  write_file_atomic(ctx.out / "manifest.json", man.dump(2) + "\n");
+  return man;
+}
+
+std::string outcome(const RunResult& r) {
+  std::string msg;
+  if (r.diverged) msg = "diverged at step " + std::to_string(r.diverged_step);
+  else {
+    msg = "test accuracy " + fmt(100 * final_of(r, &EpochRecord::test_acc), 4) + "%";
+    if (r.config.bn_three_ways)
+      msg += " (precise BN " + fmt(100 * final_of(r, &EpochRecord::test_acc_precise), 4) + "%, test-batch stats " +
+             fmt(100 * final_of(r, &EpochRecord::test_acc_batch), 4) + "%)";
+  }
+  return msg + ", " + fmt(r.seconds, 3) + " s";
+}
+
+}  // namespace
+
+Report run_sweep(const SweepConfig& cfg, const Splits& data, const StudyContext& ctx) {
+  const Plan plan = plan_of(cfg);
+  const std::vector<TrainConfig> configs = sweep_configs(cfg, plan, data);
+  prepare_output_dir(ctx.out);
+  const Runs runs = run_all(
+      configs, data, ctx.quiet,
+      [](const TrainConfig& c) {
+        return "sweep: norm " + c.model.norm + ", batch " + std::to_string(c.batch_size) + ", lr " + fmt(c.lr, 4) +
+               ", seed " + std::to_string(c.seed);
+      },
+      outcome);
+  const Points pts = points_of(cfg, plan, runs.results);
+  write_tables(cfg, plan, runs.results, pts, ctx, data.validation.size() > 0);
+  const Report rep{plan.by_batch ? "Batch-size sensitivity" : "Learning-rate sensitivity",
+                   sweep_markdown(cfg, plan, pts, ctx, sweep_plots(cfg, plan, pts, ctx))};
+  write_report(ctx, rep, sweep_manifest(cfg, runs.results, ctx, runs.wall_seconds));
   return rep;
 }
 

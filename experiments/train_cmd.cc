@@ -6,7 +6,9 @@
 #include "experiments/output.h"
 #include "experiments/plot.h"
 #include "experiments/progress.h"
+#include "experiments/report.h"
 #include "experiments/study.h"
+#include "experiments/tidy.h"
 #include "nn/checkpoint.h"
 
 namespace normlab::experiments {
@@ -19,6 +21,39 @@ std::string epoch_line(const EpochRecord& e) {
          fmt(100 * e.train_acc, 4) + "%, " +
          (std::isfinite(e.val_acc) ? "val acc " + fmt(100 * e.val_acc, 4) + "%, " : std::string()) + "test loss " +
          fmt(e.test_loss, 4) + ", test acc " + fmt(100 * e.test_acc, 4) + "%";
+}
+
+// The training loss per step, as loss_curve.png/.svg; returns the plots written.
+std::vector<std::string> train_plots(const RunResult& r, const StudyContext& ctx) {
+  if (!gnuplot_available() || r.steps.empty()) return {};
+  PlotSpec loss{"Training loss", "step", "cross-entropy loss"};
+  loss.log_y = true;
+  Series s{display_name(r.config.model.norm)};
+  for (const auto& st : r.steps)
+    if (std::isfinite(st.loss)) s.x.push_back(double(st.step)), s.y.push_back(st.loss);
+  loss.series = {s};
+  render_plot(loss, ctx.out, "loss_curve");
+  return {"loss_curve"};
+}
+
+std::string train_markdown(const RunResult& r, const StudyContext& ctx, bool has_val,
+                           const std::vector<std::string>& plots) {
+  const TrainConfig& c = r.config;
+  std::ostringstream md;
+  md << "Model " << describe(c.model) << " (" << c.model.activation << ", norm " << c.model.norm
+     << "), data: " << ctx.dataset << ". SGD lr " << fmt(c.lr) << ", momentum " << fmt(c.momentum) << ", batch "
+     << c.batch_size << ", " << c.epochs << " epochs, seed " << c.seed << ".\n\n";
+  md << "| epoch | train loss | train acc (%) |" << (has_val ? " val loss | val acc (%) |" : "")
+     << " test loss | test acc (%) |\n|---|---|---|" << (has_val ? "---|---|" : "") << "---|---|\n";
+  for (const auto& e : r.epochs) {
+    md << "| " << e.epoch << " | " << fmt(e.train_loss, 4) << " | " << fmt(100 * e.train_acc, 4) << " | ";
+    if (has_val) md << fmt(e.val_loss, 4) << " | " << fmt(100 * e.val_acc, 4) << " | ";
+    md << fmt(e.test_loss, 4) << " | " << fmt(100 * e.test_acc, 4) << " |\n";
+  }
+  if (!has_val) md << "\nNo validation set (`--val-fraction` 0): no validation metrics are recorded.\n";
+  if (r.diverged) md << "\nThe run diverged at step " << r.diverged_step << ".\n";
+  md << "\n" << image_links(plots) << "The final model is in `model.safetensors` (PyTorch state_dict names).\n";
+  return md.str();
 }
 
 }  // namespace
@@ -35,65 +70,14 @@ Report run_train(const TrainConfig& config, const Splits& data, const StudyConte
   if (r.diverged) progress.line("diverged at step " + std::to_string(r.diverged_step) + " (loss is not finite)");
   progress.finish();
   const bool has_val = data.validation.size() > 0;
-
-  auto header = [](std::vector<std::string> extra) {
-    auto h = settings_header();
-    h.insert(h.end(), extra.begin(), extra.end());
-    return h;
-  };
-  auto row = [&](std::vector<std::string> extra) {
-    auto cells = settings_cells(r.config, ctx.dataset);
-    cells.insert(cells.end(), extra.begin(), extra.end());
-    return cells;
-  };
-  CsvTable steps(header({"step", "epoch", "step_lr", "loss"}));
-  for (const auto& s : r.steps) steps.add_row(row({std::to_string(s.step), std::to_string(s.epoch), fmt(s.lr), fmt(s.loss)}));
-  CsvTable epochs(header(epoch_columns(has_val, false)));
-  for (const auto& e : r.epochs) epochs.add_row(row(epoch_cells(e, has_val, false)));
-  CsvTable acts(header({"step", "layer", "where", "mean", "std"}));
-  for (const auto& a : r.activations)
-    acts.add_row(row({std::to_string(a.step), std::to_string(a.layer), a.where, fmt(a.mean), fmt(a.std)}));
-  CsvTable grads(header({"step", "param", "grad_norm"}));
-  for (const auto& g : r.grad_norms) grads.add_row(row({std::to_string(g.step), g.param, fmt(g.norm)}));
-  steps.write(ctx.out / "steps.csv");
-  epochs.write(ctx.out / "epochs.csv");
-  acts.write(ctx.out / "activations.csv");
-  grads.write(ctx.out / "grad_norms.csv");
-  nn::save_module((ctx.out / "model.safetensors").string(), *r.model,
-                  {{"format", "pt"}, {"model", describe(r.config.model)}, {"norm", r.config.model.norm},
-                   {"activation", r.config.model.activation}, {"steps", std::to_string(r.total_steps)}});
-
-  std::vector<std::string> plots;
-  if (gnuplot_available() && !r.steps.empty()) {
-    PlotSpec loss{"Training loss", "step", "cross-entropy loss"};
-    loss.log_y = true;
-    Series s{r.config.model.norm};
-    for (const auto& st : r.steps)
-      if (std::isfinite(st.loss)) s.x.push_back(double(st.step)), s.y.push_back(st.loss);
-    loss.series = {s};
-    render_plot(loss, ctx.out, "loss_curve");
-    plots.push_back("loss_curve");
-  }
-  std::ostringstream md;
-  md << "Model " << describe(r.config.model) << " (" << r.config.model.activation << ", norm " << r.config.model.norm
-     << "), data: " << ctx.dataset << ". SGD lr " << fmt(r.config.lr) << ", momentum " << fmt(r.config.momentum)
-     << ", batch " << r.config.batch_size << ", " << r.config.epochs << " epochs, seed " << r.config.seed << ".\n\n";
-  md << "| epoch | train loss | train acc (%) |" << (has_val ? " val loss | val acc (%) |" : "")
-     << " test loss | test acc (%) |\n|---|---|---|" << (has_val ? "---|---|" : "") << "---|---|\n";
-  for (const auto& e : r.epochs) {
-    md << "| " << e.epoch << " | " << fmt(e.train_loss, 4) << " | " << fmt(100 * e.train_acc, 4) << " | ";
-    if (has_val) md << fmt(e.val_loss, 4) << " | " << fmt(100 * e.val_acc, 4) << " | ";
-    md << fmt(e.test_loss, 4) << " | " << fmt(100 * e.test_acc, 4) << " |\n";
-  }
-  if (!has_val) md << "\nNo validation set (`--val-fraction` 0): no validation metrics are recorded.\n";
-  if (r.diverged) md << "\nThe run diverged at step " << r.diverged_step << ".\n";
-  md << "\n";
-  for (const auto& p : plots) md << "![" << p << "](" << p << ".png)\n\n";
-  md << "The final model is in `model.safetensors` (PyTorch state_dict names).\n";
-  Report rep{"Training run", md.str()};
-  write_file_atomic(ctx.out / "report.md", "# " + rep.title + "\n\nCommand: `" + ctx.command_line + "`\n\n" + rep.markdown);
-  write_file_atomic(ctx.out / "manifest.json",
-                    manifest(ctx, {{"study", "train"}, {"config", to_json(r.config)}}, r.seconds).dump(2) + "\n");
+  write_run_records({r}, ctx.dataset, has_val, ctx.out);
+  auto metadata = checkpoint_metadata(r.config.model);
+  metadata["format"] = "pt";
+  metadata["steps"] = std::to_string(r.total_steps);
+  metadata["repr"] = r.model->str();
+  nn::save_module((ctx.out / "model.safetensors").string(), *r.model, metadata);
+  const Report rep{"Training run", train_markdown(r, ctx, has_val, train_plots(r, ctx))};
+  write_report(ctx, rep, manifest(ctx, {{"study", "train"}, {"config", to_json(r.config)}}, r.seconds));
   return rep;
 }
 

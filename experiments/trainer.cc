@@ -1,20 +1,19 @@
-// One training run: SGD with warmup and decay, per-step loss, per-epoch evaluation, activation
-// statistics and gradient norms, divergence detection, BatchNorm evaluated three ways.
+// One training run: a loop over train_step, with observers for everything that is recorded.
 #include "experiments/trainer.h"
 
-#include <chrono>
 #include <cmath>
 #include <ctime>
 
+#include "autograd/loss.h"
 #include "data/loader.h"
-#include "nn/batchnorm.h"
-#include "nn/linear.h"
-#include "optim/sgd.h"
+#include "experiments/evaluate.h"
+#include "experiments/observer.h"
+#include "experiments/registry.h"
 
 namespace normlab::experiments {
 
-using autograd::NoGradGuard;
 using autograd::Tensor;
+using Clock = std::chrono::steady_clock;
 
 void validate(const TrainConfig& c, const Splits& s) {
   MlpSpec m = c.model;  // inputs and outputs come from the data
@@ -28,8 +27,8 @@ void validate(const TrainConfig& c, const Splits& s) {
   if (c.batch_size > n)
     throw Error("batch size " + std::to_string(c.batch_size) + " is larger than the training set (" + std::to_string(n) +
                 " samples)");
-  if ((c.model.norm == "batch") && c.batch_size == 1)
-    throw Error("BatchNorm needs more than one sample per batch to compute batch statistics "
+  if (norm(c.model.norm).batch_statistics && c.batch_size == 1)
+    throw Error(norm(c.model.norm).display + " needs more than one sample per batch to compute batch statistics "
                 "(PyTorch: \"Expected more than 1 value per channel when training\"); use --batch-size 2 or more");
   if (c.epochs <= 0) throw Error("epochs must be at least 1, got " + std::to_string(c.epochs));
   if (!(c.lr >= 0) || !std::isfinite(c.lr)) throw Error("the learning rate must be a finite number >= 0");
@@ -38,131 +37,79 @@ void validate(const TrainConfig& c, const Splits& s) {
   if (c.schedule == "step" && c.step_every <= 0) throw Error("schedule 'step' needs a positive step interval");
   if (c.warmup_steps < 0) throw Error("warmup steps must be >= 0");
   if (c.eval_batch <= 0) throw Error("the evaluation batch must be at least 1");
+  optim::SGD::check_options(sgd_options(c), "SGD");
+  schedule_of(c, steps_per_run(c, s));  // throws for a bad decay factor
 }
 
 int64_t steps_per_run(const TrainConfig& c, const Splits& s) {
   return c.epochs * (s.train.size() / c.batch_size);  // the last partial batch is dropped
 }
 
-double lr_at(const TrainConfig& c, int64_t t, int64_t total) {
-  // Linear warmup: lr (t + 1) / warmup for t < warmup; then the schedule over the remaining steps.
-  if (t < c.warmup_steps) return c.lr * double(t + 1) / double(c.warmup_steps);
-  const int64_t u = t - c.warmup_steps, rest = std::max<int64_t>(1, total - c.warmup_steps);
-  if (c.schedule == "cosine") return 0.5 * c.lr * (1 + std::cos(M_PI * double(u) / double(rest)));
-  if (c.schedule == "step") return c.lr * std::pow(c.step_gamma, double(u / c.step_every));
-  return c.lr;
+optim::Schedule schedule_of(const TrainConfig& c, int64_t total) {
+  const int64_t w = c.warmup_steps;
+  const optim::Schedule after = c.schedule == "cosine" ? optim::CosineAnnealingLR(std::max<int64_t>(1, total - w))
+                                : c.schedule == "step" ? optim::StepLR(c.step_every, c.step_gamma)
+                                                       : optim::Constant();
+  return w > 0 ? optim::Chain(optim::Warmup(w), after, w) : after;
 }
 
-EvalResult evaluate(nn::Module& model, const data::Dataset& d, int64_t batch) {
-  NoGradGuard no_grad;
-  const bool was_training = model.is_training();
-  model.eval();
-  data::DataLoader loader(d, std::min(batch, d.size()), false, 0, false);
-  double loss = 0;
-  int64_t correct = 0;
-  for (const data::Batch& b : loader.epoch(0)) {
-    const Tensor logits = model(b.x);
-    loss += autograd::cross_entropy(logits, b.labels).item() * b.size();
-    const int64_t c = logits.size(1);
-    const float* p = logits.data<float>();
-    for (int64_t i = 0; i < b.size(); ++i) {
-      int64_t best = 0;
-      for (int64_t j = 1; j < c; ++j)
-        if (p[i * c + j] > p[i * c + best]) best = j;
-      correct += best == b.labels[i];
-    }
-  }
-  model.train(was_training);
-  return {loss / d.size(), double(correct) / d.size()};
+optim::SGDOptions sgd_options(const TrainConfig& c) {
+  return {.lr = c.lr, .momentum = c.momentum, .weight_decay = c.weight_decay, .nesterov = c.nesterov};
 }
 
 namespace {
 
-std::vector<nn::BatchNorm*> batchnorms(nn::Sequential& model) {
-  std::vector<nn::BatchNorm*> out;
-  for (auto& [name, child] : model.children())
-    if (auto* bn = dynamic_cast<nn::BatchNorm*>(child.get())) out.push_back(bn);
-  return out;
-}
-
-// Copies of the model's buffers, to put back after an evaluation that changes them.
-std::vector<Tensor> save_buffers(const nn::Module& m) {
-  std::vector<Tensor> v;
-  for (auto& [n, t] : m.named_buffers()) v.push_back(t.detach().clone());
-  return v;
-}
-void restore_buffers(const nn::Module& m, const std::vector<Tensor>& saved) {
-  NoGradGuard no_grad;
-  size_t i = 0;
-  for (auto& [n, t] : m.named_buffers()) autograd::copy_(t, saved[i++]);
-}
-
-// Precise BN (Wu & Johnson 2021): population statistics recomputed with the final weights, as the
-// cumulative average of batch statistics over about `samples` training samples; then eval.
-double precise_bn_accuracy(nn::Sequential& model, const TrainConfig& c, const Splits& s) {
-  const auto saved = save_buffers(model);
-  auto bns = batchnorms(model);
-  std::vector<std::optional<double>> momenta;
-  for (auto* bn : bns) {
-    momenta.push_back(bn->momentum());
-    bn->reset_running_stats();
-    bn->set_momentum(std::nullopt);  // cumulative average
-  }
-  {
-    NoGradGuard no_grad;
-    model.train();
-    const int64_t batch = std::min<int64_t>(std::max<int64_t>(c.batch_size, 200), s.train.size());
-    data::DataLoader loader(s.train, batch, true, c.seed + 7919, true);
-    int64_t seen = 0;
-    for (const data::Batch& b : loader.epoch(0)) {
-      if (seen >= c.precise_bn_samples) break;
-      model(b.x);
-      seen += b.size();
-    }
-  }
-  const double acc = evaluate(model, s.test, c.eval_batch).accuracy;
-  for (size_t i = 0; i < bns.size(); ++i) bns[i]->set_momentum(momenta[i]);
-  restore_buffers(model, saved);
-  return acc;
-}
-
-// Accuracy with each test batch normalized by its own statistics (batches of the training batch
-// size; a trailing batch of one sample is left out, as BatchNorm cannot normalize it).
-double batch_stats_accuracy(nn::Sequential& model, const TrainConfig& c, const Splits& s) {
-  const auto saved = save_buffers(model);
+// The training metrics of an epoch: running mean loss and accuracy over its batches.
+struct EpochMeter {
+  double loss_sum = 0;
   int64_t correct = 0, seen = 0;
-  {
-    NoGradGuard no_grad;
-    model.train();
-    data::DataLoader loader(s.test, std::min(c.batch_size, s.test.size()), false, 0, false);
-    for (const data::Batch& b : loader.epoch(0)) {
-      if (b.size() < 2) continue;
-      const Tensor logits = model(b.x);
-      const int64_t k = logits.size(1);
-      const float* p = logits.data<float>();
-      for (int64_t i = 0; i < b.size(); ++i) {
-        int64_t best = 0;
-        for (int64_t j = 1; j < k; ++j)
-          if (p[i * k + j] > p[i * k + best]) best = j;
-        correct += best == b.labels[i];
-      }
-      seen += b.size();
-    }
+};
+
+// One training step: forward, loss, backward, optimizer step, schedule step, with the observers
+// called at each point. A non-finite loss stops before the backward pass: the run has diverged.
+double train_step(RunState& st, optim::Optimizer& opt, optim::LRScheduler& sched, const data::Batch& b,
+                  Observers& obs, EpochMeter& meter) {
+  for (auto& o : obs) o->step_begin(st);
+  const double lr = opt.lr();
+  const Tensor logits = (*st.model.net)(b.x);
+  Tensor loss = autograd::cross_entropy(logits, b.labels);
+  const double lv = loss.item();
+  if (std::isfinite(lv)) {
+    opt.zero_grad();
+    loss.backward();
+    for (auto& o : obs) o->after_backward(st);
+    opt.step();
+    sched.step();
+    meter.correct += count_correct(logits, b.labels);
+    meter.loss_sum += lv * b.size();
+    meter.seen += b.size();
   }
-  restore_buffers(model, saved);
-  return seen ? double(correct) / seen : NAN;
+  const StepView view{lr, lv, b, logits};
+  for (auto& o : obs) o->step_end(st, view);
+  return lv;
 }
 
-// Mean and standard deviation (population) of a tensor's values, in double.
-std::pair<double, double> moments(const Tensor& t) {
-  const float* p = t.data<float>();
-  const int64_t n = t.numel();
-  double m = 0;
-  for (int64_t i = 0; i < n; ++i) m += p[i];
-  m /= std::max<int64_t>(n, 1);
-  double v = 0;
-  for (int64_t i = 0; i < n; ++i) v += (p[i] - m) * (p[i] - m);
-  return {m, std::sqrt(v / std::max<int64_t>(n, 1))};
+// The epoch's steps; false if the run diverged.
+bool train_epoch(RunState& st, const data::DataLoader& loader, optim::Optimizer& opt, optim::LRScheduler& sched,
+                 Observers& obs, EpochMeter& meter) {
+  RunResult& r = st.result;
+  st.result.model->train();
+  const data::Epoch batches = loader.epoch(st.epoch - 1);
+  for (int64_t bi = 0; bi < batches.size(); ++bi) {
+    auto t = Clock::now();
+    const data::Batch b = batches.batch(bi);
+    r.data_seconds += seconds_since(t);
+    t = Clock::now();
+    const double stats_before = r.stats_seconds;
+    if (!std::isfinite(train_step(st, opt, sched, b, obs, meter))) {
+      r.diverged = true;
+      r.diverged_step = st.step;
+      return false;
+    }
+    r.step_seconds += seconds_since(t) - (r.stats_seconds - stats_before);
+    ++st.step;
+  }
+  return true;
 }
 
 }  // namespace
@@ -170,7 +117,7 @@ std::pair<double, double> moments(const Tensor& t) {
 RunResult train_run(const TrainConfig& config, const Splits& s, const StepCallback& on_step,
                     const EpochCallback& on_epoch) {
   validate(config, s);
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = Clock::now();
   const std::clock_t cpu0 = std::clock();
   RunResult r;
   r.config = config;
@@ -178,125 +125,33 @@ RunResult train_run(const TrainConfig& config, const Splits& s, const StepCallba
   c.model.inputs = s.train.features();
   c.model.outputs = s.train.num_classes;
   autograd::Generator gen(c.seed);
-  r.model = build_mlp(c.model, gen);
-  nn::Sequential& model = *r.model;
-  optim::SGDOptions o;
-  o.lr = c.lr, o.momentum = c.momentum, o.weight_decay = c.weight_decay, o.nesterov = c.nesterov;
-  optim::SGD opt(model.parameters(), o);
+  Model model = build_mlp(c.model, gen);
+  r.model = model.net;
+  optim::SGD opt(model.net->parameters(), sgd_options(c));
   data::DataLoader loader(s.train, c.batch_size, true, c.seed, true);
-  const int64_t per_epoch = loader.num_batches(), total = c.epochs * per_epoch;
-  r.total_steps = total;
-  const auto named = model.named_parameters();
-  int64_t step = 0;
-  using Clock = std::chrono::steady_clock;
-  const auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
-  for (int64_t epoch = 1; epoch <= c.epochs && !r.diverged; ++epoch) {
-    model.train();
-    double loss_sum = 0;
-    int64_t correct = 0, seen = 0;
-    const data::Epoch batches = loader.epoch(epoch - 1);
-    for (int64_t bi = 0; bi < batches.size(); ++bi) {
-      auto t = Clock::now();
-      const data::Batch b = batches.batch(bi);
-      r.data_seconds += since(t);
-      t = Clock::now();
-      const double lr = lr_at(c, step, total);
-      opt.set_lr(lr);
-      const bool stats = c.stats_every > 0 && step % c.stats_every == 0;
-      double stats_time = 0;
-      // Forward, layer by layer so that hidden activations can be measured.
-      Tensor h = b.x;
-      int layer = 0;
-      const auto& kids = model.children();
-      for (size_t i = 0; i < kids.size(); ++i) {
-        h = (*kids[i].second)(h);
-        if (!stats || i + 1 == kids.size()) continue;
-        const auto ts = Clock::now();
-        const nn::Module* m = kids[i].second.get();
-        const bool is_linear = dynamic_cast<const nn::Linear*>(m) != nullptr;
-        auto [mu, sd] = moments(h);
-        if (is_linear) {
-          r.activations.push_back({step, layer, "pre", mu, sd});
-          if (c.model.norm == "none") r.activations.push_back({step, layer, "post", mu, sd});
-        } else if (i + 1 < kids.size() && dynamic_cast<const nn::Linear*>(kids[i + 1].second.get())) {
-          r.activations.push_back({step, layer++, "act", mu, sd});  // the activation closes the layer
-        } else {
-          r.activations.push_back({step, layer, "post", mu, sd});
-        }
-        stats_time += since(ts);
-      }
-      Tensor loss = autograd::cross_entropy(h, b.labels);
-      const double lv = loss.item();
-      if (!std::isfinite(lv)) {
-        r.diverged = true;
-        r.diverged_step = step;
-        r.steps.push_back({step, epoch, lr, lv});
-        break;
-      }
-      opt.zero_grad();
-      loss.backward();
-      if (stats) {
-        const auto ts = Clock::now();
-        for (auto& [name, p] : named)
-          if (name.size() > 6 && name.compare(name.size() - 6, 6, "weight") == 0 && p.grad().defined() && p.dim() == 2) {
-            const auto g = p.grad();
-            const float* gp = g.data<float>();
-            double ss = 0;
-            for (int64_t i = 0; i < g.numel(); ++i) ss += double(gp[i]) * gp[i];
-            r.grad_norms.push_back({step, name, std::sqrt(ss)});
-          }
-        stats_time += since(ts);
-      }
-      opt.step();
-      r.step_seconds += since(t) - stats_time;
-      r.stats_seconds += stats_time;
-      if (step % c.loss_every == 0) r.steps.push_back({step, epoch, lr, lv});
-      {  // running training accuracy over the epoch
-        const int64_t k = h.size(1);
-        const float* p = h.data<float>();
-        for (int64_t i = 0; i < b.size(); ++i) {
-          int64_t best = 0;
-          for (int64_t j = 1; j < k; ++j)
-            if (p[i * k + j] > p[i * k + best]) best = j;
-          correct += best == b.labels[i];
-        }
-      }
-      loss_sum += lv * b.size();
-      seen += b.size();
-      ++step;
-      if (on_step) on_step(step, total);
+  r.total_steps = c.epochs * loader.num_batches();
+  optim::LRScheduler sched(opt, schedule_of(c, r.total_steps));
+  RunState st{c, s, model, r, r.total_steps};
+  {
+    Observers obs;
+    obs.push_back(loss_log());
+    obs.push_back(activation_stats(st));
+    obs.push_back(grad_norms());
+    obs.push_back(evaluation());
+    obs.push_back(callbacks(on_step, on_epoch));
+    for (st.epoch = 1; st.epoch <= c.epochs; ++st.epoch) {
+      EpochMeter meter;
+      if (!train_epoch(st, loader, opt, sched, obs, meter)) break;
+      EpochRecord e{};
+      e.epoch = st.epoch, e.step = st.step;
+      e.train_loss = meter.loss_sum / std::max<int64_t>(meter.seen, 1);
+      e.train_acc = double(meter.correct) / std::max<int64_t>(meter.seen, 1);
+      for (auto& o : obs) o->epoch_end(st, e);
+      r.epochs.push_back(e);
+      if (r.diverged) break;
     }
-    if (r.diverged) break;
-    EpochRecord e{};
-    e.epoch = epoch, e.step = step;
-    e.train_loss = loss_sum / std::max<int64_t>(seen, 1);
-    e.train_acc = double(correct) / std::max<int64_t>(seen, 1);
-    auto t = Clock::now();
-    const bool eval_now = c.eval_last <= 0 || epoch > c.epochs - c.eval_last;
-    e.val_loss = e.val_acc = e.test_loss = e.test_acc = NAN;
-    if (eval_now && s.validation.size() > 0) {
-      const auto v = evaluate(model, s.validation, c.eval_batch);
-      e.val_loss = v.loss, e.val_acc = v.accuracy;
-    }
-    if (eval_now) {
-      const auto te = evaluate(model, s.test, c.eval_batch);
-      e.test_loss = te.loss, e.test_acc = te.accuracy;
-    }
-    r.eval_seconds += since(t);
-    if (eval_now && !std::isfinite(e.test_loss)) {  // the weights blew up without a NaN training loss
-      r.diverged = true;
-      r.diverged_step = step;
-    }
-    if (c.bn_three_ways && c.model.norm == "batch" && epoch + 3 > c.epochs && !r.diverged) {
-      t = Clock::now();
-      e.test_acc_precise = precise_bn_accuracy(model, c, s);
-      e.test_acc_batch = batch_stats_accuracy(model, c, s);
-      r.bn_eval_seconds += since(t);
-    }
-    r.epochs.push_back(e);
-    if (on_epoch) on_epoch(e);
   }
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.seconds = seconds_since(t0);
   r.cpu_seconds = double(std::clock() - cpu0) / CLOCKS_PER_SEC;
   return r;
 }

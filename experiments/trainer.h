@@ -1,6 +1,6 @@
-// One training run: an MLP trained with SGD (momentum, warmup then cosine or step decay) on a
-// data set, with per-step loss, per-epoch metrics, activation statistics, gradient norms, and for
-// BatchNorm the three ways of evaluating it (running EMA, precise population stats, test batches).
+// One training run: an MLP trained with SGD under optim's learning-rate schedule (linear warmup,
+// then cosine or step decay), as a loop over one training step, watched by observers (observer.h)
+// that record the loss, activation statistics, gradient norms and the per-epoch evaluation.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -12,6 +12,8 @@
 #include "data/dataset.h"
 #include "data/split.h"
 #include "experiments/model.h"
+#include "optim/lr_scheduler.h"
+#include "optim/sgd.h"
 
 namespace normlab::experiments {
 
@@ -26,7 +28,7 @@ struct TrainConfig {
   double momentum = 0.9;
   double weight_decay = 0;
   bool nesterov = false;
-  int64_t warmup_steps = 0;       // linear warmup from lr/warmup_steps to lr
+  int64_t warmup_steps = 0;       // linear warmup: lr (t + 1) / warmup_steps at step t < warmup_steps
   std::string schedule = "cosine";  // after warmup: none | cosine (to 0 at the end) | step
   int64_t step_every = 0;         // schedule "step": multiply by step_gamma every this many steps
   double step_gamma = 0.1;
@@ -40,7 +42,7 @@ struct TrainConfig {
 };
 
 // Throws normlab::Error for settings that cannot train (batch 0, batch larger than the training
-// set, BatchNorm with batch size 1, non-positive epochs, negative learning rate, ...).
+// set, a norm with batch statistics at batch size 1, non-positive epochs, a bad schedule, ...).
 void validate(const TrainConfig& c, const Splits& s);
 
 struct StepRecord {
@@ -52,8 +54,8 @@ struct EpochRecord {
   int64_t epoch, step;
   double train_loss, train_acc;  // running mean over the epoch's batches
   double val_loss, val_acc, test_loss, test_acc;
-  // BatchNorm only (bn_three_ways), NaN otherwise: test accuracy with precise population
-  // statistics, and with the statistics of test batches of the training batch size.
+  // Norms with batch statistics only (bn_three_ways), NaN otherwise: test accuracy with precise
+  // population statistics, and with the statistics of test batches of the training batch size.
   double test_acc_precise = std::numeric_limits<double>::quiet_NaN();
   double test_acc_batch = std::numeric_limits<double>::quiet_NaN();
 };
@@ -105,13 +107,11 @@ RunResult train_run(const TrainConfig& config, const Splits& data, const StepCal
 // Steps one run of this configuration takes.
 int64_t steps_per_run(const TrainConfig& config, const Splits& data);
 
-// The learning rate at step t of a run of `total` steps.
-double lr_at(const TrainConfig& c, int64_t t, int64_t total);
+// The run's learning-rate schedule over `total` steps, from optim: Warmup(warmup_steps), then
+// CosineAnnealingLR(total - warmup_steps), StepLR(step_every, step_gamma) or Constant().
+optim::Schedule schedule_of(const TrainConfig& c, int64_t total);
 
-struct EvalResult {
-  double loss, accuracy;
-};
-// Loss and accuracy of the model in eval mode (no graph) over a data set, in batches.
-EvalResult evaluate(nn::Module& model, const data::Dataset& d, int64_t batch);
+// The SGD options of a run (its peak lr; the schedule scales it).
+optim::SGDOptions sgd_options(const TrainConfig& c);
 
 }  // namespace normlab::experiments

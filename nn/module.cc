@@ -8,6 +8,21 @@ namespace normlab::nn {
 
 using autograd::shape_str;
 
+Tensor Module::operator()(const Tensor& x) {
+  Tensor y = forward(x);
+  for (const auto& [id, hook] : forward_hooks_) hook(*this, x, y);
+  return y;
+}
+
+int64_t Module::register_forward_hook(ForwardHook hook) {
+  forward_hooks_.emplace_back(next_hook_id_, std::move(hook));
+  return next_hook_id_++;
+}
+
+void Module::remove_forward_hook(int64_t id) {
+  std::erase_if(forward_hooks_, [id](const auto& h) { return h.first == id; });
+}
+
 void Module::train(bool on) {
   training_ = on;
   on_train(on);

@@ -2,6 +2,7 @@
 // and state_dict / load_state_dict using PyTorch's dotted names ("0.weight", "1.running_mean").
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -28,7 +29,17 @@ class Module {
 
   // The forward pass on one input.
   virtual Tensor forward(const Tensor& x) = 0;
-  Tensor operator()(const Tensor& x) { return forward(x); }
+  // forward(x), then every forward hook in registration order; containers call their children
+  // this way, so a hook sees every call.
+  Tensor operator()(const Tensor& x);
+
+  // Called after each forward with (module, input, output), as PyTorch's register_forward_hook:
+  // how the experiments record activation statistics without re-running the model layer by layer.
+  using ForwardHook = std::function<void(const Module& m, const Tensor& input, const Tensor& output)>;
+  // Adds a forward hook; returns its id for remove_forward_hook.
+  int64_t register_forward_hook(ForwardHook hook);
+  // Removes the forward hook with this id (an unknown id is ignored).
+  void remove_forward_hook(int64_t id);
   // PyTorch-like description, e.g. "Linear(in_features=4, out_features=2, bias=True)".
   virtual std::string repr() const = 0;
 
@@ -88,6 +99,8 @@ class Module {
   void collect(const std::string& prefix, NamedTensors* params, NamedTensors* buffers) const;
   NamedTensors params_, buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  std::vector<std::pair<int64_t, ForwardHook>> forward_hooks_;
+  int64_t next_hook_id_ = 0;
   bool training_ = true;
 };
 

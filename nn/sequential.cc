@@ -9,7 +9,7 @@ Sequential::Sequential(const std::vector<std::shared_ptr<Module>>& modules) {
 
 Tensor Sequential::forward(const Tensor& x) {
   Tensor h = x;
-  for (const auto& [name, m] : children()) h = m->forward(h);
+  for (const auto& [name, m] : children()) h = (*m)(h);  // through operator(): the child's forward hooks run
   return h;
 }
 

@@ -64,6 +64,17 @@ Schedule Chain(Schedule first, Schedule then, int64_t milestone) {
   });
 }
 
+Schedule Constant() {
+  return Schedule("Constant", [](int64_t, double base) { return base; });
+}
+
+Schedule Warmup(int64_t steps) {
+  check(steps >= 1, "Warmup: steps must be >= 1, got " + std::to_string(steps));
+  return Schedule("Warmup(steps=" + std::to_string(steps) + ")", [=](int64_t t, double base) {
+    return t < steps ? base * static_cast<double>(t + 1) / static_cast<double>(steps) : base;
+  });
+}
+
 LRScheduler::LRScheduler(Optimizer& opt, Schedule schedule)
     : opt_(opt), schedule_(std::move(schedule)), base_lr_(opt.lr()) {
   opt_.set_lr(lr_at(0));

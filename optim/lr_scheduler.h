@@ -63,6 +63,13 @@ Schedule LinearWarmup(int64_t steps, double start_factor);
 // Needs milestone >= 1.
 Schedule Chain(Schedule first, Schedule then, int64_t milestone);
 
+// The constant schedule: base_lr at every step.
+Schedule Constant();
+// Linear warmup that reaches base_lr at its last step (the warmup of Goyal et al.'s large-batch
+// recipe): base_lr * (t + 1) / steps for t < steps, then base_lr. Unlike LinearWarmup, its first lr
+// is base_lr / steps and step steps - 1 already trains at base_lr. Needs steps >= 1.
+Schedule Warmup(int64_t steps);
+
 // Applies a schedule to an optimizer: remembers the optimizer's lr as the base lr and sets the
 // optimizer's lr to the schedule's value at the current step.
 class LRScheduler {

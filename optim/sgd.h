@@ -47,10 +47,11 @@ class SGD : public Optimizer {
   // when momentum is 0), shapes and dtypes first; on a mismatch throws and changes nothing.
   void load_state(const OptimizerState& state) override;
 
- private:
-  // Throws unless the options are valid (`where` names the caller in the message).
+  // Throws unless the options are valid (`where` names the caller in the message): what the
+  // constructor checks, for a caller that validates its settings before it builds anything.
   static void check_options(const SGDOptions& o, const std::string& where);
 
+ private:
   SGDOptions opts_;              // opts_.lr is unused: the base class owns the lr
   std::vector<Tensor> buffers_;  // one per parameter, undefined until created
 };

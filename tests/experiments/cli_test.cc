@@ -182,13 +182,13 @@ BOOST_AUTO_TEST_CASE(quick_study_writes_every_output_file) {
        {"Hidden layer 1: mean", "Hidden layer 1: std", "Hidden layer 2: mean", "Hidden layer 2: std"})
     BOOST_TEST(act.find(panel) != std::string::npos, panel);
   for (const char* line :
-       {"batch, before the norm", "batch, after the norm", "layer, after the norm", "none (no norm)"})
+       {"BatchNorm, before the norm", "BatchNorm, after the norm", "LayerNorm, after the norm", "\"no norm\""})
     BOOST_TEST(act.find(line) != std::string::npos, line);
   for (const char* panel : {"Linear 1 weight (into hidden layer 1)", "Linear 2 weight (into hidden layer 2)",
                             "output Linear weight"})
     BOOST_TEST(grad.find(panel) != std::string::npos, panel);
   BOOST_TEST(rep.find("(compare/grad_norms.png)") != std::string::npos);
-  BOOST_TEST(rep.find("With batch, the norm's output") != std::string::npos);
+  BOOST_TEST(rep.find("With BatchNorm, the norm's output") != std::string::npos);
   BOOST_TEST(rep.find("Gradient norms, mean over recorded steps and seeds") != std::string::npos);
 }
 

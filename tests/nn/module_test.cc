@@ -281,3 +281,33 @@ BOOST_AUTO_TEST_CASE(str_prints_like_pytorch) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_CASE(forward_hooks_see_every_call_through_a_sequential_until_removed) {
+  Generator gen(0);
+  auto fc = std::make_shared<Linear>(3, 2, gen);
+  auto act = std::make_shared<ReLU>();
+  Sequential seq({fc, act});
+  std::vector<std::string> seen;
+  Tensor fc_out;
+  const int64_t a = fc->register_forward_hook([&](const Module& m, const Tensor& in, const Tensor& out) {
+    seen.push_back(m.repr());
+    BOOST_TEST(in.size(1) == 3);
+    fc_out = out;
+  });
+  const int64_t b = act->register_forward_hook([&](const Module&, const Tensor& in, const Tensor& out) {
+    seen.push_back("relu");
+    check_tensor(out, relu(in).to_vector());  // the hook gets the module's input and output
+  });
+  BOOST_TEST(b == 0);  // ids count per module
+  const Tensor x = randn({4, 3}, gen);
+  const Tensor y = seq(x);
+  BOOST_TEST(seen.size() == 2u);
+  BOOST_TEST(seen[0] == fc->repr());
+  BOOST_TEST(seen[1] == "relu");
+  check_tensor(y, relu(fc_out).to_vector());
+  fc->remove_forward_hook(a);
+  fc->remove_forward_hook(12345);  // unknown: ignored
+  seq(x);
+  BOOST_TEST(seen.size() == 3u);  // only the ReLU's hook is left
+  BOOST_TEST(seen[2] == "relu");
+}

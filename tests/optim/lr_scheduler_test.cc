@@ -180,3 +180,20 @@ BOOST_AUTO_TEST_CASE(invalid_schedule_arguments_are_errors) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_CASE(warmup_reaches_the_base_lr_at_its_last_step_and_constant_holds_it) {
+  const Schedule w = Warmup(4);
+  // lr (t + 1) / steps: 0.25, 0.5, 0.75, 1 of the base, then the base; worked by hand.
+  const std::vector<double> want{0.1, 0.2, 0.3, 0.4, 0.4, 0.4};
+  for (int64_t t = 0; t < 6; ++t) BOOST_TEST(w.lr_at(t, 0.4) == want[t], boost::test_tools::tolerance(1e-15));
+  BOOST_TEST(w.lr_at(1, 0.3) == 0.3 * 2 / 4);  // bitwise: base * (t + 1), then / steps
+  BOOST_TEST(w.name() == "Warmup(steps=4)");
+  BOOST_CHECK_THROW(Warmup(0), Error);
+  const Schedule c = Constant();
+  for (int64_t t : {0, 1, 1000}) BOOST_TEST(c.lr_at(t, 0.05) == 0.05);
+  // Warmup then cosine, as the experiments chain them: the cosine starts at the base lr.
+  const Schedule wc = Chain(Warmup(2), CosineAnnealingLR(8), 2);
+  BOOST_TEST(wc.lr_at(1, 0.1) == 0.1);
+  BOOST_TEST(wc.lr_at(2, 0.1) == 0.1);
+  BOOST_TEST(wc.lr_at(6, 0.1) == 0.05, boost::test_tools::tolerance(1e-15));
+}

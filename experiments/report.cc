@@ -1,40 +1,16 @@
-// What every study shares: the settings columns of the tidy CSVs, the manifest, config as JSON.
+// report.md, manifest.json and shared report pieces.
+#include "experiments/report.h"
+
+#include <cmath>
 #include <thread>
 
 #include "autograd/kernels/elementwise.h"
 #include "autograd/parallel.h"
 #include "experiments/git_commit.h"
 #include "experiments/output.h"
-#include "experiments/study.h"
+#include "experiments/registry.h"
 
 namespace normlab::experiments {
-
-std::vector<std::string> settings_header() {
-  return {"dataset", "model", "norm", "activation", "seed", "epochs", "batch_size", "lr", "momentum",
-          "weight_decay", "warmup_steps", "schedule"};
-}
-
-std::vector<std::string> settings_cells(const TrainConfig& c, const std::string& dataset) {
-  return {dataset, describe(c.model), c.model.norm, c.model.activation, std::to_string(c.seed),
-          std::to_string(c.epochs), std::to_string(c.batch_size), fmt(c.lr), fmt(c.momentum),
-          fmt(c.weight_decay), std::to_string(c.warmup_steps), c.schedule};
-}
-
-std::vector<std::string> epoch_columns(bool validation, bool bn_columns) {
-  std::vector<std::string> h{"epoch", "step", "train_loss", "train_acc"};
-  if (validation) h.insert(h.end(), {"val_loss", "val_acc"});
-  h.insert(h.end(), {"test_loss", "test_acc"});
-  if (bn_columns) h.insert(h.end(), {"test_acc_precise", "test_acc_batch"});
-  return h;
-}
-
-std::vector<std::string> epoch_cells(const EpochRecord& e, bool validation, bool bn_columns) {
-  std::vector<std::string> c{std::to_string(e.epoch), std::to_string(e.step), fmt(e.train_loss), fmt(e.train_acc)};
-  if (validation) c.insert(c.end(), {fmt(e.val_loss), fmt(e.val_acc)});
-  c.insert(c.end(), {fmt(e.test_loss), fmt(e.test_acc)});
-  if (bn_columns) c.insert(c.end(), {fmt(e.test_acc_precise), fmt(e.test_acc_batch)});
-  return c;
-}
 
 nlohmann::json to_json(const TrainConfig& c) {
   return {{"model", {{"inputs", c.model.inputs}, {"hidden", c.model.hidden}, {"outputs", c.model.outputs},
@@ -60,6 +36,21 @@ nlohmann::json manifest(const StudyContext& ctx, const nlohmann::json& config, d
   if (!ctx.extra.is_null()) m["settings"] = ctx.extra;
   m["wall_seconds"] = wall_seconds;
   return m;
+}
+
+void write_report(const StudyContext& ctx, const Report& rep, const nlohmann::json& manifest_json) {
+  write_file_atomic(ctx.out / "report.md", "# " + rep.title + "\n\nCommand: `" + ctx.command_line + "`\n\n" + rep.markdown);
+  write_file_atomic(ctx.out / "manifest.json", manifest_json.dump(2) + "\n");
+}
+
+std::string pct(double v) { return std::isfinite(v) ? fmt(100 * v, 4) + "%" : "n/a"; }
+
+std::string display_name(const std::string& n) { return norm(n).display; }
+
+std::string image_links(const std::vector<std::string>& plots) {
+  std::string md;
+  for (const auto& p : plots) md += "![" + p + "](" + p + ".png)\n\n";
+  return md;
 }
 
 }  // namespace normlab::experiments

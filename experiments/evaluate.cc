@@ -1,0 +1,114 @@
+// Evaluating a model: loss and accuracy, and BatchNorm's precise and test-batch evaluations.
+#include "experiments/evaluate.h"
+
+#include <cmath>
+#include <optional>
+
+#include "autograd/loss.h"
+#include "data/loader.h"
+#include "nn/batchnorm.h"
+
+namespace normlab::experiments {
+
+using autograd::NoGradGuard;
+using autograd::Tensor;
+
+int64_t count_correct(const Tensor& logits, const std::vector<int64_t>& labels) {
+  const int64_t rows = logits.size(0), k = logits.size(1);
+  const float* p = logits.data<float>();
+  int64_t correct = 0;
+  for (int64_t i = 0; i < rows; ++i) {
+    int64_t best = 0;
+    for (int64_t j = 1; j < k; ++j)
+      if (p[i * k + j] > p[i * k + best]) best = j;
+    correct += best == labels[i];
+  }
+  return correct;
+}
+
+EvalResult evaluate(nn::Module& model, const data::Dataset& d, int64_t batch) {
+  NoGradGuard no_grad;
+  const bool was_training = model.is_training();
+  model.eval();
+  data::DataLoader loader(d, std::min(batch, d.size()), false, 0, false);
+  double loss = 0;
+  int64_t correct = 0;
+  for (const data::Batch& b : loader.epoch(0)) {
+    const Tensor logits = model(b.x);
+    loss += autograd::cross_entropy(logits, b.labels).item() * b.size();
+    correct += count_correct(logits, b.labels);
+  }
+  model.train(was_training);
+  return {loss / d.size(), double(correct) / d.size()};
+}
+
+namespace {
+
+std::vector<nn::BatchNorm*> batchnorms(nn::Sequential& model) {
+  std::vector<nn::BatchNorm*> out;
+  for (auto& [name, child] : model.children())
+    if (auto* bn = dynamic_cast<nn::BatchNorm*>(child.get())) out.push_back(bn);
+  return out;
+}
+
+// Copies of the model's buffers, put back when the evaluation that changes them is done.
+class SavedBuffers {
+ public:
+  explicit SavedBuffers(const nn::Module& m) : m_(m) {
+    for (auto& [n, t] : m.named_buffers()) saved_.push_back(t.detach().clone());
+  }
+  ~SavedBuffers() {
+    NoGradGuard no_grad;
+    size_t i = 0;
+    for (auto& [n, t] : m_.named_buffers()) autograd::copy_(t, saved_[i++]);
+  }
+
+ private:
+  const nn::Module& m_;
+  std::vector<Tensor> saved_;
+};
+
+}  // namespace
+
+double precise_bn_accuracy(nn::Sequential& model, const data::Splits& s, int64_t batch, int64_t samples,
+                           uint64_t seed, int64_t eval_batch) {
+  const SavedBuffers saved(model);
+  auto bns = batchnorms(model);
+  std::vector<std::optional<double>> momenta;
+  for (auto* bn : bns) {
+    momenta.push_back(bn->momentum());
+    bn->reset_running_stats();
+    bn->set_momentum(std::nullopt);  // cumulative average
+  }
+  {
+    NoGradGuard no_grad;
+    model.train();
+    data::DataLoader loader(s.train, std::min<int64_t>(std::max<int64_t>(batch, 200), s.train.size()), true, seed,
+                            true);
+    int64_t seen = 0;
+    for (const data::Batch& b : loader.epoch(0)) {
+      if (seen >= samples) break;
+      model(b.x);
+      seen += b.size();
+    }
+  }
+  const double acc = evaluate(model, s.test, eval_batch).accuracy;
+  for (size_t i = 0; i < bns.size(); ++i) bns[i]->set_momentum(momenta[i]);
+  return acc;
+}
+
+double batch_stats_accuracy(nn::Sequential& model, const data::Splits& s, int64_t batch) {
+  const SavedBuffers saved(model);
+  int64_t correct = 0, seen = 0;
+  NoGradGuard no_grad;
+  model.train();
+  data::DataLoader loader(s.test, std::min(batch, s.test.size()), false, 0, false);
+  for (const data::Batch& b : loader.epoch(0)) {
+    if (b.size() < 2) continue;
+    correct += count_correct(model(b.x), b.labels);
+    seen += b.size();
+  }
+  return seen ? double(correct) / seen : NAN;
+}
+
+}  // namespace normlab::experiments

@@ -1,0 +1,97 @@
+// The built-in norms and activations, one table entry each.
+#include "experiments/registry.h"
+
+#include <algorithm>
+
+#include "autograd/error.h"
+#include "nn/activation.h"
+#include "nn/batchnorm.h"
+#include "nn/groupnorm.h"
+#include "nn/layernorm.h"
+#include "nn/rmsnorm.h"
+
+namespace normlab::experiments {
+
+namespace {
+
+std::vector<NormEntry> builtin_norms() {
+  std::vector<NormEntry> n;
+  n.push_back({.name = "none", .display = "no norm"});
+  n.push_back({.name = "batch",
+               .display = "BatchNorm",
+               .batch_statistics = true,
+               .make = [](const LayerSpec& s) { return std::make_shared<nn::BatchNorm1d>(s.features); }});
+  n.push_back({.name = "layer", .display = "LayerNorm", .make = [](const LayerSpec& s) {
+                 return std::make_shared<nn::LayerNorm>(autograd::Shape{s.features});
+               }});
+  n.push_back({.name = "group",
+               .display = "GroupNorm",
+               .check =
+                   [](const LayerSpec& s) {
+                     if (s.groups <= 0 || s.features % s.groups != 0)
+                       throw Error("GroupNorm with " + std::to_string(s.groups) +
+                                   " groups needs hidden widths divisible by " + std::to_string(s.groups) + ", got " +
+                                   std::to_string(s.features));
+                   },
+               .make = [](const LayerSpec& s) { return std::make_shared<nn::GroupNorm>(s.groups, s.features); },
+               .metadata = [](const LayerSpec& s) {
+                 return std::map<std::string, std::string>{{"num_groups", std::to_string(s.groups)}};
+               }});
+  n.push_back({.name = "rms", .display = "RMSNorm", .make = [](const LayerSpec& s) {
+                 return std::make_shared<nn::RMSNorm>(autograd::Shape{s.features});
+               }});
+  return n;
+}
+
+template <class M>
+ActivationEntry act(std::string name, std::string display) {
+  return {std::move(name), std::move(display), [] { return std::make_shared<M>(); }};
+}
+
+std::vector<NormEntry>& norm_table() {
+  static std::vector<NormEntry> t = builtin_norms();
+  return t;
+}
+
+template <class Entry>
+std::string names_of(const std::vector<Entry>& v) {
+  std::string s;
+  for (const Entry& e : v) s += (s.empty() ? "" : ", ") + e.name;
+  return s;
+}
+
+template <class Entry>
+const Entry& find(const std::vector<Entry>& v, const std::string& name, const char* what) {
+  for (const Entry& e : v)
+    if (e.name == name) return e;
+  throw Error("unknown " + std::string(what) + " '" + name + "' (expected one of: " + names_of(v) + ")");
+}
+
+}  // namespace
+
+const std::vector<NormEntry>& norms() { return norm_table(); }
+
+const NormEntry& norm(const std::string& name) { return find(norms(), name, "norm"); }
+
+void register_norm(NormEntry entry) {
+  auto& t = norm_table();
+  if (entry.name.empty()) throw Error("register_norm: the norm needs a name");
+  if (std::any_of(t.begin(), t.end(), [&](const NormEntry& e) { return e.name == entry.name; }))
+    throw Error("register_norm: a norm named '" + entry.name + "' is registered already");
+  if (entry.display.empty()) entry.display = entry.name;
+  t.push_back(std::move(entry));
+}
+
+std::string norm_names() { return names_of(norms()); }
+
+const std::vector<ActivationEntry>& activations() {
+  static const std::vector<ActivationEntry> a{act<nn::ReLU>("relu", "ReLU"), act<nn::Tanh>("tanh", "Tanh"),
+                                              act<nn::GELU>("gelu", "GELU"), act<nn::Sigmoid>("sigmoid", "Sigmoid")};
+  return a;
+}
+
+const ActivationEntry& activation(const std::string& name) { return find(activations(), name, "activation"); }
+
+std::string activation_names() { return names_of(activations()); }
+
+}  // namespace normlab::experiments

@@ -1,0 +1,66 @@
+// The layer registry: every norm and activation an experiment can put in a model, one entry each.
+// The command line (validation, --help), model building, reports, plots and checkpoint metadata
+// all read it, so adding a norm is its module (nn/) plus one entry in registry.cc, or one
+// register_norm() call from a program of your own.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nn/module.h"
+
+namespace normlab::experiments {
+
+// What a norm's factory gets: the activations it normalizes, and the options a norm may read.
+struct LayerSpec {
+  int64_t features = 0;  // C: the width of the hidden layer, activations (N, C)
+  int64_t groups = 8;    // GroupNorm's num_groups (--groups)
+};
+
+// One kind of normalization layer.
+struct NormEntry {
+  std::string name;     // as typed on the command line and written in the CSV files: "batch"
+  std::string display;  // for reports and plot legends: "BatchNorm"
+  // Normalizes with the statistics of the training batch (and running estimates in eval): a
+  // batch of one sample is an error, and the batch-size sweep also evaluates it with precise
+  // population statistics and with the test batches' own statistics.
+  bool batch_statistics = false;
+  // Throws normlab::Error when the spec cannot be built (e.g. groups that do not divide C); may be empty.
+  std::function<void(const LayerSpec&)> check;
+  // The layer for a spec; empty for "none" (no layer: the hidden layer is Linear -> activation).
+  std::function<std::shared_ptr<nn::Module>(const LayerSpec&)> make;
+  // What a checkpoint must record to rebuild the layer besides its name and the model's widths
+  // (GroupNorm: its number of groups); may be empty.
+  std::function<std::map<std::string, std::string>(const LayerSpec&)> metadata;
+
+  // True for "none": no layer is inserted.
+  bool is_identity() const { return !make; }
+};
+
+// One kind of activation function.
+struct ActivationEntry {
+  std::string name;     // as typed: "relu"
+  std::string display;  // "ReLU"
+  std::function<std::shared_ptr<nn::Module>()> make;
+};
+
+// Every registered norm, in registration order: none, batch, layer, group, rms, then any added.
+const std::vector<NormEntry>& norms();
+// The entry called `name`; throws normlab::Error "unknown norm 'x' (expected one of: ...)".
+const NormEntry& norm(const std::string& name);
+// Adds a norm (e.g. from a test or a program of your own); a name that exists already is an error.
+void register_norm(NormEntry entry);
+// "none, batch, layer, group, rms": the names, for help texts and messages.
+std::string norm_names();
+
+// Every registered activation: relu, tanh, gelu, sigmoid.
+const std::vector<ActivationEntry>& activations();
+// The entry called `name`; throws normlab::Error "unknown activation 'x' (expected one of: ...)".
+const ActivationEntry& activation(const std::string& name);
+// "relu, tanh, gelu, sigmoid".
+std::string activation_names();
+
+}  // namespace normlab::experiments

@@ -1,0 +1,26 @@
+// What every study writes besides its CSV files: report.md and manifest.json, and the small
+// markdown pieces the reports share.
+#pragma once
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "experiments/study.h"
+
+namespace normlab::experiments {
+
+// The manifest common to every study: configuration, git commit, Highway target, threads, wall time.
+nlohmann::json manifest(const StudyContext& ctx, const nlohmann::json& config, double wall_seconds);
+// TrainConfig as JSON (for manifests).
+nlohmann::json to_json(const TrainConfig& c);
+// Writes ctx.out/report.md ("# title", the command line, the markdown) and ctx.out/manifest.json.
+void write_report(const StudyContext& ctx, const Report& rep, const nlohmann::json& manifest_json);
+
+// A fraction as a percentage with 4 significant digits ("87.31%"), "n/a" when not finite.
+std::string pct(double v);
+// The name of a norm for reports and plot legends (the registry's display name).
+std::string display_name(const std::string& norm);
+// Markdown image links for plots written as <name>.png.
+std::string image_links(const std::vector<std::string>& plots);
+
+}  // namespace normlab::experiments

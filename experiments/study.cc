@@ -1,0 +1,64 @@
+// `normlab study` (make run): the convergence comparison and the batch-size sweep, one report.
+#include <cstdio>
+
+#include "data/split.h"
+#include "experiments/output.h"
+#include "experiments/study.h"
+
+namespace normlab::experiments {
+
+namespace {
+
+// The sweep's training set: the first `limit` training samples (0: all).
+Splits sweep_data(const Splits& data, int64_t limit) {
+  Splits d = data;
+  if (limit > 0 && limit < data.train.size()) d.train = data::first_n(data.train, limit);
+  return d;
+}
+
+// Every run of both parts, validated before anything is written.
+void validate_all(const StudyConfig& cfg, const Splits& data, const Splits& sweep) {
+  for (const auto& n : cfg.compare.norms) {
+    TrainConfig c = cfg.compare.base;
+    c.model.norm = n;
+    validate(c, data);
+    for (int64_t b : cfg.sweep.batch_sizes) {
+      c.batch_size = b;
+      validate(c, sweep);
+    }
+  }
+}
+
+// A part's report with its image links pointing into its subfolder.
+std::string section(const Report& r, const std::string& sub_dir) {
+  std::string fixed;
+  for (size_t i = 0; i < r.markdown.size(); ++i) {
+    fixed += r.markdown[i];
+    if (r.markdown[i] == '(' && i > 0 && r.markdown[i - 1] == ']') fixed += sub_dir;
+  }
+  return "## " + r.title + "\n\n" + fixed + "\n";
+}
+
+}  // namespace
+
+void run_study(const StudyConfig& cfg, const DataSpec& spec, const Splits& data, const StudyContext& ctx) {
+  const Splits sweep = sweep_data(data, cfg.sweep_train_limit);
+  validate_all(cfg, data, sweep);
+  prepare_output_dir(ctx.out);
+  StudyContext part = ctx;
+  part.out = ctx.out / "compare";
+  const Report a = run_compare(cfg.compare, data, part);
+  part.out = ctx.out / "sweep";
+  part.dataset = describe(spec, sweep);
+  const Report b = run_sweep(cfg.sweep, sweep, part);
+  std::string md = "# normlab study: BatchNorm vs LayerNorm\n\nCommand: `" + ctx.command_line + "`\n\nData: " +
+                   describe(spec, data) + "\n\n";
+  if (sweep.train.size() < data.train.size())
+    md += "To fit the time budget, the batch-size sweep trains on the first " + std::to_string(sweep.train.size()) +
+          " training images only (`--sweep-train-limit`); `normlab sweep --full` runs the complete protocol.\n\n";
+  md += section(a, "compare/") + section(b, "sweep/");
+  write_file_atomic(ctx.out / "report.md", md);
+  if (!ctx.quiet) std::fputs(md.c_str(), stdout);
+}
+
+}  // namespace normlab::experiments

@@ -1,0 +1,66 @@
+// Tidy CSV tables of runs: the settings columns, the epoch columns, the per-run records.
+#include "experiments/tidy.h"
+
+namespace normlab::experiments {
+
+std::vector<std::string> settings_header() {
+  return {"dataset", "model", "norm", "activation", "seed", "epochs", "batch_size", "lr", "momentum",
+          "weight_decay", "warmup_steps", "schedule"};
+}
+
+std::vector<std::string> settings_cells(const TrainConfig& c, const std::string& dataset) {
+  return {dataset, describe(c.model), c.model.norm, c.model.activation, std::to_string(c.seed),
+          std::to_string(c.epochs), std::to_string(c.batch_size), fmt(c.lr), fmt(c.momentum),
+          fmt(c.weight_decay), std::to_string(c.warmup_steps), c.schedule};
+}
+
+std::vector<std::string> epoch_columns(bool validation, bool bn_columns) {
+  std::vector<std::string> h{"epoch", "step", "train_loss", "train_acc"};
+  if (validation) h.insert(h.end(), {"val_loss", "val_acc"});
+  h.insert(h.end(), {"test_loss", "test_acc"});
+  if (bn_columns) h.insert(h.end(), {"test_acc_precise", "test_acc_batch"});
+  return h;
+}
+
+std::vector<std::string> epoch_cells(const EpochRecord& e, bool validation, bool bn_columns) {
+  std::vector<std::string> c{std::to_string(e.epoch), std::to_string(e.step), fmt(e.train_loss), fmt(e.train_acc)};
+  if (validation) c.insert(c.end(), {fmt(e.val_loss), fmt(e.val_acc)});
+  c.insert(c.end(), {fmt(e.test_loss), fmt(e.test_acc)});
+  if (bn_columns) c.insert(c.end(), {fmt(e.test_acc_precise), fmt(e.test_acc_batch)});
+  return c;
+}
+
+namespace {
+std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+}  // namespace
+
+RunTable::RunTable(std::vector<std::string> columns, std::string dataset)
+    : table_(concat(settings_header(), columns)), dataset_(std::move(dataset)) {}
+
+void RunTable::add(const RunResult& r, const std::vector<std::string>& cells) {
+  table_.add_row(concat(settings_cells(r.config, dataset_), cells));
+}
+
+void write_run_records(const std::vector<RunResult>& runs, const std::string& dataset, bool validation,
+                       const std::filesystem::path& dir) {
+  RunTable steps({"step", "epoch", "step_lr", "loss"}, dataset);
+  RunTable epochs(epoch_columns(validation, false), dataset);
+  RunTable acts({"step", "layer", "where", "mean", "std"}, dataset);
+  RunTable grads({"step", "param", "grad_norm"}, dataset);
+  for (const RunResult& r : runs) {
+    for (const auto& s : r.steps) steps.add(r, {std::to_string(s.step), std::to_string(s.epoch), fmt(s.lr), fmt(s.loss)});
+    for (const auto& e : r.epochs) epochs.add(r, epoch_cells(e, validation, false));
+    for (const auto& a : r.activations)
+      acts.add(r, {std::to_string(a.step), std::to_string(a.layer), a.where, fmt(a.mean), fmt(a.std)});
+    for (const auto& g : r.grad_norms) grads.add(r, {std::to_string(g.step), g.param, fmt(g.norm)});
+  }
+  steps.write(dir / "steps.csv");
+  epochs.write(dir / "epochs.csv");
+  acts.write(dir / "activations.csv");
+  grads.write(dir / "grad_norms.csv");
+}
+
+}  // namespace normlab::experiments
