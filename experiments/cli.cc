@@ -9,11 +9,13 @@
 #include <cstdio>
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <thread>
 
 #include "data/split.h"
 #include "experiments/datasets.h"
 #include "experiments/demo.h"
+#include "experiments/flags.h"
 #include "experiments/output.h"
 #include "experiments/registry.h"
 #include "experiments/study.h"
@@ -23,6 +25,10 @@ namespace normlab::experiments {
 namespace fs = std::filesystem;
 
 namespace {
+
+constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
+constexpr int64_t kMaxBatch = std::numeric_limits<int32_t>::max();
+constexpr int64_t kMaxThreads = 256;
 
 // Every flag of every subcommand lands here; presets fill what the user did not set.
 struct Options {
@@ -56,61 +62,72 @@ void add_data_options(CLI::App* a, Options& o) {
   const bool study = a->get_name() == "study";
   preset_default(a->add_option("--dataset", o.data.name, "fashion-mnist, csv, spirals, moons, circles, blobs or xor"),
                  "moons with --quick, else fashion-mnist");
-  a->add_option("--csv", o.data.csv_path, "CSV file (with --dataset csv): header row, numeric features");
-  a->add_option("--csv-test", o.data.csv_test_path, "CSV test file (else a fraction of --csv is held out)");
-  a->add_option("--label", o.data.label, "the label column of the CSV file");
-  a->add_option("--train-limit", o.data.train_limit, "use only the first N training samples (0: all)");
-  a->add_option("--test-limit", o.data.test_limit, "use only the first N test samples (0: all)");
+  a->add_option("--csv", o.data.csv_path, "CSV file (with --dataset csv): header row, numeric features")->check(non_empty());
+  a->add_option("--csv-test", o.data.csv_test_path, "CSV test file (else a fraction of --csv is held out)")->check(non_empty());
+  a->add_option("--label", o.data.label, "the label column of the CSV file")->check(non_empty());
+  a->add_option("--data-dir", o.data.fashion_dir, "folder of the Fashion-MNIST files (*-ubyte.gz)")
+      ->check(non_empty());
+  a->add_option("--train-limit", o.data.train_limit, "use only the first N training samples (0: all)")->check(whole(0, kMaxInt));
+  a->add_option("--test-limit", o.data.test_limit, "use only the first N test samples (0: all)")->check(whole(0, kMaxInt));
   auto* val = a->add_option("--val-fraction", o.data.validation_fraction,
-                            "fraction of the training samples held out for validation");
+                            "fraction of the training samples held out for validation")
+                  ->check(real(0, 1, false, true));
   if (study) preset_default(val, "0.1 on fashion-mnist without --quick, else 0");
-  a->add_option("--test-fraction", o.data.test_fraction, "test fraction for CSV without a test file and synthetic sets");
-  a->add_option("--samples", o.data.samples, "synthetic sets: number of samples");
-  preset_default(a->add_option("--noise", o.data.noise, "synthetic sets: noise"), "0.25 with --quick, else 0.1");
-  a->add_option("--data-seed", o.data.seed, "seed of synthetic data and of the splits");
+  a->add_option("--test-fraction", o.data.test_fraction, "test fraction for CSV without a test file and synthetic sets")
+      ->check(real(0, 1, false, true));
+  a->add_option("--samples", o.data.samples, "synthetic sets: number of samples")->check(whole(1, 10000000));
+  preset_default(a->add_option("--noise", o.data.noise, "synthetic sets: noise")->check(non_negative()),
+                 "0.25 with --quick, else 0.1");
+  a->add_option("--data-seed", o.data.seed, "seed of synthetic data and of the splits")->check(seed_value());
 }
 
 void add_train_options(CLI::App* a, Options& o) {
   const std::string cmd = a->get_name();
-  preset_default(a->add_option("--hidden", o.train.model.hidden, "hidden widths, e.g. 256,256")->delimiter(','),
+  preset_default(a->add_option("--hidden", o.train.model.hidden, "hidden widths, e.g. 256,256")
+                     ->delimiter(',')
+                     ->check(whole(1, 1 << 20)),
                  "32,32 with --quick, 256,256 on fashion-mnist, else 64,64");
   a->add_option("--activation", o.train.model.activation, "activation in the hidden layers: " + activation_names());
-  a->add_option("--groups", o.train.model.groups, "GroupNorm: number of groups");
-  preset_default(a->add_option("--epochs", o.train.epochs, "epochs per run"),
+  a->add_option("--groups", o.train.model.groups, "GroupNorm: number of groups")->check(whole(1, 1 << 20));
+  preset_default(a->add_option("--epochs", o.train.epochs, "epochs per run")->check(whole(1, 1000000)),
                  "3 with --quick, else 5");
   preset_default(a->add_option("--batch-size", o.train.batch_size,
-                               cmd == "sweep" ? "training batch size (--over lr)" : "training batch size"),
+                               cmd == "sweep" ? "training batch size (--over lr)" : "training batch size")
+                     ->check(whole(1, kMaxBatch)),
                  "32 with --quick, else 128");
   const std::string lr = cmd == "sweep"   ? "peak learning rate (--over batch: at --reference-batch)"
                          : cmd == "study" ? "peak learning rate (the sweep: at batch 128, scaled linearly)"
                                           : "peak learning rate";
-  preset_default(a->add_option("--lr", o.train.lr, lr), "0.1 with --quick, else 0.05");
-  a->add_option("--momentum", o.train.momentum, "SGD momentum");
-  a->add_option("--weight-decay", o.train.weight_decay, "SGD weight decay");
+  preset_default(a->add_option("--lr", o.train.lr, lr)->check(non_negative()), "0.1 with --quick, else 0.05");
+  a->add_option("--momentum", o.train.momentum, "SGD momentum")->check(real(0, 1, false, true));
+  a->add_option("--weight-decay", o.train.weight_decay, "SGD weight decay")->check(non_negative());
   a->add_flag("--nesterov", o.train.nesterov, "Nesterov momentum");
-  preset_default(a->add_option("--warmup", o.train.warmup_steps, "linear warmup steps"),
+  preset_default(a->add_option("--warmup", o.train.warmup_steps, "linear warmup steps")->check(whole(0, kMaxInt)),
                  "10 with --quick, 50 on fashion-mnist, else 0");
   a->add_option("--schedule", o.train.schedule, "after warmup: none, cosine or step");
-  a->add_option("--step-every", o.train.step_every, "schedule step: decay every N steps");
-  a->add_option("--step-gamma", o.train.step_gamma, "schedule step: decay factor");
+  a->add_option("--step-every", o.train.step_every, "schedule step: decay every N steps")->check(whole(0, kMaxInt));
+  a->add_option("--step-gamma", o.train.step_gamma, "schedule step: decay factor")
+      ->check(real(0, std::numeric_limits<double>::infinity(), true));
   if (cmd != "sweep")  // the sweep records no activation statistics
     preset_default(a->add_option("--stats-every", o.train.stats_every,
-                                 "record activation statistics and gradient norms every N steps"),
+                                 "record activation statistics and gradient norms every N steps")
+                       ->check(whole(0, kMaxInt)),
                    std::string("10 with --quick, else 0, which records about 50 times per run") +
                        (cmd == "study" ? "; the comparison only" : ""));
-  a->add_option("--eval-batch", o.train.eval_batch, "evaluation batch size");
+  a->add_option("--eval-batch", o.train.eval_batch, "evaluation batch size")->check(whole(1, kMaxBatch));
 }
 
 void add_output_options(CLI::App* a, Options& o, const std::string& default_out) {
   o.out = default_out;
-  a->add_option("--out", o.out, "output folder");
+  a->add_option("--out", o.out, "output folder")->check(non_empty());
   a->add_flag("--quiet", o.quiet, "no progress output");
-  a->add_option("--threads", o.threads, "worker threads (default: all cores); results do not depend on it");
+  a->add_option("--threads", o.threads, "worker threads (default: all cores); results do not depend on it")
+      ->check(whole(1, kMaxThreads));
 }
 
 // --batch-sizes of the sweep and the study.
 void add_batch_sizes(CLI::App* a, Options& o, const std::string& what) {
-  preset_default(a->add_option("--batch-sizes", o.batch_sizes, what)->delimiter(','),
+  preset_default(a->add_option("--batch-sizes", o.batch_sizes, what)->delimiter(',')->check(whole(1, kMaxBatch)),
                  "2,8,32,128 with --quick, else 2,4,8,16,32,64,128,256");
 }
 
@@ -178,11 +195,6 @@ void check_conflicts(const Options& o, CLI::App* sub) {
                 "(all 60k training images)");
 }
 
-void apply_threads(const Options& o) {
-  if (o.threads < 1) throw Error("--threads must be at least 1, got " + std::to_string(o.threads));
-  autograd::set_num_threads(o.threads);
-}
-
 StudyContext context(const Options& o, const Splits& s, int argc, char** argv) {
   StudyContext c;
   c.out = o.out;
@@ -201,13 +213,13 @@ Subcommands add_subcommands(CLI::App& app, Options& o) {
   const std::string norms = "norms to compare: " + norm_names();
   Subcommands s;
   s.demo = app.add_subcommand("demo", "train an MLP on XOR by hand and print the loss going down");
-  s.demo->add_option("--steps", o.demo_steps, "SGD steps");
+  s.demo->add_option("--steps", o.demo_steps, "SGD steps")->check(whole(1, 10000000));
 
   s.train = app.add_subcommand("train", "train one model: metrics to the terminal and CSV, a checkpoint");
   add_data_options(s.train, o);
   add_train_options(s.train, o);
   s.train->add_option("--norm", o.norm, "norm in the hidden layers: " + norm_names());
-  s.train->add_option("--seed", o.seed, "seed of the initialization and the batch order");
+  s.train->add_option("--seed", o.seed, "seed of the initialization and the batch order")->check(seed_value());
   s.train->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
   add_output_options(s.train, o, "out/train");
 
@@ -215,8 +227,8 @@ Subcommands add_subcommands(CLI::App& app, Options& o) {
   add_data_options(s.compare, o);
   add_train_options(s.compare, o);
   s.compare->add_option("--norms", o.norms, norms)->delimiter(',');
-  s.compare->add_option("--seeds", o.seeds, "seeds")->delimiter(',');
-  s.compare->add_option("--target", o.target, "target accuracy for steps/epochs-to-target");
+  s.compare->add_option("--seeds", o.seeds, "seeds")->delimiter(',')->check(seed_value());
+  s.compare->add_option("--target", o.target, "target accuracy for steps/epochs-to-target")->check(real(0, 1));
   s.compare->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
   add_output_options(s.compare, o, "out/compare");
 
@@ -225,11 +237,13 @@ Subcommands add_subcommands(CLI::App& app, Options& o) {
   add_train_options(s.sweep, o);
   s.sweep->add_option("--over", o.over, "what to sweep: batch or lr")->check(CLI::IsMember({"batch", "lr"}));
   add_batch_sizes(s.sweep, o, "batch sizes (--over batch)");
-  preset_default(s.sweep->add_option("--lrs", o.lrs, "learning rates (--over lr)")->delimiter(','),
+  preset_default(s.sweep->add_option("--lrs", o.lrs, "learning rates (--over lr)")->delimiter(',')->check(non_negative()),
                  "0.01,0.1,1 with --quick, else 0.01,0.03,0.1,0.3,1,3");
-  s.sweep->add_option("--reference-batch", o.reference_batch, "lr = --lr x batch / this (linear scaling)");
+  s.sweep->add_option("--reference-batch", o.reference_batch, "lr = --lr x batch / this (linear scaling)")
+      ->check(whole(1, kMaxBatch));
   s.sweep->add_option("--norms", o.norms, norms)->delimiter(',');
-  preset_default(s.sweep->add_option("--seeds", o.seeds, "seeds")->delimiter(','), "0,1,2,3,4 with --full, else 0,1");
+  preset_default(s.sweep->add_option("--seeds", o.seeds, "seeds")->delimiter(',')->check(seed_value()),
+                 "0,1,2,3,4 with --full, else 0,1");
   s.sweep->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
   s.sweep->add_flag("--full", o.full, "the complete protocol: all 60k images, 5 seeds, batch 2..256");
   add_output_options(s.sweep, o, "out/sweep");
@@ -238,11 +252,12 @@ Subcommands add_subcommands(CLI::App& app, Options& o) {
   add_data_options(s.study, o);
   add_train_options(s.study, o);
   s.study->add_option("--norms", o.norms, norms)->delimiter(',');
-  s.study->add_option("--seeds", o.seeds, "seeds")->delimiter(',');
+  s.study->add_option("--seeds", o.seeds, "seeds")->delimiter(',')->check(seed_value());
   add_batch_sizes(s.study, o, "batch sizes of the sweep");
-  s.study->add_option("--target", o.target, "target accuracy of the comparison");
+  s.study->add_option("--target", o.target, "target accuracy of the comparison")->check(real(0, 1));
   preset_default(s.study->add_option("--sweep-train-limit", o.sweep_train_limit,
-                                     "the sweep trains on the first N training samples (0: all)"),
+                                     "the sweep trains on the first N training samples (0: all)")
+                     ->check(whole(0, kMaxInt)),
                  "20000 on fashion-mnist without --quick, else 0");
   s.study->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
   add_output_options(s.study, o, "out/study");
@@ -251,20 +266,21 @@ Subcommands add_subcommands(CLI::App& app, Options& o) {
 
 // Presets and checks after parsing, before any data is read.
 void finish_options(Options& o, CLI::App* sub) {
-  apply_threads(o);
   check_conflicts(o, sub);
   if (o.data.name != "csv" && (!o.data.csv_path.empty() || !o.data.label.empty()))
     throw Error("--csv and --label go with --dataset csv (the dataset is '" + o.data.name + "')");
   if (o.full) apply_full(o, sub);
   if (o.quick) apply_quick(o, sub);
   else if (o.data.name == "fashion-mnist") apply_fashion_defaults(o, sub, sub->get_name() == "study");
-  if (o.sweep_train_limit < 0) throw Error("--sweep-train-limit must be >= 0");
   if (o.train.model.hidden.empty()) o.train.model.hidden = {64, 64};
+  if (o.data.name != "fashion-mnist" && sub->count("--data-dir") > 0)
+    throw Error("--data-dir goes with --dataset fashion-mnist (the dataset is '" + o.data.name + "')");
 }
 
 // The comparison's settings; activation statistics about 50 times per run unless --stats-every.
 CompareConfig compare_config(const Options& o, const Splits& data) {
   CompareConfig cc{.base = o.train, .norms = o.norms, .seeds = o.seeds, .target_accuracy = o.target};
+  validate(cc.base, data);  // before steps_per_run divides by the batch size
   if (cc.base.stats_every == 0) cc.base.stats_every = std::max<int64_t>(1, steps_per_run(cc.base, data) / 50);
   return cc;
 }
@@ -276,19 +292,40 @@ SweepConfig sweep_config(const Options& o) {
   return sc;
 }
 
+TrainConfig train_config(const Options& o, const Splits& data) {
+  TrainConfig c = o.train;
+  c.model.norm = o.norm;
+  c.seed = o.seed;
+  validate(c, data);
+  if (c.stats_every == 0) c.stats_every = std::max<int64_t>(1, steps_per_run(c, data) / 50);
+  return c;
+}
+
+// Every run the subcommand will make, checked against the data before anything is written: a
+// setting that cannot train is a usage error.
+void check_settings(const Options& o, const std::string& name, const Splits& data) {
+  try {
+    if (name == "train") train_config(o, data);
+    else if (name == "compare") compare_runs(compare_config(o, data), data);
+    else if (name == "sweep") sweep_runs(sweep_config(o), data);
+    else validate({compare_config(o, data), sweep_config(o), o.sweep_train_limit}, data);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+}
+
 // Loads the data and runs the parsed subcommand (not demo).
 void run_subcommand(Options& o, CLI::App* sub, int argc, char** argv) {
   const Splits data = load_data(o.data);
   o.train.model.inputs = data.train.features();
   o.train.model.outputs = data.train.num_classes;
-  const StudyContext ctx = context(o, data, argc, argv);
   const std::string name = sub->get_name();
+  check_settings(o, name, data);
+  const StudyContext ctx = context(o, data, argc, argv);
   if (name == "train") {
-    TrainConfig c = o.train;
-    c.model.norm = o.norm;
-    c.seed = o.seed;
-    if (c.stats_every == 0) c.stats_every = std::max<int64_t>(1, steps_per_run(c, data) / 50);
-    run_train(c, data, ctx);
+    run_train(train_config(o, data), data, ctx);
     std::printf("normlab: results in %s\n", o.out.c_str());
     return;
   }
@@ -308,12 +345,23 @@ int run_cli(int argc, char** argv) {
   const Subcommands subs = add_subcommands(app, o);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::Success& e) {  // --help
     return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    const auto parsed = app.get_subcommands();
+    throw UsageError(std::string(e.what()) + " (see: normlab " + (parsed.empty() ? "" : parsed.front()->get_name() + " ") +
+                     "--help)");
   }
   if (subs.demo->parsed()) return run_demo(o.demo_steps);
   CLI::App* sub = app.get_subcommands().front();
-  finish_options(o, sub);
+  try {
+    finish_options(o, sub);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  autograd::set_num_threads(o.threads);
   run_subcommand(o, sub, argc, argv);
   return 0;
 }

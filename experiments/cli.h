@@ -1,10 +1,26 @@
 // The normlab command line (CLI11): subcommands demo, train, compare, sweep and study.
 #pragma once
+#include "autograd/error.h"
 
 namespace normlab::experiments {
 
-// Parses argv and runs the chosen subcommand; returns the process exit code (0 on success, 1 on
-// an error, printed as "normlab: error: ...", 2 on a usage error).
+// The exit statuses of the normlab command.
+enum ExitStatus : int {
+  kExitOk = 0,           // done
+  kExitError = 1,        // an error while running (a data file that cannot be read, a full disk, ...)
+  kExitUsage = 2,        // a usage error: an unknown flag, a value out of range, settings that cannot train
+  kExitDiverged = 3,     // `train`: the run diverged (its loss or test loss became NaN or infinite)
+  kExitInterrupted = 130 // Ctrl-C (SIGINT): the finished runs were written, marked interrupted
+};
+
+// A usage error (exit status 2): the message names the flag, what it accepts and what was given.
+struct UsageError : Error {
+  using Error::Error;
+};
+
+// Parses argv and runs the chosen subcommand; returns the exit status (ExitStatus). Errors are
+// thrown: UsageError for usage errors, normlab::Error for the others (main prints them as
+// "normlab: error: ..." and exits with 2 or 1).
 int run_cli(int argc, char** argv);
 
 }  // namespace normlab::experiments

@@ -179,7 +179,9 @@ std::string compare_markdown(const CompareConfig& cfg, const std::vector<RunResu
   return md.str();
 }
 
-std::vector<TrainConfig> compare_configs(const CompareConfig& cfg, const Splits& data) {
+}  // namespace
+
+std::vector<TrainConfig> compare_runs(const CompareConfig& cfg, const Splits& data) {
   if (cfg.norms.empty() || cfg.seeds.empty()) throw Error("compare: needs at least one norm and one seed");
   std::vector<TrainConfig> configs;
   for (const auto& norm : cfg.norms) {
@@ -194,10 +196,8 @@ std::vector<TrainConfig> compare_configs(const CompareConfig& cfg, const Splits&
   return configs;
 }
 
-}  // namespace
-
 Report run_compare(const CompareConfig& cfg, const Splits& data, const StudyContext& ctx) {
-  const std::vector<TrainConfig> configs = compare_configs(cfg, data);
+  const std::vector<TrainConfig> configs = compare_runs(cfg, data);
   prepare_output_dir(ctx.out);
   const Runs runs = run_all(
       configs, data, ctx.quiet,

@@ -12,10 +12,14 @@
 #include "experiments/demo.h"
 
 int main(int argc, char** argv) {
+  namespace ex = normlab::experiments;
   try {
-    return normlab::experiments::run_cli(argc, argv);
+    return ex::run_cli(argc, argv);
+  } catch (const ex::UsageError& e) {
+    std::fprintf(stderr, "normlab: error: %s\n", e.what());
+    return ex::kExitUsage;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "normlab: error: %s\n", e.what());
-    return 1;
+    return ex::kExitError;
   }
 }

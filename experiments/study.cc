@@ -16,19 +16,6 @@ Splits sweep_data(const Splits& data, int64_t limit) {
   return d;
 }
 
-// Every run of both parts, validated before anything is written.
-void validate_all(const StudyConfig& cfg, const Splits& data, const Splits& sweep) {
-  for (const auto& n : cfg.compare.norms) {
-    TrainConfig c = cfg.compare.base;
-    c.model.norm = n;
-    validate(c, data);
-    for (int64_t b : cfg.sweep.batch_sizes) {
-      c.batch_size = b;
-      validate(c, sweep);
-    }
-  }
-}
-
 // A part's report with its image links pointing into its subfolder.
 std::string section(const Report& r, const std::string& sub_dir) {
   std::string fixed;
@@ -41,9 +28,14 @@ std::string section(const Report& r, const std::string& sub_dir) {
 
 }  // namespace
 
+void validate(const StudyConfig& cfg, const Splits& data) {
+  compare_runs(cfg.compare, data);
+  sweep_runs(cfg.sweep, sweep_data(data, cfg.sweep_train_limit));
+}
+
 void run_study(const StudyConfig& cfg, const DataSpec& spec, const Splits& data, const StudyContext& ctx) {
   const Splits sweep = sweep_data(data, cfg.sweep_train_limit);
-  validate_all(cfg, data, sweep);
+  validate(cfg, data);
   prepare_output_dir(ctx.out);
   StudyContext part = ctx;
   part.out = ctx.out / "compare";

@@ -53,6 +53,14 @@ struct StudyConfig {
   int64_t sweep_train_limit = 0;
 };
 
+// The runs of a comparison (each norm, each seed), each validated: throws normlab::Error for
+// settings that cannot train.
+std::vector<TrainConfig> compare_runs(const CompareConfig& config, const Splits& data);
+// The runs of a sweep (each norm, each point, each seed), each validated.
+std::vector<TrainConfig> sweep_runs(const SweepConfig& config, const Splits& data);
+// Every run of the study's two parts, validated (the sweep on its limited training set).
+void validate(const StudyConfig& config, const Splits& data);
+
 // A study's markdown report section, for a combined report.
 struct Report {
   std::string title, markdown;

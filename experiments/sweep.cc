@@ -295,6 +295,10 @@ std::string outcome(const RunResult& r) {
 
 }  // namespace
 
+std::vector<TrainConfig> sweep_runs(const SweepConfig& cfg, const Splits& data) {
+  return sweep_configs(cfg, plan_of(cfg), data);
+}
+
 Report run_sweep(const SweepConfig& cfg, const Splits& data, const StudyContext& ctx) {
   const Plan plan = plan_of(cfg);
   const std::vector<TrainConfig> configs = sweep_configs(cfg, plan, data);

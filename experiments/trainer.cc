@@ -42,6 +42,7 @@ void validate(const TrainConfig& c, const Splits& s) {
 }
 
 int64_t steps_per_run(const TrainConfig& c, const Splits& s) {
+  if (c.batch_size <= 0) return 0;                      // invalid: validate() says why
   return c.epochs * (s.train.size() / c.batch_size);  // the last partial batch is dropped
 }
 

@@ -401,13 +401,13 @@ BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error_and_writes_nothing) {
   expect_error({"train", "--quick", "--norm", "weird", "--out", out}, "unknown norm 'weird'");
   expect_error({"train", "--quick", "--activation", "swish", "--out", out}, "unknown activation 'swish'");
   expect_error({"train", "--quick", "--dataset", "mnist3d", "--out", out}, "unknown dataset 'mnist3d'");
-  expect_error({"train", "--quick", "--batch-size", "0", "--out", out}, "batch size must be at least 1");
+  expect_error({"train", "--quick", "--batch-size", "0", "--out", out}, {"--batch-size", "from 1 to", "got '0'"});
   expect_error({"train", "--quick", "--batch-size", "100000", "--out", out}, "larger than the training set");
   expect_error({"train", "--quick", "--norm", "batch", "--batch-size", "1", "--out", out}, "BatchNorm needs more than one");
   expect_error({"sweep", "--quick", "--batch-sizes", "1,2", "--out", out}, "BatchNorm needs more than one");
   expect_error({"sweep", "--quick", "--full", "--out", out}, "--quick and --full cannot be used together");
-  expect_error({"train", "--quick", "--threads", "-1", "--out", out}, "--threads must be at least 1");
-  expect_error({"train", "--quick", "--threads", "0", "--out", out}, "--threads must be at least 1, got 0");
+  expect_error({"train", "--quick", "--threads", "-1", "--out", out}, {"--threads", "from 1 to 256", "got '-1'"});
+  expect_error({"train", "--quick", "--threads", "0", "--out", out}, {"--threads", "from 1 to 256", "got '0'"});
   expect_error({"train", "--dataset", "csv", "--csv", kFixtures + "does_not_exist.csv", "--label", "y", "--out", out},
                "does_not_exist.csv");
   expect_error({"train", "--dataset", "csv", "--csv", kFixtures + "iris_like.csv", "--out", out}, "--label");
@@ -449,10 +449,59 @@ BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error_and_writes_nothing) {
   fs::create_directories(f.dir);
   std::ofstream(f.dir / "file") << "x";
   expect_error({"train", "--quick", "--out", (f.dir / "file" / "sub").string()}, "cannot write to output folder");
-  // Usage errors (unknown flag, bad value) exit non-zero through CLI11.
-  BOOST_TEST(run({"train", "--no-such-flag"}) != 0);
-  BOOST_TEST(run({"sweep", "--over", "width"}) != 0);
-  BOOST_TEST(run({}) != 0);
+  // Usage errors (unknown flag, bad value, no subcommand) are usage errors too.
+  expect_error({"train", "--no-such-flag"}, "--no-such-flag");
+  expect_error({"sweep", "--over", "width"}, "--over");
+  expect_error({}, "A subcommand is required");
+}
+
+// The exit status main() gives for a command, and what it prints as the error.
+std::pair<int, std::string> status_of(const std::vector<std::string>& args) {
+  try {
+    return {run(args), ""};
+  } catch (const normlab::experiments::UsageError& e) {
+    return {normlab::experiments::kExitUsage, e.what()};
+  } catch (const normlab::Error& e) {
+    return {normlab::experiments::kExitError, e.what()};
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bad_values_are_usage_errors_naming_the_flag_before_anything_is_written) {
+  Tmp t;
+  const std::string out = t.dir.string();
+  // {arguments, what the message must contain}: every value that once crashed, overflowed or was
+  // taken silently.
+  const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases = {
+      {{"train", "--dataset", "moons", "--batch-size", "0"}, {"--batch-size", "got '0'"}},  // once SIGFPE
+      {{"compare", "--dataset", "moons", "--batch-size", "0"}, {"--batch-size", "got '0'"}},
+      {{"study", "--dataset", "moons", "--batch-size", "0"}, {"--batch-size", "got '0'"}},
+      {{"sweep", "--dataset", "moons", "--over", "lr", "--batch-size", "0"}, {"--batch-size", "got '0'"}},
+      {{"train", "--quick", "--batch-size", "99999999999999999999"}, {"--batch-size", "'99999999999999999999'"}},
+      {{"train", "--quick", "--epochs", "9223372036854775807"}, {"--epochs", "from 1 to 1000000"}},
+      {{"train", "--quick", "--stats-every", "-1"}, {"--stats-every", "got '-1'"}},
+      {{"compare", "--quick", "--target", "nan"}, {"--target", "in [0, 1]", "got 'nan'"}},
+      {{"compare", "--quick", "--seeds", ""}, {"--seeds", "got ''"}},
+      {{"train", "--quick", "--threads", "2000"}, {"--threads", "from 1 to 256"}},
+      {{"train", "--quick", "--samples", "1e13"}, {"--samples", "got '1e13'"}},
+      {{"train", "--quick", "--out", ""}, {"--out", "must not be empty"}},
+      {{"train", "--quick", "--momentum", "nan"}, {"--momentum", "in [0, 1)"}},
+      {{"train", "--quick", "--momentum", "1", "--nesterov"}, {"--momentum", "got '1'"}},
+      {{"train", "--quick", "--weight-decay", "-1"}, {"--weight-decay", "of at least 0"}},
+      {{"train", "--quick", "--weight-decay", "nan"}, {"--weight-decay", "got 'nan'"}},
+      {{"train", "--quick", "--momentum", "0", "--nesterov"}, {"Nesterov momentum requires a momentum"}},
+      {{"train", "--quick", "--step-gamma", "nan"}, {"--step-gamma", "above 0"}},
+      {{"train", "--quick", "--data-dir", "/tmp"}, {"--data-dir goes with --dataset fashion-mnist"}},
+      {{"train", "--quick", "--norm", "weird"}, {"unknown norm 'weird'"}},
+  };
+  for (auto [args, needles] : cases) {
+    args.insert(args.end(), {"--out", out, "--quiet"});
+    BOOST_TEST_CONTEXT("normlab " << [&] { std::string s; for (auto& a : args) s += a + " "; return s; }()) {
+      const auto [status, message] = status_of(args);
+      BOOST_TEST(status == normlab::experiments::kExitUsage);
+      for (const auto& n : needles) BOOST_TEST(message.find(n) != std::string::npos, "lacks \"" << n << "\": " << message);
+      BOOST_TEST(!fs::exists(t.dir), "the failed command created its output folder");
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
