@@ -316,8 +316,8 @@ void check_settings(const Options& o, const std::string& name, const Splits& dat
   }
 }
 
-// Loads the data and runs the parsed subcommand (not demo).
-void run_subcommand(Options& o, CLI::App* sub, int argc, char** argv) {
+// Loads the data and runs the parsed subcommand (not demo); returns the exit status.
+int run_subcommand(Options& o, CLI::App* sub, int argc, char** argv) {
   const Splits data = load_data(o.data);
   o.train.model.inputs = data.train.features();
   o.train.model.outputs = data.train.num_classes;
@@ -325,14 +325,18 @@ void run_subcommand(Options& o, CLI::App* sub, int argc, char** argv) {
   check_settings(o, name, data);
   const StudyContext ctx = context(o, data, argc, argv);
   if (name == "train") {
-    run_train(train_config(o, data), data, ctx);
+    const Report rep = run_train(train_config(o, data), data, ctx);
     std::printf("normlab: results in %s\n", o.out.c_str());
-    return;
+    if (!rep.diverged) return kExitOk;
+    std::fprintf(stderr, "normlab: the run diverged (its loss became NaN or infinite): no model was saved; its "
+                 "weights are in model.diverged.safetensors (exit status %d)\n", kExitDiverged);
+    return kExitDiverged;
   }
   if (name == "compare") run_compare(compare_config(o, data), data, ctx);
   else if (name == "sweep") run_sweep(sweep_config(o), data, ctx);
   else run_study({compare_config(o, data), sweep_config(o), o.sweep_train_limit}, o.data, data, ctx);
   std::printf("normlab: results in %s (report.md)\n", o.out.c_str());
+  return kExitOk;
 }
 
 }  // namespace
@@ -362,8 +366,7 @@ int run_cli(int argc, char** argv) {
     throw UsageError(e.what());
   }
   autograd::set_num_threads(o.threads);
-  run_subcommand(o, sub, argc, argv);
-  return 0;
+  return run_subcommand(o, sub, argc, argv);
 }
 
 }  // namespace normlab::experiments

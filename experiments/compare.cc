@@ -115,22 +115,16 @@ std::vector<std::string> compare_plots(const CompareConfig& cfg, const std::vect
     acc.series.push_back(sa);
   }
   loss.log_y = true;
-  render_plot(loss, ctx.out, "loss_curves");
-  render_plot(acc, ctx.out, "test_accuracy");
-  std::vector<std::string> plots{"loss_curves", "test_accuracy"};
+  std::vector<std::string> plots;
+  if (render_plot(loss, ctx.out, "loss_curves")) plots.push_back("loss_curves");
+  if (render_plot(acc, ctx.out, "test_accuracy")) plots.push_back("test_accuracy");
   // Per hidden layer: mean and std before and after the norm; per weight: its gradient norm.
-  const auto act = activation_panels(runs, cfg.norms);
-  if (!act.empty()) {
-    render_panels("Hidden activations before (dashed) and after (solid) the norm, mean over seeds", act, 2, ctx.out,
-                  "activations");
+  if (render_panels("Hidden activations before (dashed) and after (solid) the norm, mean over seeds",
+                    activation_panels(runs, cfg.norms), 2, ctx.out, "activations"))
     plots.push_back("activations");
-  }
-  const auto grads = grad_norm_panels(runs, cfg.norms);
-  if (!grads.empty()) {
-    render_panels("Gradient norm of each weight matrix, mean over seeds", grads, std::min<int>(2, grads.size()), ctx.out,
-                  "grad_norms");
+  if (render_panels("Gradient norm of each weight matrix, mean over seeds", grad_norm_panels(runs, cfg.norms), 2,
+                    ctx.out, "grad_norms"))
     plots.push_back("grad_norms");
-  }
   return plots;
 }
 

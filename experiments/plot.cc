@@ -1,9 +1,18 @@
-// Plots rendered with gnuplot: a script with inline data, run once per output format.
+// Plots rendered with gnuplot: a script with inline data, run once per output format, without a
+// shell (posix_spawn with an argument vector, in the output folder, in its own process group).
 #include "experiments/plot.h"
 
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <sstream>
 
 #include "autograd/error.h"
@@ -13,14 +22,47 @@ namespace normlab::experiments {
 
 namespace fs = std::filesystem;
 
-bool gnuplot_available() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
+extern "C" char** environ;
+
+bool gnuplot_available() {
+  static const bool found = [] {
+    const char* path = std::getenv("PATH");
+    std::stringstream dirs(path ? path : "/usr/bin:/bin");
+    for (std::string d; std::getline(dirs, d, ':');)
+      if (::access(((d.empty() ? "." : d) + "/gnuplot").c_str(), X_OK) == 0) return true;
+    return false;
+  }();
+  return found;
+}
 
 namespace {
 
+// A gnuplot string literal: single-quoted, in which gnuplot substitutes nothing (a double-quoted
+// one would run `backquoted` commands); a quote is doubled, a line break becomes a space.
 std::string quote(const std::string& s) {
-  std::string q = "\"";
-  for (char c : s) q += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
-  return q + "\"";
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("''") : std::string(1, c == '\n' || c == '\r' ? ' ' : c);
+  return q + "'";
+}
+
+// Whether point j of s can be drawn on p's axes: finite, and positive on a logarithmic axis.
+bool drawable(const PlotSpec& p, const Series& s, size_t j) {
+  return std::isfinite(s.x[j]) && std::isfinite(s.y[j]) && (!p.log_x || s.x[j] > 0) && (!p.log_y || s.y[j] > 0);
+}
+
+// p without the series that have no point to draw (all diverged, say); the title names them.
+PlotSpec drawable_only(const PlotSpec& p) {
+  PlotSpec out = p;
+  out.series.clear();
+  std::string missing;
+  for (const Series& s : p.series) {
+    bool any = false;
+    for (size_t j = 0; j < s.x.size() && !any; ++j) any = drawable(p, s, j);
+    if (any) out.series.push_back(s);
+    else missing += (missing.empty() ? "" : ", ") + s.name;
+  }
+  if (!missing.empty()) out.title += " [no finite values: " + missing + "]";
+  return out;
 }
 
 // The gnuplot commands of one plot, after `set terminal` / `set output`. Its data blocks are named
@@ -40,7 +82,7 @@ std::string body(const PlotSpec& p, const std::string& prefix, bool panel) {
     const Series& s = p.series[i];
     g << "$" << prefix << i << " << EOD\n";
     for (size_t j = 0; j < s.x.size(); ++j) {
-      if (!std::isfinite(s.y[j]) || (p.log_y && s.y[j] <= 0)) continue;
+      if (!drawable(p, s, j)) continue;
       const double sp = j < s.spread.size() && std::isfinite(s.spread[j]) ? s.spread[j] : 0;
       g << fmt(s.x[j]) << ' ' << fmt(s.y[j]) << ' ' << fmt(s.y[j] - sp) << ' ' << fmt(s.y[j] + sp) << ' ' << fmt(sp) << '\n';
     }
@@ -68,54 +110,108 @@ std::string body(const PlotSpec& p, const std::string& prefix, bool panel) {
   return g.str();
 }
 
+// Runs `gnuplot script` in `dir` (so that no path of the user's is ever part of a command or a
+// script), its own process group (Ctrl-C on the terminal does not kill it halfway), stdin from
+// /dev/null and stderr to the file `err` (relative to dir, like the script). Returns the exit status, or throws if it cannot be started.
+int run_gnuplot(const fs::path& dir, const std::string& script, const std::string& err) {
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawnattr_init(&attr);
+  posix_spawn_file_actions_addchdir_np(&fa, dir.c_str());
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  std::string prog = "gnuplot", arg = script;
+  char* argv[] = {prog.data(), arg.data(), nullptr};
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, "gnuplot", &fa, &attr, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) throw Error("cannot run gnuplot: " + std::string(std::strerror(rc)));
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) throw Error("cannot wait for gnuplot: " + std::string(std::strerror(errno)));
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// True when the image file is whole: a PNG ends with its IEND chunk, an SVG with </svg> (gnuplot
+// exits 0 on a full disk and leaves a truncated or empty file).
+bool image_complete(const fs::path& p, const std::string& ext) {
+  std::ifstream f(p, std::ios::binary | std::ios::ate);
+  const std::streamoff size = f ? static_cast<std::streamoff>(f.tellg()) : 0;
+  if (size < 16) return false;
+  const std::streamoff tail = std::min<std::streamoff>(size, 64);
+  std::string end(static_cast<size_t>(tail), '\0');
+  f.seekg(size - tail);
+  f.read(end.data(), tail);
+  if (ext == "png") return end.compare(end.size() - 12, 12, std::string("\0\0\0\0IEND\xae\x42\x60\x82", 12)) == 0;
+  return end.find("</svg>") != std::string::npos;
+}
+
+// The first lines of gnuplot's error output, for a message.
+std::string first_lines(const fs::path& p) {
+  std::ifstream f(p);
+  std::string s(512, '\0');
+  f.read(s.data(), static_cast<std::streamsize>(s.size()));
+  s.resize(static_cast<size_t>(f.gcount()));
+  return s;
+}
+
 // Runs the gnuplot script `b` once per format (PNG and SVG, width x height pixels), each image
-// written under a temporary name and renamed; the script is kept as <dir>/<stem>.gp.
+// written under a temporary name, checked and renamed; the script is kept as <dir>/<stem>.gp.
 void render(const std::string& title, const std::string& b, int width, int height, const fs::path& dir,
             const std::string& stem) {
   write_file_atomic(dir / (stem + ".gp"), "# " + title + " (render: gnuplot -e \"set terminal pngcairo; set output 'x.png'\" " + stem + ".gp)\n" + b);
   const std::string size = " size " + std::to_string(width) + "," + std::to_string(height);
   struct Format { const char* ext; std::string terminal; };
   for (const Format& f : {Format{"png", "pngcairo" + size + " font 'sans,11'"}, Format{"svg", "svg" + size + " dynamic font 'sans,11'"}}) {
-    const fs::path out = dir / (stem + "." + f.ext);
-    const fs::path tmp = out.string() + ".tmp";
-    const fs::path script = dir / (stem + "." + f.ext + ".gp.tmp");
-    write_file_atomic(script, "set terminal " + f.terminal + "\nset output " + quote(tmp.string()) + "\n" + b + "unset output\n");
-    const std::string cmd = "gnuplot " + quote(script.string()) + " 2>" + quote(script.string() + ".err");
-    const int rc = std::system(cmd.c_str());
+    const std::string out = stem + "." + f.ext, tmp = out + ".tmp", script = out + ".gp.tmp", err = out + ".err";
+    write_file_atomic(dir / script, "set terminal " + f.terminal + "\nset output " + quote(tmp) + "\n" + b + "unset output\n");
     std::error_code ec;
-    if (rc != 0 || !fs::exists(tmp)) {
-      std::string err;
-      if (FILE* e = std::fopen((script.string() + ".err").c_str(), "r")) {
-        char buf[512];
-        size_t n = std::fread(buf, 1, sizeof buf - 1, e);
-        buf[n] = 0;
-        err = buf;
-        std::fclose(e);
-      }
-      fs::remove(tmp, ec), fs::remove(script, ec), fs::remove(script.string() + ".err", ec);
-      throw Error("gnuplot failed to render " + out.string() + (err.empty() ? "" : ": " + err));
+    const auto clean = [&] { fs::remove(dir / tmp, ec), fs::remove(dir / script, ec), fs::remove(dir / err, ec); };
+    const int rc = run_gnuplot(dir, script, err);  // both names relative to dir
+    if (rc != 0 || !image_complete(dir / tmp, f.ext)) {
+      const std::string why = rc != 0 ? "gnuplot exited with status " + std::to_string(rc) + ": " + first_lines(dir / err)
+                                      : "the image is empty or cut short (is the disk full?)";
+      clean();
+      throw Error("cannot render " + (dir / out).string() + ": " + why);
     }
-    fs::rename(tmp, out, ec);
-    fs::remove(script, ec), fs::remove(script.string() + ".err", ec);
-    if (ec) throw Error("cannot write " + out.string() + ": " + ec.message());
+    fs::rename(dir / tmp, dir / out, ec);
+    if (ec) {
+      const std::string why = ec.message();
+      clean();
+      throw Error("cannot write " + (dir / out).string() + ": " + why);
+    }
+    clean();
   }
 }
 
 }  // namespace
 
-void render_plot(const PlotSpec& spec, const fs::path& dir, const std::string& stem) {
-  render(spec.title, body(spec, "d", false), 960, 600, dir, stem);
+bool render_plot(const PlotSpec& spec, const fs::path& dir, const std::string& stem) {
+  const PlotSpec p = drawable_only(spec);
+  if (p.series.empty()) return false;
+  render(p.title, body(p, "d", false), 960, 600, dir, stem);
+  return true;
 }
 
-void render_panels(const std::string& title, const std::vector<PlotSpec>& panels, int cols, const fs::path& dir,
+bool render_panels(const std::string& title, const std::vector<PlotSpec>& panels, int cols, const fs::path& dir,
                    const std::string& stem) {
-  if (panels.empty() || cols < 1) throw Error("render_panels: no panels for " + stem);
-  const int rows = (static_cast<int>(panels.size()) + cols - 1) / cols;
+  std::vector<PlotSpec> drawn;
+  for (const PlotSpec& p : panels)
+    if (PlotSpec d = drawable_only(p); !d.series.empty()) drawn.push_back(std::move(d));
+  if (drawn.empty() || cols < 1) return false;
+  cols = std::min<int>(cols, static_cast<int>(drawn.size()));
+  const int rows = (static_cast<int>(drawn.size()) + cols - 1) / cols;
   std::string b = "set multiplot layout " + std::to_string(rows) + "," + std::to_string(cols) + " rowsfirst title " +
                   quote(title) + " noenhanced\n";
-  for (size_t i = 0; i < panels.size(); ++i) b += body(panels[i], "p" + std::to_string(i) + "_", true);
+  for (size_t i = 0; i < drawn.size(); ++i) b += body(drawn[i], "p" + std::to_string(i) + "_", true);
   b += "unset multiplot\n";
   render(title, b, 560 * cols, 420 * rows + 40, dir, stem);
+  return true;
 }
 
 }  // namespace normlab::experiments

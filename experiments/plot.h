@@ -26,12 +26,15 @@ struct PlotSpec {
 // True when the gnuplot command can be run.
 bool gnuplot_available();
 // Renders spec to <dir>/<stem>.png and <dir>/<stem>.svg (data and script in <dir>/<stem>.gp,
-// data inline). Each image is written under a temporary name and renamed. Throws normlab::Error
-// if gnuplot fails.
-void render_plot(const PlotSpec& spec, const std::filesystem::path& dir, const std::string& stem);
+// data inline). Points that are not finite (or not positive on a log axis) are left out; a series
+// with none left is named in the title as having no finite values. Each image is written under a
+// temporary name, checked to be whole and renamed. Returns false (and writes nothing) when no
+// series has a point to draw; throws normlab::Error if gnuplot fails.
+bool render_plot(const PlotSpec& spec, const std::filesystem::path& dir, const std::string& stem);
 // Renders several plots as panels of one image (row by row, `cols` per row) under an overall
 // title, to <dir>/<stem>.png and .svg, like render_plot.
-void render_panels(const std::string& title, const std::vector<PlotSpec>& panels, int cols,
+// Returns false (writes nothing) when no panel has a point to draw; panels without one are left out.
+bool render_panels(const std::string& title, const std::vector<PlotSpec>& panels, int cols,
                    const std::filesystem::path& dir, const std::string& stem);
 
 }  // namespace normlab::experiments

@@ -8,6 +8,7 @@
 #include "autograd/parallel.h"
 #include "experiments/git_commit.h"
 #include "experiments/output.h"
+#include "experiments/plot.h"
 #include "experiments/registry.h"
 
 namespace normlab::experiments {
@@ -48,6 +49,9 @@ std::string pct(double v) { return std::isfinite(v) ? fmt(100 * v, 4) + "%" : "n
 std::string display_name(const std::string& n) { return norm(n).display; }
 
 std::string image_links(const std::vector<std::string>& plots) {
+  if (plots.empty())
+    return gnuplot_available() ? "No plots: no run left a finite value to draw (every run diverged).\n\n"
+                               : "No plots: gnuplot is not installed.\n\n";
   std::string md;
   for (const auto& p : plots) md += "![" + p + "](" + p + ".png)\n\n";
   return md;

@@ -20,7 +20,7 @@ void write_report(const StudyContext& ctx, const Report& rep, const nlohmann::js
 std::string pct(double v);
 // The name of a norm for reports and plot legends (the registry's display name).
 std::string display_name(const std::string& norm);
-// Markdown image links for plots written as <name>.png.
+// Markdown image links for plots written as <name>.png; a sentence saying why there are none.
 std::string image_links(const std::vector<std::string>& plots);
 
 }  // namespace normlab::experiments

@@ -64,10 +64,12 @@ void validate(const StudyConfig& config, const Splits& data);
 // A study's markdown report section, for a combined report.
 struct Report {
   std::string title, markdown;
+  bool diverged = false;  // train: the run diverged (no usable model)
 };
 
 // One run: steps.csv, epochs.csv, activations.csv, grad_norms.csv, model.safetensors, plots,
-// report.md, manifest.json.
+// report.md, manifest.json. A run that diverged saves its weights as model.diverged.safetensors
+// (not as a model) and says so in the report; Report::diverged is set.
 Report run_train(const TrainConfig& config, const Splits& data, const StudyContext& ctx);
 // Convergence of the same model under each norm over several seeds.
 Report run_compare(const CompareConfig& config, const Splits& data, const StudyContext& ctx);

@@ -171,10 +171,10 @@ std::vector<std::string> sweep_plots(const SweepConfig& cfg, const Plan& plan, c
     acc.series.push_back(series_of(display_name(plan.bn) + " (test-batch stats)", pts.at(plan.bn), &Point::batch));
   }
   const std::string acc_name = plan.by_batch ? "accuracy_vs_batch" : "accuracy_vs_lr";
-  render_plot(acc, ctx.out, acc_name);
-  if (plan.bn.empty()) return {acc_name};
-  render_plot(bn_gap_plot(pts.at(plan.bn)), ctx.out, "bn_eval_gap");
-  return {acc_name, "bn_eval_gap"};
+  std::vector<std::string> plots;
+  if (render_plot(acc, ctx.out, acc_name)) plots.push_back(acc_name);
+  if (!plan.bn.empty() && render_plot(bn_gap_plot(pts.at(plan.bn)), ctx.out, "bn_eval_gap")) plots.push_back("bn_eval_gap");
+  return plots;
 }
 
 // The results table: one row per sweep point, one column per norm (and BatchNorm's other two).
@@ -204,6 +204,10 @@ std::string batch_reading(const SweepConfig& cfg, const Plan& plan, const Points
     size_t best = 0;
     for (size_t i = 0; i < plan.points; ++i)
       if (mean_of(v[i].acc) > mean_of(v[best].acc) || !std::isfinite(mean_of(v[best].acc))) best = i;
+    if (!std::isfinite(mean_of(v[best].acc))) {
+      md << display_name(n) << ": every run diverged. ";
+      continue;
+    }
     md << display_name(n) << ": best " << fmt(100 * mean_of(v[best].acc), 4) << "% at batch " << cfg.batch_sizes[best];
     std::string worse;
     for (size_t i = 0; i < plan.points; ++i) {
@@ -221,9 +225,11 @@ std::string batch_reading(const SweepConfig& cfg, const Plan& plan, const Points
   if (!plan.bn.empty()) {
     const size_t small = std::min_element(cfg.batch_sizes.begin(), cfg.batch_sizes.end()) - cfg.batch_sizes.begin();
     const Point& b = pts.at(plan.bn)[small];
-    md << "At batch " << cfg.batch_sizes[small] << ", " << display_name(plan.bn) << " scores "
-       << fmt(100 * mean_of(b.acc), 4) << "% with running statistics, " << fmt(100 * mean_of(b.precise), 4)
-       << "% with precise statistics and " << fmt(100 * mean_of(b.batch), 4) << "% with the statistics of test batches. ";
+    if (std::isfinite(mean_of(b.acc)))
+      md << "At batch " << cfg.batch_sizes[small] << ", " << display_name(plan.bn) << " scores "
+         << fmt(100 * mean_of(b.acc), 4) << "% with running statistics, " << fmt(100 * mean_of(b.precise), 4)
+         << "% with precise statistics and " << fmt(100 * mean_of(b.batch), 4)
+         << "% with the statistics of test batches. ";
   }
   return md.str();
 }
@@ -237,8 +243,10 @@ std::string lr_reading(const SweepConfig& cfg, const Points& pts) {
       if (mean_of(p.acc) > best) best = mean_of(p.acc), best_lr = p.x;
       div += p.diverged;
     }
-    md << display_name(n) << ": best " << fmt(100 * best, 4) << "% at lr " << fmt(best_lr) << ", " << div
-       << " diverged run(s). ";
+    if (!std::isfinite(best_lr)) md << display_name(n) << ": every run diverged. ";
+    else
+      md << display_name(n) << ": best " << fmt(100 * best, 4) << "% at lr " << fmt(best_lr) << ", " << div
+         << " diverged run(s). ";
   }
   return md.str();
 }

@@ -31,8 +31,8 @@ std::vector<std::string> train_plots(const RunResult& r, const StudyContext& ctx
   Series s{display_name(r.config.model.norm)};
   for (const auto& st : r.steps)
     if (std::isfinite(st.loss)) s.x.push_back(double(st.step)), s.y.push_back(st.loss);
-  loss.series = {s};
-  render_plot(loss, ctx.out, "loss_curve");
+  loss.series = {s};  // the loss of a diverged step is not finite: left out of the plot
+  if (!render_plot(loss, ctx.out, "loss_curve")) return {};
   return {"loss_curve"};
 }
 
@@ -52,7 +52,12 @@ std::string train_markdown(const RunResult& r, const StudyContext& ctx, bool has
   }
   if (!has_val) md << "\nNo validation set (`--val-fraction` 0): no validation metrics are recorded.\n";
   if (r.diverged) md << "\nThe run diverged at step " << r.diverged_step << ".\n";
-  md << "\n" << image_links(plots) << "The final model is in `model.safetensors` (PyTorch state_dict names).\n";
+  md << "\n" << image_links(plots);
+  if (r.diverged)
+    md << "The run diverged: its weights are not a usable model. They are kept for inspection as "
+          "`model.diverged.safetensors` (PyTorch state_dict names); there is no `model.safetensors`.\n";
+  else
+    md << "The final model is in `model.safetensors` (PyTorch state_dict names).\n";
   return md.str();
 }
 
@@ -75,8 +80,10 @@ Report run_train(const TrainConfig& config, const Splits& data, const StudyConte
   metadata["format"] = "pt";
   metadata["steps"] = std::to_string(r.total_steps);
   metadata["repr"] = r.model->str();
-  nn::save_module((ctx.out / "model.safetensors").string(), *r.model, metadata);
-  const Report rep{"Training run", train_markdown(r, ctx, has_val, train_plots(r, ctx))};
+  if (r.diverged) metadata["diverged_at_step"] = std::to_string(r.diverged_step);
+  nn::save_module((ctx.out / (r.diverged ? "model.diverged.safetensors" : "model.safetensors")).string(), *r.model,
+                  metadata);
+  const Report rep{"Training run", train_markdown(r, ctx, has_val, train_plots(r, ctx)), r.diverged};
   write_report(ctx, rep, manifest(ctx, {{"study", "train"}, {"config", to_json(r.config)}}, r.seconds));
   return rep;
 }

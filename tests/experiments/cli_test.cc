@@ -182,7 +182,7 @@ BOOST_AUTO_TEST_CASE(quick_study_writes_every_output_file) {
        {"Hidden layer 1: mean", "Hidden layer 1: std", "Hidden layer 2: mean", "Hidden layer 2: std"})
     BOOST_TEST(act.find(panel) != std::string::npos, panel);
   for (const char* line :
-       {"BatchNorm, before the norm", "BatchNorm, after the norm", "LayerNorm, after the norm", "\"no norm\""})
+       {"BatchNorm, before the norm", "BatchNorm, after the norm", "LayerNorm, after the norm", "'no norm'"})
     BOOST_TEST(act.find(line) != std::string::npos, line);
   for (const char* panel : {"Linear 1 weight (into hidden layer 1)", "Linear 2 weight (into hidden layer 2)",
                             "output Linear weight"})
