@@ -16,6 +16,8 @@
 #include "experiments/datasets.h"
 #include "experiments/demo.h"
 #include "experiments/flags.h"
+#include "experiments/interrupt.h"
+#include "experiments/result_set.h"
 #include "experiments/output.h"
 #include "experiments/registry.h"
 #include "experiments/study.h"
@@ -44,7 +46,7 @@ struct Options {
   std::vector<double> lrs{0.01, 0.03, 0.1, 0.3, 1.0, 3.0};
   int64_t reference_batch = 128;
   std::string out;
-  bool quiet = false, quick = false, full = false;
+  bool quiet = false, quick = false, full = false, resume = false;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int demo_steps = 300;
   int64_t sweep_train_limit = 0;  // study: the sweep trains on the first N training samples (0: all)
@@ -115,6 +117,12 @@ void add_train_options(CLI::App* a, Options& o) {
                    std::string("10 with --quick, else 0, which records about 50 times per run") +
                        (cmd == "study" ? "; the comparison only" : ""));
   a->add_option("--eval-batch", o.train.eval_batch, "evaluation batch size")->check(whole(1, kMaxBatch));
+}
+
+// --resume, for the commands made of several runs.
+void add_resume(CLI::App* a, Options& o) {
+  a->add_flag("--resume", o.resume,
+              "continue the interrupted results in --out: keep their finished runs, train the rest (same flags)");
 }
 
 void add_output_options(CLI::App* a, Options& o, const std::string& default_out) {
@@ -231,6 +239,7 @@ Subcommands add_subcommands(CLI::App& app, Options& o) {
   s.compare->add_option("--target", o.target, "target accuracy for steps/epochs-to-target")->check(real(0, 1));
   s.compare->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
   add_output_options(s.compare, o, "out/compare");
+  add_resume(s.compare, o);
 
   s.sweep = app.add_subcommand("sweep", "sensitivity: final accuracy against batch size or learning rate");
   add_data_options(s.sweep, o);
@@ -247,6 +256,7 @@ Subcommands add_subcommands(CLI::App& app, Options& o) {
   s.sweep->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
   s.sweep->add_flag("--full", o.full, "the complete protocol: all 60k images, 5 seeds, batch 2..256");
   add_output_options(s.sweep, o, "out/sweep");
+  add_resume(s.sweep, o);
 
   s.study = app.add_subcommand("study", "the default study (make run): compare + batch-size sweep, one report");
   add_data_options(s.study, o);
@@ -261,6 +271,7 @@ Subcommands add_subcommands(CLI::App& app, Options& o) {
                  "20000 on fashion-mnist without --quick, else 0");
   s.study->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
   add_output_options(s.study, o, "out/study");
+  add_resume(s.study, o);
   return s;
 }
 
@@ -273,6 +284,11 @@ void finish_options(Options& o, CLI::App* sub) {
   if (o.quick) apply_quick(o, sub);
   else if (o.data.name == "fashion-mnist") apply_fashion_defaults(o, sub, sub->get_name() == "study");
   if (o.train.model.hidden.empty()) o.train.model.hidden = {64, 64};
+  if (o.resume) {
+    const fs::path records = fs::path(o.out) / (sub->get_name() == "study" ? "compare/records.json" : "records.json");
+    if (!fs::exists(records))
+      throw Error("--resume: " + o.out + " holds no results to continue (" + records.string() + " is missing)");
+  }
   if (o.data.name != "fashion-mnist" && sub->count("--data-dir") > 0)
     throw Error("--data-dir goes with --dataset fashion-mnist (the dataset is '" + o.data.name + "')");
 }
@@ -316,27 +332,43 @@ void check_settings(const Options& o, const std::string& name, const Splits& dat
   }
 }
 
-// Loads the data and runs the parsed subcommand (not demo); returns the exit status.
+// Runs the subcommand with its outputs in set.dir(); returns its report.
+Report run_in(const Options& o, const std::string& name, const Splits& data, const StudyContext& ctx) {
+  if (name == "train") return run_train(train_config(o, data), data, ctx);
+  if (name == "compare") return run_compare(compare_config(o, data), data, ctx);
+  if (name == "sweep") return run_sweep(sweep_config(o), data, ctx);
+  return run_study({compare_config(o, data), sweep_config(o), o.sweep_train_limit}, o.data, data, ctx);
+}
+
+// Loads the data, runs the parsed subcommand (not demo) into a result set that replaces --out as
+// a whole at the end, and returns the exit status.
 int run_subcommand(Options& o, CLI::App* sub, int argc, char** argv) {
   const Splits data = load_data(o.data);
   o.train.model.inputs = data.train.features();
   o.train.model.outputs = data.train.num_classes;
   const std::string name = sub->get_name();
   check_settings(o, name, data);
-  const StudyContext ctx = context(o, data, argc, argv);
-  if (name == "train") {
-    const Report rep = run_train(train_config(o, data), data, ctx);
-    std::printf("normlab: results in %s\n", o.out.c_str());
-    if (!rep.diverged) return kExitOk;
-    std::fprintf(stderr, "normlab: the run diverged (its loss became NaN or infinite): no model was saved; its "
-                 "weights are in model.diverged.safetensors (exit status %d)\n", kExitDiverged);
-    return kExitDiverged;
+  ResultSet set(o.out);
+  StudyContext ctx = context(o, data, argc, argv);
+  ctx.out = set.dir();
+  if (o.resume) ctx.resume_from = set.out();
+  install_interrupt_handler();
+  const Report rep = run_in(o, name, data, ctx);
+  set.commit();
+  std::printf("normlab: results in %s%s\n", o.out.c_str(), name == "train" ? "" : " (report.md)");
+  if (rep.interrupted) {
+    if (name == "train")
+      std::fprintf(stderr, "normlab: interrupted: the finished epochs and the model at the interruption are in %s\n",
+                   o.out.c_str());
+    else
+      std::fprintf(stderr, "normlab: interrupted: %zu of %zu runs finished, written to %s; the same command with "
+                   "--resume trains the rest\n", rep.runs_done, rep.runs_total, o.out.c_str());
+    return kExitInterrupted;
   }
-  if (name == "compare") run_compare(compare_config(o, data), data, ctx);
-  else if (name == "sweep") run_sweep(sweep_config(o), data, ctx);
-  else run_study({compare_config(o, data), sweep_config(o), o.sweep_train_limit}, o.data, data, ctx);
-  std::printf("normlab: results in %s (report.md)\n", o.out.c_str());
-  return kExitOk;
+  if (!rep.diverged) return kExitOk;
+  std::fprintf(stderr, "normlab: the run diverged (its loss became NaN or infinite): no model was saved; its "
+               "weights are in model.diverged.safetensors (exit status %d)\n", kExitDiverged);
+  return kExitDiverged;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "experiments/layer_stats.h"
 #include "experiments/output.h"
 #include "experiments/plot.h"
+#include "experiments/records.h"
 #include "experiments/report.h"
 #include "experiments/runs.h"
 #include "experiments/stats.h"
@@ -37,8 +38,10 @@ struct Agg {
   int diverged = 0, reached = 0;
 };
 
-std::map<std::string, Agg> aggregate(const std::vector<RunResult>& runs, double target, bool use_val) {
+std::map<std::string, Agg> aggregate(const CompareConfig& cfg, const std::vector<RunResult>& runs, bool use_val) {
+  const double target = cfg.target_accuracy;
   std::map<std::string, Agg> agg;
+  for (const auto& n : cfg.norms) agg[n];  // every norm, with or without finished runs
   for (const RunResult& r : runs) {
     Agg& a = agg[r.config.model.norm];
     if (r.diverged) ++a.diverged;
@@ -73,7 +76,7 @@ void write_tables(const CompareConfig& cfg, const std::vector<RunResult>& runs, 
                                             "steps_to_target_mean", "steps_to_target_std"});
   for (const auto& norm : cfg.norms) {
     const Agg& a = agg.at(norm);
-    summary.add_row({norm, std::to_string(cfg.seeds.size()), std::to_string(a.diverged), fmt(mean_of(a.acc)),
+    summary.add_row({norm, std::to_string(a.epochs_to.size()), std::to_string(a.diverged), fmt(mean_of(a.acc)),
                      fmt(std_of(a.acc)), fmt(mean_of(a.loss)), fmt(std_of(a.loss)), std::to_string(a.reached),
                      fmt(mean_of(a.epochs_to)), fmt(mean_of(a.steps_to)), fmt(std_of(a.steps_to))});
   }
@@ -166,7 +169,7 @@ std::string compare_markdown(const CompareConfig& cfg, const std::vector<RunResu
   for (const auto& norm : cfg.norms) {
     const Agg& a = agg.at(norm);
     md << "| " << display_name(norm) << " | " << pm(mean_of(a.acc), std_of(a.acc), true) << " | "
-       << pm(mean_of(a.loss), std_of(a.loss), false) << " | " << a.reached << "/" << cfg.seeds.size() << " | "
+       << pm(mean_of(a.loss), std_of(a.loss), false) << " | " << a.reached << "/" << a.epochs_to.size() << " | "
        << fmt(mean_of(a.epochs_to), 3) << " | " << fmt(mean_of(a.steps_to), 5) << " | " << a.diverged << " |\n";
   }
   md << "\n" << image_links(plots) << reading(cfg, runs, agg);
@@ -200,19 +203,22 @@ Report run_compare(const CompareConfig& cfg, const Splits& data, const StudyCont
         return r.diverged ? "diverged at step " + std::to_string(r.diverged_step)
                           : "test accuracy " + pct(r.epochs.back().test_acc) + ", test loss " +
                                 fmt(r.epochs.back().test_loss, 4);
-      });
+      },
+      previous_runs(ctx.resume_from));
   const bool use_val = data.validation.size() > 0;
-  const auto agg = aggregate(runs.results, cfg.target_accuracy, use_val);
+  const auto agg = aggregate(cfg, runs.results, use_val);
   write_tables(cfg, runs.results, agg, ctx, use_val);
+  write_records(ctx.out / "records.json", runs.results);
   const auto plots = compare_plots(cfg, runs.results, steps_per_run(cfg.base, data), ctx);
   std::string title = "Convergence: ";
   for (size_t i = 0; i < cfg.norms.size(); ++i) title += (i ? " vs " : "") + display_name(cfg.norms[i]);
-  const Report rep{title, compare_markdown(cfg, runs.results, agg, ctx, use_val, plots)};
-  write_report(ctx, rep,
-               manifest(ctx,
-                        {{"study", "compare"}, {"base", to_json(cfg.base)}, {"norms", cfg.norms}, {"seeds", cfg.seeds},
-                         {"target_accuracy", cfg.target_accuracy}},
-                        runs.wall_seconds));
+  Report rep{title, interrupted_note(runs, "compare") + compare_markdown(cfg, runs.results, agg, ctx, use_val, plots)};
+  nlohmann::json man = manifest(ctx,
+                                {{"study", "compare"}, {"base", to_json(cfg.base)}, {"norms", cfg.norms},
+                                 {"seeds", cfg.seeds}, {"target_accuracy", cfg.target_accuracy}},
+                                runs.wall_seconds);
+  record_progress(man, rep, runs);
+  write_report(ctx, rep, man);
   return rep;
 }
 

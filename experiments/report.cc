@@ -44,6 +44,24 @@ void write_report(const StudyContext& ctx, const Report& rep, const nlohmann::js
   write_file_atomic(ctx.out / "manifest.json", manifest_json.dump(2) + "\n");
 }
 
+std::string interrupted_note(const Runs& runs, const std::string& command) {
+  if (!runs.interrupted()) return "";
+  return "**Interrupted (Ctrl-C): " + std::to_string(runs.results.size()) + " of " + std::to_string(runs.total) +
+         " runs finished**; the tables and plots below are of those runs only. `normlab " + command +
+         " --resume` with the same flags and `--out` trains the rest and rewrites this folder as the complete "
+         "result.\n\n";
+}
+
+void record_progress(nlohmann::json& m, Report& rep, const Runs& runs) {
+  m["runs_total"] = runs.total;
+  m["runs_finished"] = runs.results.size();
+  m["runs_reused"] = runs.reused;
+  m["interrupted"] = runs.interrupted();
+  rep.interrupted = runs.interrupted();
+  rep.runs_done = runs.results.size();
+  rep.runs_total = runs.total;
+}
+
 std::string pct(double v) { return std::isfinite(v) ? fmt(100 * v, 4) + "%" : "n/a"; }
 
 std::string display_name(const std::string& n) { return norm(n).display; }

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "experiments/runs.h"
 #include "experiments/study.h"
 
 namespace normlab::experiments {
@@ -15,6 +16,13 @@ nlohmann::json manifest(const StudyContext& ctx, const nlohmann::json& config, d
 nlohmann::json to_json(const TrainConfig& c);
 // Writes ctx.out/report.md ("# title", the command line, the markdown) and ctx.out/manifest.json.
 void write_report(const StudyContext& ctx, const Report& rep, const nlohmann::json& manifest_json);
+
+// The report's first lines when Ctrl-C stopped the command ("" otherwise): how many runs finished
+// and how to finish the rest (`normlab <command> ... --resume`).
+std::string interrupted_note(const Runs& runs, const std::string& command);
+// Records in the manifest how many runs were planned, finished and reused, and whether Ctrl-C
+// stopped the command; sets the report's counts likewise.
+void record_progress(nlohmann::json& manifest, Report& rep, const Runs& runs);
 
 // A fraction as a percentage with 4 significant digits ("87.31%"), "n/a" when not finite.
 std::string pct(double v);

@@ -4,19 +4,29 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "experiments/trainer.h"
 
 namespace normlab::experiments {
 
 struct Runs {
-  std::vector<RunResult> results;  // in the order of the configurations, models dropped
+  std::vector<RunResult> results;  // the finished runs, in the order of the configurations, models dropped
+  size_t total = 0;                // runs planned
+  size_t reused = 0;               // runs taken from the records of an earlier, interrupted command
   double wall_seconds = 0;
+  // Ctrl-C stopped the command: results holds the first results.size() runs only.
+  bool interrupted() const { return results.size() < total; }
 };
 
-// Trains every configuration in order. The progress bar shows label(config); when a run ends,
-// the line "label: outcome(result)" is printed. Nothing is printed when quiet.
+// Trains every configuration in order, taking a run from `previous` (the records of an earlier
+// command with the same settings, records.h) instead of training it when that holds it. The
+// progress bar shows label(config); when a run ends, the line "label: outcome(result)" is
+// printed. Nothing is printed when quiet. Ctrl-C stops after the current step: the unfinished
+// run is dropped and no other starts.
 Runs run_all(const std::vector<TrainConfig>& configs, const Splits& data, bool quiet,
              const std::function<std::string(const TrainConfig&)>& label,
-             const std::function<std::string(const RunResult&)>& outcome);
+             const std::function<std::string(const RunResult&)>& outcome,
+             const std::vector<nlohmann::json>& previous = {});
 
 }  // namespace normlab::experiments

@@ -22,6 +22,9 @@ struct StudyContext {
   std::string command_line;    // as typed, for the manifest and report
   std::string dataset;         // e.g. "fashion-mnist (20000 train / 10000 test)"
   nlohmann::json extra;        // more settings to record in the manifest
+  // --resume: the folder of an earlier command with the same settings, whose records.json holds
+  // the runs to reuse (empty: train every run).
+  std::filesystem::path resume_from;
 };
 
 // The batch sizes of the batch-size sweep: the default, and with --quick.
@@ -64,7 +67,9 @@ void validate(const StudyConfig& config, const Splits& data);
 // A study's markdown report section, for a combined report.
 struct Report {
   std::string title, markdown;
-  bool diverged = false;  // train: the run diverged (no usable model)
+  bool diverged = false;     // train: the run diverged (no usable model)
+  bool interrupted = false;  // Ctrl-C: only the runs finished before it are in the results
+  size_t runs_done = 0, runs_total = 0;
 };
 
 // One run: steps.csv, epochs.csv, activations.csv, grad_norms.csv, model.safetensors, plots,
@@ -77,6 +82,6 @@ Report run_compare(const CompareConfig& config, const Splits& data, const StudyC
 Report run_sweep(const SweepConfig& config, const Splits& data, const StudyContext& ctx);
 // The comparison in ctx.out/compare, the sweep in ctx.out/sweep, and one report.md over both;
 // every setting is validated before anything is written. spec describes the data in the reports.
-void run_study(const StudyConfig& config, const DataSpec& spec, const Splits& data, const StudyContext& ctx);
+Report run_study(const StudyConfig& config, const DataSpec& spec, const Splits& data, const StudyContext& ctx);
 
 }  // namespace normlab::experiments

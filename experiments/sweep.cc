@@ -8,6 +8,7 @@
 
 #include "experiments/output.h"
 #include "experiments/plot.h"
+#include "experiments/records.h"
 #include "experiments/registry.h"
 #include "experiments/report.h"
 #include "experiments/runs.h"
@@ -32,6 +33,7 @@ double final_of(const RunResult& r, double EpochRecord::*field) {
 }
 
 std::string pm(const std::vector<double>& v) {
+  if (v.empty()) return "not run";  // an interrupted sweep
   if (!std::isfinite(mean_of(v))) return "diverged";
   return fmt(100 * mean_of(v), 4) + " ± " + fmt(100 * std_of(v), 2);
 }
@@ -124,7 +126,7 @@ void write_tables(const SweepConfig& cfg, const Plan& plan, const std::vector<Ru
                                             "batch_stats_acc_mean", "batch_stats_acc_std"});
   for (const auto& n : cfg.norms)
     for (const Point& p : pts.at(n))
-      summary.add_row({n, fmt(p.x), std::to_string(cfg.seeds.size()), std::to_string(p.diverged), fmt(mean_of(p.acc)),
+      summary.add_row({n, fmt(p.x), std::to_string(p.acc.size()), std::to_string(p.diverged), fmt(mean_of(p.acc)),
                        fmt(std_of(p.acc)), fmt(mean_of(p.precise)), fmt(std_of(p.precise)), fmt(mean_of(p.batch)),
                        fmt(std_of(p.batch))});
   runs_csv.write(ctx.out / "runs.csv");
@@ -205,12 +207,14 @@ std::string batch_reading(const SweepConfig& cfg, const Plan& plan, const Points
     for (size_t i = 0; i < plan.points; ++i)
       if (mean_of(v[i].acc) > mean_of(v[best].acc) || !std::isfinite(mean_of(v[best].acc))) best = i;
     if (!std::isfinite(mean_of(v[best].acc))) {
-      md << display_name(n) << ": every run diverged. ";
+      const bool ran = std::any_of(v.begin(), v.end(), [](const Point& p) { return !p.acc.empty(); });
+      md << display_name(n) << (ran ? ": every run diverged. " : ": no finished run. ");
       continue;
     }
     md << display_name(n) << ": best " << fmt(100 * mean_of(v[best].acc), 4) << "% at batch " << cfg.batch_sizes[best];
     std::string worse;
     for (size_t i = 0; i < plan.points; ++i) {
+      if (v[i].acc.empty()) continue;  // not run (interrupted)
       const double gap = 100 * (mean_of(v[best].acc) - mean_of(v[i].acc));
       const double noise = 100 * std::max(std_of(v[best].acc), std_of(v[i].acc));
       if (!std::isfinite(gap))
@@ -317,12 +321,15 @@ Report run_sweep(const SweepConfig& cfg, const Splits& data, const StudyContext&
         return "sweep: norm " + c.model.norm + ", batch " + std::to_string(c.batch_size) + ", lr " + fmt(c.lr, 4) +
                ", seed " + std::to_string(c.seed);
       },
-      outcome);
+      outcome, previous_runs(ctx.resume_from));
   const Points pts = points_of(cfg, plan, runs.results);
   write_tables(cfg, plan, runs.results, pts, ctx, data.validation.size() > 0);
-  const Report rep{plan.by_batch ? "Batch-size sensitivity" : "Learning-rate sensitivity",
-                   sweep_markdown(cfg, plan, pts, ctx, sweep_plots(cfg, plan, pts, ctx))};
-  write_report(ctx, rep, sweep_manifest(cfg, runs.results, ctx, runs.wall_seconds));
+  write_records(ctx.out / "records.json", runs.results);
+  Report rep{plan.by_batch ? "Batch-size sensitivity" : "Learning-rate sensitivity",
+             interrupted_note(runs, "sweep") + sweep_markdown(cfg, plan, pts, ctx, sweep_plots(cfg, plan, pts, ctx))};
+  nlohmann::json man = sweep_manifest(cfg, runs.results, ctx, runs.wall_seconds);
+  record_progress(man, rep, runs);
+  write_report(ctx, rep, man);
   return rep;
 }
 

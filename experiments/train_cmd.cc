@@ -52,6 +52,10 @@ std::string train_markdown(const RunResult& r, const StudyContext& ctx, bool has
   }
   if (!has_val) md << "\nNo validation set (`--val-fraction` 0): no validation metrics are recorded.\n";
   if (r.diverged) md << "\nThe run diverged at step " << r.diverged_step << ".\n";
+  if (r.interrupted)
+    md << "\n**Interrupted (Ctrl-C) after " << (r.epochs.empty() ? 0 : r.epochs.back().step) << " steps of "
+       << r.total_steps << "**: the table holds the finished epochs; the steps of the unfinished one are in steps.csv; "
+       << "the model is the one at the interruption.\n";
   md << "\n" << image_links(plots);
   if (r.diverged)
     md << "The run diverged: its weights are not a usable model. They are kept for inspection as "
@@ -81,10 +85,14 @@ Report run_train(const TrainConfig& config, const Splits& data, const StudyConte
   metadata["steps"] = std::to_string(r.total_steps);
   metadata["repr"] = r.model->str();
   if (r.diverged) metadata["diverged_at_step"] = std::to_string(r.diverged_step);
+  if (r.interrupted) metadata["interrupted"] = "true";
   nn::save_module((ctx.out / (r.diverged ? "model.diverged.safetensors" : "model.safetensors")).string(), *r.model,
                   metadata);
-  const Report rep{"Training run", train_markdown(r, ctx, has_val, train_plots(r, ctx)), r.diverged};
-  write_report(ctx, rep, manifest(ctx, {{"study", "train"}, {"config", to_json(r.config)}}, r.seconds));
+  Report rep{"Training run", train_markdown(r, ctx, has_val, train_plots(r, ctx)), r.diverged};
+  rep.interrupted = r.interrupted;
+  nlohmann::json man = manifest(ctx, {{"study", "train"}, {"config", to_json(r.config)}}, r.seconds);
+  man["interrupted"] = r.interrupted;
+  write_report(ctx, rep, man);
   return rep;
 }
 

@@ -7,6 +7,7 @@
 #include "autograd/loss.h"
 #include "data/loader.h"
 #include "experiments/evaluate.h"
+#include "experiments/interrupt.h"
 #include "experiments/observer.h"
 #include "experiments/registry.h"
 
@@ -90,7 +91,7 @@ double train_step(RunState& st, optim::Optimizer& opt, optim::LRScheduler& sched
   return lv;
 }
 
-// The epoch's steps; false if the run diverged.
+// The epoch's steps; false if the run diverged or was interrupted.
 bool train_epoch(RunState& st, const data::DataLoader& loader, optim::Optimizer& opt, optim::LRScheduler& sched,
                  Observers& obs, EpochMeter& meter) {
   RunResult& r = st.result;
@@ -109,6 +110,11 @@ bool train_epoch(RunState& st, const data::DataLoader& loader, optim::Optimizer&
     }
     r.step_seconds += seconds_since(t) - (r.stats_seconds - stats_before);
     ++st.step;
+    count_step();
+    if (interrupted()) {
+      r.interrupted = true;
+      return false;
+    }
   }
   return true;
 }

@@ -83,6 +83,7 @@ struct RunResult {
   std::vector<GradNorm> grad_norms;
   bool diverged = false;
   int64_t diverged_step = -1;
+  bool interrupted = false;  // Ctrl-C stopped the run before its last step (interrupt.h)
   int64_t total_steps = 0;
   double seconds = 0;  // wall time of the whole run, split below (the rest: setup and bookkeeping)
   double cpu_seconds = 0;        // processor time of the process during the run (all threads)
@@ -100,7 +101,8 @@ using StepCallback = std::function<void(int64_t, int64_t)>;
 // Called after every epoch, as soon as it is evaluated, with its record.
 using EpochCallback = std::function<void(const EpochRecord&)>;
 
-// Trains one model as configured. A NaN or Inf loss stops the run, marked diverged at that step.
+// Trains one model as configured. A NaN or Inf loss stops the run, marked diverged at that step;
+// Ctrl-C (interrupt.h) stops it after the current step, marked interrupted.
 RunResult train_run(const TrainConfig& config, const Splits& data, const StepCallback& on_step = {},
                     const EpochCallback& on_epoch = {});
 

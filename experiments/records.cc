@@ -1,0 +1,85 @@
+// Runs' records as JSON, written and read back exactly.
+#include "experiments/records.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "experiments/output.h"
+#include "experiments/report.h"
+
+namespace normlab::experiments {
+
+namespace {
+
+// JSON has no NaN or infinity: those are written as the strings "nan", "inf", "-inf".
+nlohmann::json num(double v) {
+  if (std::isfinite(v)) return v;
+  return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";
+}
+double val(const nlohmann::json& j) {
+  if (!j.is_string()) return j.get<double>();
+  const std::string s = j.get<std::string>();
+  return s == "inf" ? INFINITY : s == "-inf" ? -INFINITY : NAN;
+}
+
+}  // namespace
+
+nlohmann::json records_json(const RunResult& r) {
+  nlohmann::json steps = nlohmann::json::array(), epochs = nlohmann::json::array(),
+                 acts = nlohmann::json::array(), grads = nlohmann::json::array();
+  for (const auto& s : r.steps) steps.push_back({s.step, s.epoch, num(s.lr), num(s.loss)});
+  for (const auto& e : r.epochs)
+    epochs.push_back({e.epoch, e.step, num(e.train_loss), num(e.train_acc), num(e.val_loss), num(e.val_acc),
+                      num(e.test_loss), num(e.test_acc), num(e.test_acc_precise), num(e.test_acc_batch)});
+  for (const auto& a : r.activations) acts.push_back({a.step, a.layer, a.where, num(a.mean), num(a.std)});
+  for (const auto& g : r.grad_norms) grads.push_back({g.step, g.param, num(g.norm)});
+  return {{"config", to_json(r.config)}, {"steps", steps}, {"epochs", epochs}, {"activations", acts},
+          {"grad_norms", grads}, {"diverged", r.diverged}, {"diverged_step", r.diverged_step},
+          {"total_steps", r.total_steps}, {"seconds", r.seconds}};
+}
+
+void write_records(const std::filesystem::path& path, const std::vector<RunResult>& runs) {
+  nlohmann::json all = nlohmann::json::array();
+  for (const RunResult& r : runs) all.push_back(records_json(r));
+  write_file_atomic(path, nlohmann::json{{"normlab_records", 1}, {"runs", all}}.dump() + "\n");
+}
+
+std::optional<std::vector<nlohmann::json>> read_records(const std::filesystem::path& path) {
+  if (!std::filesystem::exists(path)) return std::nullopt;
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  const nlohmann::json j = nlohmann::json::parse(s.str(), nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("runs") || !j["runs"].is_array())
+    throw Error(path.string() + ": not a normlab records file (it cannot be resumed)");
+  return j["runs"].get<std::vector<nlohmann::json>>();
+}
+
+std::vector<nlohmann::json> previous_runs(const std::filesystem::path& folder) {
+  if (folder.empty()) return {};
+  return read_records(folder / "records.json").value_or(std::vector<nlohmann::json>{});
+}
+
+std::optional<RunResult> stored_run(const nlohmann::json& j, const TrainConfig& config) {
+  if (!j.is_object() || j.value("config", nlohmann::json()) != to_json(config)) return std::nullopt;
+  try {
+    RunResult r;
+    r.config = config;
+    for (const auto& s : j.at("steps")) r.steps.push_back({s[0], s[1], val(s[2]), val(s[3])});
+    for (const auto& e : j.at("epochs"))
+      r.epochs.push_back({e[0], e[1], val(e[2]), val(e[3]), val(e[4]), val(e[5]), val(e[6]), val(e[7]), val(e[8]),
+                          val(e[9])});
+    for (const auto& a : j.at("activations")) r.activations.push_back({a[0], a[1], a[2], val(a[3]), val(a[4])});
+    for (const auto& g : j.at("grad_norms")) r.grad_norms.push_back({g[0], g[1], val(g[2])});
+    r.diverged = j.at("diverged");
+    r.diverged_step = j.at("diverged_step");
+    r.total_steps = j.at("total_steps");
+    r.seconds = j.at("seconds");
+    return r;
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;  // damaged: run it again
+  }
+}
+
+}  // namespace normlab::experiments

@@ -1,0 +1,223 @@
+// Output folders as whole sets, Ctrl-C and --resume: a failed command leaves nothing, a killed one
+// leaves the previous set and a partial folder named as such, a folder of other files is never
+// replaced; Ctrl-C writes the finished runs marked interrupted (exit 130), a second Ctrl-C quits at
+// once, and --resume finishes the rest with CSV files byte for byte those of an uninterrupted run.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "autograd/error.h"
+#include "experiments/cli.h"
+#include "experiments/interrupt.h"
+#include "experiments/result_set.h"
+
+namespace fs = std::filesystem;
+using namespace normlab::experiments;
+
+namespace {
+
+struct Tmp {
+  fs::path dir;
+  Tmp() {
+    static int n = 0;
+    dir = fs::temp_directory_path() / ("normlab_set_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~Tmp() { fs::remove_all(dir); }
+};
+
+int run(std::vector<std::string> args) {
+  args.insert(args.begin(), "normlab");
+  args.push_back("--quiet");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return run_cli(static_cast<int>(argv.size()), argv.data());
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> names_in(const fs::path& d) {
+  std::vector<std::string> v;
+  for (const auto& e : fs::directory_iterator(d)) v.push_back(e.path().filename().string());
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// The CSV files below a folder, by relative path, with their bytes.
+std::map<std::string, std::string> csv_files(const fs::path& d) {
+  std::map<std::string, std::string> m;
+  for (const auto& e : fs::recursive_directory_iterator(d))
+    if (e.path().extension() == ".csv") m[fs::relative(e.path(), d).string()] = slurp(e.path());
+  return m;
+}
+
+// Starts the normlab binary with args (output to /dev/null); returns its pid.
+pid_t spawn(const std::vector<std::string>& args) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    std::vector<std::string> a{NORMLAB_BINARY};
+    a.insert(a.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& s : a) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    ::freopen("/dev/null", "w", stdout);
+    ::freopen("/dev/null", "w", stderr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+int wait_status(pid_t pid) {
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+// Waits (at most 30 s) until a partial folder exists in `parent`.
+bool wait_for_partial(const fs::path& parent) {
+  for (int i = 0; i < 3000; ++i) {
+    for (const auto& e : fs::directory_iterator(parent))
+      if (e.path().filename().string().find(".normlab-partial-") != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+const std::vector<std::string> kLongSweep{"sweep", "--dataset", "moons", "--samples", "20000", "--epochs", "40",
+                                          "--batch-sizes", "2,4", "--norms", "none,batch", "--seeds", "0",
+                                          "--quiet", "--threads", "1"};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(result_set)
+
+BOOST_AUTO_TEST_CASE(a_set_replaces_the_folder_whole_or_not_at_all) {
+  Tmp t;
+  const fs::path out = t.dir / "out";
+  {
+    ResultSet set(out);
+    std::ofstream(set.dir() / "a.csv") << "1\n";
+    BOOST_TEST(!fs::exists(out));  // nothing in place before the commit
+  }                                // an error before the commit: nothing left at all
+  BOOST_TEST(names_in(t.dir).empty());
+  fs::create_directories(out);
+  std::ofstream(out / "manifest.json") << "{}";
+  std::ofstream(out / "old.csv") << "old\n";
+  {
+    ResultSet set(out);
+    std::ofstream(set.dir() / "manifest.json") << "{\"new\": 1}";
+    set.commit();
+  }
+  BOOST_TEST((names_in(out) == std::vector<std::string>{"manifest.json"}));  // the old set is gone whole
+  BOOST_TEST(names_in(t.dir) == std::vector<std::string>{"out"});           // no partial or old folder
+  // A folder of the user's own files is never replaced; nor is a file.
+  const fs::path mine = t.dir / "mine";
+  fs::create_directories(mine);
+  std::ofstream(mine / "thesis.tex") << "x";
+  BOOST_CHECK_EXCEPTION(ResultSet{mine}, normlab::Error,
+                        [](const normlab::Error& e) { return std::string(e.what()).find("not a normlab result") != std::string::npos; });
+  std::ofstream(t.dir / "file") << "x";
+  BOOST_CHECK_THROW(ResultSet{t.dir / "file"}, normlab::Error);
+  BOOST_TEST(slurp(mine / "thesis.tex") == "x");
+}
+
+BOOST_AUTO_TEST_CASE(a_killed_command_leaves_the_previous_set_and_a_partial_folder) {
+  Tmp t;
+  const fs::path out = t.dir / "out";
+  BOOST_REQUIRE_EQUAL(run({"compare", "--quick", "--seeds", "0", "--epochs", "1", "--out", out.string()}), 0);
+  const std::string before = slurp(out / "runs.csv");
+  std::vector<std::string> args = kLongSweep;
+  args.insert(args.end(), {"--out", out.string()});
+  const pid_t pid = spawn(args);
+  BOOST_REQUIRE(wait_for_partial(t.dir));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // training, with its folder half written
+  ::kill(pid, SIGKILL);
+  BOOST_TEST(wait_status(pid) == 128 + SIGKILL);
+  BOOST_TEST(slurp(out / "runs.csv") == before);  // the previous, complete set
+  BOOST_TEST(fs::exists(out / "manifest.json"));
+  size_t partial = 0;
+  for (const auto& e : fs::directory_iterator(t.dir))
+    partial += e.path().filename().string().rfind(".out.normlab-partial-", 0) == 0;
+  BOOST_TEST(partial == 1u);  // named as incomplete
+}
+
+BOOST_AUTO_TEST_CASE(interrupted_commands_resume_to_byte_identical_csv_files) {
+  struct Case {
+    std::vector<std::string> args;
+    int64_t steps;  // steps before the simulated Ctrl-C
+  };
+  const std::vector<Case> cases{
+      {{"sweep", "--quick", "--norms", "none,batch"}, 1500},  // stops inside the batch-2 runs
+      {{"compare", "--quick", "--seeds", "0,1"}, 200},
+      {{"study", "--quick", "--seeds", "0"}, 300},
+  };
+  for (const Case& c : cases) {
+    BOOST_TEST_CONTEXT(c.args[0]) {
+      Tmp t;
+      auto with_out = [&](const fs::path& out, std::vector<std::string> extra = {}) {
+        std::vector<std::string> a = c.args;
+        a.insert(a.end(), {"--out", out.string()});
+        a.insert(a.end(), extra.begin(), extra.end());
+        return a;
+      };
+      clear_interrupt();
+      BOOST_REQUIRE_EQUAL(run(with_out(t.dir / "whole")), kExitOk);
+      interrupt_after_steps(c.steps);
+      BOOST_TEST(run(with_out(t.dir / "part")) == kExitInterrupted);
+      clear_interrupt();
+      const std::string report = slurp(t.dir / "part" / "report.md");
+      BOOST_TEST(report.find("Interrupted (Ctrl-C)") != std::string::npos);
+      BOOST_TEST(csv_files(t.dir / "part") != csv_files(t.dir / "whole"));
+      BOOST_TEST(run(with_out(t.dir / "part", {"--resume"})) == kExitOk);
+      BOOST_TEST(slurp(t.dir / "part" / "report.md").find("Interrupted") == std::string::npos);
+      const auto whole = csv_files(t.dir / "whole"), resumed = csv_files(t.dir / "part");
+      BOOST_TEST(whole.size() == resumed.size());
+      for (const auto& [name, bytes] : whole) BOOST_TEST(resumed.at(name) == bytes, name);
+    }
+  }
+  // --resume needs the folder of an earlier command.
+  Tmp t;
+  BOOST_CHECK_THROW(run({"sweep", "--quick", "--resume", "--out", (t.dir / "none").string()}), UsageError);
+}
+
+BOOST_AUTO_TEST_CASE(ctrl_c_writes_the_finished_runs_and_a_second_one_quits_at_once) {
+  Tmp t;
+  const fs::path out = t.dir / "out";
+  std::vector<std::string> args = kLongSweep;
+  args.insert(args.end(), {"--out", out.string()});
+  pid_t pid = spawn(args);
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  ::kill(pid, SIGINT);
+  BOOST_TEST(wait_status(pid) == kExitInterrupted);
+  BOOST_TEST(slurp(out / "report.md").find("Interrupted (Ctrl-C): 0 of 4 runs finished") != std::string::npos);
+  BOOST_TEST(fs::exists(out / "records.json"));
+  // Twice: the second Ctrl-C ends the process at once, with status 130.
+  pid = ::fork();
+  if (pid == 0) {
+    install_interrupt_handler();
+    ::raise(SIGINT);
+    if (!interrupted()) ::_exit(1);  // the first only asks to stop
+    ::raise(SIGINT);
+    ::_exit(0);  // not reached
+  }
+  BOOST_TEST(wait_status(pid) == kExitInterrupted);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
