@@ -7,9 +7,6 @@
 
 #include "autograd/error.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 namespace normlab::autograd {
 
@@ -27,9 +24,6 @@ std::atomic<int>& thread_count() {
 void set_num_threads(int n) {
   if (n < 1) throw Error("threads must be at least 1, got " + std::to_string(n));
   thread_count().store(n, std::memory_order_relaxed);
-#ifdef _OPENMP
-  omp_set_num_threads(n);  // also the default of any other OpenMP region in the process
-#endif
 }
 
 int num_threads() { return thread_count().load(std::memory_order_relaxed); }

@@ -1,9 +1,11 @@
-// The number of threads normlab's kernels may use (OpenMP), set once by the user (`--threads`).
+// The number of threads normlab's kernels may use (autograd/kernels/pool.h), set once by the user
+// (`--threads`).
 #pragma once
 
 namespace normlab::autograd {
 
-// Sets the thread count for the kernels that run in parallel (GEMM); n >= 1, else normlab::Error.
+// Sets the thread count for the kernels that run in parallel (GEMM, reductions, norms); n >= 1,
+// else normlab::Error.
 // Results do not depend on it: every parallel kernel computes each output with the same
 // sequence of operations whatever the thread count.
 void set_num_threads(int n);

@@ -1,6 +1,7 @@
 // STREAM-like memory bandwidth in plain C++ (no Highway, no normlab kernel): copy a = b and
 // triad a = b + s c over float arrays of 2^25 elements (128 MiB each, 4x the 32 MiB L3, on huge
-// pages), on num_threads() OpenMP threads: the ceiling memory-bound kernels (norms) are compared to.
+// pages), on num_threads() OpenMP threads (as STREAM itself; only this benchmark uses OpenMP): the
+// ceiling memory-bound kernels (norms) are compared to.
 // Bytes counted as STREAM does: copy 8 B per element, triad 12 B (no write-allocate traffic).
 #include <sys/mman.h>
 

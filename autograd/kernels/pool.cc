@@ -1,8 +1,12 @@
-// The kernels' thread pool: workers wait for a new region number (spin, then yield, then sleep
-// on a futex through std::atomic::wait), run their part, and count down.
+// The kernels' thread pool: a caller publishes a job (a team or parts) with a new job number;
+// workers wait for the number to change (spin, then yield, then sleep on a futex through
+// std::atomic::wait), take the job and run their share. A job is shared (shared_ptr) with the
+// workers that took it, so a worker that wakes after its caller returned still finds valid
+// counters: it then finds no part left and never touches the caller's function.
 #include "autograd/kernels/pool.h"
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -17,8 +21,9 @@ void cpu_relax() {
 #endif
 }
 
-// Waits until v != old: about 20-50 us of spinning (a training step's next GEMM is usually that
+// Waits until v != old: about 20-50 us of spinning (a training step's next kernel is usually that
 // close), then yields for a while, then sleeps until notified.
+// (int, not a wider type: std::atomic<int>::wait is a futex on the value itself.)
 void wait_change(const std::atomic<int>& v, int old) {
   for (int i = 0; i < 2000; ++i) {
     if (v.load(std::memory_order_acquire) != old) return;
@@ -31,68 +36,135 @@ void wait_change(const std::atomic<int>& v, int old) {
   while (v.load(std::memory_order_acquire) == old) v.wait(old, std::memory_order_acquire);
 }
 
-thread_local bool in_region = false;
+thread_local bool in_job = false;  // nested jobs run on the caller alone
+
+// One call's work: a team (fn run by threads members) or parts (part(i), i < parts).
+struct Job {
+  const std::function<void(int, int)>* team = nullptr;
+  int threads = 1;              // team size
+  std::atomic<int> remaining{0};  // team members on workers still running
+
+  const std::function<void(int64_t)>* part = nullptr;
+  int64_t parts = 0;
+  int helpers = 0;                   // workers allowed to join (threads - 1)
+  std::atomic<int> joined{0};        // workers that joined
+  std::atomic<int64_t> next{0};      // next unclaimed part
+  std::atomic<int64_t> finished{0};  // parts done
+
+  void work_parts() {
+    for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < parts;) {
+      (*part)(i);
+      finished.fetch_add(1, std::memory_order_acq_rel);
+    }
+  }
+};
 
 class Pool {
  public:
   ~Pool() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard<std::mutex> lock(job_mu_);
       stop_ = true;
-      generation_.fetch_add(1, std::memory_order_acq_rel);
-      generation_.notify_all();
+      number_.fetch_add(1, std::memory_order_acq_rel);
     }
+    number_.notify_all();
     for (auto& w : workers_) w.join();
   }
 
-  void run(int threads, const std::function<void(int, int)>& fn) {
-    std::lock_guard<std::mutex> lock(mu_);
-    while (static_cast<int>(workers_.size()) < threads - 1) {
-      const int id = static_cast<int>(workers_.size()) + 1;
-      // The worker starts from the current region number: it may start running only after
-      // the increment below, and must still take part in this region.
-      const int seen = generation_.load(std::memory_order_relaxed);
-      workers_.emplace_back([this, id, seen] { loop(id, seen); });
-    }
-    job_ = &fn;
-    threads_ = threads;
-    // Every worker counts down, needed or not: no worker can then still be in this region (or
-    // read its job) when the next one starts.
-    remaining_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_acq_rel);  // publishes job_, threads_, remaining_
-    generation_.notify_all();
-    in_region = true;
+  void run_team(int threads, const std::function<void(int, int)>& fn) {
+    std::lock_guard<std::mutex> one_job(run_mu_);
+    auto job = std::make_shared<Job>();
+    job->team = &fn;
+    job->threads = threads;
+    job->remaining.store(threads - 1, std::memory_order_relaxed);
+    publish(job, threads - 1);
+    in_job = true;
     fn(0, threads);
-    in_region = false;
-    for (int r; (r = remaining_.load(std::memory_order_acquire)) != 0;) wait_change(remaining_, r);
+    in_job = false;
+    for (int r; (r = job->remaining.load(std::memory_order_acquire)) != 0;) wait_change(job->remaining, r);
+  }
+
+  void run_parts(int threads, int64_t parts, const std::function<void(int64_t)>& part) {
+    std::lock_guard<std::mutex> one_job(run_mu_);
+    auto job = std::make_shared<Job>();
+    job->part = &part;
+    job->parts = parts;
+    job->helpers = threads - 1;
+    publish(job, threads - 1);
+    in_job = true;
+    job->work_parts();
+    in_job = false;
+    // Only parts that running threads claimed are left: a short wait.
+    while (job->finished.load(std::memory_order_acquire) < parts) std::this_thread::yield();
   }
 
  private:
+  // Starts workers up to `workers`, then makes job the current one under a new number.
+  void publish(const std::shared_ptr<Job>& job, int workers) {
+    {
+      std::lock_guard<std::mutex> lock(job_mu_);
+      while (static_cast<int>(workers_.size()) < workers) {
+        const int id = static_cast<int>(workers_.size()) + 1;
+        // The worker starts from the current number: it may start running only after the
+        // increment below, and must still take this job.
+        const int seen = number_.load(std::memory_order_relaxed);
+        workers_.emplace_back([this, id, seen] { loop(id, seen); });
+      }
+      job_ = job;
+      number_.fetch_add(1, std::memory_order_acq_rel);  // with job_, under the lock: always a pair
+    }
+    number_.notify_all();
+  }
+
   void loop(int id, int seen) {
-    in_region = true;
+    in_job = true;
     for (;;) {
-      wait_change(generation_, seen);
-      seen = generation_.load(std::memory_order_acquire);
-      if (stop_) return;
-      if (id < threads_) (*job_)(id, threads_);  // else not needed in this region
-      if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) remaining_.notify_one();
+      wait_change(number_, seen);
+      std::shared_ptr<Job> job;
+      {
+        std::lock_guard<std::mutex> lock(job_mu_);
+        if (stop_) return;
+        seen = number_.load(std::memory_order_acquire);
+        job = job_;
+      }
+      if (job->team) {
+        // A team member: its caller waits for it (a team job stays current until all ran).
+        if (id < job->threads) {
+          (*job->team)(id, job->threads);
+          if (job->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) job->remaining.notify_one();
+        }
+      } else if (job->joined.fetch_add(1, std::memory_order_relaxed) < job->helpers) {
+        job->work_parts();
+      }
     }
   }
 
-  std::mutex mu_;  // one region at a time
+  std::mutex run_mu_;  // one job at a time
+  std::mutex job_mu_;  // job_, number_'s increments, workers_, stop_
   std::vector<std::thread> workers_;
-  std::atomic<int> generation_{0}, remaining_{0};
-  const std::function<void(int, int)>* job_ = nullptr;
-  int threads_ = 1;
+  std::atomic<int> number_{0};  // the current job's number (wraps around; only compared)
+  std::shared_ptr<Job> job_;
   bool stop_ = false;
 };
+
+Pool& pool() {
+  static Pool p;
+  return p;
+}
 
 }  // namespace
 
 void parallel_run(int threads, const std::function<void(int t, int nt)>& fn) {
-  if (threads <= 1 || in_region) return fn(0, 1);
-  static Pool pool;
-  pool.run(threads, fn);
+  if (threads <= 1 || in_job) return fn(0, 1);
+  pool().run_team(threads, fn);
+}
+
+void parallel_parts_on_pool(int threads, int64_t parts, const std::function<void(int64_t)>& part) {
+  if (threads <= 1 || parts <= 1 || in_job) {
+    for (int64_t i = 0; i < parts; ++i) part(i);
+    return;
+  }
+  pool().run_parts(threads, parts, part);
 }
 
 }  // namespace normlab::autograd::kernels

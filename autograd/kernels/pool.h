@@ -1,16 +1,44 @@
-// A small persistent thread pool for the kernels' parallel regions (the GEMM's): its idle workers
-// spin only briefly, then sleep, so they do not take the core from the thread doing the work in
-// between (GOMP's idle threads spin for milliseconds, and on a shared or busy 2-core machine a
-// 2-thread training step then took 10-30x longer than on 1 thread).
+// normlab's one thread pool, for every kernel that runs on several threads (GEMM, reductions,
+// norms): persistent workers that spin only briefly, then sleep, between jobs, so they do not take
+// the core from the thread doing the work in between (GOMP's idle threads spin for milliseconds,
+// and on a shared or busy 2-core machine a 2-thread training step then took 10-30x longer than on
+// 1 thread). Two kinds of job share the workers:
+//   parallel_run:   a team of nt threads running fn(t, nt) at once, for kernels whose threads work
+//                   in step (the GEMM's shared packed panels, the reductions' fixed row split);
+//   parallel_parts: independent parts claimed one at a time by the caller and the workers that
+//                   wake in time; the caller never waits for a worker that has not started.
+// Which thread runs what never changes a result: every caller gives each team member or part its
+// own outputs and combines partial sums afterwards in a fixed order.
 #pragma once
+#include <cstdint>
 #include <functional>
 
 namespace normlab::autograd::kernels {
 
 // Runs fn(t, nt) for t = 0 .. nt-1 at once, t = 0 on the calling thread and the others on pool
-// workers, and returns when all have returned; nt = threads, or 1 when called from inside a
-// region (nested regions run on the caller alone). threads >= 1. Callers on several threads are
-// served one region at a time. fn must not throw.
+// workers, and returns when all have returned; nt = threads, or 1 when called from inside a job
+// (nested jobs run on the caller alone). threads >= 1. Callers on several threads are served one
+// job at a time. fn must not throw.
 void parallel_run(int threads, const std::function<void(int t, int nt)>& fn);
+
+// parallel_parts with more than one thread and part (a std::function of a reference_wrapper does
+// not allocate).
+void parallel_parts_on_pool(int threads, int64_t parts, const std::function<void(int64_t)>& part);
+
+// Runs part(i) for every i in [0, parts) on the calling thread and up to threads - 1 workers;
+// parts are claimed one at a time. The caller waits only for parts that were claimed: a worker
+// that the OS has not scheduled yet (a busy machine) claims nothing and is not waited for, so a
+// call never takes longer than the caller doing all the parts itself plus the last claimed part.
+// Inside a job, the parts run on the caller alone. part must not throw.
+template <class Part>
+void parallel_parts(int threads, int64_t parts, const Part& part) {
+  // One thread: a plain loop, without wrapping `part` in a std::function, which would allocate
+  // for a lambda capturing more than two pointers.
+  if (threads <= 1 || parts <= 1) {
+    for (int64_t i = 0; i < parts; ++i) part(i);
+    return;
+  }
+  parallel_parts_on_pool(threads, parts, std::function<void(int64_t)>(std::cref(part)));
+}
 
 }  // namespace normlab::autograd::kernels

@@ -198,4 +198,39 @@ BOOST_AUTO_TEST_CASE(pool_runs_each_part_once) {
   BOOST_TEST(inner_team.load() == 1);
 }
 
+// The same pool's parts jobs, interleaved with team jobs on the same workers: every part runs
+// exactly once whatever the thread and part counts (more parts than threads, fewer, one), and
+// parts inside a team member (or inside a part) run on that thread alone.
+BOOST_AUTO_TEST_CASE(pool_parts_run_once_between_team_jobs) {
+  for (int round = 0; round < 200; ++round)
+    for (int threads : {2, 4, 1, 3}) {
+      for (int64_t parts : {int64_t{1}, int64_t{2}, int64_t{7}, int64_t{64}}) {
+        std::vector<std::atomic<int>> runs(static_cast<size_t>(parts));
+        k::parallel_parts(threads, parts, [&](int64_t i) { runs[static_cast<size_t>(i)].fetch_add(1); });
+        BOOST_TEST_CONTEXT("round " << round << ", " << threads << " threads, " << parts << " parts") {
+          for (int64_t i = 0; i < parts; ++i) BOOST_TEST(runs[static_cast<size_t>(i)].load() == 1);
+        }
+      }
+      std::atomic<int> members{0};
+      k::parallel_run(threads, [&](int, int) { members.fetch_add(1); });
+      BOOST_TEST(members.load() == threads);
+    }
+  std::atomic<int> inner{0};
+  std::atomic<bool> same_thread{true};
+  k::parallel_run(2, [&](int, int) {
+    const std::thread::id me = std::this_thread::get_id();
+    k::parallel_parts(4, 8, [&](int64_t) {
+      inner.fetch_add(1);
+      if (std::this_thread::get_id() != me) same_thread.store(false);
+    });
+  });
+  BOOST_TEST(inner.load() == 16);
+  BOOST_TEST(same_thread.load());
+  std::atomic<int> wider{0};  // nested teams of more than one thread (Boost.Test is not thread-safe)
+  k::parallel_parts(2, 4, [&](int64_t) {
+    k::parallel_run(3, [&](int, int nt) { wider.fetch_add(nt != 1); });
+  });
+  BOOST_TEST(wider.load() == 0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
