@@ -1,4 +1,5 @@
-// CSV data sets read with the Fast C++ CSV Parser's LineReader; fields split and checked here.
+// CSV data sets: lines read whole for small files, with the Fast C++ CSV Parser's LineReader for
+// large ones; fields split and checked here.
 #include "data/csv.h"
 
 // The library's header trips GCC 12's -Wstringop-truncation (a strncpy into a bounded buffer).
@@ -9,6 +10,10 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -116,6 +121,59 @@ void split_fields(std::string_view line, char delimiter, const std::string& file
   fields.resize(count);
 }
 
+// The lines of a file, without line breaks ("\n" or "\r\n") and without a UTF-8 byte-order mark.
+// A file of up to kWholeFileBytes is read at once and split here: the CSV library's LineReader
+// allocates a 48 MB buffer for every file (and a reading thread for files over 32 MB), which costs
+// far more than reading a small file; larger files stream through io::LineReader, which holds at
+// most 48 MB of the file at a time. Both give the same lines and line numbers.
+class Lines {
+ public:
+  static constexpr uintmax_t kWholeFileBytes = uintmax_t{1} << 20;
+
+  explicit Lines(const std::string& path) {
+    std::error_code ec;
+    const uintmax_t size = std::filesystem::file_size(path, ec);
+    if (ec || size > kWholeFileBytes || !read_whole(path)) reader_.emplace(path);
+  }
+
+  // The next line (nullopt at the end of the file); number is its 1-based line number.
+  std::optional<std::string_view> next(int64_t& number) {
+    if (reader_) {
+      char* line = reader_->next_line();
+      if (!line) return std::nullopt;
+      number = reader_->get_file_line();
+      return std::string_view(line);
+    }
+    if (pos_ >= text_.size()) return std::nullopt;
+    size_t end = text_.find('\n', pos_);
+    if (end == std::string::npos) end = text_.size();
+    std::string_view line(text_.data() + pos_, end - pos_);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    pos_ = end + 1;
+    number = ++line_;
+    return line;
+  }
+
+ private:
+  // Reads the whole file into text_; false if it grew past kWholeFileBytes meanwhile.
+  bool read_whole(const std::string& path) {
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+    if (!f) throw Error(path + ": cannot open: " + std::strerror(errno));
+    text_.resize(kWholeFileBytes + 1);
+    const size_t got = std::fread(text_.data(), 1, text_.size(), f.get());
+    if (std::ferror(f.get())) throw Error(path + ": cannot read: " + std::strerror(errno));
+    if (got > kWholeFileBytes) return false;
+    text_.resize(got);
+    if (text_.compare(0, 3, "\xEF\xBB\xBF") == 0) pos_ = 3;
+    return true;
+  }
+
+  std::string text_;  // the whole file (small files)
+  size_t pos_ = 0;    // where the next line starts in text_
+  int64_t line_ = 0;  // the last line's number
+  std::optional<io::LineReader> reader_;  // large files
+};
+
 // Reads the file; train (if given) fixes the feature columns and the class mapping.
 Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* train) {
   namespace fs = std::filesystem;
@@ -126,22 +184,20 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
     throw Error(path + ": no label column given (expected the name of one of the header's columns)");
 
   try {
-    io::LineReader reader(path);
-    auto next_line = [&](int64_t& number) -> char* {
-      // Skips blank lines; returns null at the end of the file.
-      while (char* line = reader.next_line()) {
-        number = reader.get_file_line();
-        if (!trim(line).empty()) return line;
-      }
-      return nullptr;
+    Lines lines(path);
+    auto next_line = [&](int64_t& number) -> std::optional<std::string_view> {
+      // Skips blank lines; returns nullopt at the end of the file.
+      while (const std::optional<std::string_view> line = lines.next(number))
+        if (!trim(*line).empty()) return line;
+      return std::nullopt;
     };
 
     // Header.
     int64_t line_no = 0;
-    char* line = next_line(line_no);
+    std::optional<std::string_view> line = next_line(line_no);
     if (!line) throw Error(path + ": the file is empty (expected a header row with column names)");
     const int64_t header_line = line_no;
-    const std::vector<std::string> header = split_csv_line(line, opt.delimiter, path, line_no);
+    const std::vector<std::string> header = split_csv_line(std::string(*line), opt.delimiter, path, line_no);
     std::vector<std::string> fields;  // reused for every row
     const size_t width = header.size();
     std::set<std::string> seen;
@@ -156,7 +212,7 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
     }
     if (all_numeric)
       throw Error(at_line(path, line_no) + ": no header row (every field is a number: \"" +
-                  std::string(trim(line)) + "\"); expected column names in the first row");
+                  std::string(trim(*line)) + "\"); expected column names in the first row");
     const auto label_it = std::find(header.begin(), header.end(), opt.label_column);
     if (label_it == header.end())
       throw Error(at_line(path, line_no) + ": no column \"" + opt.label_column +
@@ -196,7 +252,7 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
     std::vector<int64_t> label_line;  // the file line of each row
     std::vector<float> row(d);
     while ((line = next_line(line_no))) {
-      split_fields(line, opt.delimiter, path, line_no, fields);
+      split_fields(*line, opt.delimiter, path, line_no, fields);
       if (fields.size() != width)
         throw Error(at_line(path, line_no) + ": expected " + std::to_string(width) +
                     " fields (as in the header, line " + std::to_string(header_line) + "), got " +

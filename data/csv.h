@@ -23,7 +23,8 @@ struct CsvOptions {
 std::vector<std::string> split_csv_line(const std::string& line, char delimiter, const std::string& file,
                                         int64_t line_number);
 
-// Reads a training (or whole) CSV data set with the Fast C++ CSV Parser's io::LineReader.
+// Reads a training (or whole) CSV data set (files over 1 MiB stream through the Fast C++ CSV
+// Parser's io::LineReader).
 // Features: every column but the label, in file order, each cell a finite number. Classification:
 // if every label is an integer, classes are those integers sorted numerically (so 0..9 stay 0..9);
 // otherwise the label strings sorted bytewise (as scikit-learn's LabelEncoder). class_names holds

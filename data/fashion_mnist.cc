@@ -1,8 +1,12 @@
 // Fashion-MNIST: reads and checks the gzip IDX files (magic numbers, dims, counts, sizes) with zlib.
+// Sizes in a header are not trusted: products are checked for overflow and a limit, and memory grows
+// only with the bytes that actually arrive, so a short file declaring billions of items costs
+// nothing before it is refused.
 #include "data/fashion_mnist.h"
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -14,6 +18,12 @@ namespace {
 
 constexpr uint32_t kImagesMagic = 2051;  // 0x00000803: unsigned bytes, 3 dims
 constexpr uint32_t kLabelsMagic = 2049;  // 0x00000801: unsigned bytes, 1 dim
+
+// The largest body (bytes after the header) read: 16 GiB, far above any IDX data set (Fashion-MNIST's
+// training images are 47 MB) and below what would overflow the float32 copy's size.
+constexpr uint64_t kMaxBodyBytes = uint64_t{1} << 34;
+// Bytes read (and memory grown) per step.
+constexpr uint64_t kChunkBytes = uint64_t{1} << 22;
 
 // An open gzip (or plain: zlib reads those transparently) file; every error names the file.
 class GzFile {
@@ -45,7 +55,16 @@ class GzFile {
         const char* msg = gzerror(file_, &code);
         throw Error(path_ + ": corrupt gzip data (" + (msg ? msg : "unknown zlib error") + ")");
       }
-      if (got == 0) break;
+      if (got == 0) {
+        // End of data. zlib reports a stream cut short (compressed data or its 8-byte CRC and size
+        // trailer missing) only as a soft Z_BUF_ERROR that gzread itself does not return.
+        int code = Z_OK;
+        const char* msg = gzerror(file_, &code);
+        if (code == Z_BUF_ERROR)
+          throw Error(path_ + ": truncated gzip file (" + (msg ? msg : "unexpected end of file") +
+                      "; the compressed data or its CRC and size trailer is missing)");
+        break;
+      }
       done += got;
     }
     return done;
@@ -59,11 +78,16 @@ class GzFile {
                   " bytes), the file ends after " + std::to_string(got));
   }
 
-  // Reads everything left and returns how many bytes that was.
-  int64_t count_rest() {
+  // Reads what is left, but at most `limit` bytes, and returns how many bytes that was.
+  uint64_t count_rest(uint64_t limit) {
     std::vector<char> scratch(1 << 20);
-    int64_t total = 0, got;
-    while ((got = read(scratch.data(), static_cast<int64_t>(scratch.size()))) > 0) total += got;
+    uint64_t total = 0;
+    while (total < limit) {
+      const int64_t want = static_cast<int64_t>(std::min<uint64_t>(scratch.size(), limit - total));
+      const int64_t got = read(scratch.data(), want);
+      if (got <= 0) break;
+      total += static_cast<uint64_t>(got);
+    }
     return total;
   }
 
@@ -104,20 +128,36 @@ int64_t items_to_keep(const GzFile& f, int64_t count, std::optional<int64_t> lim
 }
 
 // Reads `keep` items of `item_bytes` into out, then checks that exactly count - keep more follow.
-void read_body(GzFile& f, int64_t count, int64_t keep, int64_t item_bytes, const std::string& items,
+// out grows chunk by chunk as bytes arrive, and the rest is counted only up to one byte past the
+// declared size: memory and time are bounded by the file, not by its header.
+void read_body(GzFile& f, uint64_t count, uint64_t keep, uint64_t item_bytes, const std::string& items,
                std::vector<uint8_t>& out) {
-  const int64_t declared = count * item_bytes;
-  out.resize(keep * item_bytes);
-  const int64_t got = f.read(out.data(), keep * item_bytes);
-  const int64_t rest = got == keep * item_bytes ? f.count_rest() : 0;
-  const int64_t body = got + rest;
+  uint64_t declared = 0;
+  if (__builtin_mul_overflow(count, item_bytes, &declared) || declared > kMaxBodyBytes)
+    throw Error(f.path() + ": the header declares " + std::to_string(count) + " " + items + " (" +
+                std::to_string(count) + " x " + std::to_string(item_bytes) +
+                " bytes), more than the 16 GiB an IDX file may hold here");
+  const uint64_t want = keep * item_bytes;  // keep <= count, so no overflow
+  out.clear();
+  out.reserve(std::min(want, kChunkBytes * 16));  // address space only: pages are touched as filled
+  uint64_t got = 0;
+  while (got < want) {
+    const uint64_t step = std::min(want - got, kChunkBytes);
+    out.resize(got + step);
+    const uint64_t n = static_cast<uint64_t>(f.read(out.data() + got, static_cast<int64_t>(step)));
+    got += n;
+    if (n < step) break;
+  }
+  out.resize(got);
+  const uint64_t rest = got == want ? f.count_rest(declared - got + 1) : 0;
+  const uint64_t body = got + rest;
   if (body < declared)
     throw Error(f.path() + ": truncated: the header declares " + std::to_string(count) + " " + items +
                 " (" + std::to_string(declared) + " bytes after the header), the file holds only " +
                 std::to_string(body));
   if (body > declared)
-    throw Error(f.path() + ": " + std::to_string(body - declared) + " unexpected bytes after the " +
-                std::to_string(count) + " " + items + " the header declares");
+    throw Error(f.path() + ": unexpected bytes after the " + std::to_string(count) + " " + items +
+                " the header declares (" + std::to_string(declared) + " bytes after the header)");
 }
 
 }  // namespace

@@ -1,5 +1,9 @@
 // CSV reader: fixture files (valid and malformed); values, class mappings and every error's file, line and column.
 #include <boost/test/unit_test.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "data/csv.h"
 #include "data/split.h"
@@ -108,6 +112,58 @@ BOOST_AUTO_TEST_CASE(byte_order_mark_and_crlf_line_ends) {
   BOOST_TEST(ds.feature_names == (std::vector<std::string>{"f1", "f2"}));
   BOOST_TEST(ds.class_names == (std::vector<std::string>{"a", "b"}));
   check_tensor(ds.x, {1, 2, 3, 4});
+}
+
+// Files up to 1 MiB are read whole, larger ones stream through the CSV library's LineReader: the
+// same text gives the same rows, classes and line numbers either way (BOM, CRLF, blank lines, a
+// last line without a line break), and errors name the same line.
+BOOST_AUTO_TEST_CASE(small_and_large_files_read_alike) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("normlab_csv_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  // rows lines of "i,-i/4,class", a blank line every 1000 rows.
+  const auto text = [](int rows, const std::string& last) {
+    std::string t = "\xEF\xBB\xBFx, y ,label\r\n";
+    for (int i = 0; i < rows; ++i) {
+      t += std::to_string(i) + "," + std::to_string(-i / 4.0) + ",c" + std::to_string(i % 3) + "\r\n";
+      if (i % 1000 == 999) t += "\r\n";
+    }
+    return t + last;
+  };
+  const auto write = [&](const std::string& name, const std::string& t) {
+    std::ofstream(dir / name, std::ios::binary) << t;
+    return (dir / name).string();
+  };
+  const int big_rows = 60000;
+  const std::string big = write("big.csv", text(big_rows, "7,8,c2"));
+  const std::string small = write("small.csv", text(3000, "7,8,c2"));
+  BOOST_REQUIRE(fs::file_size(big) > (1u << 20));
+  BOOST_REQUIRE(fs::file_size(small) < (1u << 20));
+  const Dataset b = read_csv(big, classify("label"));
+  const Dataset s = read_csv(small, classify("label"));
+  BOOST_TEST(b.size() == big_rows + 1);
+  BOOST_TEST(s.size() == 3001);
+  BOOST_TEST(b.class_names == s.class_names);
+  BOOST_TEST(b.class_names == (std::vector<std::string>{"c0", "c1", "c2"}));
+  for (const Dataset* d : {&b, &s}) {
+    const int64_t n = d->size();
+    const float* x = d->x.data<float>();
+    BOOST_TEST(x[2 * 1001] == 1001.0f);
+    BOOST_TEST(x[2 * 1001 + 1] == -250.25f);
+    BOOST_TEST(d->labels[1001] == 2);
+    BOOST_TEST(d->lines[0] == 2);
+    BOOST_TEST(d->lines[1000] == 1003);  // after the blank line 1002
+    BOOST_TEST(x[2 * (n - 1)] == 7.0f);  // the last line has no line break
+    BOOST_TEST(d->lines[n - 1] == 2 + (n - 1) + (n - 1) / 1000);
+  }
+  // An error on the last line names it in both.
+  const std::string big_bad = write("big_bad.csv", text(big_rows, "7,oops,c2"));
+  const std::string small_bad = write("small_bad.csv", text(3000, "7,oops,c2"));
+  check_mentions(error_of([&] { read_csv(big_bad, classify("label")); }),
+                 {big_bad, "line " + std::to_string(2 + big_rows + big_rows / 1000), "\"y\"", "oops"});
+  check_mentions(error_of([&] { read_csv(small_bad, classify("label")); }),
+                 {small_bad, "line " + std::to_string(2 + 3000 + 3), "\"y\"", "oops"});
+  fs::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_CASE(missing_empty_and_header_only_files) {

@@ -1,5 +1,6 @@
 // Fashion-MNIST: small gzip IDX files written here with zlib (valid and broken), and the real files if installed.
 #include <boost/test/unit_test.hpp>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -150,7 +151,7 @@ BOOST_AUTO_TEST_CASE(truncated_and_oversized_files) {
   long_body.push_back(0), long_body.push_back(0);
   write_gz(images, idx(2051, {2, 28, 28}, long_body));
   check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path.string()); }),
-                 {images, "2 unexpected bytes"});
+                 {images, "unexpected bytes after the 2 images"});
   write_gz(images, {});
   check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path.string()); }),
                  {images, "truncated", "magic number"});
@@ -170,6 +171,38 @@ BOOST_AUTO_TEST_CASE(corrupt_gzip_data) {
   std::ofstream(labels, std::ios::binary).write(bytes.data(), bytes.size());
   check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path.string()); }),
                  {labels, "corrupt gzip data"});
+}
+
+// Peak resident memory of this process so far, in MiB.
+int64_t peak_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss / 1024;
+}
+
+// Headers that declare far more than their file holds are refused without allocating what they
+// declare (tests/data/fixtures/idx/make.py writes these files).
+BOOST_AUTO_TEST_CASE(declared_sizes_are_not_trusted) {
+  const std::string labels = normlab::test::fixture("idx/labels_declares_2600000000.idx");
+  const std::string images = normlab::test::fixture("idx/images_declares_60000x200x200.gz");
+  const std::string huge = normlab::test::fixture("idx/images_count_ffffffff.idx");
+  const int64_t before = peak_rss_mib();
+  check_mentions(error_of([&] { read_idx_labels(labels); }),
+                 {labels, "truncated", "declares 2600000000 labels", "holds only 0"});
+  check_mentions(error_of([&] { read_idx_images(images); }),
+                 {images, "truncated", "declares 60000 images of 200x200", "holds only 0"});
+  check_mentions(error_of([&] { read_idx_images(images, 10); }), {images, "truncated", "holds only 0"});
+  // 4294967295 x 65536 x 65536 bytes: checked, not multiplied in int64.
+  check_mentions(error_of([&] { read_idx_images(huge); }),
+                 {huge, "declares 4294967295 images", "more than the 16 GiB"});
+  // Declaring 2.4 GB used to cost 2.4 GB of memory before the refusal.
+  BOOST_TEST(peak_rss_mib() - before < 200, "peak RSS grew by " << peak_rss_mib() - before << " MiB");
+}
+
+// zlib reports a gzip stream without its 8-byte trailer (CRC32 and size) only as a soft error.
+BOOST_AUTO_TEST_CASE(gzip_without_its_trailer_is_truncated) {
+  const std::string labels = normlab::test::fixture("idx/labels_no_trailer.gz");
+  check_mentions(error_of([&] { read_idx_labels(labels); }), {labels, "truncated gzip file"});
 }
 
 BOOST_AUTO_TEST_CASE(count_mismatch_size_and_label_range) {
