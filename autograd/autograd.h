@@ -1,11 +1,15 @@
-// Everything of the autograd library in one include: tensors, ops, the engine, gradcheck.
+// Everything of the autograd library in one include: tensors, ops (norms and dropout too), the
+// engine, gradcheck, Python-style formatting.
 #pragma once
 #include "autograd/allocator.h"
+#include "autograd/dropout.h"
 #include "autograd/elementwise.h"
 #include "autograd/engine.h"
+#include "autograd/format.h"
 #include "autograd/gradcheck.h"
 #include "autograd/loss.h"
 #include "autograd/matmul.h"
+#include "autograd/norm.h"
 #include "autograd/reduce.h"
 #include "autograd/shape_ops.h"
 #include "autograd/tensor.h"

@@ -4,6 +4,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/dtype.h"
@@ -127,6 +128,9 @@ Tensor arange(double start, double end, double step = 1, DType dtype = DType::Fl
 Tensor arange(int64_t n, DType dtype = DType::Float32);
 // A tensor from values in row-major order; values.size() must equal the shape's element count.
 Tensor tensor(const std::vector<double>& values, const Shape& shape, DType dtype = DType::Float32);
+// Named tensors in a fixed order (a state_dict, a list of parameters, the tensors of a file).
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
 // A 1-D tensor from values.
 Tensor tensor(const std::vector<double>& values, DType dtype = DType::Float32);
 // Uniform in [lo, hi), drawn from gen.

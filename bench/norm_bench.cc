@@ -11,7 +11,7 @@
 #include "autograd/autograd.h"
 #include "bench/bench.h"
 #include "nn/batchnorm.h"
-#include "nn/kernels/norm.h"
+#include "autograd/kernels/norm.h"
 #include "nn/layernorm.h"
 
 namespace normlab::bench {
@@ -19,7 +19,7 @@ namespace normlab::bench {
 namespace {
 
 using autograd::Tensor;
-namespace k = nn::kernels;
+namespace k = autograd::kernels;
 
 constexpr int64_t kRows = 4096, kCols = 1024, kNumel = kRows * kCols;
 

@@ -4,7 +4,8 @@
 
 #include <cmath>
 
-#include "nn/functional.h"
+#include "autograd/format.h"
+#include "autograd/norm.h"
 
 namespace normlab::nn {
 
@@ -16,10 +17,8 @@ BatchNorm::BatchNorm(std::string name, int64_t num_features, double eps, std::op
       track_running_stats_(track_running_stats) {
   if (num_features <= 0)
     throw Error(name_ + ": num_features must be positive, got " + std::to_string(num_features));
-  if (!(eps > 0) || !std::isfinite(eps)) throw Error(name_ + ": eps must be a finite number > 0, got " + py_float(eps));
-  if (momentum && !(*momentum >= 0 && *momentum <= 1))
-    throw Error(name_ + ": momentum must be in [0, 1] (or None for a cumulative average), got " +
-                py_float(*momentum));
+  if (!(eps > 0) || !std::isfinite(eps)) throw Error(name_ + ": eps must be a finite number > 0, got " + autograd::py_float(eps));
+  if (momentum) autograd::check_momentum(*momentum, name_);  // None: a cumulative average
   if (affine) {
     weight_ = register_parameter("weight", autograd::ones({num_features}, dtype));
     bias_ = register_parameter("bias", autograd::zeros({num_features}, dtype));
@@ -49,7 +48,7 @@ Tensor BatchNorm::forward(const Tensor& x) {
   }
   // Batch statistics in training, and in eval too when no running statistics are kept.
   const bool use_batch_stats = is_training() || !track_running_stats_;
-  Tensor y = batch_norm(x, track_running_stats_ ? running_mean_ : Tensor(),
+  Tensor y = autograd::batch_norm(x, track_running_stats_ ? running_mean_ : Tensor(),
                         track_running_stats_ ? running_var_ : Tensor(), weight_, bias_, use_batch_stats, f, eps_);
   // Counted only once batch_norm accepted the batch (PyTorch counts a refused batch too), so a
   // refused batch leaves the module as it was.
@@ -58,14 +57,14 @@ Tensor BatchNorm::forward(const Tensor& x) {
 }
 
 std::string BatchNorm::repr() const {
+  using autograd::py_bool, autograd::py_float;
   return name_ + "(" + std::to_string(num_features_) + ", eps=" + py_float(eps_) +
          ", momentum=" + (momentum_ ? py_float(*momentum_) : "None") + ", affine=" + py_bool(affine_) +
          ", track_running_stats=" + py_bool(track_running_stats_) + ")";
 }
 
 void BatchNorm::set_momentum(std::optional<double> momentum) {
-  if (momentum && !(*momentum >= 0 && *momentum <= 1))
-    throw Error(name_ + ": momentum must be in [0, 1] (or None for a cumulative average), got " + py_float(*momentum));
+  if (momentum) autograd::check_momentum(*momentum, name_);  // None: a cumulative average
   momentum_ = momentum;
 }
 

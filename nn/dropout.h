@@ -8,11 +8,6 @@
 
 namespace normlab::nn {
 
-// x: (*) -> (*). y = x * m, m_i = 1/(1-p) with probability 1-p, else 0 (all 0 when p = 1);
-// dy/dx = m, so the gradient flows through the same mask. The mask is drawn from gen, one uniform
-// per element in row-major order (element i is kept when u_i >= p). p must be in [0, 1].
-Tensor dropout(const Tensor& x, double p, Generator& gen);
-
 class Dropout : public Module {
  public:
   // p: the probability of zeroing an element, in [0, 1]; seed: the seed of this layer's own

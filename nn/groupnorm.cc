@@ -3,7 +3,8 @@
 
 #include <cmath>
 
-#include "nn/functional.h"
+#include "autograd/format.h"
+#include "autograd/norm.h"
 
 namespace normlab::nn {
 
@@ -15,7 +16,7 @@ GroupNorm::GroupNorm(int64_t num_groups, int64_t num_channels, double eps, bool 
   if (num_channels % num_groups != 0)
     throw Error("GroupNorm: num_channels must be divisible by num_groups, got num_channels=" +
                 std::to_string(num_channels) + " and num_groups=" + std::to_string(num_groups));
-  if (!(eps > 0) || !std::isfinite(eps)) throw Error("GroupNorm: eps must be a finite number > 0, got " + py_float(eps));
+  if (!(eps > 0) || !std::isfinite(eps)) throw Error("GroupNorm: eps must be a finite number > 0, got " + autograd::py_float(eps));
   if (affine) {
     weight_ = register_parameter("weight", autograd::ones({num_channels}, dtype));
     bias_ = register_parameter("bias", autograd::zeros({num_channels}, dtype));
@@ -28,12 +29,12 @@ Tensor GroupNorm::forward(const Tensor& x) {
     throw Error("GroupNorm(" + std::to_string(num_groups_) + ", " + std::to_string(num_channels_) +
                 "): expected input of shape (N, " + std::to_string(num_channels_) + ", *), but got input of size " +
                 autograd::shape_str(x.shape()));
-  return group_norm(x, num_groups_, weight_, bias_, eps_);
+  return autograd::group_norm(x, num_groups_, weight_, bias_, eps_);
 }
 
 std::string GroupNorm::repr() const {
   return "GroupNorm(" + std::to_string(num_groups_) + ", " + std::to_string(num_channels_) +
-         ", eps=" + py_float(eps_) + ", affine=" + py_bool(affine_) + ")";
+         ", eps=" + autograd::py_float(eps_) + ", affine=" + autograd::py_bool(affine_) + ")";
 }
 
 }  // namespace normlab::nn

@@ -3,30 +3,31 @@
 
 #include <cmath>
 
-#include "nn/functional.h"
+#include "autograd/format.h"
+#include "autograd/norm.h"
 
 namespace normlab::nn {
 
 LayerNorm::LayerNorm(Shape normalized_shape, double eps, bool elementwise_affine, bool bias, DType dtype)
     : normalized_shape_(std::move(normalized_shape)), eps_(eps), elementwise_affine_(elementwise_affine) {
   if (normalized_shape_.empty())
-    throw Error("LayerNorm: normalized_shape must have at least one dim, got " + py_tuple(normalized_shape_));
+    throw Error("LayerNorm: normalized_shape must have at least one dim, got " + autograd::py_tuple(normalized_shape_));
   for (int64_t d : normalized_shape_)
     if (d <= 0)
-      throw Error("LayerNorm: normalized_shape must have positive sizes, got " + py_tuple(normalized_shape_));
+      throw Error("LayerNorm: normalized_shape must have positive sizes, got " + autograd::py_tuple(normalized_shape_));
   if (!(eps > 0) || !std::isfinite(eps))
-    throw Error("LayerNorm: eps must be a finite number > 0, got " + py_float(eps));
+    throw Error("LayerNorm: eps must be a finite number > 0, got " + autograd::py_float(eps));
   if (elementwise_affine) {
     weight_ = register_parameter("weight", autograd::ones(normalized_shape_, dtype));
     if (bias) bias_ = register_parameter("bias", autograd::zeros(normalized_shape_, dtype));
   }
 }
 
-Tensor LayerNorm::forward(const Tensor& x) { return layer_norm(x, normalized_shape_, weight_, bias_, eps_); }
+Tensor LayerNorm::forward(const Tensor& x) { return autograd::layer_norm(x, normalized_shape_, weight_, bias_, eps_); }
 
 std::string LayerNorm::repr() const {
-  return "LayerNorm(" + py_tuple(normalized_shape_) + ", eps=" + py_float(eps_) +
-         ", elementwise_affine=" + py_bool(elementwise_affine_) + ")";
+  return "LayerNorm(" + autograd::py_tuple(normalized_shape_) + ", eps=" + autograd::py_float(eps_) +
+         ", elementwise_affine=" + autograd::py_bool(elementwise_affine_) + ")";
 }
 
 }  // namespace normlab::nn

@@ -17,8 +17,7 @@ using autograd::Generator;
 using autograd::Shape;
 using autograd::Tensor;
 
-// Named tensors in a fixed order (a state_dict, a list of parameters).
-using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+using autograd::NamedTensors;
 
 class Module {
  public:

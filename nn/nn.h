@@ -1,11 +1,10 @@
 // Everything of the nn library in one include: modules, norms, activations, losses, init,
-// functional norms and safetensors checkpoints.
+// and safetensors checkpoints (the functional norms are autograd ops: autograd/norm.h).
 #pragma once
 #include "nn/activation.h"
 #include "nn/batchnorm.h"
 #include "nn/checkpoint.h"
 #include "nn/dropout.h"
-#include "nn/functional.h"
 #include "nn/groupnorm.h"
 #include "nn/init.h"
 #include "nn/layernorm.h"
@@ -13,5 +12,4 @@
 #include "nn/loss.h"
 #include "nn/module.h"
 #include "nn/rmsnorm.h"
-#include "nn/safetensors.h"
 #include "nn/sequential.h"

@@ -1,17 +1,17 @@
-// Optimizer checkpoints, stored with nn's safetensors training-state format.
+// Optimizer checkpoints, stored as training states (serialize/training_state.h).
 #include "optim/checkpoint.h"
 
-#include "nn/checkpoint.h"
+#include "serialize/training_state.h"
 
 namespace normlab::optim {
 
 void save_optimizer(const std::string& path, const Optimizer& opt, int64_t step) {
   const OptimizerState s = opt.state();
-  nn::save_training_state(path, s.tensors, s.scalars, step);
+  serialize::save_training_state(path, s.tensors, s.scalars, step);
 }
 
 int64_t load_optimizer(const std::string& path, Optimizer& opt) {
-  nn::TrainingState t = nn::load_training_state(path);
+  serialize::TrainingState t = serialize::load_training_state(path);
   OptimizerState s;
   s.tensors = std::move(t.optimizer_tensors);
   s.scalars = std::move(t.scalars);

@@ -1,5 +1,6 @@
 // Optimizer checkpoints: an optimizer's state (momentum buffers, hyper-parameters) and the
-// training step in a safetensors file beside the model's (nn/checkpoint.h), for resuming training.
+// training step in a safetensors file beside the model's (nn/checkpoint.h), for resuming training
+// (the file format: serialize/training_state.h).
 #pragma once
 #include <cstdint>
 #include <string>

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "optim/format.h"
+#include "autograd/format.h"
 
 namespace normlab::optim {
 
@@ -25,7 +25,7 @@ Optimizer::Optimizer(std::string name, std::vector<Tensor> params, double lr)
 }
 
 void Optimizer::check_lr(double lr, const std::string& where) const {
-  check(std::isfinite(lr) && lr >= 0, where + ": lr must be a finite number >= 0, got " + format_number(lr));
+  check(std::isfinite(lr) && lr >= 0, where + ": lr must be a finite number >= 0, got " + autograd::py_float(lr));
 }
 
 void Optimizer::set_lr(double lr) {
@@ -78,7 +78,7 @@ void Optimizer::check_scalar_names(const OptimizerState& state, const std::vecto
 int64_t Optimizer::read_step(const OptimizerState& state) const {
   const double step = state.scalars.at("step");
   check(std::isfinite(step) && step >= 0 && step == std::floor(step) && step < 9.0e15,
-        name_ + ".load_state: scalar \"step\" must be a whole number >= 0, got " + format_number(step));
+        name_ + ".load_state: scalar \"step\" must be a whole number >= 0, got " + autograd::py_float(step));
   return static_cast<int64_t>(step);
 }
 

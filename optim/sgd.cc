@@ -5,7 +5,7 @@
 #include <set>
 
 #include "autograd/engine.h"
-#include "optim/format.h"
+#include "autograd/format.h"
 #include "optim/kernels/sgd.h"
 
 namespace normlab::optim {
@@ -41,15 +41,15 @@ int64_t buffer_index(const std::string& name) {
 }  // namespace
 
 void SGD::check_options(const SGDOptions& o, const std::string& where) {
-  check(std::isfinite(o.lr) && o.lr >= 0, where + ": lr must be a finite number >= 0, got " + format_number(o.lr));
+  check(std::isfinite(o.lr) && o.lr >= 0, where + ": lr must be a finite number >= 0, got " + autograd::py_float(o.lr));
   check(std::isfinite(o.momentum) && o.momentum >= 0 && o.momentum < 1,
-        where + ": momentum must be in [0, 1), got " + format_number(o.momentum));
-  check(std::isfinite(o.dampening), where + ": dampening must be a finite number, got " + format_number(o.dampening));
+        where + ": momentum must be in [0, 1), got " + autograd::py_float(o.momentum));
+  check(std::isfinite(o.dampening), where + ": dampening must be a finite number, got " + autograd::py_float(o.dampening));
   check(std::isfinite(o.weight_decay) && o.weight_decay >= 0,
-        where + ": weight_decay must be a finite number >= 0, got " + format_number(o.weight_decay));
+        where + ": weight_decay must be a finite number >= 0, got " + autograd::py_float(o.weight_decay));
   check(!o.nesterov || (o.momentum > 0 && o.dampening == 0),
-        where + ": Nesterov momentum requires a momentum and zero dampening, got momentum=" + format_number(o.momentum) +
-            ", dampening=" + format_number(o.dampening));
+        where + ": Nesterov momentum requires a momentum and zero dampening, got momentum=" + autograd::py_float(o.momentum) +
+            ", dampening=" + autograd::py_float(o.dampening));
 }
 
 SGD::SGD(std::vector<Tensor> params, SGDOptions options)
@@ -119,7 +119,7 @@ void SGD::load_state(const OptimizerState& st) {
   check_scalar_names(st, {"lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize", "step"});
   const auto flag = [&](const char* name) {
     const double v = st.scalars.at(name);
-    check(v == 0 || v == 1, where + ": scalar \"" + name + "\" must be 0 or 1, got " + format_number(v));
+    check(v == 0 || v == 1, where + ": scalar \"" + name + "\" must be 0 or 1, got " + autograd::py_float(v));
     return v == 1;
   };
   SGDOptions o;

@@ -19,7 +19,7 @@
 #include "autograd/error.h"
 #include "data/split.h"
 #include "experiments/cli.h"
-#include "nn/safetensors.h"
+#include "serialize/safetensors.h"
 
 namespace fs = std::filesystem;
 using normlab::experiments::run_cli;
@@ -317,7 +317,7 @@ BOOST_AUTO_TEST_CASE(validation_columns_only_with_a_validation_set) {
 BOOST_AUTO_TEST_CASE(train_writes_a_checkpoint_with_pytorch_names) {
   Tmp t;
   BOOST_REQUIRE_EQUAL(run({"train", "--quick", "--quiet", "--norm", "batch", "--out", t.dir.string()}), 0);
-  const auto f = normlab::nn::load_safetensors((t.dir / "model.safetensors").string());
+  const auto f = normlab::serialize::load_safetensors((t.dir / "model.safetensors").string());
   std::vector<std::string> names;
   for (const auto& [n, x] : f.tensors) names.push_back(n);
   for (const char* want : {"0.weight", "0.bias", "1.weight", "1.bias", "1.running_mean", "1.running_var",

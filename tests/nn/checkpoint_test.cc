@@ -1,6 +1,7 @@
 // Checkpoints: module round trips with PyTorch's names, all-or-nothing loading that leaves the model
 // unchanged on any error, training states with exact scalars, and bitwise-identical resumed training.
 #include "nn/checkpoint.h"
+#include "serialize/training_state.h"
 
 #include <boost/test/unit_test.hpp>
 #include <cmath>
@@ -15,6 +16,7 @@
 
 using namespace normlab::autograd;
 using namespace normlab::nn;
+using namespace normlab::serialize;
 using normlab::Error;
 using normlab::test::read_bytes;
 using normlab::test::TempDir;

@@ -151,7 +151,7 @@ BOOST_AUTO_TEST_CASE(p_outside_zero_one_is_an_error) {
     BOOST_CHECK_EXCEPTION(Dropout{p}, Error,
                           [](const Error& e) { return message_has(e, {"between 0 and 1", "got"}); });
   Generator gen(0);
-  BOOST_CHECK_EXCEPTION(normlab::nn::dropout(ones({2}), 2.0, gen), Error, [](const Error& e) { return message_has(e, {"got 2"}); });
+  BOOST_CHECK_EXCEPTION(normlab::autograd::dropout(ones({2}), 2.0, gen), Error, [](const Error& e) { return message_has(e, {"got 2"}); });
 }
 
 BOOST_AUTO_TEST_CASE(gradient_is_the_mask) {

@@ -8,7 +8,7 @@
 
 #include "autograd/autograd.h"
 #include "nn/batchnorm.h"
-#include "nn/functional.h"
+#include "autograd/norm.h"
 #include "nn/groupnorm.h"
 #include "nn/layernorm.h"
 #include "nn/rmsnorm.h"
@@ -371,7 +371,7 @@ BOOST_AUTO_TEST_CASE(invalid_hyper_parameters) {
   check_error([] { BatchNorm1d(0); }, {"BatchNorm1d", "num_features must be positive, got 0"});
   check_error([] { BatchNorm2d(-2); }, {"BatchNorm2d", "got -2"});
   check_error([] { BatchNorm1d(4, 0); }, {"BatchNorm1d", "eps", "0.0"});
-  check_error([] { BatchNorm1d(4, 1e-5, 1.5); }, {"momentum must be in [0, 1]", "1.5"});
+  check_error([] { BatchNorm1d(4, 1e-5, 1.5); }, {"momentum (the running-average factor) must be in [0, 1]", "1.5"});
   check_error([] { BatchNorm1d(4, 1e-5, -0.1); }, {"momentum", "-0.1"});
   check_error([] { GroupNorm(4, 6); }, {"num_channels must be divisible by num_groups", "num_channels=6",
                                         "num_groups=4"});
@@ -379,7 +379,7 @@ BOOST_AUTO_TEST_CASE(invalid_hyper_parameters) {
   check_error([] { GroupNorm(2, 4, -1); }, {"GroupNorm", "eps"});
   check_error([] { RMSNorm({3}, 0.0); }, {"RMSNorm", "eps"});
   check_error([] { RMSNorm({}); }, {"RMSNorm", "normalized_shape"});
-  check_error([] { BatchNorm1d(4, 1e-5, std::nan("")); }, {"momentum must be in [0, 1]", "nan"});
+  check_error([] { BatchNorm1d(4, 1e-5, std::nan("")); }, {"momentum (the running-average factor) must be in [0, 1]", "nan"});
   BOOST_CHECK_NO_THROW(BatchNorm1d(4, 1e-5, 0.0));  // the ends of [0, 1] are allowed
   BOOST_CHECK_NO_THROW(BatchNorm1d(4, 1e-5, 1.0));
 }
@@ -445,7 +445,7 @@ BOOST_AUTO_TEST_CASE(batchnorm_set_momentum_cumulative_average) {
   bn.set_momentum(0.25);
   BOOST_TEST(*bn.momentum() == 0.25);
   BOOST_CHECK_EXCEPTION(bn.set_momentum(1.5), Error, [](const Error& e) {
-    return std::string(e.what()).find("momentum must be in [0, 1]") != std::string::npos;
+    return std::string(e.what()).find("momentum (the running-average factor) must be in [0, 1]") != std::string::npos;
   });
   BOOST_TEST(*bn.momentum() == 0.25);
 }

@@ -88,7 +88,7 @@ BOOST_AUTO_TEST_CASE(chain_restarts_the_second_schedule_at_the_milestone) {
   // Chains nest: a third schedule (StepLR with a long step, so 0.1) from step 9.
   const Schedule nested = Chain(s, StepLR(1000, 0.5), 9);
   check_lrs(lrs(nested, 11), {0.02, 0.04, 0.06, 0.08, 0.1, 0.1, 0.05, 0.05, 0.025, 0.1, 0.1});
-  BOOST_TEST(s.name() == "Chain(LinearLR(start_factor=0.2, end_factor=1, total_iters=4), "
+  BOOST_TEST(s.name() == "Chain(LinearLR(start_factor=0.2, end_factor=1.0, total_iters=4), "
                          "StepLR(step_size=2, gamma=0.5), milestone=4)");
 }
 

@@ -12,6 +12,7 @@
 
 #include "nn/nn.h"
 #include "optim/checkpoint.h"
+#include "serialize/training_state.h"
 #include "optim/lr_scheduler.h"
 #include "optim/sgd.h"
 #include "tests/support/fixtures.h"
@@ -230,7 +231,7 @@ BOOST_AUTO_TEST_CASE(a_refused_optimizer_load_leaves_optimizer_model_and_file_un
   // `step` is written as given into the metadata, where save_training_state writes the step.
   auto state_file = [&](const std::string& name, const optim::OptimizerState& st, const std::string& step = "3") {
     const std::string path = dir.file(name + ".tmp.safetensors");
-    nn::save_training_state(path, st.tensors, st.scalars, 0);
+    normlab::serialize::save_training_state(path, st.tensors, st.scalars, 0);
     const std::string bytes = read_bytes(path);
     std::filesystem::remove(path);
     uint64_t k = 0;

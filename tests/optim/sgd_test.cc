@@ -409,12 +409,12 @@ BOOST_AUTO_TEST_CASE(invalid_hyper_parameters_are_errors) {
   check_error([&] { SGD(ps, {}); }, "lr must be a finite number >= 0, got nan");  // lr not given
   check_error([&] { SGD(ps, {.lr = INFINITY}); }, "got inf");
   check_error([&] { SGD(ps, {.lr = 0.1, .momentum = -0.5}); }, "momentum must be in [0, 1), got -0.5");
-  check_error([&] { SGD(ps, {.lr = 0.1, .momentum = 1}); }, "momentum must be in [0, 1), got 1");
+  check_error([&] { SGD(ps, {.lr = 0.1, .momentum = 1}); }, "momentum must be in [0, 1), got 1.0");
   check_error([&] { SGD(ps, {.lr = 0.1, .momentum = NAN}); }, "momentum must be in [0, 1), got nan");
-  check_error([&] { SGD(ps, {.lr = 0.1, .weight_decay = -1e-4}); }, "weight_decay must be a finite number >= 0, got -1e-04");
+  check_error([&] { SGD(ps, {.lr = 0.1, .weight_decay = -1e-4}); }, "weight_decay must be a finite number >= 0, got -0.0001");
   check_error([&] { SGD(ps, {.lr = 0.1, .dampening = NAN}); }, "dampening must be a finite number");
   check_error([&] { SGD(ps, {.lr = 0.1, .nesterov = true}); },
-              "Nesterov momentum requires a momentum and zero dampening, got momentum=0, dampening=0");
+              "Nesterov momentum requires a momentum and zero dampening, got momentum=0.0, dampening=0.0");
   check_error([&] { SGD(ps, {.lr = 0.1, .momentum = 0.9, .dampening = 0.1, .nesterov = true}); },
               "Nesterov momentum requires a momentum and zero dampening, got momentum=0.9, dampening=0.1");
   SGD ok(ps, {.lr = 0.1});

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "autograd/error.h"
-#include "nn/safetensors.h"
+#include "serialize/safetensors.h"
 
 #ifndef NORMLAB_SOURCE_DIR
 #error "NORMLAB_SOURCE_DIR must be defined (tests/CMakeLists.txt defines it for test executables)"
@@ -26,7 +26,7 @@ namespace normlab::test {
 class Fixture {
  public:
   explicit Fixture(const std::string& name)
-      : name_(name), file_(nn::load_safetensors(path(name))) {
+      : name_(name), file_(serialize::load_safetensors(path(name))) {
     for (auto& [n, t] : file_.tensors) index_.emplace(n, t);
   }
 
@@ -63,7 +63,7 @@ class Fixture {
     return it->second;
   }
 
-  const nn::NamedTensors& tensors() const { return file_.tensors; }
+  const serialize::NamedTensors& tensors() const { return file_.tensors; }
   const std::map<std::string, std::string>& metadata() const { return file_.metadata; }
 
  private:
@@ -73,7 +73,7 @@ class Fixture {
     return i;
   }
   std::string name_;
-  nn::SafetensorsFile file_;
+  serialize::SafetensorsFile file_;
   std::map<std::string, autograd::Tensor> index_;
 };
 

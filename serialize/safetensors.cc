@@ -1,5 +1,5 @@
-// safetensors files: the atomic writer and the validating reader (format in nn/safetensors.h).
-#include "nn/safetensors.h"
+// safetensors files: the atomic writer and the validating reader (format in serialize/safetensors.h).
+#include "serialize/safetensors.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -15,7 +15,11 @@
 #include <set>
 #include <vector>
 
-namespace normlab::nn {
+namespace normlab::serialize {
+
+using autograd::DType;
+using autograd::Shape;
+using autograd::Tensor;
 
 // The data is written and read as raw bytes: both the format and the tensors are little-endian.
 static_assert(std::endian::native == std::endian::little, "safetensors I/O assumes a little-endian host");
@@ -417,4 +421,4 @@ SafetensorsFile load_safetensors(const std::string& path) {
   return result;
 }
 
-}  // namespace normlab::nn
+}  // namespace normlab::serialize

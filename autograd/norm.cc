@@ -1,6 +1,6 @@
 // Normalization ops: argument checks with PyTorch's messages, one fused kernel per forward, and the
 // backward recorded right below it calling the fused backward kernel.
-#include "nn/functional.h"
+#include "autograd/norm.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,20 +10,12 @@
 #include <vector>
 
 #include "autograd/engine.h"
-#include "nn/kernels/norm.h"
+#include "autograd/format.h"
+#include "autograd/kernels/norm.h"
 
-namespace normlab::nn {
+namespace normlab::autograd {
 
 namespace k = kernels;
-using autograd::DType;
-using autograd::dispatch;
-using autograd::dtype_name;
-using autograd::empty;
-using autograd::empty_like;
-using autograd::Needs;
-using autograd::record;
-using autograd::saved;
-using autograd::shape_str;
 using Grads = std::vector<Tensor>;
 
 namespace {
@@ -52,6 +44,15 @@ void check_eps(double eps, const char* op) {
   if (!(eps >= 0) || !std::isfinite(eps))
     throw Error(std::string(op) + ": eps must be a finite number >= 0, got " + py_float(eps));
 }
+
+}  // namespace
+
+void check_momentum(double momentum, const std::string& who) {
+  if (!(momentum >= 0 && momentum <= 1))  // also refuses NaN
+    throw Error(who + ": momentum (the running-average factor) must be in [0, 1], got " + py_float(momentum));
+}
+
+namespace {
 
 // The checks shared by layer_norm and rms_norm; returns the row length numel(normalized_shape).
 int64_t check_normalized_shape(const Tensor& x, const Shape& ns, const Tensor& weight, const Tensor& bias,
@@ -89,7 +90,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   check_eps(eps, "layer_norm");
   const int64_t rows = x.numel() / n;
   // Per-row statistics in one buffer (3, rows): the mean as a pair mean + mean_lo (see
-  // nn/kernels/norm.h), then rstd.
+  // autograd/kernels/norm.h), then rstd.
   Tensor y = empty_like(x), stats = empty({3, rows}, x.dtype());
   dispatch(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
@@ -134,15 +135,14 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     check_dtype(*t, x, "batch_norm", what);
   }
   check_eps(eps, "batch_norm");
-  if (!(momentum >= 0 && momentum <= 1))
-    throw Error("batch_norm: momentum (the running-average factor) must be in [0, 1], got " + py_float(momentum));
+  check_momentum(momentum, "batch_norm");
   if (!training && !running_mean.defined())
     throw Error("batch_norm: running_mean and running_var must be defined in evaluation mode (training=false)");
   if (training && m == 1)
     throw Error("Expected more than 1 value per channel when training, got input size " + shape_str(x.shape()));
 
   // Per-channel statistics used to normalize, in one buffer: mean, rstd and, in training, mean_lo
-  // and the batch variance (the batch's mean as a pair mean + mean_lo, see nn/kernels/norm.h); in
+  // and the batch variance (the batch's mean as a pair mean + mean_lo, see autograd/kernels/norm.h); in
   // eval the running statistics (no mean_lo).
   Tensor stats = empty({training ? 4 : 2, C}, x.dtype()), y = empty_like(x);
   dispatch(x.dtype(), [&](auto zero) {
@@ -255,43 +255,4 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
                 });
 }
 
-// ---- Python-style formatting ----------------------------------------------------------------------
-
-std::string py_float(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  if (v == 0) return std::signbit(v) ? "-0.0" : "0.0";
-  // The shortest digits that read back as v (Python's repr), as d.ddde[+-]x.
-  char buf[64];
-  for (int p = 1; p <= 17; ++p) {
-    std::snprintf(buf, sizeof buf, "%.*e", p - 1, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  std::string s = buf, sign;
-  if (s[0] == '-') sign = "-", s = s.substr(1);
-  const size_t epos = s.find('e');
-  const int exp = std::atoi(s.c_str() + epos + 1);
-  std::string digits;
-  for (size_t i = 0; i < epos; ++i)
-    if (s[i] != '.') digits += s[i];
-  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
-  // Python switches to scientific notation below 1e-4 and from 1e16 on.
-  if (exp < -4 || exp >= 16) {
-    std::string m = digits.substr(0, 1) + (digits.size() > 1 ? "." + digits.substr(1) : "");
-    char e[16];
-    std::snprintf(e, sizeof e, "e%c%02d", exp < 0 ? '-' : '+', std::abs(exp));
-    return sign + m + e;
-  }
-  if (exp < 0) return sign + "0." + std::string(-exp - 1, '0') + digits;
-  const size_t int_len = static_cast<size_t>(exp) + 1;
-  if (digits.size() <= int_len) return sign + digits + std::string(int_len - digits.size(), '0') + ".0";
-  return sign + digits.substr(0, int_len) + "." + digits.substr(int_len);
-}
-
-std::string py_tuple(const Shape& s) {
-  std::string r = "(";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + (s.size() == 1 ? ",)" : ")");
-}
-
-}  // namespace normlab::nn
+}  // namespace normlab::autograd

@@ -2,11 +2,11 @@
 // Every loop handles full vectors first and then a one-lane tail with the same generic lambda, so
 // no length needs a masked load (which may fault on AMD AVX2) and HWY_SCALAR (1 lane) just works.
 
-#if defined(NORMLAB_NN_KERNELS_NORM_INL_H_) == defined(HWY_TARGET_TOGGLE)
-#ifdef NORMLAB_NN_KERNELS_NORM_INL_H_
-#undef NORMLAB_NN_KERNELS_NORM_INL_H_
+#if defined(NORMLAB_AUTOGRAD_KERNELS_NORM_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef NORMLAB_AUTOGRAD_KERNELS_NORM_INL_H_
+#undef NORMLAB_AUTOGRAD_KERNELS_NORM_INL_H_
 #else
-#define NORMLAB_NN_KERNELS_NORM_INL_H_
+#define NORMLAB_AUTOGRAD_KERNELS_NORM_INL_H_
 #endif
 
 #include <algorithm>
@@ -16,11 +16,11 @@
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
-#include "nn/kernels/norm.h"
-#include "nn/kernels/norm_parallel.h"
+#include "autograd/kernels/norm.h"
+#include "autograd/kernels/norm_parallel.h"
 
 HWY_BEFORE_NAMESPACE();
-namespace normlab::nn::kernels::HWY_NAMESPACE {
+namespace normlab::autograd::kernels::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 // ---- Loop helpers ---------------------------------------------------------------------------------
@@ -684,7 +684,7 @@ void BatchNormBackward(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT dy
   });
 }
 
-}  // namespace normlab::nn::kernels::HWY_NAMESPACE
+}  // namespace normlab::autograd::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
 #endif  // include guard

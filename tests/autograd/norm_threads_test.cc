@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "autograd/parallel.h"
-#include "nn/kernels/norm.h"
+#include "autograd/kernels/norm.h"
 #include "tests/support/compare.h"
 #include "tests/support/random.h"
 #include "tests/support/targets.h"
 
-namespace k = normlab::nn::kernels;
+namespace k = normlab::autograd::kernels;
 using normlab::autograd::num_threads;
 using normlab::autograd::set_num_threads;
 using normlab::test::check_close;

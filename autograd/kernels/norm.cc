@@ -1,13 +1,13 @@
 // Normalization kernels: compiled once per Highway target, dispatched at run time (once per call).
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "nn/kernels/norm.cc"
+#define HWY_TARGET_INCLUDE "autograd/kernels/norm.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
 #include "hwy/highway.h"
-#include "nn/kernels/norm-inl.h"
+#include "autograd/kernels/norm-inl.h"
 
 HWY_BEFORE_NAMESPACE();
-namespace normlab::nn::kernels::HWY_NAMESPACE {
+namespace normlab::autograd::kernels::HWY_NAMESPACE {
 // Non-template wrappers: Highway exports functions, not templates.
 #define NORMLAB_NORM_WRAPPERS(T, S)                                                                        \
   void LayerNormForward##S(int64_t rows, int64_t n, const T* x, const T* gamma, const T* beta, double eps,  \
@@ -50,11 +50,11 @@ NORMLAB_NORM_WRAPPERS(float, F32)
 NORMLAB_NORM_WRAPPERS(double, F64)
 #undef NORMLAB_NORM_WRAPPERS
 int64_t NormTargetId() { return HWY_TARGET; }
-}  // namespace normlab::nn::kernels::HWY_NAMESPACE
+}  // namespace normlab::autograd::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-namespace normlab::nn::kernels {
+namespace normlab::autograd::kernels {
 
 HWY_EXPORT(LayerNormForwardF32);
 HWY_EXPORT(LayerNormForwardF64);
@@ -121,5 +121,5 @@ NORMLAB_NORM_DISPATCH(double, F64)
 
 const char* norm_active_target() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(NormTargetId)()); }
 
-}  // namespace normlab::nn::kernels
+}  // namespace normlab::autograd::kernels
 #endif  // HWY_ONCE

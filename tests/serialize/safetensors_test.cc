@@ -1,6 +1,6 @@
 // safetensors files: round trips, hand-built and torch-written files, every corruption refused with a
 // clear message, and atomic writes that never damage an existing file.
-#include "nn/safetensors.h"
+#include "serialize/safetensors.h"
 
 #include <signal.h>
 #include <sys/resource.h>
@@ -21,9 +21,9 @@
 
 using namespace normlab::autograd;
 using normlab::Error;
-using normlab::nn::load_safetensors;
-using normlab::nn::NamedTensors;
-using normlab::nn::save_safetensors;
+using normlab::serialize::load_safetensors;
+using normlab::serialize::NamedTensors;
+using normlab::serialize::save_safetensors;
 using normlab::test::check_tensor;
 using normlab::test::Fixture;
 using normlab::test::read_bytes;

@@ -9,9 +9,8 @@
 #include "autograd/kernels/pool.h"
 #include "autograd/parallel.h"
 
-namespace normlab::nn::kernels {
+namespace normlab::autograd::kernels {
 
-using autograd::kernels::parallel_parts;
 
 // Work below this many elements runs on the calling thread: waking a worker costs a few
 // microseconds, about what a norm kernel spends on 64K elements.
@@ -23,4 +22,4 @@ inline int norm_threads(int64_t elems, int64_t parts) {
   return static_cast<int>(std::min<int64_t>(autograd::num_threads(), parts));
 }
 
-}  // namespace normlab::nn::kernels
+}  // namespace normlab::autograd::kernels

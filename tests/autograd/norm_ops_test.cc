@@ -1,4 +1,4 @@
-// The differentiable norm ops (nn/functional.h): float64 gradcheck of every op and mode, values and
+// The differentiable norm ops (autograd/norm.h): float64 gradcheck of every op and mode, values and
 // gradients against the same formulas composed from autograd's basic ops, PyTorch's error messages,
 // and bitwise run-to-run determinism.
 #include <boost/test/unit_test.hpp>
@@ -7,15 +7,11 @@
 #include <vector>
 
 #include "autograd/autograd.h"
-#include "nn/functional.h"
+#include "autograd/norm.h"
 #include "tests/support/compare.h"
 
 using namespace normlab::autograd;
 using normlab::Error;
-using normlab::nn::batch_norm;
-using normlab::nn::group_norm;
-using normlab::nn::layer_norm;
-using normlab::nn::rms_norm;
 using normlab::test::check_tensor;
 
 namespace {

@@ -8,12 +8,12 @@
 #include <tuple>
 #include <vector>
 
-#include "nn/kernels/norm.h"
+#include "autograd/kernels/norm.h"
 #include "tests/support/compare.h"
 #include "tests/support/random.h"
 #include "tests/support/targets.h"
 
-namespace k = normlab::nn::kernels;
+namespace k = normlab::autograd::kernels;
 using normlab::test::check_close;
 using normlab::test::tail_lengths;
 

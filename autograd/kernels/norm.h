@@ -24,7 +24,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace normlab::nn::kernels {
+namespace normlab::autograd::kernels {
 
 // ---- LayerNorm over the rows of x: (rows, n) -> (rows, n) -------------------------------------------
 // mu = mean(x_row), var = mean((x_row - mu)^2) (biased), r = 1 / sqrt(var + eps),
@@ -297,4 +297,4 @@ void batch_norm_backward(int64_t N, int64_t C, int64_t L, const T* dy, const T* 
 }
 
 }  // namespace ref
-}  // namespace normlab::nn::kernels
+}  // namespace normlab::autograd::kernels

@@ -1,7 +1,8 @@
 // Differentiable normalization ops with PyTorch's torch.nn.functional semantics: layer_norm,
-// batch_norm, group_norm, rms_norm. Each forward is one fused kernel call (nn/kernels/norm.h) and its
-// backward, recorded right after it, one fused backward kernel call. Second-order gradients are not
-// supported (the backward runs raw kernels). Also Python-style formatting for the modules' repr().
+// batch_norm, group_norm, rms_norm (nn/ wraps them in modules with parameters and running
+// statistics). Each forward is one fused kernel call (autograd/kernels/norm.h) and its backward,
+// recorded right after it, one fused backward kernel call. Second-order gradients are not
+// supported (the backward runs raw kernels).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -9,10 +10,7 @@
 
 #include "autograd/tensor.h"
 
-namespace normlab::nn {
-
-using autograd::Shape;
-using autograd::Tensor;
+namespace normlab::autograd {
 
 // LayerNorm over the trailing dims given by normalized_shape (e.g. {3}, {1, 3}, {2, 3}):
 // x (*, normalized_shape) -> same shape; y = (x - mu) / sqrt(var + eps) * weight + bias with the
@@ -32,6 +30,10 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, double momentum = 0.1, double eps = 1e-5);
 
+// Checks a BatchNorm momentum (the running-average factor f above): in [0, 1], NaN refused;
+// otherwise a normlab::Error that starts with who (the op or module).
+void check_momentum(double momentum, const std::string& who);
+
 // GroupNorm: x (N, C, *) -> same shape; the C channels form num_groups groups of C/num_groups
 // channels, each (sample, group) normalized with its own mean and biased variance, then
 // y = xhat * weight_c + bias_c per channel. weight, bias: (C) or undefined.
@@ -45,11 +47,4 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight = Te
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                 std::optional<double> eps = std::nullopt);
 
-// Python's repr of a float, as PyTorch's module reprs print it: 1e-05, 0.1, 1.0, 1e+16.
-std::string py_float(double v);
-// Python's repr of a shape as a tuple: (3,), (2, 3).
-std::string py_tuple(const Shape& s);
-// "True" or "False".
-inline std::string py_bool(bool b) { return b ? "True" : "False"; }
-
-}  // namespace normlab::nn
+}  // namespace normlab::autograd

@@ -1,6 +1,6 @@
 // safetensors files: save and load named tensors in Hugging Face's format, readable by PyTorch users.
 //
-// Layout (REFERENCE.md section 1): 8 bytes, little-endian u64 N; N bytes of UTF-8 JSON
+// Layout: 8 bytes, little-endian u64 N; N bytes of UTF-8 JSON
 //   {"name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}, ...,
 //    "__metadata__": {"key": "value", ...}}
 // (padded with spaces to a multiple of 8 so the data stays 8-byte aligned); then the raw
@@ -11,9 +11,11 @@
 #include <map>
 #include <string>
 
-#include "nn/module.h"
+#include "autograd/tensor.h"
 
-namespace normlab::nn {
+namespace normlab::serialize {
+
+using autograd::NamedTensors;
 
 // What a safetensors file holds: tensors in the order of their data in the file, and the
 // free-form string metadata of "__metadata__".
@@ -43,4 +45,4 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
 // file and the problem.
 SafetensorsFile load_safetensors(const std::string& path);
 
-}  // namespace normlab::nn
+}  // namespace normlab::serialize
