@@ -4,7 +4,10 @@
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps bench-deps configure build run test demo bench clean
+FUZZ_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 60
+
+.PHONY: all deps bench-deps fuzz-deps configure build run test demo bench fuzz-build fuzz sanitize clean
 
 all: build
 
@@ -13,6 +16,9 @@ deps:
 
 bench-deps:
 	@bash scripts/install-deps.sh --bench
+
+fuzz-deps:
+	@bash scripts/install-deps.sh --fuzz
 
 configure: deps
 	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -37,5 +43,23 @@ bench: bench-deps
 	@$(MAKE) --no-print-directory build
 	BUILD_DIR=$(BUILD_DIR) bash bench/run.sh
 
+# Fuzzing (fuzz/): clang builds the libraries with libFuzzer's coverage, AddressSanitizer and
+# UndefinedBehaviorSanitizer in $(FUZZ_DIR) (-O1, line tables for the reports); `make fuzz` runs
+# each harness for FUZZ_SECONDS.
+fuzz-build: fuzz-deps
+	@cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=Fuzz -DCMAKE_CXX_FLAGS_FUZZ="-O1 -gline-tables-only" \
+	  -DCMAKE_CXX_COMPILER=clang++ -DNORMLAB_FUZZ=ON >/dev/null
+	@cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzzers
+
+fuzz: fuzz-build
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash fuzz/run.sh $(FUZZ_DIR)
+
+# The whole test suite under AddressSanitizer and UndefinedBehaviorSanitizer: the debug preset
+# (CMakePresets.json) in build-debug.
+sanitize: deps
+	@cmake --preset debug >/dev/null
+	@cmake --build --preset debug -j $(JOBS)
+	ctest --preset debug -j $(JOBS)
+
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(FUZZ_DIR) build-debug

@@ -3,10 +3,14 @@
 #include "data/csv.h"
 
 // The library's header trips GCC 12's -Wstringop-truncation (a strncpy into a bounded buffer).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wstringop-truncation"
+#endif
 #include <libfccp/csv.h>
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 #include <algorithm>
 #include <charconv>

@@ -213,7 +213,7 @@ StudyContext context(const Options& o, const Splits& s, int argc, char** argv) {
 }
 
 struct Subcommands {
-  CLI::App *demo, *train, *compare, *sweep, *study;
+  CLI::App *demo = nullptr, *train = nullptr, *compare = nullptr, *sweep = nullptr, *study = nullptr;
 };
 
 // Every subcommand and its flags, all writing into o.
@@ -373,32 +373,58 @@ int run_subcommand(Options& o, CLI::App* sub, int argc, char** argv) {
 
 }  // namespace
 
-int run_cli(int argc, char** argv) {
+namespace {
+
+// The command line: its options and subcommands, parsed and checked.
+struct Parsed {
   CLI::App app{"normlab: train small models on a CPU and see how BatchNorm and LayerNorm behave"};
-  app.require_subcommand(1);
-  app.option_defaults()->always_capture_default();
   Options o;
-  const Subcommands subs = add_subcommands(app, o);
+  Subcommands subs;
+  CLI::App* sub = nullptr;  // the parsed subcommand; nullptr after --help
+  int help_status = 0;      // --help's exit status
+};
+
+// Parses argv and checks the options (presets, conflicts); throws UsageError.
+void parse(Parsed& p, int argc, char** argv) {
+  p.app.require_subcommand(1);
+  p.app.option_defaults()->always_capture_default();
+  p.subs = add_subcommands(p.app, p.o);
   try {
-    app.parse(argc, argv);
+    p.app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help
-    return app.exit(e);
+    p.help_status = p.app.exit(e);
+    return;
   } catch (const CLI::ParseError& e) {
-    const auto parsed = app.get_subcommands();
+    const auto parsed = p.app.get_subcommands();
     throw UsageError(std::string(e.what()) + " (see: normlab " + (parsed.empty() ? "" : parsed.front()->get_name() + " ") +
                      "--help)");
   }
-  if (subs.demo->parsed()) return run_demo(o.demo_steps);
-  CLI::App* sub = app.get_subcommands().front();
+  p.sub = p.app.get_subcommands().front();
+  if (p.sub == p.subs.demo) return;
   try {
-    finish_options(o, sub);
+    finish_options(p.o, p.sub);
   } catch (const UsageError&) {
     throw;
   } catch (const Error& e) {
     throw UsageError(e.what());
   }
-  autograd::set_num_threads(o.threads);
-  return run_subcommand(o, sub, argc, argv);
+}
+
+}  // namespace
+
+std::string check_command_line(int argc, char** argv) {
+  Parsed p;
+  parse(p, argc, argv);
+  return p.sub ? p.sub->get_name() : "";
+}
+
+int run_cli(int argc, char** argv) {
+  Parsed p;
+  parse(p, argc, argv);
+  if (!p.sub) return p.help_status;
+  if (p.sub == p.subs.demo) return run_demo(p.o.demo_steps);
+  autograd::set_num_threads(p.o.threads);
+  return run_subcommand(p.o, p.sub, argc, argv);
 }
 
 }  // namespace normlab::experiments

@@ -1,5 +1,7 @@
 // The normlab command line (CLI11): subcommands demo, train, compare, sweep and study.
 #pragma once
+#include <string>
+
 #include "autograd/error.h"
 
 namespace normlab::experiments {
@@ -22,5 +24,9 @@ struct UsageError : Error {
 // thrown: UsageError for usage errors, normlab::Error for the others (main prints them as
 // "normlab: error: ..." and exits with 2 or 1).
 int run_cli(int argc, char** argv);
+
+// Parses argv and checks the options as run_cli does, without reading data or writing anything;
+// returns the subcommand's name ("" after --help, which is printed). Throws UsageError.
+std::string check_command_line(int argc, char** argv);
 
 }  // namespace normlab::experiments

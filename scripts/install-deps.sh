@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian packages normlab needs, if any is missing: PACKAGES to build, test and run
-# (`make test`, `make run`); with --bench also BENCH_PACKAGES, which only the benchmark needs (`make bench`).
+# (`make test`, `make run`); with --bench also BENCH_PACKAGES, which only the benchmark needs (`make bench`);
+# with --fuzz also FUZZ_PACKAGES (clang and its sanitizer runtimes: `make fuzz`, `make sanitize`).
 set -euo pipefail
 
 with_bench=0
+with_fuzz=0
 for arg in "$@"; do
   case "$arg" in
     --bench) with_bench=1 ;;
-    *) echo "install-deps.sh: unknown argument '$arg' (expected --bench or nothing)" >&2; exit 2 ;;
+    --fuzz) with_fuzz=1 ;;
+    *) echo "install-deps.sh: unknown argument '$arg' (expected --bench, --fuzz or nothing)" >&2; exit 2 ;;
   esac
 done
 
@@ -28,7 +31,12 @@ BENCH_PACKAGES=(
   libopenblas0-pthread               # OpenBLAS as libblas.so.3: PyTorch's matmul in the comparison
   python3-torch                      # PyTorch 1.13 (Debian's /usr/bin/python3): the other side of the table
 )
+FUZZ_PACKAGES=(
+  clang                              # libFuzzer harnesses and the sanitizer build (make fuzz, make sanitize)
+  libclang-rt-14-dev                 # clang's runtime libraries: libFuzzer, ASan, UBSan
+)
 if (( with_bench )); then PACKAGES+=("${BENCH_PACKAGES[@]}"); fi
+if (( with_fuzz )); then PACKAGES+=("${FUZZ_PACKAGES[@]}"); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

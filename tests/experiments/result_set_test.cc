@@ -3,6 +3,7 @@
 // replaced; Ctrl-C writes the finished runs marked interrupted (exit 130), a second Ctrl-C quits at
 // once, and --resume finishes the rest with CSV files byte for byte those of an uninterrupted run.
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -67,10 +68,16 @@ std::map<std::string, std::string> csv_files(const fs::path& d) {
   return m;
 }
 
-// Starts the normlab binary with args (output to /dev/null); returns its pid.
-pid_t spawn(const std::vector<std::string>& args) {
+// Starts the normlab binary with args (output to /dev/null); returns its pid. max_file_bytes > 0
+// limits the size of any file it writes (RLIMIT_FSIZE: a full disk, as far as it can tell).
+pid_t spawn(const std::vector<std::string>& args, rlim_t max_file_bytes = 0) {
   const pid_t pid = ::fork();
   if (pid == 0) {
+    if (max_file_bytes > 0) {
+      const rlimit lim{max_file_bytes, max_file_bytes};
+      ::setrlimit(RLIMIT_FSIZE, &lim);
+      ::signal(SIGXFSZ, SIG_IGN);  // writes past the limit fail with EFBIG instead of killing
+    }
     std::vector<std::string> a{NORMLAB_BINARY};
     a.insert(a.end(), args.begin(), args.end());
     std::vector<char*> argv;
@@ -156,6 +163,19 @@ BOOST_AUTO_TEST_CASE(a_killed_command_leaves_the_previous_set_and_a_partial_fold
   for (const auto& e : fs::directory_iterator(t.dir))
     partial += e.path().filename().string().rfind(".out.normlab-partial-", 0) == 0;
   BOOST_TEST(partial == 1u);  // named as incomplete
+}
+
+BOOST_AUTO_TEST_CASE(a_full_disk_is_an_error_and_leaves_the_previous_set) {
+  Tmp t;
+  const fs::path out = t.dir / "out";
+  BOOST_REQUIRE_EQUAL(run({"train", "--quick", "--epochs", "1", "--out", out.string()}), 0);
+  const std::string before = slurp(out / "manifest.json");
+  // Files of at most 24 KB: the CSV files fit, the PNG does not; gnuplot still exits 0 with a cut
+  // PNG, which must not be taken for a plot.
+  const pid_t pid = spawn({"train", "--quick", "--epochs", "1", "--quiet", "--out", out.string()}, 24000);
+  BOOST_TEST(wait_status(pid) == kExitError);
+  BOOST_TEST(slurp(out / "manifest.json") == before);
+  BOOST_TEST((names_in(t.dir) == std::vector<std::string>{"out"}));  // the partial folder was removed
 }
 
 BOOST_AUTO_TEST_CASE(interrupted_commands_resume_to_byte_identical_csv_files) {

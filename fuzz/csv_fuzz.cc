@@ -1,0 +1,22 @@
+// Fuzzes the CSV data-set loader: any input must load or throw normlab::Error (file, line, column).
+// The first byte picks the label column's name and the task, the rest is the file.
+#include "data/csv.h"
+#include "fuzz/input_file.h"
+
+using namespace normlab;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  data::CsvOptions o;
+  const char* labels[] = {"label", "species", "y", "a"};
+  o.label_column = labels[data[0] % 4];
+  o.task = data[0] & 4 ? data::Task::Regression : data::Task::Classification;
+  o.delimiter = data[0] & 8 ? ';' : ',';
+  const std::string& path = fuzz::input_file(data + 1, size - 1, ".csv");
+  try {
+    const data::Dataset d = data::read_csv(path, o);
+    d.validate();
+  } catch (const Error&) {
+  }
+  return 0;
+}
