@@ -2,6 +2,7 @@
 // engine, gradcheck, Python-style formatting.
 #pragma once
 #include "autograd/allocator.h"
+#include "autograd/conv.h"
 #include "autograd/dropout.h"
 #include "autograd/elementwise.h"
 #include "autograd/engine.h"
@@ -10,6 +11,7 @@
 #include "autograd/loss.h"
 #include "autograd/matmul.h"
 #include "autograd/norm.h"
+#include "autograd/pooling.h"
 #include "autograd/reduce.h"
 #include "autograd/shape_ops.h"
 #include "autograd/tensor.h"

@@ -272,6 +272,116 @@ def make_groupnorm():
     fx.write()
 
 
+# ---- Conv2d and pooling -------------------------------------------------------------------------------
+
+def make_conv2d():
+    fx = Fixture("conv2d")
+    torch.manual_seed(7)
+    cases = [  # name, input shape, out_channels, kernel, stride, padding, dilation, groups, bias
+        ("k3_p1", (2, 3, 7, 6), 4, (3, 3), (1, 1), (1, 1), (1, 1), 1, True),
+        ("k3_s2", (2, 3, 7, 6), 4, (3, 3), (2, 2), (0, 0), (1, 1), 1, True),
+        ("k23_s21_p10_d12", (2, 2, 8, 9), 3, (2, 3), (2, 1), (1, 0), (1, 2), 1, True),
+        ("k1_nobias", (3, 4, 5, 5), 6, (1, 1), (1, 1), (0, 0), (1, 1), 1, False),
+        ("k3_s2_p2", (2, 3, 5, 5), 2, (3, 3), (2, 2), (2, 2), (1, 1), 1, True),
+        ("groups2", (2, 4, 6, 6), 6, (3, 3), (1, 1), (1, 1), (1, 1), 2, True),
+        ("depthwise", (2, 4, 6, 6), 4, (3, 3), (1, 1), (1, 1), (1, 1), 4, True),
+        ("deep_k3_p1", (2, 32, 8, 8), 16, (3, 3), (1, 1), (1, 1), (1, 1), 1, True),  # K = 288 > one K block
+    ]
+    for name, shape, out, k, s, p, d, g, has_bias in cases:
+        for key, v in (("kernel", k), ("stride", s), ("padding", p), ("dilation", d)):
+            fx.meta(f"{name}.{key}", f"[{v[0]}, {v[1]}]")
+        fx.meta(name + ".groups", str(g))
+        fx.meta(name + ".bias", str(has_bias).lower())
+        x64 = torch.randn(shape, dtype=torch.float64)
+        w64 = torch.randn(out, shape[1] // g, *k, dtype=torch.float64) * 0.5
+        b64 = torch.randn(out, dtype=torch.float64) * 0.5
+        y_shape = F.conv2d(x64, w64, None, s, p, d, g).shape
+        dy64 = torch.randn(y_shape, dtype=torch.float64)
+        for dn, dt in DTYPES.items():
+            x, w, dy = leaf(x64.to(dt)), leaf(w64.to(dt)), dy64.to(dt)
+            b = leaf(b64.to(dt)) if has_bias else None
+            y = F.conv2d(x, w, b, s, p, d, g)
+            dx, dw, db = grads(y, [x, w, b], dy)
+            add_io(fx, f"{dn}.{name}", x, w, b, y, dy, dx, dw, db)
+    fx.write()
+
+
+def make_pool2d():
+    fx = Fixture("pool2d")
+    torch.manual_seed(8)
+    cases = [  # name, op, input shape, options; "ties" inputs are small integers (many equal values)
+        ("max_k2", "max", (2, 3, 7, 6), dict(kernel_size=2)),
+        ("max_k3_s2_p1", "max", (2, 3, 7, 6), dict(kernel_size=3, stride=2, padding=1)),
+        ("max_k3_s1_p1_d2", "max", (2, 2, 7, 8), dict(kernel_size=3, stride=1, padding=1, dilation=2)),
+        ("max_k23_s12", "max", (2, 2, 6, 7), dict(kernel_size=(2, 3), stride=(1, 2))),
+        ("max_ties", "max", (2, 2, 6, 6), dict(kernel_size=3, stride=1, padding=1)),
+        ("avg_k2", "avg", (2, 3, 7, 6), dict(kernel_size=2)),
+        ("avg_k3_s2_p1", "avg", (2, 3, 7, 6), dict(kernel_size=3, stride=2, padding=1)),
+        ("avg_k3_s2_p1_nopad", "avg", (2, 3, 7, 6), dict(kernel_size=3, stride=2, padding=1, count_include_pad=False)),
+        ("adaptive_1x1", "adaptive", (2, 3, 7, 6), dict(output_size=(1, 1))),
+        ("adaptive_3x4", "adaptive", (2, 3, 7, 6), dict(output_size=(3, 4))),
+    ]
+    for name, op, shape, opts in cases:
+        for key, v in opts.items():
+            fx.meta(f"{name}.{key}", json.dumps(list(v) if isinstance(v, tuple) else v))
+        if name.endswith("ties"):
+            x64 = torch.randint(0, 3, shape).to(torch.float64)
+        else:
+            x64 = torch.randn(shape, dtype=torch.float64)
+        fn = {"max": F.max_pool2d, "avg": F.avg_pool2d, "adaptive": F.adaptive_avg_pool2d}[op]
+        dy64 = torch.randn(fn(x64, **opts).shape, dtype=torch.float64)
+        for dn, dt in DTYPES.items():
+            x, dy = leaf(x64.to(dt)), dy64.to(dt)
+            y = fn(x, **opts)
+            (dx,) = grads(y, [x], dy)
+            add_io(fx, f"{dn}.{name}", x, None, None, y, dy, dx, None, None)
+    fx.write()
+
+
+def make_norms2d():
+    """Norm modules on image batches (N, C, H, W): training steps, then eval."""
+    fx = Fixture("norms2d")
+    torch.manual_seed(9)
+    C, shape = 3, (4, 3, 5, 4)
+    nn = torch.nn
+    cases = [  # name, module factory, training steps
+        ("bn2d", lambda: nn.BatchNorm2d(C), 2),
+        ("in2d_default", lambda: nn.InstanceNorm2d(C), 1),
+        ("in2d_affine", lambda: nn.InstanceNorm2d(C, affine=True), 1),
+        ("in2d_tracked", lambda: nn.InstanceNorm2d(C, affine=True, track_running_stats=True, momentum=0.2), 2),
+        ("ln_chw", lambda: nn.LayerNorm([C, 5, 4]), 1),
+        ("gn2_chw", lambda: nn.GroupNorm(1, C), 1),
+    ]
+    for name, make, steps in cases:
+        xs = [torch.randn(shape, dtype=torch.float64) * (1 + k) + 0.3 * k for k in range(steps + 1)]
+        dys = [torch.randn(shape, dtype=torch.float64) for _ in range(steps + 1)]
+        for dn, dt in DTYPES.items():
+            m = make().to(dt)
+            fx.meta(name + ".module", repr(m))
+            fx.meta(name + ".steps", str(steps))
+            params = [m.weight, m.bias] if getattr(m, "weight", None) is not None else [None, None]
+            if params[0] is not None:
+                with torch.no_grad():  # not the default ones and zeros, so that the affine part is tested
+                    m.weight.copy_(torch.randn(m.weight.shape, dtype=torch.float64) * 0.5 + 1)
+                    m.bias.copy_(torch.randn(m.bias.shape, dtype=torch.float64) * 0.5)
+                fx.add(f"{dn}.{name}.weight", m.weight)
+                fx.add(f"{dn}.{name}.bias", m.bias)
+            for k in range(steps + 1):
+                m.train(k < steps)
+                p = f"{dn}.{name}." + (f"step{k}" if k < steps else "eval")
+                x = leaf(xs[k].to(dt))
+                y = m(x)
+                dx, dw, db = grads(y, [x] + params, dys[k].to(dt))
+                add_io(fx, p, x, None, None, y, dys[k].to(dt), dx, None, None)
+                if params[0] is not None:
+                    fx.add(p + ".grad_weight", dw)
+                    fx.add(p + ".grad_bias", db)
+                if getattr(m, "running_mean", None) is not None:  # the buffers after this step
+                    fx.add(p + ".running_mean", m.running_mean)
+                    fx.add(p + ".running_var", m.running_var)
+    fx.write()
+
+
 # ---- Linear -------------------------------------------------------------------------------------------
 
 def make_linear():
@@ -418,6 +528,9 @@ def main():
     make_linear()
     make_losses()
     make_sgd()
+    make_conv2d()
+    make_pool2d()
+    make_norms2d()
 
 
 if __name__ == "__main__":

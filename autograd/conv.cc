@@ -1,0 +1,226 @@
+// Differentiable 2-D convolution: forward and backward side by side. Each image is lowered to a
+// column matrix (kernels/im2col.h) one at a time, never the whole batch at once, and multiplied with
+// the packed GEMM (kernels/gemm.h). Per image n and group g, with K = C/groups * kH * kW rows of
+// the column matrix and P = OH * OW output positions:
+//   forward   y[n, g] (O/g, P)  = W[g] (O/g, K) col(x[n, g]) (K, P)  (+ b, by starting from it)
+//   input     dx[n, g]          = col2im( W[g]^T (K, O/g) dy[n, g] (O/g, P) )
+//   weight    dW[g] (O/g, K)   += dy[n, g] (O/g, P) col(x[n, g])^T (P, K), summed over n
+//   bias      db[o]             = sum over n and P of dy[n, o]
+// Images run in parallel on the kernels' thread pool (the GEMM inside then runs on one thread).
+// The weight gradient sums over images in a fixed number of chunks (from N alone), each in image
+// order, and the chunks in order: the same sums for any thread count. A 1x1 convolution with
+// stride 1 and no padding reads x as its own column matrix.
+#include "autograd/conv.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "autograd/engine.h"
+#include "autograd/kernels/gemm.h"
+#include "autograd/kernels/im2col.h"
+#include "autograd/kernels/pool.h"
+#include "autograd/kernels/reduce.h"
+#include "autograd/parallel.h"
+
+namespace normlab::autograd {
+
+namespace k = kernels;
+using Grads = std::vector<Tensor>;
+
+int64_t conv_output_size(const std::string& who, int64_t in, int64_t kernel, int64_t stride, int64_t padding,
+                         int64_t dilation) {
+  const int64_t span = dilation * (kernel - 1) + 1;  // the window's extent in the input
+  if (in + 2 * padding < span)
+    throw Error(who + ": the window (kernel " + std::to_string(kernel) + ", dilation " + std::to_string(dilation) +
+                ": " + std::to_string(span) + " positions) is larger than the padded input (" + std::to_string(in) +
+                " + 2 x padding " + std::to_string(padding) + " = " + std::to_string(in + 2 * padding) + ")");
+  return (in + 2 * padding - span) / stride + 1;
+}
+
+namespace {
+
+// The weight gradient's sum over images runs in this many chunks (fewer for a smaller batch).
+constexpr int64_t kWeightChunks = 16;
+
+struct ConvPlan {
+  int64_t n = 0, c = 0, o = 0, groups = 1;
+  k::ConvGeometry geo;  // one group of one image: geo.channels = C / groups
+  bool direct = false;  // 1x1, stride 1, no padding: the image is its own column matrix
+  int64_t og() const { return o / groups; }
+  int64_t K() const { return geo.rows(); }
+  int64_t P() const { return geo.cols(); }
+  int64_t in_image() const { return c * geo.h * geo.w; }   // elements of one input image
+  int64_t out_image() const { return o * P(); }             // elements of one output image
+  int64_t in_group() const { return geo.channels * geo.h * geo.w; }
+};
+
+// Splits [0, n) into `chunks` near-equal ranges; returns range i.
+std::pair<int64_t, int64_t> chunk_range(int64_t n, int64_t chunks, int64_t i) {
+  return {n * i / chunks, n * (i + 1) / chunks};
+}
+
+template <typename T>
+void forward(const ConvPlan& p, const T* x, const T* w, const T* b, T* y) {
+  const int64_t K = p.K(), P = p.P(), og = p.og();
+  const int64_t chunks = std::min<int64_t>(p.n, 4 * num_threads());  // any split gives the same y
+  Tensor cols = p.direct ? Tensor() : empty({chunks, K * P}, dtype_of<T>());
+  T* col_base = p.direct ? nullptr : cols.data<T>();
+  k::parallel_parts(num_threads(), chunks, [&](int64_t ch) {
+    T* col = col_base ? col_base + ch * K * P : nullptr;
+    const auto [n0, n1] = chunk_range(p.n, chunks, ch);
+    for (int64_t n = n0; n < n1; ++n)
+      for (int64_t g = 0; g < p.groups; ++g) {
+        const T* xg = x + n * p.in_image() + g * p.in_group();
+        T* yg = y + n * p.out_image() + g * og * P;
+        if (!p.direct) k::im2col(p.geo, xg, col);
+        k::GemmShape s;
+        s.m = og, s.n = P, s.k = K;
+        if (b) {  // start from the bias: row r of y is b[r] everywhere
+          for (int64_t r = 0; r < og; ++r) std::fill(yg + r * P, yg + (r + 1) * P, b[g * og + r]);
+          s.accumulate = true;
+        }
+        if (K > 0) k::gemm(s, w + g * og * K, p.direct ? xg : col, yg);
+        else if (!b) std::fill(yg, yg + og * P, T(0));
+      }
+  });
+}
+
+template <typename T>
+void input_grad(const ConvPlan& p, const T* dy, const T* w, T* dx) {
+  const int64_t K = p.K(), P = p.P(), og = p.og();
+  const int64_t chunks = std::min<int64_t>(p.n, 4 * num_threads());
+  Tensor cols = p.direct ? Tensor() : empty({chunks, K * P}, dtype_of<T>());
+  T* col_base = p.direct ? nullptr : cols.data<T>();
+  k::parallel_parts(num_threads(), chunks, [&](int64_t ch) {
+    T* col = col_base ? col_base + ch * K * P : nullptr;
+    const auto [n0, n1] = chunk_range(p.n, chunks, ch);
+    for (int64_t n = n0; n < n1; ++n)
+      for (int64_t g = 0; g < p.groups; ++g) {
+        T* dxg = dx + n * p.in_image() + g * p.in_group();
+        // dcol (K, P) = W[g]^T dy[n, g]: W[g] is stored (O/g, K), read transposed.
+        k::GemmShape s;
+        s.trans_a = true, s.m = K, s.n = P, s.k = og;
+        T* dcol = p.direct ? dxg : col;
+        if (og > 0) k::gemm(s, w + g * og * K, dy + n * p.out_image() + g * og * P, dcol);
+        else std::fill(dcol, dcol + K * P, T(0));
+        if (!p.direct) k::col2im(p.geo, col, dxg);
+      }
+  });
+}
+
+template <typename T>
+void weight_grad(const ConvPlan& p, const T* dy, const T* x, T* dw) {
+  const int64_t K = p.K(), P = p.P(), og = p.og(), wsize = p.o * K;
+  if (p.n == 0 || P == 0) {
+    std::fill(dw, dw + wsize, T(0));
+    return;
+  }
+  const int64_t chunks = std::min(p.n, kWeightChunks);
+  // One partial gradient per chunk (the first chunk writes dw itself), and a column matrix each.
+  Tensor partials = chunks > 1 ? empty({chunks - 1, wsize}, dtype_of<T>()) : Tensor();
+  Tensor cols = p.direct ? Tensor() : empty({chunks, K * P}, dtype_of<T>());
+  T* col_base = p.direct ? nullptr : cols.data<T>();
+  k::parallel_parts(num_threads(), chunks, [&](int64_t ch) {
+    T* part = ch == 0 ? dw : partials.data<T>() + (ch - 1) * wsize;
+    T* col = col_base ? col_base + ch * K * P : nullptr;
+    const auto [n0, n1] = chunk_range(p.n, chunks, ch);
+    for (int64_t n = n0; n < n1; ++n)
+      for (int64_t g = 0; g < p.groups; ++g) {
+        const T* xg = x + n * p.in_image() + g * p.in_group();
+        if (!p.direct) k::im2col(p.geo, xg, col);
+        // dW[g] (O/g, K) (+)= dy[n, g] (O/g, P) col^T, col stored (K, P).
+        k::GemmShape s;
+        s.trans_b = true, s.m = og, s.n = K, s.k = P, s.accumulate = n > n0;
+        k::gemm(s, dy + n * p.out_image() + g * og * P, p.direct ? xg : col, part + g * og * K);
+      }
+  });
+  for (int64_t ch = 1; ch < chunks; ++ch) {  // dw += partial, chunk by chunk in order
+    const T* part = partials.data<T>() + (ch - 1) * wsize;
+    for (int64_t i = 0; i < wsize; ++i) dw[i] += part[i];
+  }
+}
+
+template <typename T>
+void bias_grad(const ConvPlan& p, const T* dy, T* db) {
+  // db[o] = sum_n (sum_P dy[n, o, P]): first over positions, then over images.
+  Tensor per_image = empty({p.n, p.o}, dtype_of<T>());
+  if (p.n * p.o > 0) k::reduce(k::ReduceOp::Sum, p.n * p.o, p.P(), 1, dy, per_image.data<T>());
+  k::reduce(k::ReduceOp::Sum, 1, p.n, p.o, per_image.data<T>(), db);
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& o) {
+  const auto sizes = [&] {
+    return "input " + shape_str(x.shape()) + ", weight " + shape_str(weight.shape()) +
+           (bias.defined() ? ", bias " + shape_str(bias.shape()) : std::string());
+  };
+  if (x.dim() != 4)
+    throw Error("conv2d: expected a 4-D input (N, C, H, W), got shape " + shape_str(x.shape()));
+  if (weight.dim() != 4)
+    throw Error("conv2d: expected a 4-D weight (out_channels, in_channels / groups, kH, kW), got shape " +
+                shape_str(weight.shape()));
+  if (x.dtype() != weight.dtype() || (bias.defined() && bias.dtype() != x.dtype()))
+    throw Error("conv2d: input, weight and bias must have the same dtype (" + sizes() + ")");
+  for (int d = 0; d < 2; ++d) {
+    if (o.stride[d] < 1 || o.dilation[d] < 1 || o.padding[d] < 0)
+      throw Error("conv2d: stride and dilation must be at least 1 and padding at least 0, got stride (" +
+                  std::to_string(o.stride[0]) + ", " + std::to_string(o.stride[1]) + "), padding (" +
+                  std::to_string(o.padding[0]) + ", " + std::to_string(o.padding[1]) + "), dilation (" +
+                  std::to_string(o.dilation[0]) + ", " + std::to_string(o.dilation[1]) + ")");
+  }
+  ConvPlan p;
+  p.n = x.size(0), p.c = x.size(1), p.o = weight.size(0), p.groups = o.groups;
+  if (o.groups < 1) throw Error("conv2d: groups must be at least 1, got " + std::to_string(o.groups));
+  if (p.o % o.groups != 0)
+    throw Error("conv2d: out_channels (" + std::to_string(p.o) + ") must be divisible by groups (" +
+                std::to_string(o.groups) + ")");
+  if (weight.size(1) * o.groups != p.c)
+    throw Error("conv2d: given groups=" + std::to_string(o.groups) + ", a weight of shape " + shape_str(weight.shape()) +
+                " expects an input with " + std::to_string(weight.size(1) * o.groups) + " channels, got " +
+                std::to_string(p.c) + " channels (input " + shape_str(x.shape()) + ")");
+  if (bias.defined() && bias.shape() != Shape{p.o})
+    throw Error("conv2d: expected a bias of shape " + shape_str({p.o}) + ", got " + shape_str(bias.shape()));
+  k::ConvGeometry& g = p.geo;
+  g.channels = p.c / o.groups, g.h = x.size(2), g.w = x.size(3), g.kh = weight.size(2), g.kw = weight.size(3);
+  g.stride_h = o.stride[0], g.stride_w = o.stride[1], g.pad_h = o.padding[0], g.pad_w = o.padding[1];
+  g.dil_h = o.dilation[0], g.dil_w = o.dilation[1];
+  if (g.kh < 1 || g.kw < 1) throw Error("conv2d: the kernel must be at least 1x1, got weight " + shape_str(weight.shape()));
+  g.oh = conv_output_size("conv2d (height, " + sizes() + ")", g.h, g.kh, g.stride_h, g.pad_h, g.dil_h);
+  g.ow = conv_output_size("conv2d (width, " + sizes() + ")", g.w, g.kw, g.stride_w, g.pad_w, g.dil_w);
+  p.direct = g.kh == 1 && g.kw == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_h == 0 && g.pad_w == 0;
+
+  Tensor out = empty({p.n, p.o, g.oh, g.ow}, x.dtype());
+  if (out.numel() > 0)
+    dispatch(x.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      forward<T>(p, x.data<T>(), weight.data<T>(), bias.defined() ? bias.data<T>() : nullptr, out.data<T>());
+    });
+  // Saves x only if the weight needs a gradient, and the weight only if x does.
+  return record("ConvolutionBackward0", out, {x, weight, bias},
+                [x = weight.requires_grad() ? saved(x) : Tensor(), w = x.requires_grad() ? saved(weight) : Tensor(),
+                 xs = x.shape(), ws = weight.shape(), dt = x.dtype(), p](const Tensor& dy, const Needs& n) {
+                  Tensor gx, gw, gb;
+                  dispatch(dt, [&](auto zero) {
+                    using T = decltype(zero);
+                    if (n[0]) {
+                      gx = empty(xs, dt);
+                      if (gx.numel() > 0) {
+                        if (dy.numel() > 0) input_grad<T>(p, dy.data<T>(), w.data<T>(), gx.data<T>());
+                        else fill_(gx, 0);
+                      }
+                    }
+                    if (n[1]) {
+                      gw = empty(ws, dt);
+                      if (gw.numel() > 0) weight_grad<T>(p, dy.data<T>(), x.data<T>(), gw.data<T>());
+                    }
+                    if (n[2]) {
+                      gb = empty({p.o}, dt);
+                      if (p.o > 0) bias_grad<T>(p, dy.data<T>(), gb.data<T>());
+                    }
+                  });
+                  return Grads{gx, gw, gb};
+                });
+}
+
+}  // namespace normlab::autograd
