@@ -28,5 +28,6 @@ void register_norms();
 void register_stream();
 void register_train();
 void register_scaling();
+void register_conv();
 
 }  // namespace normlab::bench

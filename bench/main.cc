@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   normlab::bench::register_stream();
   normlab::bench::register_train();
   normlab::bench::register_scaling();
+  normlab::bench::register_conv();
   const size_t ran = benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   if (ran == 0) {

@@ -176,6 +176,71 @@ def workloads():
             out.append((name, train_step(widths, batch, norm)))
     out += norm_workloads(g)
     out += scaling_workloads(g)
+    out += conv_workloads(g)
+    return out
+
+
+def conv_workloads(g):
+    """As bench/conv_bench.cc: the study CNN's second convolution (128x32x14x14 -> 64, 3x3, padding 1)
+    forward, and forward + backward (input, weight and bias gradients), in GFLOP/s; one SGD step of
+    the study's CNN at batch 128 and 8 under each norm (work: the step's convolution and Linear flops)."""
+    F = torch.nn.functional
+    fwd_flops = 2.0 * 128 * 64 * 14 * 14 * 32 * 9
+
+    def conv(backward):
+        def setup():
+            x = torch.randn(128, 32, 14, 14, generator=g).requires_grad_(backward)
+            w = (torch.randn(64, 32, 3, 3, generator=g) * 0.06).requires_grad_(backward)
+            b = torch.randn(64, generator=g).requires_grad_(backward)
+            dy = torch.randn(128, 64, 14, 14, generator=g)
+
+            def step():
+                if backward:
+                    x.grad = w.grad = b.grad = None
+                    F.conv2d(x, w, b, padding=1).backward(dy)
+                else:
+                    with torch.no_grad():
+                        F.conv2d(x, w, b, padding=1)
+            return step, (3 if backward else 1) * fwd_flops, "flop"
+        return setup
+
+    def norm2d(kind, c, hw):
+        if kind == "batch":
+            return torch.nn.BatchNorm2d(c)
+        if kind == "layer":
+            return torch.nn.LayerNorm([c, hw, hw])
+        if kind == "group":
+            return torch.nn.GroupNorm(8, c)
+        if kind == "instance":
+            return torch.nn.InstanceNorm2d(c, affine=True)
+        return torch.nn.Identity()
+
+    def cnn_step(batch, kind):
+        def setup():
+            torch.manual_seed(0)
+            nn = torch.nn
+            model = nn.Sequential(nn.Unflatten(1, (1, 28, 28)),
+                                  nn.Conv2d(1, 32, 3, padding=1), norm2d(kind, 32, 28), nn.ReLU(), nn.MaxPool2d(2),
+                                  nn.Conv2d(32, 64, 3, padding=1), norm2d(kind, 64, 14), nn.ReLU(), nn.MaxPool2d(2),
+                                  nn.Flatten(), nn.Linear(3136, 10)).train()
+            opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+            x = torch.randn(batch, 784, generator=g)
+            y = torch.randint(0, 10, (batch,), generator=g)
+
+            def step():
+                loss = F.cross_entropy(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            c1, c2, fc = 2.0 * 32 * 28 * 28 * 9, 2.0 * 64 * 14 * 14 * 32 * 9, 2.0 * 3136 * 10
+            return step, batch * (2 * c1 + 3 * c2 + 3 * fc), "flop"
+        return setup
+
+    out = [("conv2d forward 128x32x14x14 64 3x3", conv(False)),
+           ("conv2d forward+backward 128x32x14x14 64 3x3", conv(True))]
+    for batch in (128, 8):
+        for kind in ("none", "batch", "layer", "group", "instance"):
+            out.append((f"train step cnn b{batch} {kind}", cnn_step(batch, kind)))
     return out
 
 

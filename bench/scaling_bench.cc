@@ -33,13 +33,13 @@ double step_flops(const std::vector<int64_t>& widths, int64_t batch) {
 // One step (forward, cross-entropy, zero_grad, backward, SGD lr 0.01 momentum 0.9) of MLP `widths`
 // without a norm, on random inputs and labels drawn once.
 void scaling_step(benchmark::State& state, std::vector<int64_t> widths, int64_t batch) {
-  experiments::MlpSpec spec;
+  experiments::ModelSpec spec;
   spec.inputs = widths.front();
   spec.hidden.assign(widths.begin() + 1, widths.end() - 1);
   spec.outputs = widths.back();
   spec.norm = "none";
   autograd::Generator gen(0);
-  auto model = experiments::build_mlp(spec, gen).net;
+  auto model = experiments::build_model(spec, gen).net;
   model->train();
   optim::SGD opt(model->parameters(), {.lr = 0.01, .momentum = 0.9});
   const Tensor x = autograd::randn({batch, spec.inputs}, gen);

@@ -19,13 +19,13 @@ using autograd::Tensor;
 // One step of MLP `widths` (inputs, hidden..., classes) with `norm` at batch `batch`: random
 // inputs and labels drawn once, SGD lr 0.01 momentum 0.9 (the parameters move, the work does not).
 void train_step(benchmark::State& state, std::vector<int64_t> widths, int64_t batch, std::string norm) {
-  experiments::MlpSpec spec;
+  experiments::ModelSpec spec;
   spec.inputs = widths.front();
   spec.hidden.assign(widths.begin() + 1, widths.end() - 1);
   spec.outputs = widths.back();
   spec.norm = norm;
   autograd::Generator gen(0);
-  auto model = experiments::build_mlp(spec, gen).net;
+  auto model = experiments::build_model(spec, gen).net;
   model->train();
   optim::SGD opt(model->parameters(), {.lr = 0.01, .momentum = 0.9});
   const Tensor x = autograd::randn({batch, spec.inputs}, gen);

@@ -89,6 +89,19 @@ void add_train_options(CLI::App* a, Options& o) {
                      ->delimiter(',')
                      ->check(whole(1, 1 << 20)),
                  "32,32 with --quick, 256,256 on fashion-mnist, else 64,64");
+  a->add_option("--arch", o.train.model.arch, "model kind: mlp (--hidden) or cnn (--model, on images)")
+      ->check(CLI::IsMember({"mlp", "cnn"}));
+  preset_default(a->add_option("--model", o.train.model.layers,
+                               "--arch cnn: the layers, joined by '-': conv<C>[k<K>][s<S>][p<P>][d<D>][g<G>], "
+                               "maxpool<K>[s<S>][p<P>], avgpool<K>, gap, flatten, linear<N>, norm (the --norm), "
+                               "act (the --activation) or relu/tanh/gelu/sigmoid; the classifier Linear is added")
+                     ->check(non_empty()),
+                 kDefaultCnn);
+  preset_default(a->add_option("--image-shape", o.train.model.image, "--arch cnn: one sample as C,H,W")
+                     ->delimiter(',')
+                     ->expected(3)
+                     ->check(whole(1, 1 << 20)),
+                 "1,28,28 on fashion-mnist");
   a->add_option("--activation", o.train.model.activation, "activation in the hidden layers: " + activation_names());
   a->add_option("--groups", o.train.model.groups, "GroupNorm: number of groups")->check(whole(1, 1 << 20));
   preset_default(a->add_option("--epochs", o.train.epochs, "epochs per run")->check(whole(1, 1000000)),
@@ -203,6 +216,24 @@ void check_conflicts(const Options& o, CLI::App* sub) {
                 "(all 60k training images)");
 }
 
+// --arch and the flags that go with one kind of model only.
+void check_architecture(Options& o, CLI::App* sub) {
+  auto given = [&](const char* flag) { return sub->get_option_no_throw(flag) != nullptr && sub->count(flag) > 0; };
+  ModelSpec& m = o.train.model;
+  if (m.arch == "mlp") {
+    if (given("--model")) throw Error("--model describes a convolutional model: use it with --arch cnn (--hidden sets the MLP's widths)");
+    if (given("--image-shape")) throw Error("--image-shape goes with --arch cnn (an MLP reads the features as they are)");
+    return;
+  }
+  if (given("--hidden")) throw Error("--hidden sets the widths of an MLP: with --arch cnn, describe the layers with --model");
+  if (m.image.empty()) {
+    if (o.data.name != "fashion-mnist")
+      throw Error("--arch cnn needs the image shape of a sample: give --image-shape C,H,W (e.g. 1,28,28 for "
+                  "784 grayscale pixels); the " + o.data.name + " data set has no image shape of its own");
+    m.image = {1, 28, 28};
+  }
+}
+
 StudyContext context(const Options& o, const Splits& s, int argc, char** argv) {
   StudyContext c;
   c.out = o.out;
@@ -284,6 +315,7 @@ void finish_options(Options& o, CLI::App* sub) {
   if (o.quick) apply_quick(o, sub);
   else if (o.data.name == "fashion-mnist") apply_fashion_defaults(o, sub, sub->get_name() == "study");
   if (o.train.model.hidden.empty()) o.train.model.hidden = {64, 64};
+  check_architecture(o, sub);
   if (o.resume) {
     const fs::path records = fs::path(o.out) / (sub->get_name() == "study" ? "compare/records.json" : "records.json");
     if (!fs::exists(records))

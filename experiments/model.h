@@ -1,5 +1,6 @@
-// The MLPs of the experiments: Linear -> norm -> activation in every hidden layer, a plain Linear
-// for the logits (never normalized). Norms and activations come from the registry.
+// The models of the experiments: MLPs (Linear -> norm -> activation in every hidden layer) and
+// convolutional networks described by a layer string, each ending in a plain Linear for the logits
+// (never normalized). Norms and activations come from the registry.
 #pragma once
 #include <map>
 #include <memory>
@@ -10,17 +11,35 @@
 
 namespace normlab::experiments {
 
-struct MlpSpec {
-  int64_t inputs = 0;
-  std::vector<int64_t> hidden;  // widths of the hidden layers
+// The study's CNN (--arch cnn without --model): conv3x3(C -> 32, padding 1) - norm - activation -
+// maxpool 2 - conv3x3(32 -> 64, padding 1) - norm - activation - maxpool 2, then flatten and the
+// classifier Linear (3136 -> 10 on 1x28x28 images).
+inline constexpr const char* kDefaultCnn = "conv32k3p1-norm-act-maxpool2-conv64k3p1-norm-act-maxpool2";
+
+// The grammar of a layer string (--model), tokens joined by '-':
+//   conv<C>[k<K>|k<KH>x<KW>][s<S>][p<P>][d<D>][g<G>]  Conv2d to C channels (kernel 3, stride 1,
+//                                                     padding 0, dilation 1, groups 1 by default)
+//   maxpool<K>[s<S>][p<P>], avgpool<K>[s<S>][p<P>]     pooling (stride = kernel by default)
+//   gap                                               global average pooling (AdaptiveAvgPool2d(1))
+//   flatten                                           (C, H, W) -> C H W features
+//   linear<N>                                         a hidden Linear to N features (after flatten)
+//   norm                                              the norm of --norm/--norms (none: nothing)
+//   act, relu, tanh, gelu, sigmoid                    the activation of --activation, or that one
+// The classifier Linear to the number of classes is appended (after a flatten if needed).
+struct ModelSpec {
+  std::string arch = "mlp";         // "mlp" or "cnn"
+  int64_t inputs = 0;               // features per sample (from the data)
+  std::vector<int64_t> hidden;      // mlp: widths of the hidden layers
+  std::vector<int64_t> image;       // cnn: one sample as (C, H, W); C H W must equal inputs
+  std::string layers = kDefaultCnn; // cnn: the layer string
   int64_t outputs = 0;
   std::string activation = "relu";  // a registered activation
   std::string norm = "none";        // a registered norm
-  int64_t groups = 8;               // GroupNorm's num_groups (must divide every hidden width)
+  int64_t groups = 8;               // GroupNorm's num_groups (must divide every normalized width)
 };
 
-// Where a hidden layer's activations can be observed: after its Linear ("pre"), after its norm
-// ("post"; without a norm the Linear's output is both), after its activation ("act").
+// Where a hidden layer's activations can be observed: after its Linear or Conv2d ("pre"), after
+// its norm ("post"; without a norm the layer's output is both), after its activation ("act").
 struct Probe {
   std::shared_ptr<nn::Module> module;
   int layer;                       // hidden layer, from 0
@@ -31,17 +50,21 @@ struct Probe {
 struct Model {
   std::shared_ptr<nn::Sequential> net;
   std::vector<Probe> probes;  // in forward order
-  // The weight of every Linear, in order (the output layer last), with its state_dict name.
+  // The weight of every Linear and Conv2d, in order (the output layer last), with its state_dict name.
   std::vector<std::pair<std::string, autograd::Tensor>> weights;
 };
 
-// Throws normlab::Error for an unknown norm or activation, or widths that do not fit the norm.
-void validate(const MlpSpec& spec);
-// Builds the model with PyTorch's default initialization drawn from gen.
-Model build_mlp(const MlpSpec& spec, autograd::Generator& gen);
-// "784-256-256-10".
-std::string describe(const MlpSpec& spec);
-// What a checkpoint records to rebuild the model: sizes, norm (and its options), activation.
-std::map<std::string, std::string> checkpoint_metadata(const MlpSpec& spec);
+// Throws normlab::Error for an unknown norm or activation, widths that do not fit the norm, an
+// image shape that does not match the inputs, or a layer string that cannot be built (naming the
+// token, what it expected and the activation shape it met).
+void validate(const ModelSpec& spec);
+// Builds the model with PyTorch's default initialization drawn from gen. A CNN starts with
+// nn::Unflatten-like reshaping of the (N, C H W) rows to (N, C, H, W).
+Model build_model(const ModelSpec& spec, autograd::Generator& gen);
+// "784-256-256-10" (mlp); "1x28x28-conv32k3p1-norm-act-maxpool2-conv64k3p1-norm-act-maxpool2-10" (cnn).
+std::string describe(const ModelSpec& spec);
+// What a checkpoint records to rebuild the model: arch, sizes or layer string, image shape, norm
+// (and its options), activation.
+std::map<std::string, std::string> checkpoint_metadata(const ModelSpec& spec);
 
 }  // namespace normlab::experiments

@@ -7,6 +7,7 @@
 #include "nn/activation.h"
 #include "nn/batchnorm.h"
 #include "nn/groupnorm.h"
+#include "nn/instancenorm.h"
 #include "nn/layernorm.h"
 #include "nn/rmsnorm.h"
 
@@ -14,31 +15,56 @@ namespace normlab::experiments {
 
 namespace {
 
+// The normalized shape of LayerNorm and RMSNorm: everything but the batch dim ({C} or {C, H, W}).
+autograd::Shape sample_shape(const LayerSpec& s) {
+  return s.shape.empty() ? autograd::Shape{s.features} : autograd::Shape(s.shape.begin(), s.shape.end());
+}
+
 std::vector<NormEntry> builtin_norms() {
   std::vector<NormEntry> n;
   n.push_back({.name = "none", .display = "no norm"});
   n.push_back({.name = "batch",
                .display = "BatchNorm",
                .batch_statistics = true,
-               .make = [](const LayerSpec& s) { return std::make_shared<nn::BatchNorm1d>(s.features); }});
+               .make = [](const LayerSpec& s) -> std::shared_ptr<nn::Module> {
+                 if (s.image()) return std::make_shared<nn::BatchNorm2d>(s.features);
+                 return std::make_shared<nn::BatchNorm1d>(s.features);
+               }});
   n.push_back({.name = "layer", .display = "LayerNorm", .make = [](const LayerSpec& s) {
-                 return std::make_shared<nn::LayerNorm>(autograd::Shape{s.features});
+                 return std::make_shared<nn::LayerNorm>(sample_shape(s));
                }});
   n.push_back({.name = "group",
                .display = "GroupNorm",
                .check =
                    [](const LayerSpec& s) {
                      if (s.groups <= 0 || s.features % s.groups != 0)
-                       throw Error("GroupNorm with " + std::to_string(s.groups) +
-                                   " groups needs hidden widths divisible by " + std::to_string(s.groups) + ", got " +
-                                   std::to_string(s.features));
+                       throw Error("GroupNorm with " + std::to_string(s.groups) + " groups needs " +
+                                   (s.image() ? "channel counts" : "hidden widths") + " divisible by " +
+                                   std::to_string(s.groups) + ", got " + std::to_string(s.features) +
+                                   " (set --groups)");
                    },
                .make = [](const LayerSpec& s) { return std::make_shared<nn::GroupNorm>(s.groups, s.features); },
                .metadata = [](const LayerSpec& s) {
                  return std::map<std::string, std::string>{{"num_groups", std::to_string(s.groups)}};
                }});
   n.push_back({.name = "rms", .display = "RMSNorm", .make = [](const LayerSpec& s) {
-                 return std::make_shared<nn::RMSNorm>(autograd::Shape{s.features});
+                 return std::make_shared<nn::RMSNorm>(sample_shape(s));
+               }});
+  // InstanceNorm2d with affine=True (PyTorch's default is False): every norm of the study then has
+  // the same per-channel scale and shift, as in the GroupNorm paper's comparison.
+  n.push_back({.name = "instance",
+               .display = "InstanceNorm",
+               .check =
+                   [](const LayerSpec& s) {
+                     if (!s.image())
+                       throw Error("instance norm normalizes each channel of an image over H x W: it needs "
+                                   "convolutional activations (--arch cnn), not a Linear layer's");
+                     if (s.shape[1] * s.shape[2] < 2)
+                       throw Error("instance norm needs more than one value per channel, but the activations are " +
+                                   std::to_string(s.shape[0]) + "x1x1");
+                   },
+               .make = [](const LayerSpec& s) {
+                 return std::make_shared<nn::InstanceNorm2d>(s.features, 1e-5, 0.1, /*affine=*/true);
                }});
   return n;
 }

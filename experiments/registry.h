@@ -16,8 +16,10 @@ namespace normlab::experiments {
 
 // What a norm's factory gets: the activations it normalizes, and the options a norm may read.
 struct LayerSpec {
-  int64_t features = 0;  // C: the width of the hidden layer, activations (N, C)
-  int64_t groups = 8;    // GroupNorm's num_groups (--groups)
+  int64_t features = 0;        // C: the channels (the width of a hidden Linear, or a Conv2d's outputs)
+  int64_t groups = 8;          // GroupNorm's num_groups (--groups)
+  std::vector<int64_t> shape;  // one sample's activations: {C} (after a Linear) or {C, H, W} (a Conv2d)
+  bool image() const { return shape.size() == 3; }
 };
 
 // One kind of normalization layer.
@@ -47,13 +49,13 @@ struct ActivationEntry {
   std::function<std::shared_ptr<nn::Module>()> make;
 };
 
-// Every registered norm, in registration order: none, batch, layer, group, rms, then any added.
+// Every registered norm, in registration order: none, batch, layer, group, rms, instance, then any added.
 const std::vector<NormEntry>& norms();
 // The entry called `name`; throws normlab::Error "unknown norm 'x' (expected one of: ...)".
 const NormEntry& norm(const std::string& name);
 // Adds a norm (e.g. from a test or a program of your own); a name that exists already is an error.
 void register_norm(NormEntry entry);
-// "none, batch, layer, group, rms": the names, for help texts and messages.
+// "none, batch, layer, group, rms, instance": the names, for help texts and messages.
 std::string norm_names();
 
 // Every registered activation: relu, tanh, gelu, sigmoid.

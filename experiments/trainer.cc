@@ -17,7 +17,7 @@ using autograd::Tensor;
 using Clock = std::chrono::steady_clock;
 
 void validate(const TrainConfig& c, const Splits& s) {
-  MlpSpec m = c.model;  // inputs and outputs come from the data
+  ModelSpec m = c.model;  // inputs and outputs come from the data
   m.inputs = s.train.features();
   m.outputs = std::max<int64_t>(s.train.num_classes, 1);
   validate(m);
@@ -132,7 +132,7 @@ RunResult train_run(const TrainConfig& config, const Splits& s, const StepCallba
   c.model.inputs = s.train.features();
   c.model.outputs = s.train.num_classes;
   autograd::Generator gen(c.seed);
-  Model model = build_mlp(c.model, gen);
+  Model model = build_model(c.model, gen);
   r.model = model.net;
   optim::SGD opt(model.net->parameters(), sgd_options(c));
   data::DataLoader loader(s.train, c.batch_size, true, c.seed, true);

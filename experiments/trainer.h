@@ -21,7 +21,7 @@ namespace normlab::experiments {
 using Splits = data::Splits;
 
 struct TrainConfig {
-  MlpSpec model;                  // inputs/outputs are taken from the data
+  ModelSpec model;                  // inputs/outputs are taken from the data
   int64_t epochs = 5;
   int64_t batch_size = 128;
   double lr = 0.05;               // peak learning rate (after warmup)

@@ -7,6 +7,7 @@
 #include "nn/checkpoint.h"
 #include "nn/conv.h"
 #include "nn/dropout.h"
+#include "nn/flatten.h"
 #include "nn/groupnorm.h"
 #include "nn/init.h"
 #include "nn/instancenorm.h"

@@ -1,7 +1,5 @@
-// Pooling and flatten modules: checked options at construction, PyTorch's reprs, the autograd ops.
+// Pooling modules: checked options at construction, PyTorch's reprs, the autograd ops.
 #include "nn/pooling.h"
-
-#include "autograd/shape_ops.h"
 
 namespace normlab::nn {
 
@@ -68,11 +66,5 @@ Tensor AdaptiveAvgPool2d::forward(const Tensor& x) {
 }
 
 std::string AdaptiveAvgPool2d::repr() const { return "AdaptiveAvgPool2d(output_size=" + size_.str() + ")"; }
-
-Tensor Flatten::forward(const Tensor& x) { return autograd::flatten(x, start_, end_); }
-
-std::string Flatten::repr() const {
-  return "Flatten(start_dim=" + std::to_string(start_) + ", end_dim=" + std::to_string(end_) + ")";
-}
 
 }  // namespace normlab::nn

@@ -1,5 +1,5 @@
-// Pooling and reshaping layers of convolutional networks (PyTorch's nn.MaxPool2d, nn.AvgPool2d,
-// nn.AdaptiveAvgPool2d, nn.Flatten). None has parameters.
+// Pooling layers of convolutional networks (PyTorch's nn.MaxPool2d, nn.AvgPool2d,
+// nn.AdaptiveAvgPool2d). None has parameters.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -51,18 +51,6 @@ class AdaptiveAvgPool2d : public Module {
 
  private:
   Size2d size_;
-};
-
-// Flattens dims start_dim..end_dim into one: (N, C, H, W) -> (N, C H W) by default.
-class Flatten : public Module {
- public:
-  explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1) : start_(start_dim), end_(end_dim) {}
-  Tensor forward(const Tensor& x) override;
-  // "Flatten(start_dim=1, end_dim=-1)".
-  std::string repr() const override;
-
- private:
-  int64_t start_, end_;
 };
 
 }  // namespace normlab::nn

@@ -87,14 +87,14 @@ BOOST_AUTO_TEST_CASE(built_in_entries_build_what_they_name) {
   const std::vector<std::pair<std::string, std::string>> want{
       {"batch", "BatchNorm1d(16"}, {"layer", "LayerNorm((16,)"}, {"group", "GroupNorm(4, 16"}, {"rms", "RMSNorm((16,)"}};
   for (const auto& [name, repr] : want) {
-    const Model m = build_mlp({.inputs = 3, .hidden = {16}, .outputs = 2, .norm = name, .groups = 4}, gen);
+    const Model m = build_model({.inputs = 3, .hidden = {16}, .outputs = 2, .norm = name, .groups = 4}, gen);
     BOOST_TEST_CONTEXT(name) {
       BOOST_REQUIRE_EQUAL(m.net->size(), 4);  // Linear, norm, ReLU, Linear
       BOOST_TEST(m.net->at(1)->repr().rfind(repr, 0) == 0, m.net->at(1)->repr());
       BOOST_TEST(m.probes.size() == 3u);  // pre, post, act
     }
   }
-  const Model none = build_mlp({.inputs = 3, .hidden = {16}, .outputs = 2, .norm = "none"}, gen);
+  const Model none = build_model({.inputs = 3, .hidden = {16}, .outputs = 2, .norm = "none"}, gen);
   BOOST_TEST(none.net->size() == 3);
   BOOST_REQUIRE_EQUAL(none.probes.size(), 2u);
   BOOST_TEST((none.probes[0].where == std::vector<std::string>{"pre", "post"}));
