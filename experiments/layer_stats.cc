@@ -149,7 +149,9 @@ std::string grad_norm_reading(const std::vector<RunResult>& runs, const std::vec
     return mean_of(all);
   };
   std::ostringstream md;
-  md << "Gradient norms, mean over recorded steps and seeds (first Linear / output Linear weight): ";
+  const bool conv = !runs.empty() && runs.front().config.model.arch == "cnn";
+  md << "Gradient norms, mean over recorded steps and seeds (" << (conv ? "first Conv2d" : "first Linear")
+     << " / output Linear weight): ";
   std::string largest, smallest;
   double hi = -INFINITY, lo = INFINITY;
   bool first = true;

@@ -108,136 +108,177 @@ std::vector<Token> mlp_layers(const ModelSpec& s) {
   return tokens;
 }
 
-// Builds (net != nullptr) or only checks (net == nullptr) the model of spec.
-void assemble(const ModelSpec& s, autograd::Generator* gen, Model* m) {
-  const NormEntry& norm = experiments::norm(s.norm);
-  activation(s.activation);  // throws for an unknown name
-  if (s.inputs <= 0 || s.outputs <= 0) throw Error("the model needs at least one input and one output");
-  const bool cnn = s.arch == "cnn";
-  if (!cnn && s.arch != "mlp") throw Error("unknown --arch '" + s.arch + "' (expected mlp or cnn)");
-  std::vector<int64_t> shape{s.inputs};
-  if (cnn) {
-    if (s.image.size() != 3 || s.image[0] < 1 || s.image[1] < 1 || s.image[2] < 1)
-      throw Error("--arch cnn needs the image shape of a sample as C,H,W (--image-shape), got '" +
-                  shape_text(s.image) + "'");
-    if (s.image[0] * s.image[1] * s.image[2] != s.inputs)
-      throw Error("--image-shape " + shape_text(s.image) + " holds " + std::to_string(s.image[0] * s.image[1] * s.image[2]) +
-                  " values, but the samples have " + std::to_string(s.inputs) + " features");
-    shape = s.image;
+// Walks a layer list, building the modules (with a generator) or only checking that they fit
+// (without), and tracking the shape of one sample's activations.
+class Builder {
+ public:
+  Builder(const ModelSpec& s, autograd::Generator* gen, Model* m)
+      : s_(s), norm_(experiments::norm(s.norm)), gen_(gen), m_(m), shape_(input_shape(s)) {
+    if (m_ && s.arch == "cnn") add(std::make_shared<nn::Unflatten>(1, autograd::Shape(s.image.begin(), s.image.end())));
   }
-  const std::vector<Token> tokens = cnn ? parse_layers(s.layers) : mlp_layers(s);
-  nn::Sequential* net = m ? m->net.get() : nullptr;
-  const auto add = [&](std::shared_ptr<nn::Module> mod) { return net ? net->add(std::move(mod)) : nullptr; };
-  if (cnn) add(std::make_shared<nn::Unflatten>(1, autograd::Shape(s.image.begin(), s.image.end())));
-  const auto add_weighted = [&](auto mod) {
-    if (!net) return std::shared_ptr<nn::Module>();
-    const std::string name = std::to_string(net->size()) + ".weight";
-    m->weights.emplace_back(name, mod->weight());
-    return add(mod);
-  };
-  int layer = -1;                      // the current hidden layer (a Linear or Conv2d)
-  std::shared_ptr<nn::Module> last;    // its module, until a norm follows
-  bool normed = false;
-  const auto close_layer = [&] {       // without a norm, the layer's output is also "post"
-    if (m && last && !normed) m->probes.back().where.push_back("post");
-    last = nullptr;
-  };
-  const auto where = [&](const Token& t) { return "the activations are " + shape_text(shape) + " at " + t.text; };
-  for (const Token& t : tokens) {
-    const bool image = shape.size() == 3;
-    if (t.kind == "conv") {
-      if (!image) token_error(t, "a convolution needs image activations (C, H, W), but " + where(t) + " (after flatten or linear)");
-      nn::Conv2dOptions o;
-      const auto opt = [&](char k, int64_t dflt) { return t.opts.count(k) ? t.opts.at(k) : std::pair{dflt, dflt}; };
-      const auto [kh, kw] = opt('k', 3);
-      o.stride = nn::Size2d(opt('s', 1).first, opt('s', 1).second);
-      o.padding = nn::Size2d(opt('p', 0).first, opt('p', 0).second);
-      o.dilation = nn::Size2d(opt('d', 1).first, opt('d', 1).second);
-      o.groups = opt('g', 1).first;
-      if (kh < 1 || kw < 1 || o.stride.h < 1 || o.dilation.h < 1 || o.groups < 1)
-        token_error(t, "kernel, stride, dilation and groups must be at least 1");
-      if (shape[0] % o.groups != 0 || t.n % o.groups != 0)
-        token_error(t, "groups " + std::to_string(o.groups) + " must divide the input channels (" +
-                           std::to_string(shape[0]) + ") and the output channels (" + std::to_string(t.n) + ")");
-      int64_t oh = 0, ow = 0;
-      try {
-        oh = autograd::conv_output_size("height", shape[1], kh, o.stride.h, o.padding.h, o.dilation.h);
-        ow = autograd::conv_output_size("width", shape[2], kw, o.stride.w, o.padding.w, o.dilation.w);
-      } catch (const Error& e) {
-        token_error(t, std::string(e.what()) + "; " + where(t));
-      }
-      close_layer();
-      ++layer, normed = false;
-      if (gen) {
-        auto conv = std::make_shared<nn::Conv2d>(shape[0], t.n, nn::Size2d(kh, kw), *gen, o);
-        last = add_weighted(conv);
-        m->probes.push_back({last, layer, {"pre"}});
-      }
-      shape = {t.n, oh, ow};
-    } else if (t.kind == "maxpool" || t.kind == "avgpool") {
-      if (!image) token_error(t, "pooling needs image activations (C, H, W), but " + where(t));
-      const int64_t k = t.n;
-      const auto st = t.opts.count('s') ? t.opts.at('s') : std::pair{k, k};
-      const int64_t p = t.opts.count('p') ? t.opts.at('p').first : 0;
-      if (st.first < 1 || st.second < 1) token_error(t, "the stride must be at least 1");
-      if (p > k / 2) token_error(t, "the padding must be at most half the kernel (" + std::to_string(k / 2) + ")");
-      int64_t oh = 0, ow = 0;
-      try {
-        oh = autograd::conv_output_size("height", shape[1], k, st.first, p, 1);
-        ow = autograd::conv_output_size("width", shape[2], k, st.second, p, 1);
-      } catch (const Error& e) {
-        token_error(t, std::string(e.what()) + "; " + where(t));
-      }
-      const nn::Size2d stride = st.first == st.second ? nn::Size2d(st.first) : nn::Size2d(st.first, st.second);
-      if (t.kind == "maxpool") add(std::make_shared<nn::MaxPool2d>(k, stride, p));
-      else add(std::make_shared<nn::AvgPool2d>(k, stride, p));
-      shape = {shape[0], oh, ow};
-    } else if (t.kind == "gap") {
-      if (!image) token_error(t, "global pooling needs image activations (C, H, W), but " + where(t));
-      add(std::make_shared<nn::AdaptiveAvgPool2d>(1));
-      shape = {shape[0], 1, 1};
-    } else if (t.kind == "flatten") {
-      if (!image) token_error(t, "flatten needs image activations (C, H, W), but " + where(t));
+
+  void layer(const Token& t) {
+    if (t.kind == "conv") conv(t);
+    else if (t.kind == "maxpool" || t.kind == "avgpool") pool(t);
+    else if (t.kind == "gap") global_pool(t);
+    else if (t.kind == "flatten") flatten(t);
+    else if (t.kind == "linear") linear(t);
+    else if (t.kind == "norm") normalize(t);
+    else activate(t);
+  }
+
+  // The classifier: flatten if needed, then Linear to the classes.
+  void finish() {
+    close_layer();
+    if (image()) {
       add(std::make_shared<nn::Flatten>());
-      shape = {shape[0] * shape[1] * shape[2]};
-    } else if (t.kind == "linear") {
-      if (image) token_error(t, "a Linear needs flat features, but " + where(t) + " (put flatten or gap before it)");
-      close_layer();
-      ++layer, normed = false;
-      if (gen) {
-        last = add_weighted(std::make_shared<nn::Linear>(shape[0], t.n, *gen));
-        m->probes.push_back({last, layer, {"pre"}});
-      }
-      shape = {t.n};
-    } else if (t.kind == "norm") {
-      if (layer < 0) token_error(t, "a norm must follow a conv or linear layer");
-      if (norm.is_identity()) continue;
-      const LayerSpec ls{.features = shape[0], .groups = s.groups, .shape = shape};
-      if (norm.check) {
-        try {
-          norm.check(ls);
-        } catch (const Error& e) {
-          if (cnn) token_error(t, e.what());
-          throw;
-        }
-      }
-      normed = true;
-      if (gen) m->probes.push_back({add(norm.make(ls)), layer, {"post"}});
-    } else {  // an activation: the --activation (act) or a named one
-      const ActivationEntry& a = activation(t.kind == "act" ? s.activation : t.kind);
-      close_layer();
-      if (gen) {
-        auto mod = add(a.make());
-        if (layer >= 0) m->probes.push_back({mod, layer, {"act"}});
-      }
+      shape_ = {numel()};
+    }
+    if (m_) add_weighted(std::make_shared<nn::Linear>(shape_[0], s_.outputs, *gen_));
+  }
+
+ private:
+  static std::vector<int64_t> input_shape(const ModelSpec& s) {
+    if (s.arch != "cnn") return {s.inputs};
+    if (s.image.size() != 3 || s.image[0] < 1 || s.image[1] < 1 || s.image[2] < 1)
+      throw Error("--arch cnn needs the image shape of a sample as C,H,W (--image-shape), got '" + shape_text(s.image) + "'");
+    if (s.image[0] * s.image[1] * s.image[2] != s.inputs)
+      throw Error("--image-shape " + shape_text(s.image) + " holds " +
+                  std::to_string(s.image[0] * s.image[1] * s.image[2]) + " values, but the samples have " +
+                  std::to_string(s.inputs) + " features");
+    return s.image;
+  }
+  bool image() const { return shape_.size() == 3; }
+  int64_t numel() const { return image() ? shape_[0] * shape_[1] * shape_[2] : shape_[0]; }
+  std::string where(const Token& t) const { return "the activations are " + shape_text(shape_) + " at " + t.text; }
+  void need_image(const Token& t, const std::string& what) const {
+    if (!image()) token_error(t, what + " needs image activations (C, H, W), but " + where(t) + " (after flatten or linear)");
+  }
+  // The output size of a window along each spatial dim, or an error naming the token.
+  std::pair<int64_t, int64_t> window(const Token& t, std::pair<int64_t, int64_t> k, std::pair<int64_t, int64_t> st,
+                                     std::pair<int64_t, int64_t> p, std::pair<int64_t, int64_t> d) const {
+    try {
+      return {autograd::conv_output_size("height", shape_[1], k.first, st.first, p.first, d.first),
+              autograd::conv_output_size("width", shape_[2], k.second, st.second, p.second, d.second)};
+    } catch (const Error& e) {
+      token_error(t, std::string(e.what()) + "; " + where(t));
     }
   }
-  close_layer();
-  if (shape.size() == 3) {
-    add(std::make_shared<nn::Flatten>());
-    shape = {shape[0] * shape[1] * shape[2]};
+  std::shared_ptr<nn::Module> add(std::shared_ptr<nn::Module> mod) { return m_ ? m_->net->add(std::move(mod)) : nullptr; }
+  template <class M>
+  std::shared_ptr<nn::Module> add_weighted(std::shared_ptr<M> mod) {
+    m_->weights.emplace_back(std::to_string(m_->net->size()) + ".weight", mod->weight());
+    return add(mod);
   }
-  if (gen) add_weighted(std::make_shared<nn::Linear>(shape[0], s.outputs, *gen));
+  // A new hidden layer (a Conv2d or Linear): probed as "pre"; "post" too if no norm follows.
+  void open_layer(std::shared_ptr<nn::Module> mod) {
+    close_layer();
+    ++layer_, normed_ = false;
+    if (!m_) return;
+    last_ = std::move(mod);
+    m_->probes.push_back({last_, layer_, {"pre"}});
+  }
+  void close_layer() {
+    if (m_ && last_ && !normed_) m_->probes.back().where.push_back("post");
+    last_ = nullptr;
+  }
+
+  void conv(const Token& t) {
+    need_image(t, "a convolution");
+    const auto opt = [&](char k, int64_t dflt) { return t.opts.count(k) ? t.opts.at(k) : std::pair{dflt, dflt}; };
+    const auto k = opt('k', 3), st = opt('s', 1), p = opt('p', 0), d = opt('d', 1);
+    const int64_t groups = opt('g', 1).first;
+    if (k.first < 1 || k.second < 1 || st.first < 1 || d.first < 1 || groups < 1)
+      token_error(t, "kernel, stride, dilation and groups must be at least 1");
+    if (shape_[0] % groups != 0 || t.n % groups != 0)
+      token_error(t, "groups " + std::to_string(groups) + " must divide the input channels (" + std::to_string(shape_[0]) +
+                         ") and the output channels (" + std::to_string(t.n) + ")");
+    const auto [oh, ow] = window(t, k, st, p, d);
+    std::shared_ptr<nn::Module> mod;
+    if (m_) {
+      nn::Conv2dOptions o{.stride = nn::Size2d(st.first, st.second), .padding = nn::Size2d(p.first, p.second),
+                          .dilation = nn::Size2d(d.first, d.second), .groups = groups};
+      mod = add_weighted(std::make_shared<nn::Conv2d>(shape_[0], t.n, nn::Size2d(k.first, k.second), *gen_, o));
+    }
+    open_layer(mod);
+    shape_ = {t.n, oh, ow};
+  }
+
+  void pool(const Token& t) {
+    need_image(t, "pooling");
+    const int64_t k = t.n;
+    const auto st = t.opts.count('s') ? t.opts.at('s') : std::pair{k, k};
+    const int64_t p = t.opts.count('p') ? t.opts.at('p').first : 0;
+    if (st.first < 1) token_error(t, "the stride must be at least 1");
+    if (p > k / 2) token_error(t, "the padding must be at most half the kernel (" + std::to_string(k / 2) + ")");
+    const auto [oh, ow] = window(t, {k, k}, st, {p, p}, {1, 1});
+    const nn::Size2d stride(st.first);
+    if (t.kind == "maxpool") add(std::make_shared<nn::MaxPool2d>(k, stride, p));
+    else add(std::make_shared<nn::AvgPool2d>(k, stride, p));
+    shape_ = {shape_[0], oh, ow};
+  }
+
+  void global_pool(const Token& t) {
+    need_image(t, "global pooling");
+    add(std::make_shared<nn::AdaptiveAvgPool2d>(1));
+    shape_ = {shape_[0], 1, 1};
+  }
+
+  void flatten(const Token& t) {
+    need_image(t, "flatten");
+    add(std::make_shared<nn::Flatten>());
+    shape_ = {numel()};
+  }
+
+  void linear(const Token& t) {
+    if (image()) token_error(t, "a Linear needs flat features, but " + where(t) + " (put flatten or gap before it)");
+    open_layer(m_ ? add_weighted(std::make_shared<nn::Linear>(shape_[0], t.n, *gen_)) : nullptr);
+    shape_ = {t.n};
+  }
+
+  void normalize(const Token& t) {
+    if (layer_ < 0) token_error(t, "a norm must follow a conv or linear layer");
+    if (norm_.is_identity()) return;
+    const LayerSpec ls{.features = shape_[0], .groups = s_.groups, .shape = shape_};
+    if (norm_.check) {
+      try {
+        norm_.check(ls);
+      } catch (const Error& e) {
+        if (s_.arch == "cnn") token_error(t, e.what());
+        throw;
+      }
+    }
+    normed_ = true;
+    if (m_) m_->probes.push_back({add(norm_.make(ls)), layer_, {"post"}});
+  }
+
+  void activate(const Token& t) {
+    const ActivationEntry& a = activation(t.kind == "act" ? s_.activation : t.kind);
+    close_layer();
+    if (!m_) return;
+    auto mod = add(a.make());
+    if (layer_ >= 0) m_->probes.push_back({mod, layer_, {"act"}});
+  }
+
+  const ModelSpec& s_;
+  const NormEntry& norm_;
+  autograd::Generator* gen_;
+  Model* m_;
+  std::vector<int64_t> shape_;
+  int layer_ = -1;                    // the current hidden layer (a Linear or Conv2d)
+  std::shared_ptr<nn::Module> last_;  // its module, until a norm or an activation follows
+  bool normed_ = false;
+};
+
+// Builds (gen and m given) or only checks (both null) the model of spec.
+void assemble(const ModelSpec& s, autograd::Generator* gen, Model* m) {
+  activation(s.activation);  // throws for an unknown name
+  experiments::norm(s.norm);
+  if (s.inputs <= 0 || s.outputs <= 0) throw Error("the model needs at least one input and one output");
+  if (s.arch != "cnn" && s.arch != "mlp") throw Error("unknown --arch '" + s.arch + "' (expected mlp or cnn)");
+  Builder b(s, gen, m);
+  for (const Token& t : s.arch == "cnn" ? parse_layers(s.layers) : mlp_layers(s)) b.layer(t);
+  b.finish();
 }
 
 }  // namespace
