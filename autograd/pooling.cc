@@ -11,6 +11,7 @@
 
 #include "autograd/conv.h"
 #include "autograd/engine.h"
+#include "autograd/kernels/max_pool.h"
 #include "autograd/kernels/pool.h"
 #include "autograd/parallel.h"
 
@@ -75,6 +76,17 @@ PoolPlan plan(const char* who, const Tensor& x, const Pool2dOptions& o, bool wit
 // first maximum wins a tie) or NaN (the last NaN wins).
 template <typename T>
 void max_forward(const PoolPlan& p, const T* x, T* y, int32_t* idx) {
+  if (p.kh == 2 && p.kw == 2 && p.sh == 2 && p.sw == 2 && p.ph == 0 && p.pw == 0 && p.dh == 1 && p.dw == 1) {
+    // The common window: the Highway kernel (the same scan), chunks of planes in parallel.
+    const int64_t planes = p.planes, in = p.h * p.w, out = p.oh * p.ow;
+    const int threads = planes * in < (1 << 15) ? 1 : num_threads();
+    const int64_t chunks = std::min<int64_t>(planes, 4 * threads);
+    kernels::parallel_parts(threads, chunks, [&](int64_t ch) {
+      const int64_t q0 = planes * ch / chunks, q1 = planes * (ch + 1) / chunks;
+      kernels::max_pool_2x2(q1 - q0, p.h, p.w, x + q0 * in, y + q0 * out, idx + q0 * out);
+    });
+    return;
+  }
   for_planes(p.planes, p.h * p.w, [&](int64_t q) {
     const T* in = x + q * p.h * p.w;
     T* out = y + q * p.oh * p.ow;
@@ -194,11 +206,14 @@ Tensor max_pool2d(const Tensor& x, const Pool2dOptions& o) {
   if (p.h * p.w > std::numeric_limits<int32_t>::max())
     throw Error("max_pool2d: planes of more than 2^31 - 1 elements are not supported, got input " + shape_str(x.shape()));
   Tensor out = empty({x.size(0), x.size(1), p.oh, p.ow}, x.dtype());
-  auto idx = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(out.numel()));
+  // The argmax of each output, int32, kept in a float32 tensor's buffer (4 bytes an element): the
+  // caching allocator hands it out again each step, without a fresh zeroed allocation.
+  Tensor idx = empty({out.numel()}, DType::Float32);
+  int32_t* at = static_cast<int32_t*>(idx.raw_data());
   if (out.numel() > 0)
     dispatch(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      max_forward<T>(p, x.data<T>(), out.data<T>(), idx->data());
+      max_forward<T>(p, x.data<T>(), out.data<T>(), at);
     });
   return record("MaxPool2DWithIndicesBackward0", out, {x},
                 [p, idx, xs = x.shape(), dt = x.dtype()](const Tensor& dy, const Needs&) {
@@ -206,7 +221,7 @@ Tensor max_pool2d(const Tensor& x, const Pool2dOptions& o) {
                   if (dx.numel() > 0)
                     dispatch(dt, [&](auto zero) {
                       using T = decltype(zero);
-                      max_backward<T>(p, dy.data<T>(), idx->data(), dx.data<T>());
+                      max_backward<T>(p, dy.data<T>(), static_cast<const int32_t*>(idx.raw_data()), dx.data<T>());
                     });
                   return Grads{dx};
                 });
