@@ -241,6 +241,27 @@ BOOST_AUTO_TEST_CASE(sweep_with_batchnorm_gives_byte_identical_csv_on_any_thread
   BOOST_TEST(bn_rows == 2);
 }
 
+// The study's CNN on Fashion-MNIST images under four norms (convolutions, pooling, BatchNorm2d,
+// GroupNorm and InstanceNorm on image activations): the same bytes on 1 thread as on 2.
+BOOST_AUTO_TEST_CASE(cnn_compare_gives_byte_identical_csv_on_any_thread_count) {
+  const std::vector<std::string> compare = {"compare", "--quiet", "--arch", "cnn", "--train-limit", "512",
+                                            "--test-limit", "200", "--epochs", "1", "--batch-size", "64",
+                                            "--norms", "none,batch,group,instance", "--seeds", "0"};
+  Tmp two, one;
+  for (auto [t, threads] : {std::pair{&two, "2"}, std::pair{&one, "1"}}) {
+    auto args = compare;
+    args.insert(args.end(), {"--threads", threads, "--out", t->dir.string()});
+    BOOST_REQUIRE_EQUAL(run(args), 0);
+  }
+  for (const char* f : {"runs.csv", "steps.csv", "epochs.csv", "activations.csv", "grad_norms.csv"}) {
+    BOOST_TEST_CONTEXT(f) {
+      const std::string x = slurp(two.dir / f);
+      BOOST_TEST(!x.empty());
+      BOOST_TEST((x == slurp(one.dir / f)), "1 thread and 2 threads differ");
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(train_prints_one_line_per_epoch_in_order) {
   Tmp t;
   int rc = -1;
