@@ -382,6 +382,61 @@ def make_norms2d():
     fx.write()
 
 
+def make_cnn_steps():
+    """The study's CNN under each norm, 5 SGD steps on one fixed batch, as
+    tests/experiments/cnn_steps_test.cc: the float64 run (the reference values), and how far
+    PyTorch's own float32 run lands from it (the float32 tolerance)."""
+    fx = Fixture("cnn_steps")
+    nn = torch.nn
+    torch.manual_seed(11)
+    x = torch.randn(8, 784)
+    y = torch.randint(0, 10, (8,))
+    fx.add("input", x)
+    fx.add("target", y)
+    fx.meta("lr", "0.002")  # 0.01 and up overshoot on 8 images
+    fx.meta("momentum", "0.9")
+    fx.meta("steps", "5")
+
+    def norm2d(kind, c, hw):
+        return {"batch": lambda: nn.BatchNorm2d(c), "layer": lambda: nn.LayerNorm([c, hw, hw]),
+                "group": lambda: nn.GroupNorm(8, c), "instance": lambda: nn.InstanceNorm2d(c, affine=True)}[kind]()
+
+    def run(kind, dt):
+        torch.manual_seed(12)  # the same convolution and Linear weights under every norm
+        conv1, conv2, fc = nn.Conv2d(1, 32, 3, padding=1), nn.Conv2d(32, 64, 3, padding=1), nn.Linear(3136, 10)
+        layers = [nn.Unflatten(1, (1, 28, 28)), conv1]
+        layers += ([] if kind == "none" else [norm2d(kind, 32, 28)]) + [nn.ReLU(), nn.MaxPool2d(2), conv2]
+        layers += ([] if kind == "none" else [norm2d(kind, 64, 14)]) + [nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), fc]
+        model = nn.Sequential(*layers)
+        roles = {"conv1": conv1, "conv2": conv2, "fc": fc}
+        init = {f"init.{r}.{p}": getattr(m, p).detach().clone() for r, m in roles.items() for p in ("weight", "bias")}
+        model = model.to(dt).train()
+        opt = torch.optim.SGD(model.parameters(), lr=0.002, momentum=0.9)
+        losses = []
+        for _ in range(5):
+            loss = F.cross_entropy(model(x.to(dt)), y)
+            losses.append(loss.item())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        final = {k: v for k, v in model.state_dict().items() if v.dtype.is_floating_point}
+        return repr(model), init, losses, final
+
+    for kind in ("none", "batch", "layer", "group", "instance"):
+        text, init, l64, f64 = run(kind, torch.float64)
+        _, _, l32, f32 = run(kind, torch.float32)
+        fx.meta(kind + ".module", text)
+        if kind == "none":  # the initial weights (float32), shared by every norm
+            for k, v in init.items():
+                fx.add(k, v)
+        fx.add(f"{kind}.losses", torch.tensor(l64, dtype=torch.float64))
+        fx.meta(f"{kind}.losses.float32_deviation", repr(max(abs(a - b) for a, b in zip(l32, l64))))
+        for name, t in f64.items():  # the final parameters and buffers, by PyTorch name
+            fx.add(f"{kind}.final.{name}", t)
+            fx.meta(f"{kind}.final.{name}.float32_deviation", repr((f32[name].double() - t).abs().max().item()))
+    fx.write()
+
+
 # ---- Linear -------------------------------------------------------------------------------------------
 
 def make_linear():
@@ -531,6 +586,7 @@ def main():
     make_conv2d()
     make_pool2d()
     make_norms2d()
+    make_cnn_steps()
 
 
 if __name__ == "__main__":
