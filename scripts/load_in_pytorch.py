@@ -11,9 +11,16 @@ read_safetensors does here.
 With --compare LOGITS.txt (the file `train_and_save MODEL OPTIM LOGITS.txt` writes: normlab's
 logits for the same inputs, 9 significant digits) it also prints the largest difference and exits
 with status 1 if it exceeds 1e-5 (the CTest examples/load_in_pytorch, added when torch is installed).
+
+With --from-metadata it rebuilds the network from the checkpoint's own metadata instead (what
+`normlab train` records: arch, model, layers, image_shape, norm, norm.num_groups, activation), an MLP
+or a CNN, and feeds it 3 rows x[r, j] = sin(0.01 (r F + j)) for F input features, the rows that
+examples/cnn_checkpoint.cc prints normlab's logits for.
 """
 import argparse
 import json
+import math
+import re
 import struct
 import sys
 
@@ -39,6 +46,82 @@ def read_safetensors(path):
     return tensors
 
 
+def read_metadata(path):
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        return json.loads(f.read(n)).get("__metadata__", {})
+
+
+def build_from_metadata(md):
+    """The torch.nn.Sequential a normlab checkpoint describes (experiments/model.h's grammar)."""
+    nn = torch.nn
+    acts = {"relu": nn.ReLU, "tanh": nn.Tanh, "gelu": lambda: nn.GELU(approximate="tanh"), "sigmoid": nn.Sigmoid}
+    norm, groups = md["norm"], int(md.get("norm.num_groups", "8"))
+
+    def make_norm(shape):
+        if norm == "none":
+            return None
+        if norm == "batch":
+            return nn.BatchNorm2d(shape[0]) if len(shape) == 3 else nn.BatchNorm1d(shape[0])
+        if norm == "layer":
+            return nn.LayerNorm(list(shape))
+        if norm == "group":
+            return nn.GroupNorm(groups, shape[0])
+        if norm == "instance":
+            return nn.InstanceNorm2d(shape[0], affine=True)
+        sys.exit(f"norm '{norm}': PyTorch 1.13 has no such layer")
+
+    dims = md["model"].split("-")
+    outputs = int(dims[-1])
+    layers = []
+    if md.get("arch", "mlp") == "mlp":
+        widths = [int(d) for d in dims]
+        shape = [widths[0]]
+        tokens = [t for w in widths[1:-1] for t in (f"linear{w}", "norm", "act")]
+    else:
+        shape = [int(v) for v in md["image_shape"].split("x")]
+        layers.append(nn.Unflatten(1, tuple(shape)))
+        tokens = md["layers"].split("-")
+    features = shape[0] if len(shape) == 1 else shape[0] * shape[1] * shape[2]
+    for tok in tokens:
+        m = re.fullmatch(r"(conv|maxpool|avgpool|linear)(\d+)(.*)", tok)
+        kind, n, rest = (m.group(1), int(m.group(2)), m.group(3)) if m else (tok, 0, "")
+        opts = {k: (int(a), int(b) if b else int(a)) for k, a, b in re.findall(r"([kspdg])(\d+)(?:x(\d+))?", rest)}
+        if kind == "conv":
+            k, s, p, d = opts.get("k", (3, 3)), opts.get("s", (1, 1)), opts.get("p", (0, 0)), opts.get("d", (1, 1))
+            layers.append(nn.Conv2d(shape[0], n, k, stride=s, padding=p, dilation=d, groups=opts.get("g", (1, 1))[0]))
+            shape = [n] + [(shape[1 + i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(2)]
+        elif kind in ("maxpool", "avgpool"):
+            s, p = opts.get("s", (n, n))[0], opts.get("p", (0, 0))[0]
+            layers.append(nn.MaxPool2d(n, s, p) if kind == "maxpool" else nn.AvgPool2d(n, s, p))
+            shape = [shape[0]] + [(shape[1 + i] + 2 * p - n) // s + 1 for i in range(2)]
+        elif kind == "gap":
+            layers.append(nn.AdaptiveAvgPool2d(1))
+            shape = [shape[0], 1, 1]
+        elif kind == "flatten":
+            layers.append(nn.Flatten())
+            shape = [shape[0] * shape[1] * shape[2]]
+        elif kind == "linear":
+            layers.append(nn.Linear(shape[0], n))
+            shape = [n]
+        elif kind == "norm":
+            if make_norm(shape) is not None:
+                layers.append(make_norm(shape))
+        else:
+            layers.append(acts[md["activation"] if kind == "act" else kind]())
+    if len(shape) == 3:
+        layers.append(nn.Flatten())
+        shape = [shape[0] * shape[1] * shape[2]]
+    layers.append(nn.Linear(shape[0], outputs))
+    return nn.Sequential(*layers), features
+
+
+def sine_rows(features):
+    """x[r, j] = sin(0.01 (r F + j)), 3 rows (examples/cnn_checkpoint.cc computes the same)."""
+    return torch.tensor([[math.sin(0.01 * (r * features + j)) for j in range(features)] for r in range(3)],
+                        dtype=torch.float64).float()
+
+
 # Both programs are float32: they round differently (summation order, SIMD kernels) and agree to
 # about 2e-6 on these logits of magnitude up to ~7 (a few float32 ulps); 1e-5 leaves a 5x margin.
 TOLERANCE = 1e-5
@@ -48,17 +131,24 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("path", nargs="?", default="spirals.safetensors", help="the checkpoint to load")
     ap.add_argument("--compare", metavar="LOGITS.txt", help="normlab's logits, to compare with")
+    ap.add_argument("--from-metadata", action="store_true", help="rebuild the model from the checkpoint's metadata")
     args = ap.parse_args()
-    model = torch.nn.Sequential(
-        torch.nn.Linear(2, 64), torch.nn.LayerNorm(64), torch.nn.ReLU(),
-        torch.nn.Linear(64, 64), torch.nn.LayerNorm(64), torch.nn.ReLU(),
-        torch.nn.Linear(64, 2))
-    model.load_state_dict(read_safetensors(args.path), strict=True)  # same names, same shapes
+    if args.from_metadata:
+        model, features = build_from_metadata(read_metadata(args.path))
+        x, what = sine_rows(features), f"x[r, j] = sin(0.01 (r {features} + j))"
+    else:
+        model = torch.nn.Sequential(
+            torch.nn.Linear(2, 64), torch.nn.LayerNorm(64), torch.nn.ReLU(),
+            torch.nn.Linear(64, 64), torch.nn.LayerNorm(64), torch.nn.ReLU(),
+            torch.nn.Linear(64, 2))
+        x = torch.tensor([[0.5, -0.2], [-0.7, 0.1], [0.0, 0.9]])  # as in examples/train_and_save.cc
+        what = "x = [[0.5, -0.2], [-0.7, 0.1], [0.0, 0.9]]"
+    state = {k: v for k, v in read_safetensors(args.path).items()}
+    model.load_state_dict(state, strict=True)  # same names, same shapes
     model.eval()
-    x = torch.tensor([[0.5, -0.2], [-0.7, 0.1], [0.0, 0.9]])  # as in examples/train_and_save.cc
     with torch.no_grad():
         logits = model(x)
-    print("PyTorch's logits for x = [[0.5, -0.2], [-0.7, 0.1], [0.0, 0.9]]:")
+    print(f"PyTorch's logits for {what}:")
     for row in logits.tolist():
         print(" ".join(f"{v:12.7f}" for v in row))
     if args.compare:
