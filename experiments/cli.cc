@@ -50,6 +50,12 @@ struct Options {
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int demo_steps = 300;
   int64_t sweep_train_limit = 0;  // study: the sweep trains on the first N training samples (0: all)
+  // study on Fashion-MNIST: the CNN part (--no-cnn leaves it out).
+  bool no_cnn = false;
+  int64_t cnn_train_limit = 10000, cnn_epochs = 2;
+  std::vector<int64_t> cnn_batch_sizes{2, 4, 8, 32, 128};
+  std::vector<std::string> cnn_norms{"none", "batch", "layer", "group", "instance"};
+  std::vector<std::string> cnn_sweep_norms{"batch", "layer", "group"};
 };
 
 // An option whose default depends on the dataset or a preset (applied after parsing): its
@@ -225,6 +231,8 @@ void check_architecture(Options& o, CLI::App* sub) {
     if (given("--image-shape")) throw Error("--image-shape goes with --arch cnn (an MLP reads the features as they are)");
     return;
   }
+  if (sub->get_name() == "study")
+    throw Error("study runs its MLP and its CNN parts itself: --arch cnn goes with train, compare and sweep");
   if (given("--hidden")) throw Error("--hidden sets the widths of an MLP: with --arch cnn, describe the layers with --model");
   if (m.image.empty()) {
     if (o.data.name != "fashion-mnist")
@@ -300,6 +308,21 @@ Subcommands add_subcommands(CLI::App& app, Options& o) {
                                      "the sweep trains on the first N training samples (0: all)")
                      ->check(whole(0, kMaxInt)),
                  "20000 on fashion-mnist without --quick, else 0");
+  s.study->add_flag("--no-cnn", o.no_cnn, "leave out the CNN part (Fashion-MNIST without --quick only)");
+  s.study->add_option("--cnn-train-limit", o.cnn_train_limit, "the CNN part trains on the first N training images")
+      ->check(whole(1, kMaxInt))
+      ->capture_default_str();
+  s.study->add_option("--cnn-epochs", o.cnn_epochs, "epochs of the CNN comparison (its sweep: 1)")
+      ->check(whole(1, 1000))
+      ->capture_default_str();
+  s.study->add_option("--cnn-batch-sizes", o.cnn_batch_sizes, "batch sizes of the CNN sweep")
+      ->delimiter(',')
+      ->check(whole(1, kMaxBatch))
+      ->capture_default_str();
+  s.study->add_option("--cnn-norms", o.cnn_norms, "norms of the CNN comparison")->delimiter(',')->capture_default_str();
+  s.study->add_option("--cnn-sweep-norms", o.cnn_sweep_norms, "norms of the CNN sweep (1 seed: the first of --seeds)")
+      ->delimiter(',')
+      ->capture_default_str();
   s.study->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
   add_output_options(s.study, o, "out/study");
   add_resume(s.study, o);
@@ -340,6 +363,29 @@ SweepConfig sweep_config(const Options& o) {
   return sc;
 }
 
+// The study's CNN part (on Fashion-MNIST without --quick, unless --no-cnn): the comparison
+// (--cnn-norms, --seeds, --cnn-epochs) and a one-seed batch-size sweep of 1 epoch (--cnn-sweep-norms,
+// --cnn-batch-sizes; lr = --lr x batch / 128, BatchNorm evaluated three ways) on the first
+// --cnn-train-limit training images.
+StudyConfig study_config(const Options& o, const Splits& data) {
+  StudyConfig st{compare_config(o, data), sweep_config(o), o.sweep_train_limit};
+  st.cnn = !o.quick && !o.no_cnn && o.data.name == "fashion-mnist";
+  if (!st.cnn) return st;
+  TrainConfig base = o.train;
+  base.model.arch = "cnn", base.model.image = {1, 28, 28}, base.model.layers = kDefaultCnn;
+  base.epochs = o.cnn_epochs;
+  Splits cnn = data;
+  if (o.cnn_train_limit < data.train.size()) cnn.train = data::first_n(data.train, o.cnn_train_limit);
+  st.cnn_train_limit = o.cnn_train_limit;
+  st.cnn_compare = CompareConfig{.base = base, .norms = o.cnn_norms, .seeds = o.seeds, .target_accuracy = o.target};
+  validate(base, cnn);
+  if (base.stats_every == 0) st.cnn_compare.base.stats_every = std::max<int64_t>(1, steps_per_run(base, cnn) / 50);
+  base.epochs = 1, base.stats_every = 0;
+  st.cnn_sweep = SweepConfig{.base = base, .over = "batch", .batch_sizes = o.cnn_batch_sizes, .reference_batch = 128,
+                             .norms = o.cnn_sweep_norms, .seeds = {o.seeds.front()}};
+  return st;
+}
+
 TrainConfig train_config(const Options& o, const Splits& data) {
   TrainConfig c = o.train;
   c.model.norm = o.norm;
@@ -356,7 +402,7 @@ void check_settings(const Options& o, const std::string& name, const Splits& dat
     if (name == "train") train_config(o, data);
     else if (name == "compare") compare_runs(compare_config(o, data), data);
     else if (name == "sweep") sweep_runs(sweep_config(o), data);
-    else validate({compare_config(o, data), sweep_config(o), o.sweep_train_limit}, data);
+    else validate(study_config(o, data), data);
   } catch (const UsageError&) {
     throw;
   } catch (const Error& e) {
@@ -369,7 +415,7 @@ Report run_in(const Options& o, const std::string& name, const Splits& data, con
   if (name == "train") return run_train(train_config(o, data), data, ctx);
   if (name == "compare") return run_compare(compare_config(o, data), data, ctx);
   if (name == "sweep") return run_sweep(sweep_config(o), data, ctx);
-  return run_study({compare_config(o, data), sweep_config(o), o.sweep_train_limit}, o.data, data, ctx);
+  return run_study(study_config(o, data), o.data, data, ctx);
 }
 
 // Loads the data, runs the parsed subcommand (not demo) into a result set that replaces --out as

@@ -1,9 +1,14 @@
-// `normlab study` (make run): the convergence comparison and the batch-size sweep, one report.
+// `normlab study` (make run): the convergence comparison and the batch-size sweep, one report; on
+// Fashion-MNIST the same two for the study's CNN and a table of MLP and CNN side by side.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <sstream>
 
 #include "data/split.h"
 #include "experiments/output.h"
+#include "experiments/registry.h"
 #include "experiments/report.h"
 #include "experiments/study.h"
 
@@ -28,11 +33,70 @@ std::string section(const Report& r, const std::string& sub_dir) {
   return "## " + r.title + "\n\n" + fixed + "\n";
 }
 
+std::string pct(double v) { return std::isfinite(v) ? fmt(100 * v, 4) : "-"; }
+
+// MLP and CNN side by side, from the two batch-size sweeps: at each batch size the best norm of
+// each, and per norm how far batch 2 and 4 fall below the norm's best batch size (points).
+std::string side_by_side(const Report& mlp, const Report& cnn) {
+  std::ostringstream md;
+  md << "## MLP and CNN side by side\n\nFrom the two batch-size sweeps (mean final test accuracy, %; the MLP "
+        "on its sweep's images, the CNN on its own).\n\n| batch | MLP: best norm | CNN: best norm |\n|---|---|---|\n";
+  std::vector<double> batches;
+  for (const auto* r : {&mlp, &cnn})
+    for (const auto& [n, c] : r->sweep_accuracy)
+      for (const auto& [x, acc] : c)
+        if (std::find(batches.begin(), batches.end(), x) == batches.end()) batches.push_back(x);
+  std::sort(batches.begin(), batches.end());
+  const auto winner = [](const Report& r, double b) {
+    std::string best = "-";
+    double hi = -1;
+    for (const auto& [n, c] : r.sweep_accuracy)
+      for (const auto& [x, acc] : c)
+        if (x == b && std::isfinite(acc) && acc > hi) hi = acc, best = norm(n).display + " " + pct(acc);
+    return best;
+  };
+  for (double b : batches) md << "| " << fmt(b) << " | " << winner(mlp, b) << " | " << winner(cnn, b) << " |\n";
+  md << "\nPoints lost at batch 2 and 4 against the norm's own best batch size (- where not swept):\n\n"
+        "| norm | MLP best (batch) | MLP loss at 2 | MLP loss at 4 | CNN best (batch) | CNN loss at 2 | CNN loss at 4 |\n"
+        "|---|---|---|---|---|---|---|\n";
+  std::vector<std::string> names;
+  for (const auto* r : {&mlp, &cnn})
+    for (const auto& [n, c] : r->sweep_accuracy)
+      if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  for (const std::string& n : names) {
+    md << "| " << norm(n).display;
+    for (const auto* r : {&mlp, &cnn}) {
+      const auto it = r->sweep_accuracy.find(n);
+      if (it == r->sweep_accuracy.end()) {
+        md << " | - | - | -";
+        continue;
+      }
+      double best = -1, best_b = NAN;
+      for (const auto& [x, acc] : it->second)
+        if (std::isfinite(acc) && acc > best) best = acc, best_b = x;
+      const auto loss = [&](double b) {
+        for (const auto& [x, acc] : it->second)
+          if (x == b) return std::isfinite(acc) && best >= 0 ? fmt(100 * (best - acc), 3) : std::string("diverged");
+        return std::string("-");
+      };
+      md << " | " << (best >= 0 ? pct(best) + " (" + fmt(best_b) + ")" : std::string("-")) << " | " << loss(2) << " | "
+         << loss(4);
+    }
+    md << " |\n";
+  }
+  return md.str() + "\n";
+}
+
 }  // namespace
 
 void validate(const StudyConfig& cfg, const Splits& data) {
   compare_runs(cfg.compare, data);
   sweep_runs(cfg.sweep, sweep_data(data, cfg.sweep_train_limit));
+  if (cfg.cnn) {
+    const Splits cnn = sweep_data(data, cfg.cnn_train_limit);
+    compare_runs(cfg.cnn_compare, cnn);
+    sweep_runs(cfg.cnn_sweep, cnn);
+  }
 }
 
 Report run_study(const StudyConfig& cfg, const DataSpec& spec, const Splits& data, const StudyContext& ctx) {
@@ -48,8 +112,19 @@ Report run_study(const StudyConfig& cfg, const DataSpec& spec, const Splits& dat
   if (!ctx.resume_from.empty()) part.resume_from = ctx.resume_from / "sweep";
   part.dataset = describe(spec, sweep);
   const Report b = run_sweep(cfg.sweep, sweep, part);
-  Report rep{"normlab study: BatchNorm vs LayerNorm", "", false, a.interrupted || b.interrupted,
-             a.runs_done + b.runs_done, a.runs_total + b.runs_total};
+  Report c, d;  // the CNN part, if any
+  const Splits cnn = sweep_data(data, cfg.cnn_train_limit);
+  if (cfg.cnn) {
+    for (auto [rep, sub] : {std::pair{&c, "cnn-compare"}, std::pair{&d, "cnn-sweep"}}) {
+      part.out = ctx.out / sub;
+      part.resume_from = ctx.resume_from.empty() ? ctx.resume_from : ctx.resume_from / sub;
+      part.dataset = describe(spec, cnn);
+      *rep = rep == &c ? run_compare(cfg.cnn_compare, cnn, part) : run_sweep(cfg.cnn_sweep, cnn, part);
+    }
+  }
+  Report rep{"normlab study: BatchNorm vs LayerNorm", "", false, a.interrupted || b.interrupted || c.interrupted ||
+             d.interrupted, a.runs_done + b.runs_done + c.runs_done + d.runs_done,
+             a.runs_total + b.runs_total + c.runs_total + d.runs_total};
   std::string md = "# " + rep.title + "\n\nCommand: `" + ctx.command_line + "`\n\n";
   if (rep.interrupted)
     md += "**Interrupted (Ctrl-C): " + std::to_string(rep.runs_done) + " of " + std::to_string(rep.runs_total) +
@@ -59,10 +134,18 @@ Report run_study(const StudyConfig& cfg, const DataSpec& spec, const Splits& dat
     md += "To fit the time budget, the batch-size sweep trains on the first " + std::to_string(sweep.train.size()) +
           " training images only (`--sweep-train-limit`); `normlab sweep --full` runs the complete protocol.\n\n";
   md += section(a, "compare/") + section(b, "sweep/");
+  if (cfg.cnn) {
+    md += "**The convolutional network.** The study's CNN (" + describe(cfg.cnn_compare.base.model) +
+          ") on the first " + std::to_string(cnn.train.size()) +
+          " training images (`--cnn-train-limit`) and the same test set.\n\n";
+    c.title = "CNN: " + c.title, d.title = "CNN: " + d.title;
+    md += section(c, "cnn-compare/") + section(d, "cnn-sweep/") + side_by_side(b, d);
+  }
   write_file_atomic(ctx.out / "report.md", md);
   nlohmann::json man = manifest(ctx, {{"study", "study"}, {"sweep_train_limit", cfg.sweep_train_limit}},
                                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  man["parts"] = {"compare", "sweep"};
+  man["parts"] = cfg.cnn ? nlohmann::json{"compare", "sweep", "cnn-compare", "cnn-sweep"} : nlohmann::json{"compare", "sweep"};
+  if (cfg.cnn) man["cnn_train_limit"] = cfg.cnn_train_limit;
   man["runs_total"] = rep.runs_total;
   man["runs_finished"] = rep.runs_done;
   man["interrupted"] = rep.interrupted;

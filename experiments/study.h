@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,12 @@ struct StudyConfig {
   CompareConfig compare;
   SweepConfig sweep;
   int64_t sweep_train_limit = 0;
+  // The CNN part (make run on Fashion-MNIST): a comparison and a batch-size sweep of the study's CNN
+  // on the first cnn_train_limit training images; off when cnn is false.
+  bool cnn = false;
+  CompareConfig cnn_compare;
+  SweepConfig cnn_sweep;
+  int64_t cnn_train_limit = 0;
 };
 
 // The runs of a comparison (each norm, each seed), each validated: throws normlab::Error for
@@ -70,6 +77,8 @@ struct Report {
   bool diverged = false;     // train: the run diverged (no usable model)
   bool interrupted = false;  // Ctrl-C: only the runs finished before it are in the results
   size_t runs_done = 0, runs_total = 0;
+  // A batch-size sweep's results: norm -> (batch size, mean final test accuracy) in sweep order.
+  std::map<std::string, std::vector<std::pair<double, double>>> sweep_accuracy;
 };
 
 // One run: steps.csv, epochs.csv, activations.csv, grad_norms.csv, model.safetensors, plots,
@@ -80,7 +89,8 @@ Report run_train(const TrainConfig& config, const Splits& data, const StudyConte
 Report run_compare(const CompareConfig& config, const Splits& data, const StudyContext& ctx);
 // Final accuracy against batch size (BatchNorm evaluated three ways) or learning rate.
 Report run_sweep(const SweepConfig& config, const Splits& data, const StudyContext& ctx);
-// The comparison in ctx.out/compare, the sweep in ctx.out/sweep, and one report.md over both;
+// The comparison in ctx.out/compare, the sweep in ctx.out/sweep (and with config.cnn the CNN's in
+// cnn-compare and cnn-sweep, plus a table of MLP and CNN side by side), and one report.md over all;
 // every setting is validated before anything is written. spec describes the data in the reports.
 Report run_study(const StudyConfig& config, const DataSpec& spec, const Splits& data, const StudyContext& ctx);
 

@@ -327,6 +327,9 @@ Report run_sweep(const SweepConfig& cfg, const Splits& data, const StudyContext&
   write_records(ctx.out / "records.json", runs.results);
   Report rep{plan.by_batch ? "Batch-size sensitivity" : "Learning-rate sensitivity",
              interrupted_note(runs, "sweep") + sweep_markdown(cfg, plan, pts, ctx, sweep_plots(cfg, plan, pts, ctx))};
+  if (plan.by_batch)
+    for (const auto& [n, points] : pts)
+      for (const Point& p : points) rep.sweep_accuracy[n].emplace_back(p.x, mean_of(p.acc));
   nlohmann::json man = sweep_manifest(cfg, runs.results, ctx, runs.wall_seconds);
   record_progress(man, rep, runs);
   write_report(ctx, rep, man);

@@ -262,6 +262,32 @@ BOOST_AUTO_TEST_CASE(cnn_compare_gives_byte_identical_csv_on_any_thread_count) {
   }
 }
 
+// The study on Fashion-MNIST with its CNN part, shrunk to seconds: the four parts' folders, and a
+// report with the CNN sections and the MLP/CNN side-by-side table.
+BOOST_AUTO_TEST_CASE(study_on_images_adds_the_cnn_part) {
+  Tmp t;
+  BOOST_REQUIRE_EQUAL(run({"study", "--quiet", "--train-limit", "1000", "--test-limit", "200", "--epochs", "1",
+                           "--seeds", "0", "--batch-sizes", "4,32", "--sweep-train-limit", "500", "--cnn-train-limit",
+                           "300", "--cnn-epochs", "1", "--cnn-batch-sizes", "4,32", "--cnn-norms", "none,batch,instance",
+                           "--cnn-sweep-norms", "batch,group", "--out", t.dir.string()}),
+                      0);
+  for (const char* part : {"compare", "sweep", "cnn-compare", "cnn-sweep"})
+    BOOST_TEST(fs::exists(t.dir / part / "summary.csv"), part << "/summary.csv is missing");
+  const std::string report = slurp(t.dir / "report.md");
+  for (const char* s : {"## CNN: Convergence", "## CNN: Batch-size sensitivity", "## MLP and CNN side by side",
+                        "| GroupNorm |", "InstanceNorm"})
+    BOOST_TEST(report.find(s) != std::string::npos, "report.md lacks " << s);
+  const auto man = nlohmann::json::parse(slurp(t.dir / "manifest.json"));
+  BOOST_TEST(man["parts"].size() == 4u);
+  // --no-cnn leaves it out; study refuses --arch cnn (it runs both architectures itself).
+  Tmp u;
+  BOOST_REQUIRE_EQUAL(run({"study", "--quiet", "--train-limit", "500", "--test-limit", "100", "--epochs", "1", "--seeds",
+                           "0", "--batch-sizes", "32", "--sweep-train-limit", "200", "--no-cnn", "--out", u.dir.string()}),
+                      0);
+  BOOST_TEST(!fs::exists(u.dir / "cnn-compare"));
+  expect_error({"study", "--arch", "cnn", "--out", u.dir.string()}, "study runs its MLP and its CNN parts itself");
+}
+
 BOOST_AUTO_TEST_CASE(train_prints_one_line_per_epoch_in_order) {
   Tmp t;
   int rc = -1;
