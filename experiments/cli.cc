@@ -251,6 +251,25 @@ StudyContext context(const Options& o, const Splits& s, int argc, char** argv) {
   return c;
 }
 
+// The study's CNN part (Fashion-MNIST without --quick).
+void add_cnn_part_options(CLI::App* a, Options& o) {
+  a->add_flag("--no-cnn", o.no_cnn, "leave out the CNN part (Fashion-MNIST without --quick only)");
+  a->add_option("--cnn-train-limit", o.cnn_train_limit, "the CNN part trains on the first N training images")
+      ->check(whole(1, kMaxInt))
+      ->capture_default_str();
+  a->add_option("--cnn-epochs", o.cnn_epochs, "epochs of the CNN comparison (its sweep: 1)")
+      ->check(whole(1, 1000))
+      ->capture_default_str();
+  a->add_option("--cnn-batch-sizes", o.cnn_batch_sizes, "batch sizes of the CNN sweep")
+      ->delimiter(',')
+      ->check(whole(1, kMaxBatch))
+      ->capture_default_str();
+  a->add_option("--cnn-norms", o.cnn_norms, "norms of the CNN comparison")->delimiter(',')->capture_default_str();
+  a->add_option("--cnn-sweep-norms", o.cnn_sweep_norms, "norms of the CNN sweep (1 seed: the first of --seeds)")
+      ->delimiter(',')
+      ->capture_default_str();
+}
+
 struct Subcommands {
   CLI::App *demo = nullptr, *train = nullptr, *compare = nullptr, *sweep = nullptr, *study = nullptr;
 };
@@ -308,21 +327,7 @@ Subcommands add_subcommands(CLI::App& app, Options& o) {
                                      "the sweep trains on the first N training samples (0: all)")
                      ->check(whole(0, kMaxInt)),
                  "20000 on fashion-mnist without --quick, else 0");
-  s.study->add_flag("--no-cnn", o.no_cnn, "leave out the CNN part (Fashion-MNIST without --quick only)");
-  s.study->add_option("--cnn-train-limit", o.cnn_train_limit, "the CNN part trains on the first N training images")
-      ->check(whole(1, kMaxInt))
-      ->capture_default_str();
-  s.study->add_option("--cnn-epochs", o.cnn_epochs, "epochs of the CNN comparison (its sweep: 1)")
-      ->check(whole(1, 1000))
-      ->capture_default_str();
-  s.study->add_option("--cnn-batch-sizes", o.cnn_batch_sizes, "batch sizes of the CNN sweep")
-      ->delimiter(',')
-      ->check(whole(1, kMaxBatch))
-      ->capture_default_str();
-  s.study->add_option("--cnn-norms", o.cnn_norms, "norms of the CNN comparison")->delimiter(',')->capture_default_str();
-  s.study->add_option("--cnn-sweep-norms", o.cnn_sweep_norms, "norms of the CNN sweep (1 seed: the first of --seeds)")
-      ->delimiter(',')
-      ->capture_default_str();
+  add_cnn_part_options(s.study, o);
   s.study->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
   add_output_options(s.study, o, "out/study");
   add_resume(s.study, o);
