@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The batch-size sweep protocol of issue 5 item 7, normlab then PyTorch, one after the other on
+# The MLP batch-size sweep protocol, normlab then PyTorch, one after the other on
 # the same machine: Fashion-MNIST (first 20,000 training images, full test set), MLP
 # 784-256-256-10 ReLU, SGD momentum 0.9, lr 0.05 x batch / 128 with 50 warmup steps then cosine,
 # 5 epochs, 2 seeds, batch sizes 2..256, none/batch/layer (48 runs), one thread. Prints the wall

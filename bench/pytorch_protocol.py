@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The batch-size sweep protocol of issue 5 item 7 in PyTorch, as `normlab sweep` runs it.
+"""The MLP batch-size sweep protocol in PyTorch, as `normlab sweep` runs it.
 
 Same data, model, optimizer, schedule and evaluation as normlab (experiments/trainer.cc, sweep.cc):
 - Fashion-MNIST from Debian's dataset-fashion-mnist (the gzip IDX files), the first --train-limit

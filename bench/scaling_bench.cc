@@ -1,4 +1,4 @@
-// Scaling of the training step (issue 5 item 8): one SGD step of an MLP against the batch size
+// Scaling of the training step: one SGD step of an MLP against the batch size
 // (784-256-256-10, batch 1..1024) and against the hidden width (784-W-W-10, W 32..2048, batch 128),
 // without a norm. The rate is the step's matrix-product work over its time, so a falling GFLOP/s
 // shows where small sizes lose efficiency (per-op overhead, memory-bound products).

@@ -2,7 +2,7 @@
 """Prints one table from bench_kernels JSON files (Google Benchmark, --benchmark_out) and
 pytorch_bench.py JSON files: workload, threads, normlab median, PyTorch median, the speedup
 PyTorch time / normlab time (above 1: normlab is faster), and both rates (GFLOP/s or GB/s); then
-issue 5's targets, each computed from the rows it needs and marked met or not.
+the performance targets, each computed from the rows it needs and marked met or not.
 
 Rounds: bench/run.sh with ROUNDS=N runs normlab and PyTorch alternately N times (A/B/A/B), so
 that a shared machine's slow minutes fall on both sides. Files are paired into rounds in the
@@ -89,7 +89,7 @@ def summary(values, fmt):
     return med if len(values) == 1 else f"{med} ({fmt(min(values))}-{fmt(max(values))})"
 
 
-# Issue 5's targets: (what, numerator row, denominator row, threshold), where a row is
+# The performance targets: (what, numerator row, denominator row, threshold), where a row is
 # (workload, threads, side, "time" or "rate") and the value of a round is numerator / denominator.
 MLPS = [("2-32-32-2 b32", 15.0), ("784-256-256-10 b128", 1.1)]
 TARGETS = [
@@ -184,7 +184,7 @@ def main(argv):
     targets = target_lines(rows)
     if targets:
         print()
-        print("issue 5's targets (value = the ratio the target names" + (", median (min-max) over rounds)" if rounds > 1 else ")"))
+        print("performance targets (value = the ratio the target names" + (", median (min-max) over rounds)" if rounds > 1 else ")"))
         print_table(["target", "threads", "value", "verdict", "rounds met"],
                     [[w, t, v, verdict, f"{m}/{k}"] for w, t, v, verdict, m, k in targets], markdown)
     return 0

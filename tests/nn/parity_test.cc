@@ -27,7 +27,7 @@ using namespace normlab::nn;
 
 namespace {
 
-// Issue 3's tolerances: |got - want| <= atol + rtol |want|, with rtol 1e-5 for float32 (1e-10 for
+// The parity tolerances: |got - want| <= atol + rtol |want|, with rtol 1e-5 for float32 (1e-10 for
 // float64) as the issue asks, plus an absolute floor atol 1e-6 (1e-13). The floor is needed, and
 // honest, because some expected values are near 0 only because O(1) terms cancel: a LayerNorm
 // output of 8e-8 that is 0 but for rounding (seed000: x - mean(x) with x = 0.2, mean 0.2), a GroupNorm

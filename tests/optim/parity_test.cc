@@ -22,7 +22,7 @@ using normlab::test::Fixture;
 
 namespace {
 
-// Issue 3's tolerances, without the absolute floor tests/nn/parity_test.cc needs: |got - want| <=
+// The parity tolerances, without the absolute floor tests/nn/parity_test.cc needs: |got - want| <=
 // rtol |want|, float32 1e-5, float64 1e-10. An SGD update p - lr * g has no cancelling sums in
 // these fixtures: measured with each Highway target pinned in turn, the largest relative error is
 // 2.0e-6 in float32 (m0d1n0w1x0.step5) and 4.0e-15 in float64, and no element needed a floor.
