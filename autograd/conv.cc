@@ -59,52 +59,53 @@ std::pair<int64_t, int64_t> chunk_range(int64_t n, int64_t chunks, int64_t i) {
   return {n * i / chunks, n * (i + 1) / chunks};
 }
 
+// Runs body(chunk, n, first, g, col) for every image n and group g: the images split into `chunks`
+// ranges run in parallel, in image order within a range (first: n is the range's first image),
+// each range with its own column-matrix buffer col (K, P) (null for a direct convolution).
+template <typename T, class Body>
+void for_images(const ConvPlan& p, int64_t chunks, const Body& body) {
+  const int64_t KP = p.K() * p.P();
+  Tensor cols = p.direct ? Tensor() : empty({chunks, KP}, dtype_of<T>());
+  T* col_base = p.direct ? nullptr : cols.data<T>();
+  k::parallel_parts(num_threads(), chunks, [&](int64_t ch) {
+    T* col = col_base ? col_base + ch * KP : nullptr;
+    const auto [n0, n1] = chunk_range(p.n, chunks, ch);
+    for (int64_t n = n0; n < n1; ++n)
+      for (int64_t g = 0; g < p.groups; ++g) body(ch, n, n == n0, g, col);
+  });
+}
+
 template <typename T>
 void forward(const ConvPlan& p, const T* x, const T* w, const T* b, T* y) {
   const int64_t K = p.K(), P = p.P(), og = p.og();
   const int64_t chunks = std::min<int64_t>(p.n, 4 * num_threads());  // any split gives the same y
-  Tensor cols = p.direct ? Tensor() : empty({chunks, K * P}, dtype_of<T>());
-  T* col_base = p.direct ? nullptr : cols.data<T>();
-  k::parallel_parts(num_threads(), chunks, [&](int64_t ch) {
-    T* col = col_base ? col_base + ch * K * P : nullptr;
-    const auto [n0, n1] = chunk_range(p.n, chunks, ch);
-    for (int64_t n = n0; n < n1; ++n)
-      for (int64_t g = 0; g < p.groups; ++g) {
-        const T* xg = x + n * p.in_image() + g * p.in_group();
-        T* yg = y + n * p.out_image() + g * og * P;
-        if (!p.direct) k::im2col(p.geo, xg, col);
-        k::GemmShape s;
-        s.m = og, s.n = P, s.k = K;
-        if (b) {  // start from the bias: row r of y is b[r] everywhere
-          for (int64_t r = 0; r < og; ++r) std::fill(yg + r * P, yg + (r + 1) * P, b[g * og + r]);
-          s.accumulate = true;
-        }
-        if (K > 0) k::gemm(s, w + g * og * K, p.direct ? xg : col, yg);
-        else if (!b) std::fill(yg, yg + og * P, T(0));
-      }
+  for_images<T>(p, chunks, [&](int64_t, int64_t n, bool, int64_t g, T* col) {
+    const T* xg = x + n * p.in_image() + g * p.in_group();
+    T* yg = y + n * p.out_image() + g * og * P;
+    if (!p.direct) k::im2col(p.geo, xg, col);
+    k::GemmShape s;
+    s.m = og, s.n = P, s.k = K;
+    if (b) {  // start from the bias: row r of y is b[r] everywhere
+      for (int64_t r = 0; r < og; ++r) std::fill(yg + r * P, yg + (r + 1) * P, b[g * og + r]);
+      s.accumulate = true;
+    }
+    if (K > 0) k::gemm(s, w + g * og * K, p.direct ? xg : col, yg);
+    else if (!b) std::fill(yg, yg + og * P, T(0));
   });
 }
 
 template <typename T>
 void input_grad(const ConvPlan& p, const T* dy, const T* w, T* dx) {
   const int64_t K = p.K(), P = p.P(), og = p.og();
-  const int64_t chunks = std::min<int64_t>(p.n, 4 * num_threads());
-  Tensor cols = p.direct ? Tensor() : empty({chunks, K * P}, dtype_of<T>());
-  T* col_base = p.direct ? nullptr : cols.data<T>();
-  k::parallel_parts(num_threads(), chunks, [&](int64_t ch) {
-    T* col = col_base ? col_base + ch * K * P : nullptr;
-    const auto [n0, n1] = chunk_range(p.n, chunks, ch);
-    for (int64_t n = n0; n < n1; ++n)
-      for (int64_t g = 0; g < p.groups; ++g) {
-        T* dxg = dx + n * p.in_image() + g * p.in_group();
-        // dcol (K, P) = W[g]^T dy[n, g]: W[g] is stored (O/g, K), read transposed.
-        k::GemmShape s;
-        s.trans_a = true, s.m = K, s.n = P, s.k = og;
-        T* dcol = p.direct ? dxg : col;
-        if (og > 0) k::gemm(s, w + g * og * K, dy + n * p.out_image() + g * og * P, dcol);
-        else std::fill(dcol, dcol + K * P, T(0));
-        if (!p.direct) k::col2im(p.geo, col, dxg);
-      }
+  for_images<T>(p, std::min<int64_t>(p.n, 4 * num_threads()), [&](int64_t, int64_t n, bool, int64_t g, T* col) {
+    T* dxg = dx + n * p.in_image() + g * p.in_group();
+    // dcol (K, P) = W[g]^T dy[n, g]: W[g] is stored (O/g, K), read transposed.
+    k::GemmShape s;
+    s.trans_a = true, s.m = K, s.n = P, s.k = og;
+    T* dcol = p.direct ? dxg : col;
+    if (og > 0) k::gemm(s, w + g * og * K, dy + n * p.out_image() + g * og * P, dcol);
+    else std::fill(dcol, dcol + K * P, T(0));
+    if (!p.direct) k::col2im(p.geo, col, dxg);
   });
 }
 
@@ -116,23 +117,16 @@ void weight_grad(const ConvPlan& p, const T* dy, const T* x, T* dw) {
     return;
   }
   const int64_t chunks = std::min(p.n, kWeightChunks);
-  // One partial gradient per chunk (the first chunk writes dw itself), and a column matrix each.
+  // One partial gradient per chunk (the first chunk writes dw itself).
   Tensor partials = chunks > 1 ? empty({chunks - 1, wsize}, dtype_of<T>()) : Tensor();
-  Tensor cols = p.direct ? Tensor() : empty({chunks, K * P}, dtype_of<T>());
-  T* col_base = p.direct ? nullptr : cols.data<T>();
-  k::parallel_parts(num_threads(), chunks, [&](int64_t ch) {
+  for_images<T>(p, chunks, [&](int64_t ch, int64_t n, bool first, int64_t g, T* col) {
     T* part = ch == 0 ? dw : partials.data<T>() + (ch - 1) * wsize;
-    T* col = col_base ? col_base + ch * K * P : nullptr;
-    const auto [n0, n1] = chunk_range(p.n, chunks, ch);
-    for (int64_t n = n0; n < n1; ++n)
-      for (int64_t g = 0; g < p.groups; ++g) {
-        const T* xg = x + n * p.in_image() + g * p.in_group();
-        if (!p.direct) k::im2col(p.geo, xg, col);
-        // dW[g] (O/g, K) (+)= dy[n, g] (O/g, P) col^T, col stored (K, P).
-        k::GemmShape s;
-        s.trans_b = true, s.m = og, s.n = K, s.k = P, s.accumulate = n > n0;
-        k::gemm(s, dy + n * p.out_image() + g * og * P, p.direct ? xg : col, part + g * og * K);
-      }
+    const T* xg = x + n * p.in_image() + g * p.in_group();
+    if (!p.direct) k::im2col(p.geo, xg, col);
+    // dW[g] (O/g, K) (+)= dy[n, g] (O/g, P) col^T, col stored (K, P).
+    k::GemmShape s;
+    s.trans_b = true, s.m = og, s.n = K, s.k = P, s.accumulate = !first;
+    k::gemm(s, dy + n * p.out_image() + g * og * P, p.direct ? xg : col, part + g * og * K);
   });
   for (int64_t ch = 1; ch < chunks; ++ch) {  // dw += partial, chunk by chunk in order
     const T* part = partials.data<T>() + (ch - 1) * wsize;
