@@ -1,5 +1,6 @@
 // Convolution and CNN benchmarks: the study CNN's second convolution (128x32x14x14 -> 64 channels,
-// 3x3, padding 1) forward alone and forward + backward, in GFLOP/s; and one SGD step of the study's
+// 3x3, padding 1) forward alone, forward + backward, and forward + one gradient (the input's, or the
+// weight's and bias's), in GFLOP/s; and one SGD step of the study's
 // CNN (conv32-norm-relu-pool-conv64-norm-relu-pool-linear) at batch 128 and 8 under each norm.
 // bench/pytorch_bench.py times the same work in PyTorch under the same names.
 #include <string>
@@ -16,12 +17,17 @@ namespace {
 
 using autograd::Tensor;
 
-// Forward (and backward: input and weight gradients, bias gradient) of one conv2d.
-void conv(benchmark::State& state, bool backward) {
+// Which gradients the backward pass computes.
+enum class ConvGrads { kNone, kAll, kInput, kWeight };
+
+// Forward (and backward: the input gradient, the weight and bias gradients, or all) of one conv2d.
+void conv(benchmark::State& state, ConvGrads grads) {
   autograd::Generator gen(0);
   Tensor x = autograd::randn({128, 32, 14, 14}, gen), w = autograd::randn({64, 32, 3, 3}, gen, 0, 0.06);
   Tensor b = autograd::randn({64}, gen), dy = autograd::randn({128, 64, 14, 14}, gen);
-  if (backward) x.requires_grad_(), w.requires_grad_(), b.requires_grad_();
+  const bool backward = grads != ConvGrads::kNone;
+  if (grads == ConvGrads::kAll || grads == ConvGrads::kInput) x.requires_grad_();
+  if (grads == ConvGrads::kAll || grads == ConvGrads::kWeight) w.requires_grad_(), b.requires_grad_();
   autograd::Conv2dOptions o;
   o.padding = {1, 1};
   for (auto _ : state) {
@@ -31,7 +37,8 @@ void conv(benchmark::State& state, bool backward) {
     benchmark::DoNotOptimize(y.data<float>());
   }
   const double fwd = 2.0 * 128 * 64 * 14 * 14 * 32 * 9;  // 2 N O OH OW C kH kW
-  state.counters["GFLOP/s"] = benchmark::Counter((backward ? 3 : 1) * fwd * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  const double passes = grads == ConvGrads::kAll ? 3 : backward ? 2 : 1;
+  state.counters["GFLOP/s"] = benchmark::Counter(passes * fwd * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // FLOPs of one training step of the study CNN on 1x28x28 images: forward, input gradient (not for
@@ -64,10 +71,13 @@ void cnn_step(benchmark::State& state, int64_t batch, std::string norm) {
 }  // namespace
 
 void register_conv() {
-  benchmark::RegisterBenchmark("conv2d forward 128x32x14x14 64 3x3", conv, false)
-      ->UseRealTime()->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark("conv2d forward+backward 128x32x14x14 64 3x3", conv, true)
-      ->UseRealTime()->Unit(benchmark::kMicrosecond);
+  const std::pair<const char*, ConvGrads> convs[] = {
+      {"conv2d forward 128x32x14x14 64 3x3", ConvGrads::kNone},
+      {"conv2d forward+backward 128x32x14x14 64 3x3", ConvGrads::kAll},
+      {"conv2d forward+input grad 128x32x14x14 64 3x3", ConvGrads::kInput},
+      {"conv2d forward+weight grad 128x32x14x14 64 3x3", ConvGrads::kWeight}};
+  for (const auto& [name, grads] : convs)
+    benchmark::RegisterBenchmark(name, conv, grads)->UseRealTime()->Unit(benchmark::kMicrosecond);
   for (int64_t batch : {128, 8})
     for (const std::string norm : {"none", "batch", "layer", "group", "instance"}) {
       const std::string name = "train step cnn b" + std::to_string(batch) + " " + norm;

@@ -182,16 +182,18 @@ def workloads():
 
 def conv_workloads(g):
     """As bench/conv_bench.cc: the study CNN's second convolution (128x32x14x14 -> 64, 3x3, padding 1)
-    forward, and forward + backward (input, weight and bias gradients), in GFLOP/s; one SGD step of
+    forward, forward + backward (input, weight and bias gradients) and forward + one gradient (the
+    input's, or the weight's and bias's), in GFLOP/s; one SGD step of
     the study's CNN at batch 128 and 8 under each norm (work: the step's convolution and Linear flops)."""
     F = torch.nn.functional
     fwd_flops = 2.0 * 128 * 64 * 14 * 14 * 32 * 9
 
-    def conv(backward):
+    def conv(grads):  # grads: "", "all", "input" or "weight"
+        backward = grads != ""
         def setup():
-            x = torch.randn(128, 32, 14, 14, generator=g).requires_grad_(backward)
-            w = (torch.randn(64, 32, 3, 3, generator=g) * 0.06).requires_grad_(backward)
-            b = torch.randn(64, generator=g).requires_grad_(backward)
+            x = torch.randn(128, 32, 14, 14, generator=g).requires_grad_(grads in ("all", "input"))
+            w = (torch.randn(64, 32, 3, 3, generator=g) * 0.06).requires_grad_(grads in ("all", "weight"))
+            b = torch.randn(64, generator=g).requires_grad_(grads in ("all", "weight"))
             dy = torch.randn(128, 64, 14, 14, generator=g)
 
             def step():
@@ -201,7 +203,7 @@ def conv_workloads(g):
                 else:
                     with torch.no_grad():
                         F.conv2d(x, w, b, padding=1)
-            return step, (3 if backward else 1) * fwd_flops, "flop"
+            return step, (3 if grads == "all" else 2 if backward else 1) * fwd_flops, "flop"
         return setup
 
     def norm2d(kind, c, hw):
@@ -236,8 +238,10 @@ def conv_workloads(g):
             return step, batch * (2 * c1 + 3 * c2 + 3 * fc), "flop"
         return setup
 
-    out = [("conv2d forward 128x32x14x14 64 3x3", conv(False)),
-           ("conv2d forward+backward 128x32x14x14 64 3x3", conv(True))]
+    out = [("conv2d forward 128x32x14x14 64 3x3", conv("")),
+           ("conv2d forward+backward 128x32x14x14 64 3x3", conv("all")),
+           ("conv2d forward+input grad 128x32x14x14 64 3x3", conv("input")),
+           ("conv2d forward+weight grad 128x32x14x14 64 3x3", conv("weight"))]
     for batch in (128, 8):
         for kind in ("none", "batch", "layer", "group", "instance"):
             out.append((f"train step cnn b{batch} {kind}", cnn_step(batch, kind)))

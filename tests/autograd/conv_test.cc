@@ -65,7 +65,10 @@ std::string case_str(const ConvCase& c) {
 }
 
 // A grid of small convolutions: every stride, padding and dilation in {1, 2} x {0, 1, 2} x {1, 2}
-// (where the window fits), groups 1, 2 and depthwise, with and without bias, 1x1 kernels.
+// (where the window fits), groups 1, 2 and depthwise, with and without bias, 1x1 kernels; and
+// 3x3 stride-1 convolutions with 8 or more channels per group, which run through Winograd
+// (kernels/winograd.h): odd output sizes (a tile's second row or column cut off), padding 0, 1,
+// 2 and mixed, groups, a one-row image.
 std::vector<ConvCase> conv_grid() {
   std::vector<ConvCase> cases;
   for (int64_t s : {1, 2})
@@ -88,6 +91,18 @@ std::vector<ConvCase> conv_grid() {
   Conv2dOptions strided1x1;
   strided1x1.stride = {2, 2};
   cases.push_back({{2, 3, 5, 4}, {2, 3, 1, 1}, strided1x1, false});
+  for (int64_t p : {0, 1, 2}) {
+    Conv2dOptions o;
+    o.padding = {p, p};
+    cases.push_back({{2, 8, 5, 6}, {8, 8, 3, 3}, o, p != 1});
+    cases.push_back({{1, 8, 4, 7}, {9, 8, 3, 3}, o, p == 1});
+  }
+  Conv2dOptions wino_groups;
+  wino_groups.groups = 2, wino_groups.padding = {1, 2};
+  cases.push_back({{2, 16, 5, 5}, {16, 8, 3, 3}, wino_groups, true});
+  Conv2dOptions wino_row;
+  wino_row.padding = {1, 0};
+  cases.push_back({{2, 8, 1, 9}, {8, 8, 3, 3}, wino_row, false});
   return cases;
 }
 
@@ -123,6 +138,34 @@ BOOST_AUTO_TEST_CASE(gradcheck_over_options) {
 
 // The weight gradient sums over images in chunks: a batch larger than the number of chunks, and
 // one image.
+// Winograd in float32 on the study CNN's second convolution: forward and both gradients within a
+// few float32 roundings of the float64 result (relative to the largest value of each), where the
+// direct sum's own float32 error is about 1e-6 of it.
+BOOST_AUTO_TEST_CASE(winograd_float32_accuracy) {
+  Generator gen(5);
+  const Tensor x = randn({4, 32, 14, 14}, gen), w = randn({64, 32, 3, 3}, gen, 0, 0.06), b = randn({64}, gen);
+  const Tensor dy = randn({4, 64, 14, 14}, gen);
+  Conv2dOptions o;
+  o.padding = {1, 1};
+  const auto run = [&](DType dt) {
+    Tensor xs = x.to(dt).detach().requires_grad_(), ws = w.to(dt).detach().requires_grad_();
+    Tensor y = conv2d(xs, ws, b.to(dt), o);
+    y.backward(dy.to(dt));
+    return std::vector<std::vector<double>>{y.to_vector(), xs.grad().to_vector(), ws.grad().to_vector()};
+  };
+  const auto f32 = run(DType::Float32), f64 = run(DType::Float64);
+  const char* names[] = {"output", "input gradient", "weight gradient"};
+  for (size_t i = 0; i < 3; ++i) {
+    double scale = 0, err = 0;
+    for (size_t j = 0; j < f64[i].size(); ++j) {
+      scale = std::max(scale, std::abs(f64[i][j]));
+      err = std::max(err, std::abs(f32[i][j] - f64[i][j]));
+    }
+    BOOST_TEST_MESSAGE("winograd float32 " << names[i] << ": largest error " << err / scale << " of the largest value");
+    BOOST_TEST(err <= 1e-5 * scale, names[i] << ": float32 error " << err << ", largest value " << scale);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(gradcheck_batch_sizes) {
   Conv2dOptions o;
   o.padding = {1, 1};

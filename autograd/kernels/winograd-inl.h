@@ -1,0 +1,155 @@
+// Winograd F(2x2, 3x3) transforms, per-target Highway bodies (included once per target by
+// winograd.cc). Lanes run along a row of tiles (tx .. tx+N-1): tile tx reads input columns
+// 2 tx - pad .. 2 tx - pad + 3, so the four columns of N tiles are the even and odd elements of
+// 2N inputs from column 2 tx - pad and from two further (LoadInterleaved2 twice); outputs are
+// written back as even/odd pairs (StoreInterleaved2). Rows go through a zero-padded copy (the
+// padding and the row's end without bounds checks). The order of the additions is the scalar
+// reference's (winograd.h, ref::), so both give the same bits.
+
+#if defined(NORMLAB_AUTOGRAD_KERNELS_WINOGRAD_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef NORMLAB_AUTOGRAD_KERNELS_WINOGRAD_INL_H_
+#undef NORMLAB_AUTOGRAD_KERNELS_WINOGRAD_INL_H_
+#else
+#define NORMLAB_AUTOGRAD_KERNELS_WINOGRAD_INL_H_
+#endif
+
+#include <algorithm>
+#include <cstring>
+
+#include "autograd/kernels/winograd.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace normlab::autograd::kernels::winograd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// dst[0 .. len) = src[j - shift] where 0 <= j - shift < n (src may be null: all zeros), else 0.
+template <typename T>
+HWY_INLINE void PaddedRow(const T* src, int64_t n, int64_t shift, int64_t len, T* dst) {
+  std::fill(dst, dst + len, T(0));
+  if (!src) return;
+  const int64_t from = std::max<int64_t>(0, shift), to = std::min(len, n + shift);  // dst range
+  if (to > from) std::memcpy(dst + from, src + (from - shift), static_cast<size_t>(to - from) * sizeof(T));
+}
+
+// The block's tile rows r0 .. r1-1 (see winograd.h, input_transform_block).
+template <class D, typename T = hn::TFromD<D>>
+void InputTransformBlock(D d, const Plan& p, const T* x, int64_t x_stride, int64_t r0, int64_t r1, T* v, int64_t xs,
+                         T* scratch) {
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const ConvGeometry& g = p.g;
+  const int64_t th = p.tiles_h(), tw = p.tiles_w(), nb = (r1 - r0) * tw, plane = g.h * g.w;
+  const int64_t len = 2 * ((tw + N - 1) / N * N) + 2;  // what the loads below read of a padded row
+  T* rows[4] = {scratch, scratch + len, scratch + 2 * len, scratch + 3 * len};
+  for (int64_t c = 0; c < g.channels; ++c)
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* img = x + (r / th) * x_stride + c * plane;
+      const int64_t y0 = 2 * (r % th) - g.pad_h;
+      for (int i = 0; i < 4; ++i) {
+        const int64_t iy = y0 + i;
+        PaddedRow(iy >= 0 && iy < g.h ? img + iy * g.w : static_cast<const T*>(nullptr), g.w, g.pad_w, len, rows[i]);
+      }
+      T* out = v + c * nb + (r - r0) * tw;
+      for (int64_t tx = 0; tx < tw; tx += N) {
+        // u[i][j] = (d B)[i][j] for row i of the patches: d[i][0..3] = columns 2 tx .. 2 tx + 3.
+        hn::Vec<D> u[4][4];
+        for (int i = 0; i < 4; ++i) {
+          hn::Vec<D> e0, o0, e1, o1;  // columns 0, 1, 2, 3 of N patches
+          hn::LoadInterleaved2(d, rows[i] + 2 * tx, e0, o0);
+          hn::LoadInterleaved2(d, rows[i] + 2 * tx + 2, e1, o1);
+          u[i][0] = hn::Sub(e0, e1);
+          u[i][1] = hn::Add(o0, e1);
+          u[i][2] = hn::Sub(e1, o0);
+          u[i][3] = hn::Sub(o0, o1);
+        }
+        for (int j = 0; j < 4; ++j) {  // B^T (d B), column j
+          hn::StoreU(hn::Sub(u[0][j], u[2][j]), d, out + (0 + j) * xs + tx);
+          hn::StoreU(hn::Add(u[1][j], u[2][j]), d, out + (4 + j) * xs + tx);
+          hn::StoreU(hn::Sub(u[2][j], u[1][j]), d, out + (8 + j) * xs + tx);
+          hn::StoreU(hn::Sub(u[1][j], u[3][j]), d, out + (12 + j) * xs + tx);
+        }
+      }
+    }
+}
+
+// Writes the pairs (a[l], b[l]) for l < count/2 ... as out[0 .. count): the whole 2N when it fits.
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE void StorePairs(D d, hn::Vec<D> a, hn::Vec<D> b, int64_t count, T* out) {
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  if (count >= 2 * N) return hn::StoreInterleaved2(a, b, d, out);
+  HWY_ALIGN T tmp[2 * hn::MaxLanes(d)];
+  hn::StoreInterleaved2(a, b, d, tmp);
+  std::memcpy(out, tmp, static_cast<size_t>(count) * sizeof(T));
+}
+
+template <class D, typename T = hn::TFromD<D>>
+void OutputTransformBlock(D d, const Plan& p, const T* m, int64_t xs, const T* bias, T* y, int64_t y_stride,
+                          int64_t r0, int64_t r1) {
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const ConvGeometry& g = p.g;
+  const int64_t th = p.tiles_h(), tw = p.tiles_w(), nb = (r1 - r0) * tw, plane = g.oh * g.ow;
+  for (int64_t o = 0; o < p.outputs; ++o) {
+    const auto b = hn::Set(d, bias ? bias[o] : T(0));
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t oy = 2 * (r % th);
+      T* y0 = y + (r / th) * y_stride + o * plane + oy * g.ow;
+      T* y1 = oy + 1 < g.oh ? y0 + g.ow : nullptr;
+      const T* q = m + o * nb + (r - r0) * tw;
+      for (int64_t tx = 0; tx < tw; tx += N) {
+        hn::Vec<D> s0[4], s1[4];  // A^T q: rows 0 and 1, column j
+        for (int j = 0; j < 4; ++j) {
+          const auto q0 = hn::LoadU(d, q + (0 + j) * xs + tx), q1 = hn::LoadU(d, q + (4 + j) * xs + tx);
+          const auto q2 = hn::LoadU(d, q + (8 + j) * xs + tx), q3 = hn::LoadU(d, q + (12 + j) * xs + tx);
+          s0[j] = hn::Add(hn::Add(q0, q1), q2);
+          s1[j] = hn::Sub(hn::Sub(q1, q2), q3);
+        }
+        const int64_t count = g.ow - 2 * tx;  // outputs left in the row
+        StorePairs(d, hn::Add(hn::Add(hn::Add(s0[0], s0[1]), s0[2]), b), hn::Add(hn::Sub(hn::Sub(s0[1], s0[2]), s0[3]), b),
+                   count, y0 + 2 * tx);
+        if (y1)
+          StorePairs(d, hn::Add(hn::Add(hn::Add(s1[0], s1[1]), s1[2]), b),
+                     hn::Add(hn::Sub(hn::Sub(s1[1], s1[2]), s1[3]), b), count, y1 + 2 * tx);
+      }
+    }
+  }
+}
+
+template <class D, typename T = hn::TFromD<D>>
+void GradTransformBlock(D d, const Plan& p, const T* dy, int64_t dy_stride, int64_t r0, int64_t r1, T* dd,
+                        int64_t xs, T* scratch) {
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const ConvGeometry& g = p.g;
+  const int64_t th = p.tiles_h(), tw = p.tiles_w(), nb = (r1 - r0) * tw, plane = g.oh * g.ow;
+  const int64_t len = 2 * ((tw + N - 1) / N * N);
+  T* rows[2] = {scratch, scratch + len};
+  for (int64_t o = 0; o < p.outputs; ++o)
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t oy = 2 * (r % th);
+      const T* src = dy + (r / th) * dy_stride + o * plane + oy * g.ow;
+      PaddedRow(src, g.ow, 0, len, rows[0]);
+      PaddedRow(oy + 1 < g.oh ? src + g.ow : static_cast<const T*>(nullptr), g.ow, 0, len, rows[1]);
+      T* out = dd + o * nb + (r - r0) * tw;
+      for (int64_t tx = 0; tx < tw; tx += N) {
+        hn::Vec<D> e00, e01, e10, e11;
+        hn::LoadInterleaved2(d, rows[0] + 2 * tx, e00, e01);
+        hn::LoadInterleaved2(d, rows[1] + 2 * tx, e10, e11);
+        // A e: rows (e00, e01), (e00 + e10, e01 + e11), (e00 - e10, e01 - e11), (-e10, -e11); then
+        // each row (a, b) times A^T: (a, a + b, a - b, -b).
+        const hn::Vec<D> f[4][2] = {{e00, e01},
+                                    {hn::Add(e00, e10), hn::Add(e01, e11)},
+                                    {hn::Sub(e00, e10), hn::Sub(e01, e11)},
+                                    {hn::Neg(e10), hn::Neg(e11)}};
+        for (int i = 0; i < 4; ++i) {
+          hn::StoreU(f[i][0], d, out + (4 * i + 0) * xs + tx);
+          hn::StoreU(hn::Add(f[i][0], f[i][1]), d, out + (4 * i + 1) * xs + tx);
+          hn::StoreU(hn::Sub(f[i][0], f[i][1]), d, out + (4 * i + 2) * xs + tx);
+          hn::StoreU(hn::Neg(f[i][1]), d, out + (4 * i + 3) * xs + tx);
+        }
+      }
+    }
+}
+
+}  // namespace normlab::autograd::kernels::winograd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard
