@@ -2,7 +2,7 @@
 // winograd.cc). Lanes run along a row of tiles (tx .. tx+N-1): tile tx reads input columns
 // 2 tx - pad .. 2 tx - pad + 3, so the four columns of N tiles are the even and odd elements of
 // 2N inputs from column 2 tx - pad and from two further (LoadInterleaved2 twice); outputs are
-// written back as even/odd pairs (StoreInterleaved2). Rows go through a zero-padded copy (the
+// written back as even/odd pairs (StoreInterleaved2). Rows go through zero-padded copies (the
 // padding and the row's end without bounds checks). The order of the additions is the scalar
 // reference's (winograd.h, ref::), so both give the same bits.
 
@@ -14,7 +14,6 @@
 #endif
 
 #include <algorithm>
-#include <cstring>
 
 #include "autograd/kernels/winograd.h"
 #include "hwy/highway.h"
@@ -23,16 +22,22 @@ HWY_BEFORE_NAMESPACE();
 namespace normlab::autograd::kernels::winograd::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// dst[0 .. len) = src[j - shift] where 0 <= j - shift < n (src may be null: all zeros), else 0.
-template <typename T>
-HWY_INLINE void PaddedRow(const T* src, int64_t n, int64_t shift, int64_t len, T* dst) {
-  std::fill(dst, dst + len, T(0));
-  if (!src) return;
-  const int64_t from = std::max<int64_t>(0, shift), to = std::min(len, n + shift);  // dst range
-  if (to > from) std::memcpy(dst + from, src + (from - shift), static_cast<size_t>(to - from) * sizeof(T));
+// dst[0 .. len) = src[j - shift] where 0 <= j - shift < n (src may be null: all zeros), else 0;
+// shift >= 0. Vector copies (rows are short: a call to memcpy per row cost more than the copy).
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE void PaddedRow(D d, const T* HWY_RESTRICT src, int64_t n, int64_t shift, int64_t len, T* HWY_RESTRICT dst) {
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t to = src ? std::min(len, n + shift) : shift;  // dst[shift .. to) comes from src
+  for (int64_t j = 0; j < std::min(shift, len); ++j) dst[j] = T(0);
+  int64_t j = shift;
+  for (; j + N <= to; j += N) hn::StoreU(hn::LoadU(d, src + (j - shift)), d, dst + j);
+  for (; j < to; ++j) dst[j] = src[j - shift];
+  for (j = std::max(j, shift); j < len; ++j) dst[j] = T(0);
 }
 
-// The block's tile rows r0 .. r1-1 (see winograd.h, input_transform_block).
+// The block's tile rows r0 .. r1-1 (see winograd.h, input_transform_block). The input rows that
+// a run of tile rows of one image reads are copied once into zero-padded rows of `len` elements
+// (padding and the row's end without bounds checks), 2 per tile row plus 2.
 template <class D, typename T = hn::TFromD<D>>
 void InputTransformBlock(D d, const Plan& p, const T* x, int64_t x_stride, int64_t r0, int64_t r1, T* v, int64_t xs,
                          T* scratch) {
@@ -40,46 +45,51 @@ void InputTransformBlock(D d, const Plan& p, const T* x, int64_t x_stride, int64
   const ConvGeometry& g = p.g;
   const int64_t th = p.tiles_h(), tw = p.tiles_w(), nb = (r1 - r0) * tw, plane = g.h * g.w;
   const int64_t len = 2 * ((tw + N - 1) / N * N) + 2;  // what the loads below read of a padded row
-  T* rows[4] = {scratch, scratch + len, scratch + 2 * len, scratch + 3 * len};
   for (int64_t c = 0; c < g.channels; ++c)
-    for (int64_t r = r0; r < r1; ++r) {
-      const T* img = x + (r / th) * x_stride + c * plane;
-      const int64_t y0 = 2 * (r % th) - g.pad_h;
-      for (int i = 0; i < 4; ++i) {
-        const int64_t iy = y0 + i;
-        PaddedRow(iy >= 0 && iy < g.h ? img + iy * g.w : static_cast<const T*>(nullptr), g.w, g.pad_w, len, rows[i]);
+    for (int64_t r = r0; r < r1;) {
+      const int64_t n = r / th, ty0 = r % th, run = std::min(r1 - r, th - ty0);  // tile rows ty0 .. of image n
+      const T* img = x + n * x_stride + c * plane;
+      const int64_t first = 2 * ty0 - g.pad_h;  // input row of padded row 0
+      for (int64_t q = 0; q < 2 * run + 2; ++q) {
+        const int64_t iy = first + q;
+        PaddedRow(d, iy >= 0 && iy < g.h ? img + iy * g.w : static_cast<const T*>(nullptr), g.w, g.pad_w, len,
+                  scratch + q * len);
       }
-      T* out = v + c * nb + (r - r0) * tw;
-      for (int64_t tx = 0; tx < tw; tx += N) {
-        // u[i][j] = (d B)[i][j] for row i of the patches: d[i][0..3] = columns 2 tx .. 2 tx + 3.
-        hn::Vec<D> u[4][4];
-        for (int i = 0; i < 4; ++i) {
-          hn::Vec<D> e0, o0, e1, o1;  // columns 0, 1, 2, 3 of N patches
-          hn::LoadInterleaved2(d, rows[i] + 2 * tx, e0, o0);
-          hn::LoadInterleaved2(d, rows[i] + 2 * tx + 2, e1, o1);
-          u[i][0] = hn::Sub(e0, e1);
-          u[i][1] = hn::Add(o0, e1);
-          u[i][2] = hn::Sub(e1, o0);
-          u[i][3] = hn::Sub(o0, o1);
-        }
-        for (int j = 0; j < 4; ++j) {  // B^T (d B), column j
-          hn::StoreU(hn::Sub(u[0][j], u[2][j]), d, out + (0 + j) * xs + tx);
-          hn::StoreU(hn::Add(u[1][j], u[2][j]), d, out + (4 + j) * xs + tx);
-          hn::StoreU(hn::Sub(u[2][j], u[1][j]), d, out + (8 + j) * xs + tx);
-          hn::StoreU(hn::Sub(u[1][j], u[3][j]), d, out + (12 + j) * xs + tx);
+      for (int64_t t = 0; t < run; ++t) {
+        const T* rows = scratch + 2 * t * len;  // the tile row's 4 input rows, len apart
+        T* out = v + c * nb + (r + t - r0) * tw;
+        for (int64_t tx = 0; tx < tw; tx += N) {
+          // u[i][j] = (d B)[i][j] for row i of the patches: d[i][0..3] = columns 2 tx .. 2 tx + 3.
+          hn::Vec<D> u[4][4];
+          for (int i = 0; i < 4; ++i) {
+            hn::Vec<D> e0, o0, e1, o1;  // columns 0, 1, 2, 3 of N patches
+            hn::LoadInterleaved2(d, rows + i * len + 2 * tx, e0, o0);
+            hn::LoadInterleaved2(d, rows + i * len + 2 * tx + 2, e1, o1);
+            u[i][0] = hn::Sub(e0, e1);
+            u[i][1] = hn::Add(o0, e1);
+            u[i][2] = hn::Sub(e1, o0);
+            u[i][3] = hn::Sub(o0, o1);
+          }
+          for (int j = 0; j < 4; ++j) {  // B^T (d B), column j
+            hn::StoreU(hn::Sub(u[0][j], u[2][j]), d, out + (0 + j) * xs + tx);
+            hn::StoreU(hn::Add(u[1][j], u[2][j]), d, out + (4 + j) * xs + tx);
+            hn::StoreU(hn::Sub(u[2][j], u[1][j]), d, out + (8 + j) * xs + tx);
+            hn::StoreU(hn::Sub(u[1][j], u[3][j]), d, out + (12 + j) * xs + tx);
+          }
         }
       }
+      r += run;
     }
 }
 
-// Writes the pairs (a[l], b[l]) for l < count/2 ... as out[0 .. count): the whole 2N when it fits.
+// Writes a[0], b[0], a[1], b[1], ... to out[0 .. min(count, 2N)).
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE void StorePairs(D d, hn::Vec<D> a, hn::Vec<D> b, int64_t count, T* out) {
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   if (count >= 2 * N) return hn::StoreInterleaved2(a, b, d, out);
   HWY_ALIGN T tmp[2 * hn::MaxLanes(d)];
   hn::StoreInterleaved2(a, b, d, tmp);
-  std::memcpy(out, tmp, static_cast<size_t>(count) * sizeof(T));
+  for (int64_t j = 0; j < count; ++j) out[j] = tmp[j];
 }
 
 template <class D, typename T = hn::TFromD<D>>
@@ -126,8 +136,8 @@ void GradTransformBlock(D d, const Plan& p, const T* dy, int64_t dy_stride, int6
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t oy = 2 * (r % th);
       const T* src = dy + (r / th) * dy_stride + o * plane + oy * g.ow;
-      PaddedRow(src, g.ow, 0, len, rows[0]);
-      PaddedRow(oy + 1 < g.oh ? src + g.ow : static_cast<const T*>(nullptr), g.ow, 0, len, rows[1]);
+      PaddedRow(d, src, g.ow, 0, len, rows[0]);
+      PaddedRow(d, oy + 1 < g.oh ? src + g.ow : static_cast<const T*>(nullptr), g.ow, 0, len, rows[1]);
       T* out = dd + o * nb + (r - r0) * tw;
       for (int64_t tx = 0; tx < tw; tx += N) {
         hn::Vec<D> e00, e01, e10, e11;

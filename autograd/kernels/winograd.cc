@@ -183,7 +183,8 @@ int64_t xi_stride(int64_t rows, int64_t nb) {
   return s % 1024 == 0 ? s + 16 : s;
 }
 
-int64_t scratch_size(const Plan& p) { return 4 * (2 * p.tiles_w() + 2 * kSlack + 2); }
+// The transforms' padded rows: 2 per tile row of a block plus 2, of at most 2 tiles_w() + 2 kSlack + 2.
+int64_t scratch_size(const Plan& p) { return (2 * block_rows(p) + 2) * (2 * p.tiles_w() + 2 * kSlack + 2); }
 
 // u = G f G^T for one 3x3 filter f (rows f[0..2], element (i, j) at f[3 i + j]); u[xi] at u[xi * step].
 template <typename T>

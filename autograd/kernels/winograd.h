@@ -54,8 +54,8 @@ int64_t workspace(const Plan& p);
 constexpr int64_t kSlack = 16;
 
 // v (16, C, nb) for tile rows r0 .. r1-1: v[xi, c, k] = (B^T d B)[xi], d the tile's 4x4 input
-// patch of channel c (0 in the padding); x_k = x + k * x_stride as in conv. scratch: 4 * (2 *
-// tiles_w() + 2 * kSlack + 2) elements.
+// patch of channel c (0 in the padding); x_k = x + k * x_stride as in conv. scratch:
+// (2 (r1 - r0) + 2) * (2 tiles_w() + 2 kSlack + 2) elements.
 void input_transform_block(const Plan& p, const float* x, int64_t x_stride, int64_t r0, int64_t r1, float* v,
                            int64_t xs, float* scratch);
 void input_transform_block(const Plan& p, const double* x, int64_t x_stride, int64_t r0, int64_t r1, double* v,

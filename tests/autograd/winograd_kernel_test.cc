@@ -63,7 +63,7 @@ void check_transforms(const Geometry& geo) {
   const int64_t image = C * geo.h * geo.w, out_image = O * p.g.oh * p.g.ow;
   const auto x = values<T>(static_cast<size_t>(images * image), 1);
   const auto dy = values<T>(static_cast<size_t>(images * out_image), 2);
-  std::vector<T> scratch(static_cast<size_t>(4 * (2 * tw + 2 * w::kSlack + 2)));
+  std::vector<T> scratch(static_cast<size_t>((2 * rows + 2) * (2 * tw + 2 * w::kSlack + 2)));
   // Blocks: all rows at once, one row, and a block from inside the first image to inside the last.
   const std::pair<int64_t, int64_t> blocks[] = {{0, rows}, {th - 1, th}, {1, rows - 1}};
   for (const auto& [r0, r1] : blocks) {
