@@ -6,8 +6,10 @@
 # with precise and test-batch statistics, as in the sweep), the process's wall time (data loading
 # included) and its peak resident memory (/usr/bin/time: getrusage's ru_maxrss). Then the peak
 # memory of a small run after 1,000 and after 10,000 steps, on both sides: it must stay flat.
+# ARCH=cnn runs the same with the study's CNN (conv3x3 32 - norm - ReLU - maxpool 2 - conv3x3 64 -
+# norm - ReLU - maxpool 2 - Linear 3136->10) instead of the MLP.
 #
-# Environment: NORMS ("none batch layer"), THREADS ("1 2"), BUILD_DIR (build), OUT_DIR (a
+# Environment: ARCH (mlp), NORMS ("none batch layer"), THREADS ("1 2"), BUILD_DIR (build), OUT_DIR (a
 # temporary directory by default), MARKDOWN=1 for a Markdown table, EPOCHS (1; more epochs show
 # whether the memory stays flat).
 set -euo pipefail
@@ -17,6 +19,12 @@ BUILD_DIR=${BUILD_DIR:-build}
 NORMS=${NORMS:-"none batch layer"}
 THREADS=${THREADS:-"1 2"}
 EPOCHS=${EPOCHS:-1}
+ARCH=${ARCH:-mlp}
+case $ARCH in
+  mlp) model=(--hidden 256,256) model_name="MLP 784-256-256-10" ;;
+  cnn) model=(--arch cnn) model_name="the study's CNN" ;;
+  *) echo "bench/epoch.sh: ARCH is mlp or cnn, got '$ARCH'" >&2; exit 2 ;;
+esac
 PYTHON=${PYTHON:-/usr/bin/python3}  # Debian's python3 with python3-torch (a pyenv python3 on PATH has no torch)
 
 for t in $THREADS; do
@@ -50,7 +58,7 @@ if ! log=$( (cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release && cmake --bu
 fi
 OUT_DIR=${OUT_DIR:-$(mktemp -d)}
 mkdir -p "$OUT_DIR"
-echo "== one epoch of Fashion-MNIST, MLP 784-256-256-10 b128 (load average $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+echo "== one epoch of Fashion-MNIST, $model_name b128 (load average $(cut -d' ' -f1-3 /proc/loadavg))" >&2
 
 common=(--train-limit 0 --batch-sizes 128 --epochs "$EPOCHS" --seeds 0 --lr 0.05 --reference-batch 128 --warmup 50
         --eval-batch 1000)
@@ -58,19 +66,20 @@ for t in $THREADS; do
   for n in $NORMS; do
     echo "  normlab, $n, $t thread(s)" >&2
     /usr/bin/time -f "%e %M" -o "$OUT_DIR/normlab_${n}_$t.time" "$BUILD_DIR/experiments/normlab" sweep \
-      --dataset fashion-mnist --norms "$n" "${common[@]}" --hidden 256,256 --momentum 0.9 --schedule cosine \
+      --dataset fashion-mnist --norms "$n" "${common[@]}" "${model[@]}" --momentum 0.9 --schedule cosine \
       --threads "$t" --quiet --out "$OUT_DIR/normlab_${n}_$t" >/dev/null
     if (( have_torch )); then
       echo "  PyTorch, $n, $t thread(s)" >&2
       /usr/bin/time -f "%e %M" -o "$OUT_DIR/pytorch_${n}_$t.time" "$PYTHON" bench/pytorch_protocol.py \
-        --norms "$n" "${common[@]}" --eval-last 1 --threads "$t" --out "$OUT_DIR/pytorch_${n}_$t.json" 2>/dev/null
+        --arch "$ARCH" --norms "$n" "${common[@]}" --eval-last 1 --threads "$t" --out "$OUT_DIR/pytorch_${n}_$t.json" 2>/dev/null
     fi
   done
 done
 
-"$PYTHON" - "$OUT_DIR" "$THREADS" "$NORMS" "$EPOCHS" "${MARKDOWN:-}" <<'EOF'
+"$PYTHON" - "$OUT_DIR" "$THREADS" "$NORMS" "$EPOCHS" "$model_name" "${MARKDOWN:-}" <<'EOF'
 import json, os, sys
-out, threads, norms, epochs, markdown = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4], sys.argv[5]
+out, threads, norms, epochs, model, markdown = (sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4],
+                                                sys.argv[5], sys.argv[6])
 
 def side(name, n, t):
     tf = os.path.join(out, f"{name}_{n}_{t}.time")
@@ -94,7 +103,7 @@ for t in threads:
         m = lambda x: f"{x['rss']:.0f} MiB" if x else "-"
         rows.append([n, t, s(a, "epoch"), s(b, "epoch"), f"{b['epoch'] / a['epoch']:.2f}x" if a and b else "-",
                      s(a, "run"), s(b, "run"), s(a, "wall"), s(b, "wall"), m(a), m(b)])
-print(f"\nFashion-MNIST, {epochs} epoch(s) of 60,000 images, MLP 784-256-256-10 b128: epoch = training steps + batch"
+print(f"\nFashion-MNIST, {epochs} epoch(s) of 60,000 images, {model} b128: epoch = training steps + batch"
       " gathering; run = + test evaluation (BatchNorm: + precise and test-batch evaluation); process = whole"
       " command with data loading; peak RSS = ru_maxrss of the process")
 if markdown:
@@ -117,10 +126,10 @@ for side in normlab pytorch; do
   for e in 1 10; do
     if [[ $side == normlab ]]; then
       /usr/bin/time -f "%M" -o "$OUT_DIR/flat_${side}_$e.time" "$BUILD_DIR/experiments/normlab" sweep --norms layer \
-        --epochs "$e" "${flat[@]}" --threads 1 --quiet --out "$OUT_DIR/flat_normlab_$e" >/dev/null
+        "${model[@]}" --epochs "$e" "${flat[@]}" --threads 1 --quiet --out "$OUT_DIR/flat_normlab_$e" >/dev/null
     else
       /usr/bin/time -f "%M" -o "$OUT_DIR/flat_${side}_$e.time" "$PYTHON" bench/pytorch_protocol.py --norms layer \
-        --epochs "$e" "${flat[@]}" --eval-last 1 --threads 1 2>/dev/null
+        --arch "$ARCH" --epochs "$e" "${flat[@]}" --eval-last 1 --threads 1 2>/dev/null
     fi
     rss+=("$(( $(tail -1 "$OUT_DIR/flat_${side}_$e.time") / 1024 )) MiB")
   done

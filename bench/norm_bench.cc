@@ -2,7 +2,7 @@
 // (nn::LayerNorm / nn::BatchNorm1d in training mode, autograd, backward with a given upstream
 // gradient, weights requiring grad), plus kernel-only rows (normlab only). bench/pytorch_bench.py
 // times the same module workloads under the same names. GB/s counts the minimal traffic
-// (REFERENCE.md section 4): forward 8 B per element (read x, write y), LayerNorm backward 12
+// of the operation: forward 8 B per element (read x, write y), LayerNorm backward 12
 // (read dy, x; write dx), BatchNorm backward 20 (dy and x read twice, one pass for the per-channel
 // sums that every dx needs, dx written).
 #include <string>

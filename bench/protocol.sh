@@ -1,25 +1,44 @@
 #!/usr/bin/env bash
-# The MLP batch-size sweep protocol, normlab then PyTorch, one after the other on
-# the same machine: Fashion-MNIST (first 20,000 training images, full test set), MLP
+# The batch-size sweep protocol, normlab then PyTorch, one after the other on the same machine.
+# ARCH=mlp (the default): Fashion-MNIST (first 20,000 training images, full test set), MLP
 # 784-256-256-10 ReLU, SGD momentum 0.9, lr 0.05 x batch / 128 with 50 warmup steps then cosine,
-# 5 epochs, 2 seeds, batch sizes 2..256, none/batch/layer (48 runs), one thread. Prints the wall
-# time of both per batch size (with the share spent in training steps) and both accuracy tables.
-# normlab takes a few minutes, PyTorch about 10 on an idle machine.
+# 5 epochs, 2 seeds, batch sizes 2..256, none/batch/layer (48 runs), one thread; normlab takes a
+# few minutes, PyTorch about 10 on an idle machine.
+# ARCH=cnn: the study's CNN (conv3x3 32 - norm - ReLU - maxpool 2 - conv3x3 64 - norm - ReLU -
+# maxpool 2 - Linear 3136->10) on the first 10,000 training images, 3 epochs, 2 seeds, batch sizes
+# 2..128, batch/layer/group (42 runs), the same optimizer and schedule (bench/README.md has the
+# measured times: far longer than the MLP's).
+# Prints the wall time of both per batch size (with the share spent in training steps) and both
+# accuracy tables.
 #
-# Environment: BUILD_DIR (build), OUT_DIR (a temporary directory by default; keeps the normlab
-# sweep folder and pytorch.json), THREADS (1), SIDES ("normlab pytorch"), MARKDOWN=1 for Markdown
-# tables; smaller runs for a check: BATCH_SIZES, SEEDS, EPOCHS, TRAIN_LIMIT, NORMS.
+# Environment: ARCH (mlp), BUILD_DIR (build), OUT_DIR (a temporary directory by default; keeps the
+# normlab sweep folder and pytorch.json), THREADS (1), SIDES ("normlab pytorch"), MARKDOWN=1 for
+# Markdown tables; smaller runs for a check: BATCH_SIZES, SEEDS, EPOCHS, TRAIN_LIMIT, NORMS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD_DIR=${BUILD_DIR:-build}
 THREADS=${THREADS:-1}
 SIDES=${SIDES:-"normlab pytorch"}
-BATCH_SIZES=${BATCH_SIZES:-2,4,8,16,32,64,128,256}
+ARCH=${ARCH:-mlp}
+case $ARCH in
+  mlp)
+    BATCH_SIZES=${BATCH_SIZES:-2,4,8,16,32,64,128,256}
+    EPOCHS=${EPOCHS:-5}
+    TRAIN_LIMIT=${TRAIN_LIMIT:-20000}
+    NORMS=${NORMS:-none,batch,layer}
+    model=(--hidden 256,256) ;;
+  cnn)
+    BATCH_SIZES=${BATCH_SIZES:-2,4,8,16,32,64,128}
+    EPOCHS=${EPOCHS:-3}
+    TRAIN_LIMIT=${TRAIN_LIMIT:-10000}
+    NORMS=${NORMS:-batch,layer,group}
+    model=(--arch cnn) ;;
+  *)
+    echo "bench/protocol.sh: ARCH is mlp or cnn, got '$ARCH'" >&2
+    exit 2 ;;
+esac
 SEEDS=${SEEDS:-0,1}
-EPOCHS=${EPOCHS:-5}
-TRAIN_LIMIT=${TRAIN_LIMIT:-20000}
-NORMS=${NORMS:-none,batch,layer}
 PYTHON=${PYTHON:-/usr/bin/python3}  # Debian's python3 with python3-torch (a pyenv python3 on PATH has no torch)
 
 if ! [[ $THREADS =~ ^[0-9]+$ ]] || (( THREADS < 1 )); then
@@ -61,19 +80,19 @@ grep -m1 "model name" /proc/cpuinfo | sed 's/.*: /CPU: /' >&2
 echo "load average before the run: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine slows both sides)" >&2
 
 common=(--lr 0.05 --reference-batch 128 --warmup 50 --epochs "$EPOCHS" --eval-batch 1000)
-echo "== normlab sweep, $THREADS thread(s)" >&2
+echo "== normlab sweep ($ARCH), $THREADS thread(s)" >&2
 start=$(date +%s%N)
 "$BUILD_DIR/experiments/normlab" sweep --dataset fashion-mnist --train-limit "$TRAIN_LIMIT" --over batch \
-  --batch-sizes "$BATCH_SIZES" --seeds "$SEEDS" --norms "$NORMS" --hidden 256,256 --activation relu \
+  --batch-sizes "$BATCH_SIZES" --seeds "$SEEDS" --norms "$NORMS" "${model[@]}" --activation relu \
   --momentum 0.9 --schedule cosine "${common[@]}" --threads "$THREADS" --out "$OUT_DIR/normlab" 2>&1 |
   sed -u 's/^/  /' >&2
 normlab_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 
 files=("$OUT_DIR/normlab")
 if (( have_torch )); then
-  echo "== PyTorch, $THREADS thread(s)" >&2
+  echo "== PyTorch ($ARCH), $THREADS thread(s)" >&2
   start=$(date +%s%N)
-  "$PYTHON" bench/pytorch_protocol.py --train-limit "$TRAIN_LIMIT" --batch-sizes "$BATCH_SIZES" --seeds "$SEEDS" \
+  "$PYTHON" bench/pytorch_protocol.py --arch "$ARCH" --train-limit "$TRAIN_LIMIT" --batch-sizes "$BATCH_SIZES" --seeds "$SEEDS" \
     --norms "$NORMS" "${common[@]}" --eval-last 3 --threads "$THREADS" --out "$OUT_DIR/pytorch.json" 2>&1 |
     sed -u 's/^/  /' >&2
   pytorch_ms=$(( ($(date +%s%N) - start) / 1000000 ))

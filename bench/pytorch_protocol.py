@@ -1,11 +1,14 @@
 #!/usr/bin/python3
-"""The MLP batch-size sweep protocol in PyTorch, as `normlab sweep` runs it.
+"""The batch-size sweep protocol in PyTorch, as `normlab sweep` runs it (MLP, or with --arch cnn the study's CNN).
 
 Same data, model, optimizer, schedule and evaluation as normlab (experiments/trainer.cc, sweep.cc):
 - Fashion-MNIST from Debian's dataset-fashion-mnist (the gzip IDX files), the first --train-limit
   training images and the full test set; pixels / 255 in float32, then standardized per pixel with
   the training set's mean and population std (float64; a constant pixel keeps std 1).
-- MLP 784-256-256-10: Linear -> [BatchNorm1d | LayerNorm] -> ReLU in the hidden layers, PyTorch's
+- MLP 784-256-256-10: Linear -> [BatchNorm1d | LayerNorm | GroupNorm(8)] -> ReLU in the hidden
+  layers; or (--arch cnn) the study's CNN: conv3x3(1->32, padding 1) - norm - ReLU - maxpool 2 -
+  conv3x3(32->64, padding 1) - norm - ReLU - maxpool 2 - flatten - Linear(3136, 10), the norm
+  BatchNorm2d, LayerNorm([C, H, W]), GroupNorm(8, C) or InstanceNorm2d(C, affine=True); PyTorch's
   default initialization, seeded with torch.manual_seed(seed).
 - SGD momentum 0.9, lr = --lr x batch / --reference-batch; linear warmup over --warmup steps
   (lr (t + 1) / warmup), then cosine to 0 over the remaining steps; the lr set before every step.
@@ -37,6 +40,7 @@ def parse_args():
     p.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist", help="the IDX files (dataset-fashion-mnist)")
     p.add_argument("--train-limit", type=int, default=20000, help="the first N training images (0: all)")
     p.add_argument("--batch-sizes", default="2,4,8,16,32,64,128,256")
+    p.add_argument("--arch", default="mlp", choices=["mlp", "cnn"], help="the MLP or the study's CNN")
     p.add_argument("--norms", default="none,batch,layer")
     p.add_argument("--seeds", default="0,1")
     p.add_argument("--epochs", type=int, default=5)
@@ -56,9 +60,10 @@ def parse_args():
     except ValueError as e:
         p.error(f"--batch-sizes and --seeds are comma-separated whole numbers: {e}")
     a.norms = a.norms.split(",")
+    known = ("none", "batch", "layer", "group") + (("instance",) if a.arch == "cnn" else ())
     for n in a.norms:
-        if n not in ("none", "batch", "layer"):
-            p.error(f"unknown norm {n!r} (expected none, batch or layer)")
+        if n not in known:
+            p.error(f"unknown norm {n!r} for --arch {a.arch} (expected one of {', '.join(known)})")
     if a.threads < 1:
         p.error(f"--threads must be at least 1, got {a.threads}")
     if a.epochs < 1 or min(a.batch_sizes) < 1:
@@ -117,8 +122,21 @@ def load():
             torch.from_numpy(xte), torch.from_numpy(yte.astype(np.int64)))
 
 
+def norm2d(kind, c, hw):
+    nn = torch.nn
+    return {"batch": lambda: nn.BatchNorm2d(c), "layer": lambda: nn.LayerNorm([c, hw, hw]),
+            "group": lambda: nn.GroupNorm(8, c), "instance": lambda: nn.InstanceNorm2d(c, affine=True),
+            "none": lambda: nn.Identity()}[kind]()
+
+
 def build(norm, seed):
     torch.manual_seed(seed)
+    if args.arch == "cnn":
+        nn = torch.nn
+        return nn.Sequential(nn.Unflatten(1, (1, 28, 28)),
+                             nn.Conv2d(1, 32, 3, padding=1), norm2d(norm, 32, 28), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Conv2d(32, 64, 3, padding=1), norm2d(norm, 64, 14), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Flatten(), nn.Linear(3136, 10))
     layers, width = [], 784
     for h in (256, 256):
         layers.append(torch.nn.Linear(width, h))
@@ -126,6 +144,8 @@ def build(norm, seed):
             layers.append(torch.nn.BatchNorm1d(h))
         elif norm == "layer":
             layers.append(torch.nn.LayerNorm(h))
+        elif norm == "group":
+            layers.append(torch.nn.GroupNorm(8, h))
         layers.append(torch.nn.ReLU())
         width = h
     layers.append(torch.nn.Linear(width, 10))
@@ -153,7 +173,7 @@ def evaluate(model, x, y, batch):
 
 
 def bns(model):
-    return [m for m in model if isinstance(m, torch.nn.BatchNorm1d)]
+    return [m for m in model if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
 
 
 @torch.no_grad()

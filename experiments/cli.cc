@@ -30,6 +30,11 @@ namespace {
 
 constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMaxBatch = std::numeric_limits<int32_t>::max();
+// The evaluation batch of convolutional models unless --eval-batch is given: a CNN's activations
+// for 1000 images (100 MB per layer of the study's CNN) stream through memory, at 100 they stay
+// in cache (the test set's evaluation 40% faster; accuracies the same, the summed test loss
+// differs in the last digits).
+constexpr int64_t kCnnEvalBatch = 100;
 constexpr int64_t kMaxThreads = 256;
 
 // Every flag of every subcommand lands here; presets fill what the user did not set.
@@ -52,8 +57,9 @@ struct Options {
   int64_t sweep_train_limit = 0;  // study: the sweep trains on the first N training samples (0: all)
   // study on Fashion-MNIST: the CNN part (--no-cnn leaves it out).
   bool no_cnn = false;
-  int64_t cnn_train_limit = 10000, cnn_epochs = 2;
-  std::vector<int64_t> cnn_batch_sizes{2, 4, 8, 32, 128};
+  int64_t cnn_train_limit = 10000, cnn_epochs = 1;
+  bool eval_batch_given = false;  // --eval-batch on the command line (else the CNN default)
+  std::vector<int64_t> cnn_batch_sizes{2, 4, 128};
   std::vector<std::string> cnn_norms{"none", "batch", "layer", "group", "instance"};
   std::vector<std::string> cnn_sweep_norms{"batch", "layer", "group"};
 };
@@ -135,7 +141,8 @@ void add_train_options(CLI::App* a, Options& o) {
                        ->check(whole(0, kMaxInt)),
                    std::string("10 with --quick, else 0, which records about 50 times per run") +
                        (cmd == "study" ? "; the comparison only" : ""));
-  a->add_option("--eval-batch", o.train.eval_batch, "evaluation batch size")->check(whole(1, kMaxBatch));
+  preset_default(a->add_option("--eval-batch", o.train.eval_batch, "evaluation batch size")->check(whole(1, kMaxBatch)),
+                 "1000, 100 with --arch cnn and in the study's CNN part");
 }
 
 // --resume, for the commands made of several runs.
@@ -154,8 +161,10 @@ void add_output_options(CLI::App* a, Options& o, const std::string& default_out)
 
 // --batch-sizes of the sweep and the study.
 void add_batch_sizes(CLI::App* a, Options& o, const std::string& what) {
+  const bool study = a->get_name() == "study";
   preset_default(a->add_option("--batch-sizes", o.batch_sizes, what)->delimiter(',')->check(whole(1, kMaxBatch)),
-                 "2,8,32,128 with --quick, else 2,4,8,16,32,64,128,256");
+                 study ? "2,8,32,128 with --quick, 2,4,8,32,128,256 on fashion-mnist, else 2,4,8,16,32,64,128,256"
+                       : "2,8,32,128 with --quick, else 2,4,8,16,32,64,128,256");
 }
 
 // The quick preset: a synthetic two-moons set and a small MLP, seconds per study.
@@ -176,9 +185,9 @@ void apply_quick(Options& o, CLI::App* sub) {
 }
 
 // Fashion-MNIST defaults: MLP 784-256-256-10, ReLU, SGD momentum 0.9; the study (make run) is
-// sized to a few minutes on 2 cores: 5 epochs, the sweep on the first 20000 training images: the
-// batch-size protocol of REFERENCE.md section 4, whose PyTorch results are known (precise BN
-// recomputes the statistics over 10000 of them).
+// sized to a few minutes on 2 cores: 5 epochs, the sweep on the first 20000 training images at
+// batch 2, 4, 8, 32, 128 and 256: the batch-size protocol whose PyTorch results the README quotes,
+// without batch 16 and 64 (precise BN recomputes the statistics over 10000 images).
 void apply_fashion_defaults(Options& o, CLI::App* sub, bool study) {
   auto unset = [&](const char* flag) { return sub->get_option_no_throw(flag) == nullptr || sub->count(flag) == 0; };
   if (unset("--hidden")) o.train.model.hidden = {256, 256};
@@ -186,6 +195,7 @@ void apply_fashion_defaults(Options& o, CLI::App* sub, bool study) {
   if (study) {
     if (unset("--val-fraction")) o.data.validation_fraction = 0.1;
     if (unset("--sweep-train-limit")) o.sweep_train_limit = 20000;
+    if (unset("--batch-sizes")) o.batch_sizes = kStudySweepBatches;
   }
 }
 
@@ -240,6 +250,7 @@ void check_architecture(Options& o, CLI::App* sub) {
                   "784 grayscale pixels); the " + o.data.name + " data set has no image shape of its own");
     m.image = {1, 28, 28};
   }
+  if (!o.eval_batch_given) o.train.eval_batch = kCnnEvalBatch;
 }
 
 StudyContext context(const Options& o, const Splits& s, int argc, char** argv) {
@@ -343,6 +354,7 @@ void finish_options(Options& o, CLI::App* sub) {
   if (o.quick) apply_quick(o, sub);
   else if (o.data.name == "fashion-mnist") apply_fashion_defaults(o, sub, sub->get_name() == "study");
   if (o.train.model.hidden.empty()) o.train.model.hidden = {64, 64};
+  o.eval_batch_given = sub->get_option_no_throw("--eval-batch") != nullptr && sub->count("--eval-batch") > 0;
   check_architecture(o, sub);
   if (o.resume) {
     const fs::path records = fs::path(o.out) / (sub->get_name() == "study" ? "compare/records.json" : "records.json");
@@ -378,6 +390,7 @@ StudyConfig study_config(const Options& o, const Splits& data) {
   if (!st.cnn) return st;
   TrainConfig base = o.train;
   base.model.arch = "cnn", base.model.image = {1, 28, 28}, base.model.layers = kDefaultCnn;
+  if (!o.eval_batch_given) base.eval_batch = kCnnEvalBatch;
   base.epochs = o.cnn_epochs;
   Splits cnn = data;
   if (o.cnn_train_limit < data.train.size()) cnn.train = data::first_n(data.train, o.cnn_train_limit);

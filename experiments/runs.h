@@ -1,4 +1,5 @@
-// Running a list of training runs one after another, with one progress bar and a line per run.
+// Running a list of training runs, one after another or side by side on the kernels' threads, with
+// one progress bar and a line per run.
 #pragma once
 #include <functional>
 #include <string>
@@ -19,11 +20,14 @@ struct Runs {
   bool interrupted() const { return results.size() < total; }
 };
 
-// Trains every configuration in order, taking a run from `previous` (the records of an earlier
-// command with the same settings, records.h) instead of training it when that holds it. The
-// progress bar shows label(config); when a run ends, the line "label: outcome(result)" is
-// printed. Nothing is printed when quiet. Ctrl-C stops after the current step: the unfinished
-// run is dropped and no other starts.
+// Trains every configuration, taking a run from `previous` (the records of an earlier command
+// with the same settings, records.h) instead of training it when that holds it. With
+// autograd::num_threads() = T > 1, T runs train at once, each on one thread (claimed in order;
+// the results are the same bits as one after another). The progress bar shows label(config);
+// when a run ends, the line "label: outcome(result)" is printed (in the order the runs end).
+// Nothing is printed when quiet. Ctrl-C stops after the current step: the unfinished runs are
+// dropped, and so are the runs after the first unfinished one; no other starts. A run that
+// throws stops the others from starting and the error is rethrown.
 Runs run_all(const std::vector<TrainConfig>& configs, const Splits& data, bool quiet,
              const std::function<std::string(const TrainConfig&)>& label,
              const std::function<std::string(const RunResult&)>& outcome,

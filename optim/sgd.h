@@ -1,5 +1,5 @@
 // SGD: stochastic gradient descent with momentum, dampening, Nesterov momentum, weight decay and
-// maximize, with PyTorch's exact update rule (torch.optim.SGD, REFERENCE.md section 1).
+// maximize, with PyTorch's exact update rule (torch.optim.SGD).
 #pragma once
 #include <limits>
 #include <vector>

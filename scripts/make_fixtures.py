@@ -160,7 +160,7 @@ def make_layernorm():
             y = F.layer_norm(x, ns, w, b, eps=1e-5)
             dx, dw, db = grads(y, [x, w, b], dy)
             add_io(fx, f"{dn}.{name}", x, w, b, y, dy, dx, dw, db)
-    # Seed 000's worked example (REFERENCE.md section 2): values a test can check by hand.
+    # Seed 000's worked example (a LayerNorm of two rows worked out by hand): values a test can check by hand.
     fx.meta("seed000.normalized_shape", "[3]")
     fx.meta("seed000.elementwise_affine", "false")
     fx.meta("seed000.eps", "1e-05")

@@ -42,7 +42,7 @@ HWY_INLINE void Map2(int64_t n, const T* x, const T* y, T* z, const F& f) {
   for (; i < n; ++i) hn::StoreU(f(d1, hn::LoadU(d1, x + i), hn::LoadU(d1, y + i)), d1, z + i);
 }
 
-// ---- math with NaN/overflow handled (contrib/math does not propagate NaN, see REFERENCE.md 5) ----
+// ---- math with NaN/overflow handled (Highway 1.0.3's contrib/math does not propagate NaN) ----
 
 template <class D, class V>
 HWY_INLINE V SafeExp(D d, V x) {

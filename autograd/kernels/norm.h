@@ -10,8 +10,8 @@
 // between threads only where each row is its own reduction, BatchNorm's per-channel sums split the
 // channels, and sums over rows (LayerNorm's dgamma, dbeta) go by parts fixed by the shape. Outputs of
 // 4 MiB and more are written with streaming (non-temporal) stores. Variances are never computed as
-// E[x^2] - E[x]^2, which loses all precision when the mean is large compared with the spread (seed
-// 003, REFERENCE.md 2).
+// E[x^2] - E[x]^2, which loses all precision when the mean is large compared with the spread (rows
+// with mean 1e4, a worked example of the tests).
 //
 // Means are kept as a pair: mean (the rounded mean) and mean_lo (the rounding error), so that
 // mean + mean_lo is the mean to twice the precision of T. Statistics are computed on values shifted

@@ -64,7 +64,7 @@ HWY_INLINE RowSplit SplitRow(D d, int64_t c) {
 
 // First pass over a row: m = max_j x_j and e_j = e^(x_j - m) into p; returns s = sum_j e_j.
 // A row with no finite max (a NaN, a +inf, or only -inf) gets m = NaN and p all NaN, and returns 1.
-// The contrib Exp returns 0 for NaN (REFERENCE.md 5), so that case is caught by the max, before any
+// The contrib Exp returns 0 for NaN (Highway 1.0.3), so that case is caught by the max, before any
 // exponential: the NaN-propagating max is NaN if any x is NaN, +inf if any is +inf (x - m is then
 // inf - inf), -inf if all are -inf.
 template <class D, typename T>

@@ -18,7 +18,7 @@ struct SGDStep {
 };
 
 // One SGD step in place over n elements: theta (n) and buf (n, or null when momentum is 0) are
-// updated, grad (n) is read. PyTorch's rule (REFERENCE.md section 1), per element:
+// updated, grad (n) is read. PyTorch's rule (torch.optim.SGD's documentation), per element:
 //   g = maximize ? -grad : grad;  if weight_decay: g = g + weight_decay * theta
 //   if momentum: buf = first ? g : momentum * buf + (1 - dampening) * g
 //                g = nesterov ? g + momentum * buf : buf

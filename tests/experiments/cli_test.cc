@@ -260,6 +260,9 @@ BOOST_AUTO_TEST_CASE(cnn_compare_gives_byte_identical_csv_on_any_thread_count) {
       BOOST_TEST((x == slurp(one.dir / f)), "1 thread and 2 threads differ");
     }
   }
+  // A CNN evaluates in batches of 100 unless --eval-batch says otherwise (an MLP in batches of 1000).
+  const std::string config = nlohmann::json::parse(slurp(two.dir / "manifest.json"))["config"].dump();
+  BOOST_TEST(config.find("\"eval_batch\":100,") != std::string::npos, config);
 }
 
 // The study on Fashion-MNIST with its CNN part, shrunk to seconds: the four parts' folders, and a

@@ -93,7 +93,7 @@ bool message_has(const Error& e, const std::vector<std::string>& parts) {
 BOOST_AUTO_TEST_SUITE(module)
 
 BOOST_AUTO_TEST_CASE(state_dict_names_are_pytorchs) {
-  // REFERENCE.md section 1: nn.Sequential(Linear, BatchNorm1d, ReLU, Linear).
+  // PyTorch's nn.Sequential(Linear, BatchNorm1d, ReLU, Linear).
   auto seq = make_stack(1);
   const std::vector<std::string> want = {"0.weight",          "0.bias",         "1.weight",
                                          "1.bias",            "1.running_mean", "1.running_var",

@@ -1,4 +1,4 @@
-// The worked examples of the seed documents (/work/shared/seeds, REFERENCE.md section 2) as tests:
+// The worked examples of the seed documents (the tutorials the project grew from) as tests:
 // 000 last dim and [1, 3], 001 biased variance, 002 whole [2, 3] sentences, 003 rows with mean 1e4
 // where E[x^2] - E[x]^2 in float32 fails, 004 given gamma and beta.
 #include <boost/test/unit_test.hpp>

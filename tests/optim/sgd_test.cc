@@ -189,7 +189,7 @@ BOOST_AUTO_TEST_CASE(every_flag_combination_follows_the_rule_over_five_steps) {
             if (nesterov && (momentum == 0 || dampening != 0)) continue;
             const SGDOptions o{.lr = 0.07, .momentum = momentum, .dampening = dampening, .weight_decay = wd,
                                .nesterov = nesterov, .maximize = maximize};
-            // The rule of REFERENCE.md section 1, element by element, in float64.
+            // torch.optim.SGD's rule, element by element, in float64.
             std::vector<std::vector<double>> want;
             std::vector<double> theta = theta0, buf(n);
             for (size_t k = 0; k < grads.size(); ++k) {

@@ -234,7 +234,7 @@ BOOST_AUTO_TEST_CASE(reads_torch_written_fixtures_with_values_known_independentl
     check_tensor(bn.get(p + "running_mean"), rm, 1e-5, 1e-7);
     check_tensor(bn.get(p + "running_var"), rv, 1e-5, 1e-7);
   }
-  // Seed 000 (REFERENCE.md section 2): PyTorch's LayerNorm of [[0.2,0.1,0.3],[0.5,0.1,0.1]].
+  // Seed 000's worked example: PyTorch's LayerNorm of [[0.2,0.1,0.3],[0.5,0.1,0.1]].
   Fixture ln("layernorm");
   check_tensor(ln.get("f32.seed000.input"), {0.2f, 0.1f, 0.3f, 0.5f, 0.1f, 0.1f}, 0, 0);
   check_tensor(ln.get("f32.seed000.output"), {0, -1.2238, 1.2238, 1.4140, -0.7070, -0.7070}, 0, 1e-4);
