@@ -57,7 +57,7 @@ struct Options {
   int64_t sweep_train_limit = 0;  // study: the sweep trains on the first N training samples (0: all)
   // study on Fashion-MNIST: the CNN part (--no-cnn leaves it out).
   bool no_cnn = false;
-  int64_t cnn_train_limit = 10000, cnn_epochs = 1;
+  int64_t cnn_train_limit = 10000, cnn_epochs = 1, cnn_batch_size = 32;
   bool eval_batch_given = false;  // --eval-batch on the command line (else the CNN default)
   std::vector<int64_t> cnn_batch_sizes{2, 4, 128};
   std::vector<std::string> cnn_norms{"none", "batch", "layer", "group", "instance"};
@@ -271,6 +271,10 @@ void add_cnn_part_options(CLI::App* a, Options& o) {
   a->add_option("--cnn-epochs", o.cnn_epochs, "epochs of the CNN comparison (its sweep: 1)")
       ->check(whole(1, 1000))
       ->capture_default_str();
+  a->add_option("--cnn-batch-size", o.cnn_batch_size,
+                "batch size of the CNN comparison (its lr: --lr x batch / 128, as in the sweeps)")
+      ->check(whole(1, kMaxBatch))
+      ->capture_default_str();
   a->add_option("--cnn-batch-sizes", o.cnn_batch_sizes, "batch sizes of the CNN sweep")
       ->delimiter(',')
       ->check(whole(1, kMaxBatch))
@@ -381,7 +385,9 @@ SweepConfig sweep_config(const Options& o) {
 }
 
 // The study's CNN part (on Fashion-MNIST without --quick, unless --no-cnn): the comparison
-// (--cnn-norms, --seeds, --cnn-epochs) and a one-seed batch-size sweep of 1 epoch (--cnn-sweep-norms,
+// (--cnn-norms, --seeds, --cnn-epochs, --cnn-batch-size with lr = --lr x batch / 128: 312 steps
+// per epoch at 32, where 128 gave 78, too few to tell the norms apart) and a one-seed batch-size
+// sweep of 1 epoch (--cnn-sweep-norms,
 // --cnn-batch-sizes; lr = --lr x batch / 128, BatchNorm evaluated three ways) on the first
 // --cnn-train-limit training images.
 StudyConfig study_config(const Options& o, const Splits& data) {
@@ -395,9 +401,12 @@ StudyConfig study_config(const Options& o, const Splits& data) {
   Splits cnn = data;
   if (o.cnn_train_limit < data.train.size()) cnn.train = data::first_n(data.train, o.cnn_train_limit);
   st.cnn_train_limit = o.cnn_train_limit;
-  st.cnn_compare = CompareConfig{.base = base, .norms = o.cnn_norms, .seeds = o.seeds, .target_accuracy = o.target};
-  validate(base, cnn);
-  if (base.stats_every == 0) st.cnn_compare.base.stats_every = std::max<int64_t>(1, steps_per_run(base, cnn) / 50);
+  TrainConfig cmp = base;
+  cmp.batch_size = o.cnn_batch_size;
+  cmp.lr = o.train.lr * static_cast<double>(o.cnn_batch_size) / 128.0;
+  st.cnn_compare = CompareConfig{.base = cmp, .norms = o.cnn_norms, .seeds = o.seeds, .target_accuracy = o.target};
+  validate(cmp, cnn);
+  if (cmp.stats_every == 0) st.cnn_compare.base.stats_every = std::max<int64_t>(1, steps_per_run(cmp, cnn) / 50);
   base.epochs = 1, base.stats_every = 0;
   st.cnn_sweep = SweepConfig{.base = base, .over = "batch", .batch_sizes = o.cnn_batch_sizes, .reference_batch = 128,
                              .norms = o.cnn_sweep_norms, .seeds = {o.seeds.front()}};
