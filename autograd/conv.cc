@@ -94,31 +94,26 @@ void for_image_ranges(const ConvPlan& p, int64_t chunks, const Body& body) {
 }
 
 // The Winograd forms of the three products (see the top of this file and kernels/winograd.h).
+// y = conv(x) (+ b) through Winograd, or with `input_grad` dx = the input gradient for dy (the
+// same convolution of dy with each group's filter turned and its channel axes swapped): in and
+// out are x and y, or dy and dx.
 template <typename T>
-void winograd_forward(const ConvPlan& p, const T* x, const T* w, const T* b, T* y) {
+void winograd_conv(const ConvPlan& p, bool input_grad, const T* in, const T* w, const T* b, T* out) {
   const int64_t og = p.og(), cg = p.geo.channels, usize = 16 * og * cg;
   Tensor u = empty({p.groups, usize}, dtype_of<T>());
-  for (int64_t g = 0; g < p.groups; ++g) k::winograd::transform_filter(og, cg, w + g * og * cg * 9, u.data<T>() + g * usize);
+  for (int64_t g = 0; g < p.groups; ++g) {
+    const T* wg = w + g * og * cg * 9;
+    if (input_grad) k::winograd::transform_filter_flipped(og, cg, wg, u.data<T>() + g * usize);
+    else k::winograd::transform_filter(og, cg, wg, u.data<T>() + g * usize);
+  }
+  const k::winograd::Plan plan = input_grad ? k::winograd::input_grad_plan(p.wino()) : p.wino();
+  // Elements of one image, and of one group of it, on the input and the output side.
+  const int64_t in_image = input_grad ? p.out_image() : p.in_image(), out_image = input_grad ? p.in_image() : p.out_image();
+  const int64_t in_group = input_grad ? og * p.P() : p.in_group(), out_group = input_grad ? p.in_group() : og * p.P();
   for_image_ranges<T>(p, std::min<int64_t>(p.n, 4 * num_threads()), [&](int64_t, int64_t n0, int64_t n1, T* work) {
     for (int64_t g = 0; g < p.groups; ++g)
-      k::winograd::conv(p.wino(), u.data<T>() + g * usize, b ? b + g * og : nullptr,
-                        x + n0 * p.in_image() + g * p.in_group(), p.in_image(), y + n0 * p.out_image() + g * og * p.P(),
-                        p.out_image(), n1 - n0, work);
-  });
-}
-
-template <typename T>
-void winograd_input_grad(const ConvPlan& p, const T* dy, const T* w, T* dx) {
-  const int64_t og = p.og(), cg = p.geo.channels, usize = 16 * og * cg;
-  Tensor u = empty({p.groups, usize}, dtype_of<T>());
-  for (int64_t g = 0; g < p.groups; ++g)
-    k::winograd::transform_filter_flipped(og, cg, w + g * og * cg * 9, u.data<T>() + g * usize);
-  const k::winograd::Plan back = k::winograd::input_grad_plan(p.wino());
-  for_image_ranges<T>(p, std::min<int64_t>(p.n, 4 * num_threads()), [&](int64_t, int64_t n0, int64_t n1, T* work) {
-    for (int64_t g = 0; g < p.groups; ++g)
-      k::winograd::conv(back, u.data<T>() + g * usize, static_cast<const T*>(nullptr),
-                        dy + n0 * p.out_image() + g * og * p.P(), p.out_image(), dx + n0 * p.in_image() + g * p.in_group(),
-                        p.in_image(), n1 - n0, work);
+      k::winograd::conv(plan, u.data<T>() + g * usize, b ? b + g * og : nullptr, in + n0 * in_image + g * in_group,
+                        in_image, out + n0 * out_image + g * out_group, out_image, n1 - n0, work);
   });
 }
 
@@ -143,7 +138,7 @@ void winograd_weight_grad(const ConvPlan& p, const T* dy, const T* x, T* dw) {
 
 template <typename T>
 void forward(const ConvPlan& p, const T* x, const T* w, const T* b, T* y) {
-  if (p.winograd) return winograd_forward(p, x, w, b, y);
+  if (p.winograd) return winograd_conv(p, false, x, w, b, y);
   const int64_t K = p.K(), P = p.P(), og = p.og();
   const int64_t chunks = std::min<int64_t>(p.n, 4 * num_threads());  // any split gives the same y
   for_images<T>(p, chunks, [&](int64_t, int64_t n, bool, int64_t g, T* col) {
@@ -163,7 +158,7 @@ void forward(const ConvPlan& p, const T* x, const T* w, const T* b, T* y) {
 
 template <typename T>
 void input_grad(const ConvPlan& p, const T* dy, const T* w, T* dx) {
-  if (p.winograd) return winograd_input_grad(p, dy, w, dx);
+  if (p.winograd) return winograd_conv(p, true, dy, w, static_cast<const T*>(nullptr), dx);
   const int64_t K = p.K(), P = p.P(), og = p.og();
   for_images<T>(p, std::min<int64_t>(p.n, 4 * num_threads()), [&](int64_t, int64_t n, bool, int64_t g, T* col) {
     T* dxg = dx + n * p.in_image() + g * p.in_group();
