@@ -12,6 +12,14 @@ using namespace normlab;
 BOOST_AUTO_TEST_SUITE(evaluation)
 
 BOOST_AUTO_TEST_CASE(evaluation_leaves_no_cached_buffers) {
+  // The cache starts off under AddressSanitizer (and with NORMLAB_NO_CACHING_ALLOCATOR=1): turn it
+  // on for this test, and restore the setting after.
+  const bool was_on = autograd::caching_allocator_enabled();
+  autograd::set_caching_allocator_enabled(true);
+  struct Restore {
+    bool on;
+    ~Restore() { autograd::set_caching_allocator_enabled(on); }
+  } restore{was_on};
   autograd::Generator gen(3);
   nn::Sequential model;
   model.add(std::make_shared<nn::Linear>(20, 16, gen));
