@@ -11,8 +11,8 @@
 
 #include "autograd/conv.h"
 #include "autograd/engine.h"
-#include "autograd/kernels/max_pool.h"
 #include "autograd/kernels/pool.h"
+#include "autograd/kernels/pooling.h"
 #include "autograd/parallel.h"
 
 namespace normlab::autograd {
@@ -36,6 +36,15 @@ void for_planes(int64_t planes, int64_t plane_work, const Body& body) {
   kernels::parallel_parts(threads, chunks, [&](int64_t ch) {
     for (int64_t q = planes * ch / chunks; q < planes * (ch + 1) / chunks; ++q) body(q);
   });
+}
+
+// Runs body(q0, q1) over chunks of planes [q0, q1), in parallel (the Highway kernels' calls).
+template <class Body>
+void for_plane_chunks(int64_t planes, int64_t plane_work, const Body& body) {
+  const int threads = planes * plane_work < (1 << 15) ? 1 : num_threads();
+  const int64_t chunks = std::min<int64_t>(planes, 4 * threads);
+  kernels::parallel_parts(threads, chunks,
+                          [&](int64_t ch) { body(planes * ch / chunks, planes * (ch + 1) / chunks); });
 }
 
 std::string pair_str(std::array<int64_t, 2> a) {
@@ -69,6 +78,11 @@ PoolPlan plan(const char* who, const Tensor& x, const Pool2dOptions& o, bool wit
   return p;
 }
 
+// The window of the pooling kernels (kernels/pooling.h): 2x2, stride 2, no padding or dilation.
+bool is_2x2(const PoolPlan& p) {
+  return p.kh == 2 && p.kw == 2 && p.sh == 2 && p.sw == 2 && p.ph == 0 && p.pw == 0 && p.dh == 1 && p.dw == 1;
+}
+
 // ---- max ----------------------------------------------------------------------------------------
 
 // y = window max; idx = its position in the plane (h * W + w). As PyTorch's CPU kernel: the scan
@@ -76,13 +90,9 @@ PoolPlan plan(const char* who, const Tensor& x, const Pool2dOptions& o, bool wit
 // first maximum wins a tie) or NaN (the last NaN wins).
 template <typename T>
 void max_forward(const PoolPlan& p, const T* x, T* y, int32_t* idx) {
-  if (p.kh == 2 && p.kw == 2 && p.sh == 2 && p.sw == 2 && p.ph == 0 && p.pw == 0 && p.dh == 1 && p.dw == 1) {
-    // The common window: the Highway kernel (the same scan), chunks of planes in parallel.
-    const int64_t planes = p.planes, in = p.h * p.w, out = p.oh * p.ow;
-    const int threads = planes * in < (1 << 15) ? 1 : num_threads();
-    const int64_t chunks = std::min<int64_t>(planes, 4 * threads);
-    kernels::parallel_parts(threads, chunks, [&](int64_t ch) {
-      const int64_t q0 = planes * ch / chunks, q1 = planes * (ch + 1) / chunks;
+  if (is_2x2(p)) {  // the common window: the Highway kernel (the same scan)
+    const int64_t in = p.h * p.w, out = p.oh * p.ow;
+    for_plane_chunks(p.planes, in, [&](int64_t q0, int64_t q1) {
       kernels::max_pool_2x2(q1 - q0, p.h, p.w, x + q0 * in, y + q0 * out, idx + q0 * out);
     });
     return;
@@ -115,6 +125,13 @@ void max_forward(const PoolPlan& p, const T* x, T* y, int32_t* idx) {
 
 template <typename T>
 void max_backward(const PoolPlan& p, const T* dy, const int32_t* idx, T* dx) {
+  if (is_2x2(p)) {
+    const int64_t in = p.h * p.w, out = p.oh * p.ow;
+    for_plane_chunks(p.planes, in, [&](int64_t q0, int64_t q1) {
+      kernels::max_pool_2x2_backward(q1 - q0, p.h, p.w, dy + q0 * out, idx + q0 * out, dx + q0 * in);
+    });
+    return;
+  }
   for_planes(p.planes, p.h * p.w, [&](int64_t q) {
     T* g = dx + q * p.h * p.w;
     std::fill(g, g + p.h * p.w, T(0));
@@ -148,8 +165,20 @@ Window adaptive_window(const PoolPlan& p, int64_t oy, int64_t ox) {
   return {h0, h1, w0, w1, (h1 - h0) * (w1 - w0)};
 }
 
+// The kernels' cases: avg_pool2d's 2x2 window (the divisor is 4 with or without count_include_pad:
+// no padding) and adaptive_avg_pool2d to 1x1 (the global average).
+enum class AvgKernel { kNone, k2x2, kGlobal };
+
 template <typename T, class WindowOf>
-void avg_forward(const PoolPlan& p, const WindowOf& window_of, const T* x, T* y) {
+void avg_forward(const PoolPlan& p, AvgKernel kernel, const WindowOf& window_of, const T* x, T* y) {
+  const int64_t in = p.h * p.w, out = p.oh * p.ow;
+  if (kernel != AvgKernel::kNone) {
+    for_plane_chunks(p.planes, in, [&](int64_t q0, int64_t q1) {
+      if (kernel == AvgKernel::k2x2) kernels::avg_pool_2x2(q1 - q0, p.h, p.w, x + q0 * in, y + q0 * out);
+      else kernels::global_avg_pool(q1 - q0, in, x + q0 * in, y + q0);
+    });
+    return;
+  }
   for_planes(p.planes, p.h * p.w, [&](int64_t q) {
     const T* in = x + q * p.h * p.w;
     T* out = y + q * p.oh * p.ow;
@@ -165,7 +194,15 @@ void avg_forward(const PoolPlan& p, const WindowOf& window_of, const T* x, T* y)
 }
 
 template <typename T, class WindowOf>
-void avg_backward(const PoolPlan& p, const WindowOf& window_of, const T* dy, T* dx) {
+void avg_backward(const PoolPlan& p, AvgKernel kernel, const WindowOf& window_of, const T* dy, T* dx) {
+  const int64_t in = p.h * p.w, out = p.oh * p.ow;
+  if (kernel != AvgKernel::kNone) {
+    for_plane_chunks(p.planes, in, [&](int64_t q0, int64_t q1) {
+      if (kernel == AvgKernel::k2x2) kernels::avg_pool_2x2_backward(q1 - q0, p.h, p.w, dy + q0 * out, dx + q0 * in);
+      else kernels::global_avg_pool_backward(q1 - q0, in, dy + q0, dx + q0 * in);
+    });
+    return;
+  }
   for_planes(p.planes, p.h * p.w, [&](int64_t q) {
     T* g = dx + q * p.h * p.w;
     std::fill(g, g + p.h * p.w, T(0));
@@ -181,19 +218,19 @@ void avg_backward(const PoolPlan& p, const WindowOf& window_of, const T* dy, T* 
 }
 
 template <class WindowOf>
-Tensor avg_pool(const char* name, const Tensor& x, const PoolPlan& p, WindowOf window_of) {
+Tensor avg_pool(const char* name, const Tensor& x, const PoolPlan& p, AvgKernel kernel, WindowOf window_of) {
   Tensor out = empty({x.size(0), x.size(1), p.oh, p.ow}, x.dtype());
   if (out.numel() > 0)
     dispatch(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      avg_forward<T>(p, window_of, x.data<T>(), out.data<T>());
+      avg_forward<T>(p, kernel, window_of, x.data<T>(), out.data<T>());
     });
-  return record(name, out, {x}, [p, window_of, xs = x.shape(), dt = x.dtype()](const Tensor& dy, const Needs&) {
+  return record(name, out, {x}, [p, kernel, window_of, xs = x.shape(), dt = x.dtype()](const Tensor& dy, const Needs&) {
     Tensor dx = empty(xs, dt);
     if (dx.numel() > 0)
       dispatch(dt, [&](auto zero) {
         using T = decltype(zero);
-        avg_backward<T>(p, window_of, dy.data<T>(), dx.data<T>());
+        avg_backward<T>(p, kernel, window_of, dy.data<T>(), dx.data<T>());
       });
     return Grads{dx};
   });
@@ -228,7 +265,8 @@ Tensor max_pool2d(const Tensor& x, const Pool2dOptions& o) {
 }
 
 Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& o) {
-  return avg_pool("AvgPool2DBackward0", x, plan("avg_pool2d", x, o, false), avg_window);
+  const PoolPlan p = plan("avg_pool2d", x, o, false);
+  return avg_pool("AvgPool2DBackward0", x, p, is_2x2(p) ? AvgKernel::k2x2 : AvgKernel::kNone, avg_window);
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& x, std::array<int64_t, 2> output_size) {
@@ -240,7 +278,11 @@ Tensor adaptive_avg_pool2d(const Tensor& x, std::array<int64_t, 2> output_size) 
     throw Error("adaptive_avg_pool2d: expected an input with non-empty planes, got shape " + shape_str(x.shape()));
   PoolPlan p;
   p.planes = x.size(0) * x.size(1), p.h = x.size(2), p.w = x.size(3), p.oh = output_size[0], p.ow = output_size[1];
-  return avg_pool("AdaptiveAvgPool2DBackward0", x, p, adaptive_window);
+  // Output 1x1 is the global average; an exact halving has the 2x2 windows.
+  const AvgKernel kernel = p.oh == 1 && p.ow == 1               ? AvgKernel::kGlobal
+                           : p.h == 2 * p.oh && p.w == 2 * p.ow ? AvgKernel::k2x2
+                                                                : AvgKernel::kNone;
+  return avg_pool("AdaptiveAvgPool2DBackward0", x, p, kernel, adaptive_window);
 }
 
 }  // namespace normlab::autograd
