@@ -16,6 +16,7 @@
 #include "experiments/datasets.h"
 #include "experiments/demo.h"
 #include "experiments/flags.h"
+#include "experiments/git_commit.h"
 #include "experiments/interrupt.h"
 #include "experiments/result_set.h"
 #include "experiments/output.h"
@@ -54,6 +55,7 @@ struct Options {
   bool quiet = false, quick = false, full = false, resume = false;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int demo_steps = 300;
+  std::string help_topic;  // `normlab help SUBCOMMAND`
   int64_t sweep_train_limit = 0;  // study: the sweep trains on the first N training samples (0: all)
   // study on Fashion-MNIST: the CNN part (--no-cnn leaves it out).
   bool no_cnn = false;
@@ -151,9 +153,10 @@ void add_resume(CLI::App* a, Options& o) {
               "continue the interrupted results in --out: keep their finished runs, train the rest (same flags)");
 }
 
-void add_output_options(CLI::App* a, Options& o, const std::string& default_out) {
-  o.out = default_out;
-  a->add_option("--out", o.out, "output folder")->check(non_empty());
+// The folder defaults to out/<subcommand>, set after parsing (parse): all subcommands write into one
+// Options, so a default set here would be the last subcommand's for all.
+void add_output_options(CLI::App* a, Options& o) {
+  a->add_option("--out", o.out, "output folder")->check(non_empty())->default_str("out/" + a->get_name());
   a->add_flag("--quiet", o.quiet, "no progress output");
   a->add_option("--threads", o.threads, "worker threads (default: all cores); results do not depend on it")
       ->check(whole(1, kMaxThreads));
@@ -286,13 +289,18 @@ void add_cnn_part_options(CLI::App* a, Options& o) {
 }
 
 struct Subcommands {
-  CLI::App *demo = nullptr, *train = nullptr, *compare = nullptr, *sweep = nullptr, *study = nullptr;
+  CLI::App *help = nullptr, *demo = nullptr, *train = nullptr, *compare = nullptr, *sweep = nullptr, *study = nullptr;
 };
 
 // Every subcommand and its flags, all writing into o.
 Subcommands add_subcommands(CLI::App& app, Options& o) {
   const std::string norms = "norms to compare: " + norm_names();
   Subcommands s;
+  app.set_version_flag("--version", std::string("normlab ") + NORMLAB_VERSION + " (commit " + git_commit() + ")",
+                       "print the version and the git commit it was built from, and exit");
+  s.help = app.add_subcommand("help", "print the help of normlab or of one subcommand (normlab help train)");
+  s.help->add_option("subcommand", o.help_topic, "the subcommand: demo, train, compare, sweep or study")
+      ->check(CLI::IsMember({"demo", "train", "compare", "sweep", "study", "help"}));
   s.demo = app.add_subcommand("demo", "train an MLP on XOR by hand and print the loss going down");
   s.demo->add_option("--steps", o.demo_steps, "SGD steps")->check(whole(1, 10000000));
 
@@ -302,7 +310,7 @@ Subcommands add_subcommands(CLI::App& app, Options& o) {
   s.train->add_option("--norm", o.norm, "norm in the hidden layers: " + norm_names());
   s.train->add_option("--seed", o.seed, "seed of the initialization and the batch order")->check(seed_value());
   s.train->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
-  add_output_options(s.train, o, "out/train");
+  add_output_options(s.train, o);
 
   s.compare = app.add_subcommand("compare", "convergence: the same model under each norm, several seeds");
   add_data_options(s.compare, o);
@@ -311,7 +319,7 @@ Subcommands add_subcommands(CLI::App& app, Options& o) {
   s.compare->add_option("--seeds", o.seeds, "seeds")->delimiter(',')->check(seed_value());
   s.compare->add_option("--target", o.target, "target accuracy for steps/epochs-to-target")->check(real(0, 1));
   s.compare->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
-  add_output_options(s.compare, o, "out/compare");
+  add_output_options(s.compare, o);
   add_resume(s.compare, o);
 
   s.sweep = app.add_subcommand("sweep", "sensitivity: final accuracy against batch size or learning rate");
@@ -328,7 +336,7 @@ Subcommands add_subcommands(CLI::App& app, Options& o) {
                  "0,1,2,3,4 with --full, else 0,1");
   s.sweep->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
   s.sweep->add_flag("--full", o.full, "the complete protocol: all 60k images, 5 seeds, batch 2..256");
-  add_output_options(s.sweep, o, "out/sweep");
+  add_output_options(s.sweep, o);
   add_resume(s.sweep, o);
 
   s.study = app.add_subcommand("study", "the default study (make run): compare + batch-size sweep, one report");
@@ -344,7 +352,7 @@ Subcommands add_subcommands(CLI::App& app, Options& o) {
                  "20000 on fashion-mnist without --quick, else 0");
   add_cnn_part_options(s.study, o);
   s.study->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
-  add_output_options(s.study, o, "out/study");
+  add_output_options(s.study, o);
   add_resume(s.study, o);
   return s;
 }
@@ -482,7 +490,7 @@ namespace {
 
 // The command line: its options and subcommands, parsed and checked.
 struct Parsed {
-  CLI::App app{"normlab: train small models on a CPU and see how BatchNorm and LayerNorm behave"};
+  CLI::App app{"normlab: train small models on a CPU and see how BatchNorm and LayerNorm behave", "normlab"};
   Options o;
   Subcommands subs;
   CLI::App* sub = nullptr;  // the parsed subcommand; nullptr after --help
@@ -505,7 +513,8 @@ void parse(Parsed& p, int argc, char** argv) {
                      "--help)");
   }
   p.sub = p.app.get_subcommands().front();
-  if (p.sub == p.subs.demo) return;
+  if (p.sub == p.subs.demo || p.sub == p.subs.help) return;
+  if (p.sub->count("--out") == 0) p.o.out = "out/" + p.sub->get_name();
   try {
     finish_options(p.o, p.sub);
   } catch (const UsageError&) {
@@ -528,6 +537,16 @@ int run_cli(int argc, char** argv) {
   parse(p, argc, argv);
   if (!p.sub) return p.help_status;
   if (p.sub == p.subs.demo) return run_demo(p.o.demo_steps);
+  if (p.sub == p.subs.help) {
+    // The formatter directly: App::help() would print the help of the parsed subcommand, `help`.
+    const auto format = p.app.get_formatter();
+    const std::string help = p.o.help_topic.empty()
+                                 ? format->make_help(&p.app, "normlab", CLI::AppFormatMode::Normal)
+                                 : format->make_help(p.app.get_subcommand(p.o.help_topic), "normlab " + p.o.help_topic,
+                                                     CLI::AppFormatMode::Normal);
+    std::printf("%s", help.c_str());
+    return kExitOk;
+  }
   autograd::set_num_threads(p.o.threads);
   return run_subcommand(p.o, p.sub, argc, argv);
 }

@@ -26,7 +26,7 @@ nlohmann::json to_json(const TrainConfig& c) {
 
 nlohmann::json manifest(const StudyContext& ctx, const nlohmann::json& config, double wall_seconds) {
   nlohmann::json m;
-  m["normlab"] = "0.1";
+  m["normlab"] = NORMLAB_VERSION;  // the version (the project() version in CMakeLists.txt)
   m["command"] = ctx.command_line;
   m["git_commit"] = git_commit();
   m["highway_target"] = autograd::kernels::active_target();

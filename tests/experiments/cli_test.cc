@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -312,6 +313,56 @@ BOOST_AUTO_TEST_CASE(train_prints_one_line_per_epoch_in_order) {
       captured(2, [&] { rc = run({"train", "--quick", "--quiet", "--out", q.dir.string()}); });
   BOOST_REQUIRE_EQUAL(rc, 0);
   BOOST_TEST(quiet.empty(), quiet);
+}
+
+BOOST_AUTO_TEST_CASE(each_subcommand_writes_to_its_own_default_folder) {
+  // All subcommands share one options struct: each must still default to out/<subcommand>.
+  Tmp t;
+  fs::create_directories(t.dir);
+  const fs::path cwd = fs::current_path();
+  fs::current_path(t.dir);
+  struct Back {
+    fs::path to;
+    ~Back() { fs::current_path(to); }
+  } back{cwd};
+  const std::vector<std::vector<std::string>> commands = {
+      {"study", "--quick", "--quiet", "--epochs", "1", "--seeds", "0", "--batch-sizes", "32"},
+      {"train", "--quick", "--quiet", "--epochs", "1"},
+      {"compare", "--quick", "--quiet", "--epochs", "1", "--seeds", "0"},
+      {"sweep", "--quick", "--quiet", "--epochs", "1", "--seeds", "0", "--batch-sizes", "32"}};
+  for (const auto& c : commands) {
+    BOOST_TEST_CONTEXT(c.front()) {
+      int rc = -1;
+      captured(1, [&] { rc = run(c); });
+      BOOST_TEST(rc == 0);
+      const fs::path manifest = t.dir / "out" / c.front() / "manifest.json";
+      BOOST_REQUIRE(fs::exists(manifest));
+      const auto m = nlohmann::json::parse(slurp(manifest));
+      BOOST_TEST(m["command"].get<std::string>().rfind("normlab " + c.front() + " ", 0) == 0u, m["command"]);
+    }
+  }
+  std::vector<std::string> folders;
+  for (const auto& e : fs::directory_iterator(t.dir / "out")) folders.push_back(e.path().filename().string());
+  std::sort(folders.begin(), folders.end());
+  BOOST_TEST((folders == std::vector<std::string>{"compare", "study", "sweep", "train"}));
+}
+
+BOOST_AUTO_TEST_CASE(version_and_help_subcommand) {
+  int rc = -1;
+  const std::string version = captured(1, [&] { rc = run({"--version"}); });
+  BOOST_TEST(rc == 0);
+  BOOST_TEST(version.rfind("normlab " NORMLAB_VERSION " (commit ", 0) == 0u, version);
+  const std::string help = captured(1, [&] { rc = run({"help"}); });
+  BOOST_TEST(rc == 0);
+  BOOST_TEST(help.find("Usage: normlab [OPTIONS] SUBCOMMAND") != std::string::npos, help);
+  for (const char* sub : {"demo", "train", "compare", "sweep", "study"}) {
+    BOOST_TEST(help.find(std::string("  ") + sub + " ") != std::string::npos, sub);
+    const std::string one = captured(1, [&] { rc = run({"help", sub}); });
+    BOOST_TEST(rc == 0);
+    BOOST_TEST(one == captured(1, [&] { run({sub, "--help"}); }), sub);
+    BOOST_TEST(one.find(std::string("Usage: normlab ") + sub + " [OPTIONS]") != std::string::npos, one);
+  }
+  expect_error({"help", "traine"}, "traine not in {demo,train,compare,sweep,study,help}");
 }
 
 BOOST_AUTO_TEST_CASE(help_states_the_preset_defaults) {
