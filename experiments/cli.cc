@@ -78,13 +78,13 @@ void add_data_options(CLI::App* a, Options& o) {
   const bool study = a->get_name() == "study";
   preset_default(a->add_option("--dataset", o.data.name, "fashion-mnist, csv, spirals, moons, circles, blobs or xor"),
                  "moons with --quick, else fashion-mnist");
-  a->add_option("--csv", o.data.csv_path, "CSV file (with --dataset csv): header row, numeric features")->check(non_empty());
+  a->add_option("--csv", o.data.csv_path, "CSV file (--dataset csv, implied): header row, numeric features")->check(non_empty());
   a->add_option("--csv-test", o.data.csv_test_path, "CSV test file (else a fraction of --csv is held out)")->check(non_empty());
   a->add_option("--label", o.data.label, "the label column of the CSV file")->check(non_empty());
   a->add_option("--data-dir", o.data.fashion_dir, "folder of the Fashion-MNIST files (*-ubyte.gz)")
       ->check(non_empty());
-  a->add_option("--train-limit", o.data.train_limit, "use only the first N training samples (0: all)")->check(whole(0, kMaxInt));
-  a->add_option("--test-limit", o.data.test_limit, "use only the first N test samples (0: all)")->check(whole(0, kMaxInt));
+  a->add_option("--train-limit", o.data.train_limit, "use only the first N training samples (0: all; of any data set)")->check(whole(0, kMaxInt));
+  a->add_option("--test-limit", o.data.test_limit, "use only the first N test samples (0: all; of any data set)")->check(whole(0, kMaxInt));
   auto* val = a->add_option("--val-fraction", o.data.validation_fraction,
                             "fraction of the training samples held out for validation")
                   ->check(real(0, 1, false, true));
@@ -173,7 +173,7 @@ void add_batch_sizes(CLI::App* a, Options& o, const std::string& what) {
 // The quick preset: a synthetic two-moons set and a small MLP, seconds per study.
 void apply_quick(Options& o, CLI::App* sub) {
   auto unset = [&](const char* flag) { return sub->get_option_no_throw(flag) == nullptr || sub->count(flag) == 0; };
-  if (unset("--dataset")) o.data.name = "moons";
+  if (unset("--dataset") && unset("--csv")) o.data.name = "moons";
   if (unset("--samples")) o.data.samples = 2000;
   if (unset("--noise")) o.data.noise = 0.25;
   if (unset("--hidden")) o.train.model.hidden = {32, 32};
@@ -211,6 +211,54 @@ void apply_full(Options& o, CLI::App* sub) {
   if (unset("--epochs")) o.train.epochs = 5;
 }
 
+// The norms a command will train: --norm (train), --norms, and the study's CNN norms.
+std::vector<std::string> norms_run(const Options& o, CLI::App* sub) {
+  const std::string cmd = sub->get_name();
+  if (cmd == "train") return {o.norm};
+  std::vector<std::string> all = o.norms;
+  if (cmd == "study" && !o.quick && !o.no_cnn && o.data.name == "fashion-mnist") {
+    all.insert(all.end(), o.cnn_norms.begin(), o.cnn_norms.end());
+    all.insert(all.end(), o.cnn_sweep_norms.begin(), o.cnn_sweep_norms.end());
+  }
+  return all;
+}
+
+// Flags that the data set, the schedule or the norms would leave without effect are errors: a
+// flag given is a flag used. (The dataset is final here: --quick and --csv have set it.)
+void check_applicable(const Options& o, CLI::App* sub) {
+  auto given = [&](const char* flag) { return sub->get_option_no_throw(flag) != nullptr && sub->count(flag) > 0; };
+  const std::string& ds = o.data.name;
+  const bool synthetic = ds != "fashion-mnist" && ds != "csv";
+  const std::string dataset = "the dataset is '" + ds + "'" +
+                              (given("--dataset") ? ""
+                               : given("--csv")   ? ", named by --csv"
+                               : o.quick          ? ", the --quick default"
+                                                  : ", the default");
+  for (const char* flag : {"--csv", "--csv-test", "--label"})
+    if (ds != "csv" && given(flag)) throw Error(std::string(flag) + " goes with --dataset csv; " + dataset);
+  for (const char* flag : {"--samples", "--noise"})
+    if (!synthetic && given(flag))
+      throw Error(std::string(flag) + " sets a synthetic data set (spirals, moons, circles, blobs, xor); " + dataset +
+                  ", whose samples are read from " + (ds == "csv" ? "the CSV file" : "its files"));
+  if (ds != "fashion-mnist" && given("--data-dir"))
+    throw Error("--data-dir goes with --dataset fashion-mnist; " + dataset);
+  if (ds == "fashion-mnist" && given("--test-fraction"))
+    throw Error("--test-fraction splits a CSV file or a synthetic set: fashion-mnist has its own test set of 10,000 "
+                "images (--test-limit uses fewer)");
+  if (ds == "csv" && !o.data.csv_test_path.empty() && given("--test-fraction"))
+    throw Error("--test-fraction cannot be used with --csv-test: the test set is the --csv-test file");
+  const std::string schedule = "the schedule is '" + o.train.schedule + "'" + (given("--schedule") ? "" : ", the default");
+  for (const char* flag : {"--step-every", "--step-gamma"})
+    if (o.train.schedule != "step" && given(flag))
+      throw Error(std::string(flag) + " goes with --schedule step; " + schedule);
+  if (given("--groups")) {
+    const auto norms = norms_run(o, sub);
+    if (std::find(norms.begin(), norms.end(), "group") == norms.end())
+      throw Error("--groups sets GroupNorm's number of groups, but no run uses GroupNorm (" +
+                  std::string(sub->get_name() == "train" ? "--norm group" : "add group to --norms") + ")");
+  }
+}
+
 // Flags that the chosen settings would silently ignore: an error naming both, before any data is
 // read or any file written.
 void check_conflicts(const Options& o, CLI::App* sub) {
@@ -233,6 +281,7 @@ void check_conflicts(const Options& o, CLI::App* sub) {
   if (o.full && o.data.name != "fashion-mnist")
     throw Error("--full cannot be used with --dataset " + o.data.name + ": --full is the Fashion-MNIST protocol "
                 "(all 60k training images)");
+  check_applicable(o, sub);
 }
 
 // --arch and the flags that go with one kind of model only.
@@ -359,12 +408,12 @@ Subcommands add_subcommands(CLI::App& app, Options& o) {
 
 // Presets and checks after parsing, before any data is read.
 void finish_options(Options& o, CLI::App* sub) {
-  check_conflicts(o, sub);
-  if (o.data.name != "csv" && (!o.data.csv_path.empty() || !o.data.label.empty()))
-    throw Error("--csv and --label go with --dataset csv (the dataset is '" + o.data.name + "')");
+  auto given = [&](const char* flag) { return sub->get_option_no_throw(flag) != nullptr && sub->count(flag) > 0; };
+  if (given("--csv") && !given("--dataset")) o.data.name = "csv";  // --csv FILE alone names the data set
   if (o.full) apply_full(o, sub);
   if (o.quick) apply_quick(o, sub);
   else if (o.data.name == "fashion-mnist") apply_fashion_defaults(o, sub, sub->get_name() == "study");
+  check_conflicts(o, sub);
   if (o.train.model.hidden.empty()) o.train.model.hidden = {64, 64};
   o.eval_batch_given = sub->get_option_no_throw("--eval-batch") != nullptr && sub->count("--eval-batch") > 0;
   check_architecture(o, sub);
@@ -373,8 +422,6 @@ void finish_options(Options& o, CLI::App* sub) {
     if (!fs::exists(records))
       throw Error("--resume: " + o.out + " holds no results to continue (" + records.string() + " is missing)");
   }
-  if (o.data.name != "fashion-mnist" && sub->count("--data-dir") > 0)
-    throw Error("--data-dir goes with --dataset fashion-mnist (the dataset is '" + o.data.name + "')");
 }
 
 // The comparison's settings; activation statistics about 50 times per run unless --stats-every.

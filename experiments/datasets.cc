@@ -61,6 +61,11 @@ Splits load_data(const DataSpec& spec) {
     s = data::split_fractions(all, spec.validation_fraction, spec.test_fraction, spec.seed, true);
     check_split_classes(s);
   }
+  if (spec.name != "fashion-mnist") {  // (Fashion-MNIST reads only the first N images of its files)
+    if (spec.train_limit > 0 && spec.train_limit < s.train.size()) s.train = data::first_n(s.train, spec.train_limit);
+    if (spec.test_limit > 0 && spec.test_limit < s.test.size()) s.test = data::first_n(s.test, spec.test_limit);
+    check_split_classes(s);
+  }
   if (s.train.size() == 0) throw Error("the training split is empty");
   if (s.test.size() == 0) throw Error("the test split is empty: give a test file or a test fraction above 0");
   const auto st = data::Standardizer::fit(s.train);

@@ -512,7 +512,8 @@ BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error_and_writes_nothing) {
   expect_error({"train", "--dataset", "csv", "--csv", kFixtures + "does_not_exist.csv", "--label", "y", "--out", out},
                "does_not_exist.csv");
   expect_error({"train", "--dataset", "csv", "--csv", kFixtures + "iris_like.csv", "--out", out}, "--label");
-  expect_error({"train", "--quick", "--csv", "x.csv", "--out", out}, "--csv and --label go with --dataset csv");
+  // --csv alone names the data set (also with --quick, whose default data set is moons).
+  expect_error({"train", "--quick", "--csv", "x.csv", "--out", out}, "--dataset csv needs --label COLUMN");
   expect_error({"train", "--quick", "--norm", "group", "--groups", "5", "--out", out}, "divisible by 5");
   // Flags the other flags would make meaningless: both named.
   expect_error({"sweep", "--quick", "--over", "lr", "--batch-sizes", "2,4", "--out", out},
@@ -627,6 +628,80 @@ BOOST_AUTO_TEST_CASE(bad_values_are_usage_errors_naming_the_flag_before_anything
       BOOST_TEST(!fs::exists(t.dir), "the failed command created its output folder");
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(flags_that_cannot_apply_are_usage_errors_in_every_subcommand) {
+  // Each flag below would be silently ignored with the rest of its command line: every subcommand
+  // that has the flag refuses it, naming it and why, before anything is written.
+  Tmp t;
+  const std::string out = (t.dir / "out").string();
+  const std::string csv = kFixtures + "iris_like.csv";
+  struct Case {
+    std::vector<std::string> args;
+    std::vector<std::string> needles;
+  };
+  const std::vector<Case> cases = {
+      {{"--dataset", "moons", "--csv-test", csv}, {"--csv-test goes with --dataset csv", "'moons'"}},
+      {{"--dataset", "moons", "--label", "y"}, {"--label goes with --dataset csv"}},
+      {{"--dataset", "spirals", "--csv", csv}, {"--csv goes with --dataset csv", "'spirals'"}},
+      {{"--samples", "100"}, {"--samples sets a synthetic data set", "'fashion-mnist', the default"}},
+      {{"--noise", "0.2"}, {"--noise sets a synthetic data set", "'fashion-mnist'"}},
+      {{"--quick", "--csv", csv, "--label", "species", "--noise", "0.2"}, {"--noise", "'csv', named by --csv"}},
+      {{"--dataset", "moons", "--data-dir", "/tmp"}, {"--data-dir goes with --dataset fashion-mnist", "'moons'"}},
+      {{"--test-fraction", "0.2"}, {"--test-fraction", "fashion-mnist has its own test set"}},
+      {{"--csv", csv, "--label", "species", "--csv-test", csv, "--test-fraction", "0.2"},
+       {"--test-fraction cannot be used with --csv-test"}},
+      {{"--quick", "--step-every", "10"}, {"--step-every goes with --schedule step", "'cosine', the default"}},
+      {{"--quick", "--schedule", "none", "--step-gamma", "0.5"}, {"--step-gamma goes with --schedule step", "'none'"}},
+      {{"--quick", "--groups", "2"}, {"--groups", "no run uses GroupNorm"}},
+      {{"--quick", "--full"}, {"--quick and --full"}},
+  };
+  for (const char* sub : {"train", "compare", "sweep", "study"})
+    for (const Case& c : cases) {
+      std::vector<std::string> args{sub};
+      args.insert(args.end(), c.args.begin(), c.args.end());
+      if (std::string(sub) != "sweep" && c.args.back() == "--full") continue;  // --full: sweep only
+      args.insert(args.end(), {"--out", out, "--quiet"});
+      BOOST_TEST_CONTEXT("normlab " << [&] { std::string s; for (auto& a : args) s += a + " "; return s; }()) {
+        const auto [status, message] = status_of(args);
+        BOOST_TEST(status == normlab::experiments::kExitUsage);
+        for (const auto& needle : c.needles)
+          BOOST_TEST(message.find(needle) != std::string::npos, "lacks \"" << needle << "\": " << message);
+        BOOST_TEST(!fs::exists(out));
+      }
+    }
+  // The same flags where they apply are accepted (parsed and checked; nothing is trained).
+  const std::vector<std::vector<std::string>> accepted = {
+      {"train", "--csv", csv, "--label", "species", "--train-limit", "20", "--test-limit", "10"},
+      {"train", "--quick", "--csv", csv, "--label", "species"},
+      {"train", "--quick", "--norm", "group", "--groups", "2"},
+      {"compare", "--quick", "--norms", "none,group", "--groups", "2"},
+      {"study", "--groups", "4"},  // the study's CNN part runs GroupNorm
+      {"train", "--quick", "--schedule", "step", "--step-every", "10", "--step-gamma", "0.5"},
+      {"sweep", "--quick", "--samples", "500", "--noise", "0.3"},
+      {"sweep", "--full", "--data-dir", "/usr/share/datasets/fashion-mnist"},
+  };
+  for (std::vector<std::string> args : accepted) {
+    args.insert(args.begin(), "normlab");
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    BOOST_CHECK_NO_THROW(normlab::experiments::check_command_line(static_cast<int>(argv.size()), argv.data()));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(sample_limits_apply_to_csv_files_and_synthetic_sets) {
+  // --train-limit/--test-limit once worked on Fashion-MNIST only (a CSV file trained on all rows).
+  Tmp t;
+  const std::string csv = kFixtures + "iris_like.csv";  // 60 rows: 45 train / 15 test at --test-fraction 0.25
+  BOOST_TEST(run({"train", "--csv", csv, "--label", "species", "--test-fraction", "0.25", "--train-limit", "30",
+                  "--test-limit", "10", "--hidden", "8", "--epochs", "1", "--batch-size", "10", "--quiet", "--out",
+                  (t.dir / "csv").string()}) == 0);
+  const auto m = nlohmann::json::parse(slurp(t.dir / "csv" / "manifest.json"));
+  BOOST_TEST(m["dataset"].get<std::string>().find("(30 train / 0 validation / 10 test") != std::string::npos, m["dataset"]);
+  BOOST_TEST(run({"train", "--dataset", "moons", "--samples", "400", "--train-limit", "100", "--test-limit", "20",
+                  "--epochs", "1", "--batch-size", "20", "--hidden", "8", "--quiet", "--out", (t.dir / "moons").string()}) == 0);
+  const auto m2 = nlohmann::json::parse(slurp(t.dir / "moons" / "manifest.json"));
+  BOOST_TEST(m2["dataset"].get<std::string>().find("(100 train / 0 validation / 20 test") != std::string::npos, m2["dataset"]);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
