@@ -2,6 +2,7 @@
 // per epoch, steps and epochs to a target accuracy, activation statistics and gradient norms, mean
 // and std over seeds.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -20,9 +21,19 @@ namespace normlab::experiments {
 
 namespace {
 
-std::string pm(double m, double s, bool percent) {
+// The mean over the seeds that reached the target (the others hold NaN), "-" when none did.
+std::string mean_or_dash(const std::vector<double>& v, int digits) {
+  std::vector<double> reached;
+  for (double x : v)
+    if (std::isfinite(x)) reached.push_back(x);
+  return reached.empty() ? "-" : fmt(mean_of(reached), digits);
+}
+
+// Mean ± std over seeds (the mean alone for one seed), in % when `percent`.
+std::string pm(const std::vector<double>& v, bool percent) {
+  const double m = mean_of(v), s = std_of(v), k = percent ? 100 : 1;
   if (!std::isfinite(m)) return "n/a";
-  return percent ? fmt(100 * m, 4) + " ± " + fmt(100 * s, 2) : fmt(m, 4) + " ± " + fmt(s, 2);
+  return fmt(k * m, 4) + (v.size() > 1 ? " ± " + fmt(k * s, 2) : "");
 }
 
 // The first epoch whose held-out accuracy reaches the target (validation if there is one).
@@ -135,20 +146,32 @@ std::vector<std::string> compare_plots(const CompareConfig& cfg, const std::vect
 std::string reading(const CompareConfig& cfg, const std::vector<RunResult>& runs, const std::map<std::string, Agg>& agg) {
   std::ostringstream md;
   md << "**Reading.** ";
-  std::string best, fastest;
+  std::string best;
+  std::vector<std::string> fastest;  // the norms that reached the target in every seed in the fewest steps
   double best_acc = -1, fastest_steps = INFINITY;
   for (const auto& norm : cfg.norms) {
     const Agg& a = agg.at(norm);
     if (mean_of(a.acc) > best_acc) best_acc = mean_of(a.acc), best = norm;
+    if (a.reached != static_cast<int>(cfg.seeds.size())) continue;
     const double s = mean_of(a.steps_to);
-    if (a.reached == static_cast<int>(cfg.seeds.size()) && s < fastest_steps) fastest_steps = s, fastest = norm;
+    if (s < fastest_steps) fastest_steps = s, fastest.clear();
+    if (s == fastest_steps) fastest.push_back(norm);
   }
   if (!best.empty()) md << "Highest mean final test accuracy: " << display_name(best) << " (" << pct(best_acc) << "). ";
-  if (!fastest.empty())
-    md << "Fastest to reach " << pct(cfg.target_accuracy) << " in every seed: " << display_name(fastest) << " ("
+  if (fastest.size() == 1) {
+    md << "Fastest to reach " << pct(cfg.target_accuracy) << " in every seed: " << display_name(fastest[0]) << " ("
        << fmt(fastest_steps, 5) << " steps on average). ";
-  else
+  } else if (fastest.size() > 1) {
+    std::string names;
+    for (size_t i = 0; i < fastest.size(); ++i)
+      names += (i == 0 ? "" : i + 1 == fastest.size() ? " and " : ", ") + display_name(fastest[i]);
+    names[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(names[0])));  // starts the sentence
+    md << names << " reach " << pct(cfg.target_accuracy) << " in every seed after the same number of steps ("
+       << fmt(fastest_steps, 5) << " on average): the target is checked at the end of each epoch, so runs that "
+       << "reach it within the same epoch tie. ";
+  } else {
     md << "No norm reached " << pct(cfg.target_accuracy) << " in every seed. ";
+  }
   md << activation_reading(runs, cfg.norms) << grad_norm_reading(runs, cfg.norms);
   md << "Differences smaller than the seed std are noise.\n";
   return md.str();
@@ -160,17 +183,17 @@ std::string compare_markdown(const CompareConfig& cfg, const std::vector<RunResu
   const TrainConfig& b = cfg.base;
   std::ostringstream md;
   md << "Model " << describe(b.model) << " (" << b.model.activation << "), data: " << ctx.dataset << ". SGD lr "
-     << fmt(b.lr) << ", momentum " << fmt(b.momentum) << ", batch " << b.batch_size << ", " << b.epochs
-     << " epochs, schedule " << b.schedule << " with " << b.warmup_steps << " warmup steps; " << cfg.seeds.size()
-     << " seeds per norm. Target accuracy " << pct(cfg.target_accuracy) << " on the "
+     << fmt(b.lr) << ", momentum " << fmt(b.momentum) << ", batch " << b.batch_size << ", " << count_of(b.epochs, "epoch")
+     << ", schedule " << b.schedule << " with " << count_of(b.warmup_steps, "warmup step") << "; "
+     << count_of(static_cast<int64_t>(cfg.seeds.size()), "seed") << " per norm. Target accuracy " << pct(cfg.target_accuracy) << " on the "
      << (use_val ? "validation set" : "test set (there is no validation set: `--val-fraction` 0)") << ".\n\n";
   md << "| norm | final test accuracy (%) | final test loss | reached target | epochs to target | steps to target | diverged |\n";
   md << "|---|---|---|---|---|---|---|\n";
   for (const auto& norm : cfg.norms) {
     const Agg& a = agg.at(norm);
-    md << "| " << display_name(norm) << " | " << pm(mean_of(a.acc), std_of(a.acc), true) << " | "
-       << pm(mean_of(a.loss), std_of(a.loss), false) << " | " << a.reached << "/" << a.epochs_to.size() << " | "
-       << fmt(mean_of(a.epochs_to), 3) << " | " << fmt(mean_of(a.steps_to), 5) << " | " << a.diverged << " |\n";
+    md << "| " << display_name(norm) << " | " << pm(a.acc, true) << " | "
+       << pm(a.loss, false) << " | " << a.reached << "/" << a.epochs_to.size() << " | "
+       << mean_or_dash(a.epochs_to, 3) << " | " << mean_or_dash(a.steps_to, 5) << " | " << a.diverged << " |\n";
   }
   md << "\n" << image_links(plots) << reading(cfg, runs, agg);
   return md.str();

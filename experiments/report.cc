@@ -62,6 +62,16 @@ void record_progress(nlohmann::json& m, Report& rep, const Runs& runs) {
   rep.runs_total = runs.total;
 }
 
+std::string count_of(int64_t n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
+std::string final_accuracy_rule(int64_t epochs) {
+  if (epochs <= 1) return "test accuracy after its one epoch";
+  if (epochs == 2) return "mean test accuracy of its 2 epochs";
+  return "median test accuracy of the last 3 epochs";
+}
+
 std::string pct(double v) { return std::isfinite(v) ? fmt(100 * v, 4) + "%" : "n/a"; }
 
 std::string display_name(const std::string& n) { return norm(n).display; }

@@ -35,7 +35,7 @@ double final_of(const RunResult& r, double EpochRecord::*field) {
 std::string pm(const std::vector<double>& v) {
   if (v.empty()) return "not run";  // an interrupted sweep
   if (!std::isfinite(mean_of(v))) return "diverged";
-  return fmt(100 * mean_of(v), 4) + " ± " + fmt(100 * std_of(v), 2);
+  return fmt(100 * mean_of(v), 4) + (v.size() > 1 ? " ± " + fmt(100 * std_of(v), 2) : "");  // one seed: no std
 }
 
 // The seeds' final accuracies of one norm at one sweep point.
@@ -163,7 +163,7 @@ std::vector<std::string> sweep_plots(const SweepConfig& cfg, const Plan& plan, c
   if (!gnuplot_available()) return {};
   PlotSpec acc{plan.by_batch ? "Final test accuracy vs batch size (lr scaled linearly; error bars = std over seeds)"
                              : "Final test accuracy vs learning rate (error bars = std over seeds)",
-               plan.by_batch ? "batch size" : "learning rate", "test accuracy (median of last 3 epochs)"};
+               plan.by_batch ? "batch size" : "learning rate", "final test accuracy (" + final_accuracy_rule(cfg.base.epochs) + ")"};
   acc.log_x = plan.by_batch ? 2 : 10;
   acc.error_bars = true;
   for (const auto& n : cfg.norms)
@@ -259,12 +259,13 @@ std::string sweep_markdown(const SweepConfig& cfg, const Plan& plan, const Point
                            const std::vector<std::string>& plots) {
   const TrainConfig& b = cfg.base;
   std::ostringstream md;
-  md << "Model " << describe(b.model) << " (" << b.model.activation << "), data: " << ctx.dataset << ", " << b.epochs
-     << " epochs per run, SGD momentum " << fmt(b.momentum) << ", "
+  md << "Model " << describe(b.model) << " (" << b.model.activation << "), data: " << ctx.dataset << ", "
+     << count_of(b.epochs, "epoch") << " per run, SGD momentum " << fmt(b.momentum) << ", "
      << (plan.by_batch ? "lr = " + fmt(b.lr) + " x batch / " + std::to_string(cfg.reference_batch)
                        : "batch " + std::to_string(b.batch_size))
-     << ", schedule " << b.schedule << " with " << b.warmup_steps << " warmup steps, " << cfg.seeds.size()
-     << " seeds. Final accuracy = median test accuracy of the last 3 epochs; mean ± std over seeds, in %.\n\n";
+     << ", schedule " << b.schedule << " with " << count_of(b.warmup_steps, "warmup step") << ", "
+     << count_of(static_cast<int64_t>(cfg.seeds.size()), "seed") << ". Final accuracy = "
+     << final_accuracy_rule(b.epochs) << "; " << (cfg.seeds.size() > 1 ? "mean ± std over seeds, " : "") << "in %.\n\n";
   md << results_table(cfg, plan, pts) << "\n" << image_links(plots) << "**Reading.** ";
   if (plan.by_batch && plan.points >= 2) md << batch_reading(cfg, plan, pts);
   else if (!plan.by_batch) md << lr_reading(cfg, pts);

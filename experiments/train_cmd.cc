@@ -42,7 +42,7 @@ std::string train_markdown(const RunResult& r, const StudyContext& ctx, bool has
   std::ostringstream md;
   md << "Model " << describe(c.model) << " (" << c.model.activation << ", norm " << c.model.norm
      << "), data: " << ctx.dataset << ". SGD lr " << fmt(c.lr) << ", momentum " << fmt(c.momentum) << ", batch "
-     << c.batch_size << ", " << c.epochs << " epochs, seed " << c.seed << ".\n\n";
+     << c.batch_size << ", " << count_of(c.epochs, "epoch") << ", seed " << c.seed << ".\n\n";
   md << "| epoch | train loss | train acc (%) |" << (has_val ? " val loss | val acc (%) |" : "")
      << " test loss | test acc (%) |\n|---|---|---|" << (has_val ? "---|---|" : "") << "---|---|\n";
   for (const auto& e : r.epochs) {

@@ -704,4 +704,31 @@ BOOST_AUTO_TEST_CASE(sample_limits_apply_to_csv_files_and_synthetic_sets) {
   BOOST_TEST(m2["dataset"].get<std::string>().find("(100 train / 0 validation / 20 test") != std::string::npos, m2["dataset"]);
 }
 
+BOOST_AUTO_TEST_CASE(reports_say_what_a_short_run_measured) {
+  // One epoch and one seed: "1 epoch", the final accuracy is that epoch's, no "± std"; a target no
+  // run reaches shows "-" (never "nan"); norms that reach it at the same epoch end are a tie, not
+  // "fastest: the first of them".
+  Tmp t;
+  const auto report = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), {"--quick", "--quiet", "--epochs", "1", "--seeds", "0", "--out", (t.dir / args[0]).string()});
+    BOOST_REQUIRE(run(a) == 0);
+    return slurp(t.dir / args[0] / "report.md");
+  };
+  const std::string unreached = report({"compare", "--target", "0.9999"});
+  BOOST_TEST(unreached.find("batch 32, 1 epoch, ") != std::string::npos, unreached);
+  BOOST_TEST(unreached.find("1 seed per norm") != std::string::npos);
+  BOOST_TEST(unreached.find("| 0/1 | - | - |") != std::string::npos, unreached);
+  BOOST_TEST(unreached.find("nan") == std::string::npos);
+  BOOST_TEST(unreached.find("No norm reached 99.99% in every seed") != std::string::npos);
+  const std::string tie = report({"compare", "--target", "0.5"});
+  BOOST_TEST(tie.find("No norm, BatchNorm and LayerNorm reach 50% in every seed after the same number of steps") !=
+             std::string::npos, tie);
+  BOOST_TEST(tie.find("Fastest") == std::string::npos);
+  const std::string sweep = report({"sweep", "--batch-sizes", "8,32"});
+  BOOST_TEST(sweep.find("1 epoch per run") != std::string::npos, sweep);
+  BOOST_TEST(sweep.find("Final accuracy = test accuracy after its one epoch; in %.") != std::string::npos, sweep);
+  BOOST_TEST(sweep.find("epochs per run") == std::string::npos);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
