@@ -218,11 +218,12 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
       throw Error(at_line(path, line_no) + ": no header row (every field is a number: \"" +
                   std::string(trim(*line)) + "\"); expected column names in the first row");
     const auto label_it = std::find(header.begin(), header.end(), opt.label_column);
-    if (label_it == header.end())
+    const bool has_label = label_it != header.end();
+    if (!has_label && !opt.label_optional)
       throw Error(at_line(path, line_no) + ": no column \"" + opt.label_column +
                   "\" for the label in the header; the columns are: " + join(header));
-    const size_t label_col = label_it - header.begin();
-    if (width < 2)
+    const size_t label_col = has_label ? static_cast<size_t>(label_it - header.begin()) : width;  // width: none
+    if (has_label && width < 2)
       throw Error(at_line(path, line_no) + ": the header has only the label column \"" + opt.label_column +
                   "\"; expected at least one feature column");
 
@@ -271,6 +272,7 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
       }
       x.insert(x.end(), row.begin(), row.end());
       label_line.push_back(line_no);
+      if (!has_label) continue;
       if (opt.task == Task::Regression) {
         y.push_back(parse_cell(fields[label_col], path, line_no, label_col, header[label_col]));
       } else {
@@ -290,6 +292,10 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
     ds.x = autograd::empty({n, d});
     std::copy(x.begin(), x.end(), ds.x.data<float>());
     ds.lines = label_line;
+    if (!has_label) {  // features only (read_csv_features)
+      ds.label_name.clear();
+      return ds;
+    }
     if (opt.task == Task::Regression) {
       ds.y = autograd::empty({n, 1});
       std::copy(y.begin(), y.end(), ds.y.data<float>());
@@ -351,6 +357,12 @@ std::vector<std::string> split_csv_line(const std::string& line, char delimiter,
 }
 
 Dataset read_csv(const std::string& path, const CsvOptions& options) { return read(path, options, nullptr); }
+
+Dataset read_csv_features(const std::string& path, const CsvOptions& options, const Dataset& train) {
+  CsvOptions o = options;
+  o.label_optional = true;
+  return read_csv(path, o, train);
+}
 
 Dataset read_csv(const std::string& path, const CsvOptions& options, const Dataset& train) {
   if (train.label_name != options.label_column)

@@ -15,6 +15,7 @@ struct CsvOptions {
   std::string label_column;               // the label column's name, as in the header (required)
   Task task = Task::Classification;       // classes or regression targets
   char delimiter = ',';                   // field separator
+  bool label_optional = false;            // read_csv_features: the label column may be absent
 };
 
 // The fields of one CSV line: split at the delimiter, spaces and tabs around each field trimmed,
@@ -39,5 +40,10 @@ Dataset read_csv(const std::string& path, const CsvOptions& options);
 // label column and task, the same feature columns by name (any order; they are put in train's
 // order), and every class must be one of train's (an unseen class is an error naming the line).
 Dataset read_csv(const std::string& path, const CsvOptions& options, const Dataset& train);
+
+// As read_csv with train, but the label column may be absent (files to predict): then the result
+// holds only x, feature_names and lines (no labels, num_classes 0: not a valid training set, so
+// validate() refuses it). With the label column, the same as read_csv.
+Dataset read_csv_features(const std::string& path, const CsvOptions& options, const Dataset& train);
 
 }  // namespace normlab::data

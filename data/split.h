@@ -9,6 +9,7 @@ namespace normlab::data {
 // The three parts of a split (validation or test may be empty: shape (0, D)).
 struct Splits {
   Dataset train, validation, test;
+  Standardizer standardizer;  // the statistics the features were standardized with (empty: not standardized)
 };
 
 // Splits ds into validation and test of these sizes and train (the rest, at least 1 sample).

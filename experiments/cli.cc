@@ -19,7 +19,9 @@
 #include "experiments/git_commit.h"
 #include "experiments/interrupt.h"
 #include "experiments/result_set.h"
+#include "experiments/saved_model.h"
 #include "experiments/output.h"
+#include "experiments/predict.h"
 #include "experiments/registry.h"
 #include "experiments/study.h"
 
@@ -56,6 +58,7 @@ struct Options {
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int demo_steps = 300;
   std::string help_topic;  // `normlab help SUBCOMMAND`
+  std::string checkpoint, predict_csv;  // predict
   int64_t sweep_train_limit = 0;  // study: the sweep trains on the first N training samples (0: all)
   // study on Fashion-MNIST: the CNN part (--no-cnn leaves it out).
   bool no_cnn = false;
@@ -311,6 +314,7 @@ StudyContext context(const Options& o, const Splits& s, int argc, char** argv) {
   c.quiet = o.quiet;
   for (int i = 0; i < argc; ++i) c.command_line += (i ? " " : "") + std::string(i == 0 ? "normlab" : argv[i]);
   c.dataset = describe(o.data, s);
+  c.checkpoint_data = data_metadata(o.data, s);
   return c;
 }
 
@@ -338,7 +342,7 @@ void add_cnn_part_options(CLI::App* a, Options& o) {
 }
 
 struct Subcommands {
-  CLI::App *help = nullptr, *demo = nullptr, *train = nullptr, *compare = nullptr, *sweep = nullptr, *study = nullptr;
+  CLI::App *help = nullptr, *predict = nullptr, *demo = nullptr, *train = nullptr, *compare = nullptr, *sweep = nullptr, *study = nullptr;
 };
 
 // Every subcommand and its flags, all writing into o.
@@ -349,7 +353,7 @@ Subcommands add_subcommands(CLI::App& app, Options& o) {
                        "print the version and the git commit it was built from, and exit");
   s.help = app.add_subcommand("help", "print the help of normlab or of one subcommand (normlab help train)");
   s.help->add_option("subcommand", o.help_topic, "the subcommand: demo, train, compare, sweep or study")
-      ->check(CLI::IsMember({"demo", "train", "compare", "sweep", "study", "help"}));
+      ->check(CLI::IsMember({"demo", "train", "compare", "sweep", "study", "predict", "help"}));
   s.demo = app.add_subcommand("demo", "train an MLP on XOR by hand and print the loss going down");
   s.demo->add_option("--steps", o.demo_steps, "SGD steps")->check(whole(1, 10000000));
 
@@ -403,6 +407,18 @@ Subcommands add_subcommands(CLI::App& app, Options& o) {
   s.study->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
   add_output_options(s.study, o);
   add_resume(s.study, o);
+
+  s.predict = app.add_subcommand("predict", "a saved model's class probabilities for each row of a CSV file");
+  s.predict->add_option("--checkpoint", o.checkpoint, "model.safetensors written by normlab train (trained with --csv)")
+      ->required()
+      ->check(non_empty());
+  s.predict->add_option("--csv", o.predict_csv, "CSV file with the model's feature columns (the label column optional)")
+      ->required()
+      ->check(non_empty());
+  s.predict->add_option("--out", o.out, "output CSV file: line, predicted class, label, p_<class>")
+      ->check(non_empty())
+      ->default_str("out/predict/predictions.csv");
+  s.predict->add_flag("--quiet", o.quiet, "print nothing");
   return s;
 }
 
@@ -560,7 +576,8 @@ void parse(Parsed& p, int argc, char** argv) {
                      "--help)");
   }
   p.sub = p.app.get_subcommands().front();
-  if (p.sub == p.subs.demo || p.sub == p.subs.help) return;
+  if (p.sub == p.subs.predict && p.sub->count("--out") == 0) p.o.out = "out/predict/predictions.csv";
+  if (p.sub == p.subs.demo || p.sub == p.subs.help || p.sub == p.subs.predict) return;
   if (p.sub->count("--out") == 0) p.o.out = "out/" + p.sub->get_name();
   try {
     finish_options(p.o, p.sub);
@@ -584,6 +601,7 @@ int run_cli(int argc, char** argv) {
   parse(p, argc, argv);
   if (!p.sub) return p.help_status;
   if (p.sub == p.subs.demo) return run_demo(p.o.demo_steps);
+  if (p.sub == p.subs.predict) return run_predict(p.o.checkpoint, p.o.predict_csv, p.o.out, p.o.quiet);
   if (p.sub == p.subs.help) {
     // The formatter directly: App::help() would print the help of the parsed subcommand, `help`.
     const auto format = p.app.get_formatter();

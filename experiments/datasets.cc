@@ -69,6 +69,7 @@ Splits load_data(const DataSpec& spec) {
   if (s.train.size() == 0) throw Error("the training split is empty");
   if (s.test.size() == 0) throw Error("the test split is empty: give a test file or a test fraction above 0");
   const auto st = data::Standardizer::fit(s.train);
+  s.standardizer = st;
   s.train = st.apply(s.train);
   if (s.validation.size() > 0) s.validation = st.apply(s.validation);
   if (s.test.size() > 0) s.test = st.apply(s.test);

@@ -301,9 +301,15 @@ std::string describe(const ModelSpec& s) {
 }
 
 std::map<std::string, std::string> checkpoint_metadata(const ModelSpec& s) {
-  std::map<std::string, std::string> md{{"model", describe(s)}, {"norm", s.norm}, {"activation", s.activation}};
+  std::map<std::string, std::string> md{{"model", describe(s)},         {"norm", s.norm},
+                                        {"activation", s.activation},   {"arch", s.arch},
+                                        {"inputs", std::to_string(s.inputs)}, {"outputs", std::to_string(s.outputs)}};
+  if (s.arch == "mlp") {
+    std::string hidden;
+    for (int64_t h : s.hidden) hidden += (hidden.empty() ? "" : ",") + std::to_string(h);
+    md["hidden"] = hidden;
+  }
   if (s.arch == "cnn") {
-    md["arch"] = "cnn";
     md["layers"] = s.layers;
     md["image_shape"] = shape_text(s.image);
   }
@@ -314,6 +320,50 @@ std::map<std::string, std::string> checkpoint_metadata(const ModelSpec& s) {
       md["norm." + k] = v;
   }
   return md;
+}
+
+ModelSpec model_spec_from_metadata(const std::map<std::string, std::string>& md, const std::string& file) {
+  const auto get = [&](const std::string& key) {
+    const auto it = md.find(key);
+    if (it == md.end())
+      throw Error(file + ": the checkpoint's metadata has no \"" + key + "\" (expected a model.safetensors that "
+                  "`normlab train` wrote)");
+    return it->second;
+  };
+  const auto whole = [&](const std::string& key, const std::string& text) {
+    try {
+      size_t used = 0;
+      const long long v = std::stoll(text, &used);
+      if (used == text.size() && v >= 0) return static_cast<int64_t>(v);
+    } catch (const std::exception&) {
+    }
+    throw Error(file + ": metadata \"" + key + "\" is \"" + text + "\", expected a whole number");
+  };
+  const auto list = [&](const std::string& key, const std::string& text, char sep) {
+    std::vector<int64_t> v;
+    std::string cur;
+    for (char c : text + sep)
+      if (c == sep) v.push_back(whole(key, cur)), cur.clear();
+      else cur += c;
+    return v;
+  };
+  ModelSpec s;
+  s.arch = get("arch");
+  s.inputs = whole("inputs", get("inputs"));
+  s.outputs = whole("outputs", get("outputs"));
+  s.norm = get("norm");
+  s.activation = get("activation");
+  if (md.count("norm.num_groups")) s.groups = whole("norm.num_groups", md.at("norm.num_groups"));
+  if (s.arch == "mlp") {
+    const std::string h = get("hidden");
+    if (!h.empty()) s.hidden = list("hidden", h, ',');
+  } else if (s.arch == "cnn") {
+    s.layers = get("layers");
+    s.image = list("image_shape", get("image_shape"), 'x');
+  } else {
+    throw Error(file + ": metadata \"arch\" is \"" + s.arch + "\", expected mlp or cnn");
+  }
+  return s;
 }
 
 }  // namespace normlab::experiments

@@ -66,5 +66,8 @@ std::string describe(const ModelSpec& spec);
 // What a checkpoint records to rebuild the model: arch, sizes or layer string, image shape, norm
 // (and its options), activation.
 std::map<std::string, std::string> checkpoint_metadata(const ModelSpec& spec);
+// The spec that checkpoint_metadata recorded (arch, inputs, outputs, hidden or layers and
+// image_shape, norm, norm.num_groups, activation); errors name `file` and the missing or bad key.
+ModelSpec model_spec_from_metadata(const std::map<std::string, std::string>& metadata, const std::string& file);
 
 }  // namespace normlab::experiments

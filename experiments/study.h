@@ -23,6 +23,8 @@ struct StudyContext {
   std::string command_line;    // as typed, for the manifest and report
   std::string dataset;         // e.g. "fashion-mnist (20000 train / 10000 test)"
   nlohmann::json extra;        // more settings to record in the manifest
+  // train: the data side of the checkpoint's metadata (saved_model.h: classes, features, preprocessing).
+  std::map<std::string, std::string> checkpoint_data;
   // --resume: the folder of an earlier command with the same settings, whose records.json holds
   // the runs to reuse (empty: train every run).
   std::filesystem::path resume_from;

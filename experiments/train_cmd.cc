@@ -7,6 +7,7 @@
 #include "experiments/plot.h"
 #include "experiments/progress.h"
 #include "experiments/report.h"
+#include "experiments/git_commit.h"
 #include "experiments/study.h"
 #include "experiments/tidy.h"
 #include "nn/checkpoint.h"
@@ -81,6 +82,9 @@ Report run_train(const TrainConfig& config, const Splits& data, const StudyConte
   const bool has_val = data.validation.size() > 0;
   write_run_records({r}, ctx.dataset, has_val, ctx.out);
   auto metadata = checkpoint_metadata(r.config.model);
+  for (const auto& [k, v] : ctx.checkpoint_data) metadata[k] = v;
+  metadata["normlab"] = NORMLAB_VERSION;
+  metadata["git_commit"] = git_commit();
   metadata["format"] = "pt";
   metadata["steps"] = std::to_string(r.total_steps);
   metadata["repr"] = r.model->str();
@@ -92,6 +96,9 @@ Report run_train(const TrainConfig& config, const Splits& data, const StudyConte
   rep.interrupted = r.interrupted;
   nlohmann::json man = manifest(ctx, {{"study", "train"}, {"config", to_json(r.config)}}, r.seconds);
   man["interrupted"] = r.interrupted;
+  // What model.safetensors records about the data, also here: classes, features, preprocessing.
+  for (const auto& [k, v] : ctx.checkpoint_data)
+    man["data"][k] = !v.empty() && (v[0] == '[' || v[0] == '{') ? nlohmann::json::parse(v) : nlohmann::json(v);
   write_report(ctx, rep, man);
   return rep;
 }

@@ -16,7 +16,15 @@ With --from-metadata it rebuilds the network from the checkpoint's own metadata 
 `normlab train` records: arch, model, layers, image_shape, norm, norm.num_groups, activation), an MLP
 or a CNN, and feeds it 3 rows x[r, j] = sin(0.01 (r F + j)) for F input features, the rows that
 examples/cnn_checkpoint.cc prints normlab's logits for.
+
+With --predict DATA.csv (and a checkpoint of `normlab train --csv ...`) it rebuilds the model from
+the metadata, reads the CSV's feature columns by the names the checkpoint records (feature_names),
+standardizes them with the recorded training mean and std (preprocessing: x' = (x - mean) / std,
+std 0 read as 1), and prints each row's class probabilities under the recorded class names.
+--compare-predictions PREDS.csv checks them against `normlab predict`'s file (same predicted
+class, probabilities within 1e-5), exiting with status 1 otherwise.
 """
+import csv
 import argparse
 import json
 import math
@@ -127,12 +135,51 @@ def sine_rows(features):
 TOLERANCE = 1e-5
 
 
+def predict_csv(md, model, path):
+    """Class probabilities (rows, classes) for the rows of a CSV file, preprocessed as in training."""
+    names = json.loads(md["feature_names"])
+    pre = json.loads(md["preprocessing"])
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    x = torch.tensor([[float(r[n]) for n in names] for r in rows], dtype=torch.float64)
+    mean = torch.tensor(pre["mean"], dtype=torch.float64)
+    std = torch.tensor(pre["std"], dtype=torch.float64)
+    x = ((x - mean) / torch.where(std > 0, std, torch.ones_like(std))).float()
+    with torch.no_grad():
+        return torch.softmax(model(x), dim=1)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("path", nargs="?", default="spirals.safetensors", help="the checkpoint to load")
     ap.add_argument("--compare", metavar="LOGITS.txt", help="normlab's logits, to compare with")
     ap.add_argument("--from-metadata", action="store_true", help="rebuild the model from the checkpoint's metadata")
+    ap.add_argument("--predict", metavar="DATA.csv", help="class probabilities for the rows of a CSV file")
+    ap.add_argument("--compare-predictions", metavar="PREDS.csv", help="normlab predict's output, to compare with")
     args = ap.parse_args()
+    if args.predict:
+        md = read_metadata(args.path)
+        model, _ = build_from_metadata(md)
+        model.load_state_dict(read_safetensors(args.path), strict=True)
+        model.eval()
+        classes = json.loads(md["class_names"])
+        probs = predict_csv(md, model, args.predict)
+        print("predicted," + ",".join(f"p_{c}" for c in classes))
+        for row in probs.tolist():
+            print(classes[max(range(len(row)), key=row.__getitem__)] + "," + ",".join(f"{v:.7g}" for v in row))
+        if args.compare_predictions:
+            with open(args.compare_predictions, newline="") as f:
+                theirs = list(csv.DictReader(f))
+            if len(theirs) != probs.shape[0]:
+                sys.exit(f"{args.compare_predictions}: {len(theirs)} rows, PyTorch predicted {probs.shape[0]}")
+            diff = max(abs(probs[i, k].item() - float(r[f"p_{c}"])) for i, r in enumerate(theirs)
+                       for k, c in enumerate(classes))
+            same = sum(classes[int(probs[i].argmax())] == r["predicted"] for i, r in enumerate(theirs))
+            print(f"largest |PyTorch - normlab| probability = {diff:.3g} (tolerance {TOLERANCE:g}); "
+                  f"same predicted class on {same} of {len(theirs)} rows")
+            if not (diff <= TOLERANCE and same == len(theirs)):
+                sys.exit(1)
+        return
     if args.from_metadata:
         model, features = build_from_metadata(read_metadata(args.path))
         x, what = sine_rows(features), f"x[r, j] = sin(0.01 (r {features} + j))"

@@ -20,6 +20,7 @@
 #include "autograd/error.h"
 #include "data/split.h"
 #include "experiments/cli.h"
+#include "experiments/saved_model.h"
 #include "serialize/safetensors.h"
 
 namespace fs = std::filesystem;
@@ -362,7 +363,7 @@ BOOST_AUTO_TEST_CASE(version_and_help_subcommand) {
     BOOST_TEST(one == captured(1, [&] { run({sub, "--help"}); }), sub);
     BOOST_TEST(one.find(std::string("Usage: normlab ") + sub + " [OPTIONS]") != std::string::npos, one);
   }
-  expect_error({"help", "traine"}, "traine not in {demo,train,compare,sweep,study,help}");
+  expect_error({"help", "traine"}, "traine not in {demo,train,compare,sweep,study,predict,help}");
 }
 
 BOOST_AUTO_TEST_CASE(help_states_the_preset_defaults) {
@@ -729,6 +730,77 @@ BOOST_AUTO_TEST_CASE(reports_say_what_a_short_run_measured) {
   BOOST_TEST(sweep.find("1 epoch per run") != std::string::npos, sweep);
   BOOST_TEST(sweep.find("Final accuracy = test accuracy after its one epoch; in %.") != std::string::npos, sweep);
   BOOST_TEST(sweep.find("epochs per run") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_checkpoint_records_its_data_and_predict_uses_it) {
+  // model.safetensors holds what a user needs to use the model elsewhere: the classes in logit
+  // order, the feature columns in input order, the training mean and std, the label column.
+  Tmp t;
+  const std::string csv = kFixtures + "iris_like.csv";
+  const fs::path dir = t.dir / "iris";
+  BOOST_REQUIRE(run({"train", "--csv", csv, "--label", "species", "--norm", "group", "--groups", "4", "--hidden", "8",
+                     "--epochs", "3", "--batch-size", "8", "--quiet", "--out", dir.string()}) == 0);
+  const auto md = normlab::serialize::load_safetensors((dir / "model.safetensors").string()).metadata;
+  BOOST_TEST(md.at("class_names") == R"(["setosa","versicolor","virginica"])");
+  BOOST_TEST(md.at("feature_names") == R"(["sepal_length","sepal_width","petal_length","petal_width"])");
+  BOOST_TEST(md.at("label") == "species");
+  BOOST_TEST(md.at("dataset") == "csv");
+  BOOST_TEST(md.at("task") == "classification");
+  BOOST_TEST(md.at("norm.num_groups") == "4");
+  BOOST_TEST(md.at("normlab") == NORMLAB_VERSION);
+  const auto pre = nlohmann::json::parse(md.at("preprocessing"));
+  BOOST_TEST(pre["mean"].size() == 4u);
+  BOOST_TEST(pre["mean"][0].get<double>() > 5.0);  // sepal length in cm: the raw scale, recorded
+  BOOST_TEST(pre["std"][0].get<double>() > 0.1);
+  const auto manifest = nlohmann::json::parse(slurp(dir / "manifest.json"));
+  BOOST_TEST(manifest["data"]["preprocessing"]["mean"] == pre["mean"]);
+  BOOST_TEST(manifest["data"]["class_names"].size() == 3u);
+  const auto m = normlab::experiments::load_saved_model((dir / "model.safetensors").string());
+  BOOST_TEST(m.spec.norm == "group");
+  BOOST_TEST(m.spec.groups == 4);
+  BOOST_TEST((m.spec.hidden == std::vector<int64_t>{8}));
+
+  // predict: with the label column the accuracy; without it, the same probabilities.
+  BOOST_TEST(run({"predict", "--checkpoint", (dir / "model.safetensors").string(), "--csv", csv, "--out",
+                  (dir / "p.csv").string(), "--quiet"}) == 0);
+  const auto with_label = split_lines(slurp(dir / "p.csv"));
+  BOOST_TEST(with_label.size() == 61u);
+  BOOST_TEST(with_label[0] == "line,predicted,label,p_setosa,p_versicolor,p_virginica");
+  {  // the same rows without the label column, the features in another order
+    std::ofstream f(dir / "nolabel.csv");
+    f << "petal_width,sepal_length,sepal_width,petal_length\n";
+    const auto lines = split_lines(slurp(csv));
+    for (size_t i = 1; i < lines.size(); ++i) {
+      const std::string& line = lines[i];
+      std::vector<std::string> c;
+      std::stringstream ss(line);
+      for (std::string cell; std::getline(ss, cell, ',');) c.push_back(cell);
+      f << c[3] << "," << c[0] << "," << c[1] << "," << c[2] << "\n";
+    }
+  }
+  BOOST_TEST(run({"predict", "--checkpoint", (dir / "model.safetensors").string(), "--csv", (dir / "nolabel.csv").string(),
+                  "--out", (dir / "q.csv").string(), "--quiet"}) == 0);
+  const auto without = split_lines(slurp(dir / "q.csv"));
+  BOOST_REQUIRE(without.size() == 61u);
+  BOOST_TEST(without[0] == "line,predicted,p_setosa,p_versicolor,p_virginica");
+  for (size_t i = 1; i < without.size(); ++i) {  // drop the label column of with_label
+    std::string w = with_label[i];
+    const size_t a = w.find(',', w.find(',') + 1), b = w.find(',', a + 1);
+    BOOST_TEST(without[i] == w.erase(a, b - a), i);
+  }
+
+  // Errors: a model without column names, a file without the model's columns, not a checkpoint.
+  BOOST_REQUIRE(run({"train", "--quick", "--epochs", "1", "--quiet", "--out", (t.dir / "moons").string()}) == 0);
+  expect_error({"predict", "--checkpoint", (t.dir / "moons" / "model.safetensors").string(), "--csv", csv},
+               std::vector<std::string>{"trained on moons", "needs a model trained with --csv"});
+  {
+    std::ofstream f(dir / "short.csv");
+    f << "sepal_length,sepal_width,petal_length\n1,2,3\n";
+  }
+  expect_error({"predict", "--checkpoint", (dir / "model.safetensors").string(), "--csv", (dir / "short.csv").string()},
+               std::vector<std::string>{"short.csv", "lacks the feature column \"petal_width\""});
+  expect_error({"predict", "--checkpoint", csv, "--csv", csv}, std::vector<std::string>{"iris_like.csv", "corrupt"});
+  BOOST_TEST(!fs::exists("out/predict/predictions.csv"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,75 @@
+// `normlab predict` (predict.h).
+#include "experiments/predict.h"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "autograd/engine.h"
+#include "autograd/error.h"
+#include "autograd/loss.h"
+#include "data/csv.h"
+#include "experiments/output.h"
+#include "experiments/saved_model.h"
+
+namespace normlab::experiments {
+
+int run_predict(const std::string& checkpoint, const std::string& csv, const std::string& out, bool quiet) {
+  const SavedModel m = load_saved_model(checkpoint);
+  if (m.dataset != "csv" || m.feature_names.empty())
+    throw Error(checkpoint + ": this model was trained on " + m.dataset +
+                ", whose features have no column names; predict reads CSV files, so it needs a model trained "
+                "with --csv (normlab train --csv FILE --label COLUMN)");
+  // The training set as read_csv needs it: feature columns, classes, label column.
+  data::Dataset train;
+  train.name = checkpoint;
+  train.feature_names = m.feature_names;
+  train.x = autograd::empty({0, static_cast<int64_t>(m.feature_names.size())});
+  train.class_names = m.class_names;
+  train.num_classes = static_cast<int64_t>(m.class_names.size());
+  train.label_name = m.label;
+  data::CsvOptions opt;
+  opt.label_column = m.label;
+  const data::Dataset rows = data::read_csv_features(csv, opt, train);
+  const bool labelled = !rows.labels.empty();
+
+  // x' = (x - mean) / std per feature (std 0 read as 1), as training's data::Standardizer.
+  const int64_t n = rows.size(), d = rows.features(), k = m.spec.outputs;
+  autograd::Tensor x = autograd::empty({n, d});
+  const float* src = rows.x.data<float>();
+  float* dst = x.data<float>();
+  for (int64_t j = 0; j < d; ++j) {
+    const double mean = m.standardizer.mean[j], inv = m.standardizer.std[j] > 0 ? 1.0 / m.standardizer.std[j] : 1.0;
+    for (int64_t i = 0; i < n; ++i) dst[i * d + j] = static_cast<float>((src[i * d + j] - mean) * inv);
+  }
+  autograd::NoGradGuard no_grad;
+  const autograd::Tensor logp = autograd::log_softmax((*m.net)(x), 1);
+  const float* lp = logp.data<float>();
+
+  std::vector<std::string> header{"line", "predicted"};
+  if (labelled) header.push_back("label");
+  for (const auto& c : m.class_names) header.push_back("p_" + c);
+  CsvTable table(header);
+  int64_t correct = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t best = 0;
+    for (int64_t c = 1; c < k; ++c)
+      if (lp[i * k + c] > lp[i * k + best]) best = c;
+    std::vector<std::string> row{std::to_string(rows.lines[i]), m.class_names[best]};
+    if (labelled) row.push_back(m.class_names[rows.labels[i]]), correct += rows.labels[i] == best;
+    for (int64_t c = 0; c < k; ++c) row.push_back(fmt(std::exp(static_cast<double>(lp[i * k + c])), 7));
+    table.add_row(row);
+  }
+  const std::filesystem::path path(out);
+  if (path.has_parent_path()) prepare_output_dir(path.parent_path());
+  table.write(path);
+  if (!quiet) {
+    std::printf("normlab: %lld predictions in %s", static_cast<long long>(n), out.c_str());
+    if (labelled)
+      std::printf(" (accuracy on the file's labels: %s%%, %lld of %lld)", fmt(100.0 * correct / n, 4).c_str(),
+                  static_cast<long long>(correct), static_cast<long long>(n));
+    std::printf("\n");
+  }
+  return 0;
+}
+
+}  // namespace normlab::experiments

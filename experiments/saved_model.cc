@@ -1,0 +1,82 @@
+// What a model.safetensors says about its data and preprocessing (saved_model.h).
+#include "experiments/saved_model.h"
+
+#include <nlohmann/json.hpp>
+
+#include "autograd/error.h"
+#include "autograd/generator.h"
+#include "nn/checkpoint.h"
+#include "serialize/safetensors.h"
+
+namespace normlab::experiments {
+
+namespace {
+
+// How a raw sample of each data set becomes the feature vector x before standardization.
+std::string input_rule(const DataSpec& spec) {
+  if (spec.name == "fashion-mnist")
+    return "the 28x28 uint8 image, row-major, each pixel / 255 (784 features in [0, 1])";
+  if (spec.name == "csv") return "the CSV's feature columns in the order of feature_names, as numbers";
+  return "the 2 coordinates of a point of the synthetic set";
+}
+
+}  // namespace
+
+std::map<std::string, std::string> data_metadata(const DataSpec& spec, const data::Splits& splits) {
+  const data::Dataset& train = splits.train;
+  std::map<std::string, std::string> md;
+  md["task"] = "classification";
+  md["dataset"] = spec.name;
+  if (spec.name == "csv") md["label"] = spec.label;
+  md["class_names"] = nlohmann::json(train.class_names).dump();
+  if (!train.feature_names.empty()) md["feature_names"] = nlohmann::json(train.feature_names).dump();
+  nlohmann::json pre;
+  pre["input"] = input_rule(spec);
+  pre["standardize"] = "x' = (x - mean) / std, per feature, with the training split's mean and population std; "
+                       "a std of 0 (a constant feature) is read as 1";
+  pre["mean"] = splits.standardizer.mean;
+  pre["std"] = splits.standardizer.std;
+  md["preprocessing"] = pre.dump();
+  return md;
+}
+
+SavedModel load_saved_model(const std::string& path) {
+  const serialize::SafetensorsFile file = serialize::load_safetensors(path);
+  const auto& md = file.metadata;
+  const auto get = [&](const std::string& key) -> const std::string& {
+    const auto it = md.find(key);
+    if (it == md.end())
+      throw Error(path + ": the checkpoint's metadata has no \"" + key + "\" (expected a model.safetensors that "
+                  "`normlab train` wrote; checkpoints of normlab before 0.1.0 do not record their data)");
+    return it->second;
+  };
+  SavedModel m;
+  m.spec = model_spec_from_metadata(md, path);
+  m.dataset = get("dataset");
+  if (md.count("label")) m.label = md.at("label");
+  try {
+    m.class_names = nlohmann::json::parse(get("class_names")).get<std::vector<std::string>>();
+    if (md.count("feature_names"))
+      m.feature_names = nlohmann::json::parse(md.at("feature_names")).get<std::vector<std::string>>();
+    const nlohmann::json pre = nlohmann::json::parse(get("preprocessing"));
+    m.standardizer.mean = pre.at("mean").get<std::vector<double>>();
+    m.standardizer.std = pre.at("std").get<std::vector<double>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path + ": the checkpoint's data metadata is not valid: " + e.what());
+  }
+  const auto n = static_cast<int64_t>(m.standardizer.mean.size());
+  if (n != m.spec.inputs || static_cast<int64_t>(m.standardizer.std.size()) != n)
+    throw Error(path + ": the preprocessing has " + std::to_string(n) + " means and " +
+                std::to_string(m.standardizer.std.size()) + " stds for a model of " + std::to_string(m.spec.inputs) +
+                " inputs");
+  if (static_cast<int64_t>(m.class_names.size()) != m.spec.outputs)
+    throw Error(path + ": " + std::to_string(m.class_names.size()) + " class names for a model of " +
+                std::to_string(m.spec.outputs) + " outputs");
+  autograd::Generator gen(0);  // the initial weights are replaced by the file's
+  m.net = build_model(m.spec, gen).net;
+  nn::load_module(path, *m.net);
+  m.net->eval();
+  return m;
+}
+
+}  // namespace normlab::experiments

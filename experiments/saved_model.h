@@ -1,0 +1,42 @@
+// What a model.safetensors written by `normlab train` says about itself, beyond its weights: the
+// data it was trained on and how that data was prepared (so the model can be used outside the
+// run: `normlab predict`, scripts/load_in_pytorch.py), and reading all of it back.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+#include "data/split.h"
+#include "experiments/datasets.h"
+#include "experiments/model.h"
+#include "nn/sequential.h"
+
+namespace normlab::experiments {
+
+// Metadata entries for the data side (all strings; lists and numbers as JSON text):
+//   "task": "classification"; "dataset": "fashion-mnist", "csv" or a synthetic set's name;
+//   "label": the CSV's label column; "class_names": JSON list, index order (the logits' order);
+//   "feature_names": JSON list of the CSV's feature columns in the model's input order;
+//   "preprocessing": JSON {"input": how a raw sample becomes the feature vector x,
+//                          "standardize": "x' = (x - mean) / std, std 0 read as 1",
+//                          "mean": [...], "std": [...]} (the training split's, one per feature).
+std::map<std::string, std::string> data_metadata(const DataSpec& spec, const data::Splits& splits);
+
+// A checkpoint read back: the model rebuilt from its metadata with the saved weights, and the data
+// side of the metadata.
+struct SavedModel {
+  ModelSpec spec;
+  std::shared_ptr<nn::Sequential> net;  // in eval mode
+  std::string dataset, label;
+  std::vector<std::string> class_names, feature_names;
+  data::Standardizer standardizer;
+};
+
+// Reads a model.safetensors that `normlab train` wrote. Errors name the file and what is missing
+// (a checkpoint without the data metadata, e.g. one written before normlab recorded it, or by
+// another program) or does not fit (weights of other shapes than the metadata's model).
+SavedModel load_saved_model(const std::string& path);
+
+}  // namespace normlab::experiments
