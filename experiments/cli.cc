@@ -15,6 +15,7 @@
 #include "data/split.h"
 #include "experiments/datasets.h"
 #include "experiments/demo.h"
+#include "experiments/eval_cmd.h"
 #include "experiments/flags.h"
 #include "experiments/git_commit.h"
 #include "experiments/interrupt.h"
@@ -58,7 +59,7 @@ struct Options {
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int demo_steps = 300;
   std::string help_topic;  // `normlab help SUBCOMMAND`
-  std::string checkpoint, predict_csv;  // predict
+  std::string checkpoint, input_csv;  // predict, eval
   int64_t sweep_train_limit = 0;  // study: the sweep trains on the first N training samples (0: all)
   // study on Fashion-MNIST: the CNN part (--no-cnn leaves it out).
   bool no_cnn = false;
@@ -308,11 +309,17 @@ void check_architecture(Options& o, CLI::App* sub) {
   if (!o.eval_batch_given) o.train.eval_batch = kCnnEvalBatch;
 }
 
-StudyContext context(const Options& o, const Splits& s, int argc, char** argv) {
+// The output folder, quietness and command line of a command.
+StudyContext context_of_command(const Options& o, int argc, char** argv) {
   StudyContext c;
   c.out = o.out;
   c.quiet = o.quiet;
   for (int i = 0; i < argc; ++i) c.command_line += (i ? " " : "") + std::string(i == 0 ? "normlab" : argv[i]);
+  return c;
+}
+
+StudyContext context(const Options& o, const Splits& s, int argc, char** argv) {
+  StudyContext c = context_of_command(o, argc, argv);
   c.dataset = describe(o.data, s);
   c.checkpoint_data = data_metadata(o.data, s);
   return c;
@@ -342,7 +349,7 @@ void add_cnn_part_options(CLI::App* a, Options& o) {
 }
 
 struct Subcommands {
-  CLI::App *help = nullptr, *predict = nullptr, *demo = nullptr, *train = nullptr, *compare = nullptr, *sweep = nullptr, *study = nullptr;
+  CLI::App *help = nullptr, *predict = nullptr, *eval = nullptr, *demo = nullptr, *train = nullptr, *compare = nullptr, *sweep = nullptr, *study = nullptr;
 };
 
 // Every subcommand and its flags, all writing into o.
@@ -353,7 +360,7 @@ Subcommands add_subcommands(CLI::App& app, Options& o) {
                        "print the version and the git commit it was built from, and exit");
   s.help = app.add_subcommand("help", "print the help of normlab or of one subcommand (normlab help train)");
   s.help->add_option("subcommand", o.help_topic, "the subcommand: demo, train, compare, sweep or study")
-      ->check(CLI::IsMember({"demo", "train", "compare", "sweep", "study", "predict", "help"}));
+      ->check(CLI::IsMember({"demo", "train", "compare", "sweep", "study", "eval", "predict", "help"}));
   s.demo = app.add_subcommand("demo", "train an MLP on XOR by hand and print the loss going down");
   s.demo->add_option("--steps", o.demo_steps, "SGD steps")->check(whole(1, 10000000));
 
@@ -412,13 +419,22 @@ Subcommands add_subcommands(CLI::App& app, Options& o) {
   s.predict->add_option("--checkpoint", o.checkpoint, "model.safetensors written by normlab train (trained with --csv)")
       ->required()
       ->check(non_empty());
-  s.predict->add_option("--csv", o.predict_csv, "CSV file with the model's feature columns (the label column optional)")
+  s.predict->add_option("--csv", o.input_csv, "CSV file with the model's feature columns (the label column optional)")
       ->required()
       ->check(non_empty());
   s.predict->add_option("--out", o.out, "output CSV file: line, predicted class, label, p_<class>")
       ->check(non_empty())
       ->default_str("out/predict/predictions.csv");
   s.predict->add_flag("--quiet", o.quiet, "print nothing");
+
+  s.eval = app.add_subcommand("eval", "a saved model's accuracy, per-class accuracy and confusion matrix");
+  s.eval->add_option("--checkpoint", o.checkpoint, "model.safetensors written by normlab train")->required()->check(non_empty());
+  s.eval->add_option("--csv", o.input_csv, "labelled CSV file (models trained on a CSV file; Fashion-MNIST models: "
+                                          "the test set without it)")
+      ->check(non_empty());
+  s.eval->add_option("--data-dir", o.data.fashion_dir, "folder of the Fashion-MNIST files (*-ubyte.gz)")->check(non_empty());
+  s.eval->add_option("--eval-batch", o.train.eval_batch, "evaluation batch size")->check(whole(1, kMaxBatch))->capture_default_str();
+  add_output_options(s.eval, o);
   return s;
 }
 
@@ -579,6 +595,7 @@ void parse(Parsed& p, int argc, char** argv) {
   if (p.sub == p.subs.predict && p.sub->count("--out") == 0) p.o.out = "out/predict/predictions.csv";
   if (p.sub == p.subs.demo || p.sub == p.subs.help || p.sub == p.subs.predict) return;
   if (p.sub->count("--out") == 0) p.o.out = "out/" + p.sub->get_name();
+  if (p.sub == p.subs.eval) return;
   try {
     finish_options(p.o, p.sub);
   } catch (const UsageError&) {
@@ -601,7 +618,19 @@ int run_cli(int argc, char** argv) {
   parse(p, argc, argv);
   if (!p.sub) return p.help_status;
   if (p.sub == p.subs.demo) return run_demo(p.o.demo_steps);
-  if (p.sub == p.subs.predict) return run_predict(p.o.checkpoint, p.o.predict_csv, p.o.out, p.o.quiet);
+  if (p.sub == p.subs.predict) return run_predict(p.o.checkpoint, p.o.input_csv, p.o.out, p.o.quiet);
+  autograd::set_num_threads(p.o.threads);
+  if (p.sub == p.subs.eval) {
+    ResultSet set(p.o.out);
+    StudyContext ctx = context_of_command(p.o, argc, argv);
+    ctx.out = set.dir();
+    run_eval(EvalOptions{.checkpoint = p.o.checkpoint, .csv = p.o.input_csv, .fashion_dir = p.o.data.fashion_dir,
+                         .eval_batch = p.o.train.eval_batch},
+             ctx);
+    set.commit();
+    std::printf("normlab: results in %s (report.md)\n", p.o.out.c_str());
+    return kExitOk;
+  }
   if (p.sub == p.subs.help) {
     // The formatter directly: App::help() would print the help of the parsed subcommand, `help`.
     const auto format = p.app.get_formatter();
@@ -612,7 +641,6 @@ int run_cli(int argc, char** argv) {
     std::printf("%s", help.c_str());
     return kExitOk;
   }
-  autograd::set_num_threads(p.o.threads);
   return run_subcommand(p.o, p.sub, argc, argv);
 }
 

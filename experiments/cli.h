@@ -1,4 +1,4 @@
-// The normlab command line (CLI11): subcommands help, demo, train, compare, sweep, study and predict, and --version.
+// The normlab command line (CLI11): subcommands help, demo, train, compare, sweep, study, eval and predict, and --version.
 #pragma once
 #include <string>
 

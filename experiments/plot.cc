@@ -214,4 +214,35 @@ bool render_panels(const std::string& title, const std::vector<PlotSpec>& panels
   return true;
 }
 
+void render_confusion(const std::string& title, const std::vector<std::string>& classes,
+                      const std::vector<std::vector<int64_t>>& counts, const fs::path& dir, const std::string& stem) {
+  const size_t k = classes.size();
+  // Data: "column row fraction count" per cell; row 0 (the first class) at the top.
+  std::string b = "$cells << EOD\n";
+  for (size_t r = 0; r < k; ++r) {
+    int64_t total = 0;
+    for (int64_t c : counts[r]) total += c;
+    for (size_t c = 0; c < k; ++c)
+      b += std::to_string(c) + " " + std::to_string(r) + " " +
+           fmt(total > 0 ? static_cast<double>(counts[r][c]) / static_cast<double>(total) : 0.0, 6) + " " +
+           std::to_string(counts[r][c]) + "\n";
+  }
+  b += "EOD\n";
+  std::string xt, yt;
+  for (size_t i = 0; i < k; ++i) {
+    xt += (i ? ", " : "") + quote(classes[i]) + " " + std::to_string(i);
+    yt += (i ? ", " : "") + quote(classes[i]) + " " + std::to_string(i);
+  }
+  b += "set title " + quote(title) + " noenhanced\n";
+  b += "set xlabel 'predicted class'\nset ylabel 'true class'\n";
+  b += "set xtics (" + xt + ") rotate by -35 noenhanced\nset ytics (" + yt + ") noenhanced\n";
+  b += "set xrange [-0.5:" + std::to_string(k) + "-0.5]\nset yrange [" + std::to_string(k) + "-0.5:-0.5]\n";
+  b += "set cbrange [0:1]\nset cblabel 'fraction of the true class'\n";
+  b += "set palette defined (0 '#ffffff', 1 '#6baed6', 2 '#08306b')\nset size ratio -1\nunset key\n";
+  b += "plot $cells using 1:2:3 with image, $cells using 1:2:(sprintf('%d', $4)):($3 > 0.5 ? 0xffffff : 0x000000) "
+       "with labels tc rgb variable font ',9'\n";
+  const int side = 360 + 48 * static_cast<int>(k);
+  render(title, b, side + 160, side, dir, stem);
+}
+
 }  // namespace normlab::experiments

@@ -37,4 +37,10 @@ bool render_plot(const PlotSpec& spec, const std::filesystem::path& dir, const s
 bool render_panels(const std::string& title, const std::vector<PlotSpec>& panels, int cols,
                    const std::filesystem::path& dir, const std::string& stem);
 
+// Renders a confusion matrix (rows: true class, columns: predicted class; counts) as a heatmap of
+// each row's fractions with the counts written in the cells, to <dir>/<stem>.png and .svg.
+void render_confusion(const std::string& title, const std::vector<std::string>& classes,
+                      const std::vector<std::vector<int64_t>>& counts, const std::filesystem::path& dir,
+                      const std::string& stem);
+
 }  // namespace normlab::experiments

@@ -803,4 +803,55 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_records_its_data_and_predict_uses_it) {
   BOOST_TEST(!fs::exists("out/predict/predictions.csv"));
 }
 
+BOOST_AUTO_TEST_CASE(eval_reads_a_checkpoint_back) {
+  // A Fashion-MNIST model evaluated from its file alone gives the test accuracy its training run
+  // reported (the checkpoint's preprocessing applied to the raw images); a CSV model on its file.
+  Tmp t;
+  BOOST_REQUIRE(run({"train", "--train-limit", "1000", "--epochs", "1", "--hidden", "32", "--quiet", "--out",
+                     (t.dir / "f").string()}) == 0);
+  BOOST_REQUIRE(run({"eval", "--checkpoint", (t.dir / "f" / "model.safetensors").string(), "--quiet", "--out",
+                     (t.dir / "e").string()}) == 0);
+  const auto epochs = split_lines(slurp(t.dir / "f" / "epochs.csv"));
+  const auto eval = split_lines(slurp(t.dir / "e" / "metrics.csv"));
+  BOOST_REQUIRE(eval.size() == 2u);
+  BOOST_TEST(eval[0] == "samples,loss,accuracy");
+  const auto cells = [](const std::string& line) {
+    std::vector<std::string> c;
+    std::stringstream ss(line);
+    for (std::string cell; std::getline(ss, cell, ',');) c.push_back(cell);
+    return c;
+  };
+  // epochs.csv ends with test_loss,test_acc (its first field, the data set, is quoted with commas).
+  const auto head = cells(epochs[0]), last = cells(epochs.back()), got = cells(eval[1]);
+  BOOST_REQUIRE(head.back() == "test_acc");
+  BOOST_TEST(got[0] == "10000");
+  BOOST_TEST(got[2] == last.back());  // the same count of correct test images
+  BOOST_TEST(std::stod(got[1]) == std::stod(last[last.size() - 2]), boost::test_tools::tolerance(1e-6));
+  const auto confusion = split_lines(slurp(t.dir / "e" / "confusion.csv"));
+  BOOST_TEST(confusion.size() == 11u);
+  BOOST_TEST(confusion[1].rfind("T-shirt/top,", 0) == 0u);
+  int64_t total = 0;
+  for (size_t r = 1; r < confusion.size(); ++r) {
+    const auto c = cells(confusion[r]);
+    for (size_t i = 1; i < c.size(); ++i) total += std::stoll(c[i]);
+  }
+  BOOST_TEST(total == 10000);
+  BOOST_TEST(slurp(t.dir / "e" / "report.md").find("| Ankle boot | 1000 |") != std::string::npos);
+
+  // A CSV model: --csv is required, and its file must have the training columns and label.
+  const std::string csv = kFixtures + "iris_like.csv";
+  BOOST_REQUIRE(run({"train", "--csv", csv, "--label", "species", "--hidden", "8", "--epochs", "2", "--batch-size", "8",
+                     "--quiet", "--out", (t.dir / "iris").string()}) == 0);
+  const std::string ckpt = (t.dir / "iris" / "model.safetensors").string();
+  expect_error({"eval", "--checkpoint", ckpt, "--out", (t.dir / "x").string()},
+               std::vector<std::string>{"trained on csv", "--csv FILE", "\"species\""});
+  expect_error({"eval", "--checkpoint", (t.dir / "f" / "model.safetensors").string(), "--csv", csv, "--out",
+                (t.dir / "x").string()},
+               std::vector<std::string>{"trained on fashion-mnist", "without --csv uses the Fashion-MNIST test set"});
+  BOOST_TEST(!fs::exists(t.dir / "x"));
+  BOOST_REQUIRE(run({"eval", "--checkpoint", ckpt, "--csv", csv, "--quiet", "--out", (t.dir / "ei").string()}) == 0);
+  BOOST_TEST(split_lines(slurp(t.dir / "ei" / "per_class.csv")).size() == 4u);
+  BOOST_TEST(cells(split_lines(slurp(t.dir / "ei" / "metrics.csv"))[1])[0] == "60");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
