@@ -356,14 +356,14 @@ BOOST_AUTO_TEST_CASE(version_and_help_subcommand) {
   const std::string help = captured(1, [&] { rc = run({"help"}); });
   BOOST_TEST(rc == 0);
   BOOST_TEST(help.find("Usage: normlab [OPTIONS] SUBCOMMAND") != std::string::npos, help);
-  for (const char* sub : {"demo", "train", "compare", "sweep", "study"}) {
+  for (const char* sub : {"demo", "train", "compare", "sweep", "study", "eval", "predict"}) {
     BOOST_TEST(help.find(std::string("  ") + sub + " ") != std::string::npos, sub);
     const std::string one = captured(1, [&] { rc = run({"help", sub}); });
     BOOST_TEST(rc == 0);
     BOOST_TEST(one == captured(1, [&] { run({sub, "--help"}); }), sub);
     BOOST_TEST(one.find(std::string("Usage: normlab ") + sub + " [OPTIONS]") != std::string::npos, one);
   }
-  expect_error({"help", "traine"}, "traine not in {demo,train,compare,sweep,study,predict,help}");
+  expect_error({"help", "traine"}, "traine not in {demo,train,compare,sweep,study,eval,predict,help}");
 }
 
 BOOST_AUTO_TEST_CASE(help_states_the_preset_defaults) {
