@@ -123,6 +123,7 @@ std::vector<std::string> compare_plots(const CompareConfig& cfg, const std::vect
   if (!gnuplot_available()) return {};
   PlotSpec loss{"Training loss (mean over seeds, band = std)", "step", "cross-entropy loss"};
   PlotSpec acc{"Test accuracy per epoch (mean over seeds, band = std)", "epoch", "test accuracy"};
+  acc.percent_y = acc.integer_x = true;
   for (const auto& norm : cfg.norms) {
     auto [sl, sa] = curves(runs, norm, std::max<int64_t>(1, spr / 100));
     loss.series.push_back(sl);

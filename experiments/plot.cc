@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -71,12 +72,29 @@ PlotSpec drawable_only(const PlotSpec& p) {
 // previous panel may have left.
 std::string body(const PlotSpec& p, const std::string& prefix, bool panel) {
   std::ostringstream g;
-  if (panel) g << "unset logscale\nset format x '% h'\nset format y '% h'\n";
+  if (panel) g << "unset logscale\nset format x '% h'\nset format y '% h'\nunset offsets\nset xtics autofreq\n";
+  // Okabe-Ito colours with a marker each (line types 1-8; the palette has no yellow, which is hard
+  // to see on white).
+  static const char* kColors[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#999999"};
+  static const int kMarkers[] = {7, 5, 9, 11, 13, 15, 1, 2};
+  for (int i = 0; i < 8; ++i)
+    g << "set linetype " << i + 1 << " lc rgb '" << kColors[i] << "' pt " << kMarkers[i] << " ps 1.1\n";
   g << "set title " << quote(p.title) << " noenhanced\n";
   g << "set xlabel " << quote(p.xlabel) << " noenhanced\nset ylabel " << quote(p.ylabel) << " noenhanced\n";
-  g << "set grid\n" << (panel ? "set key below noenhanced\n" : "set key outside right top noenhanced\n");
+  g << "set grid\nset key below reverse Left noenhanced\n";  // the sample, then its name
   if (p.log_x) g << "set logscale x " << p.log_x << "\nset format x '%g'\n";
   if (p.log_y) g << "set logscale y\n";
+  if (p.percent_y) g << "set format y '%g%%'\n";
+  double x_min = INFINITY, x_max = -INFINITY;
+  for (const Series& s : p.series)
+    for (size_t j = 0; j < s.x.size(); ++j)
+      if (drawable(p, s, j)) x_min = std::min(x_min, s.x[j]), x_max = std::max(x_max, s.x[j]);
+  if (p.integer_x && x_max - x_min <= 20) g << "set xtics 1\nset format x '%.0f'\n";
+  else if (p.integer_x) g << "set format x '%.0f'\n";
+  // Error bars and markers at the first and last x must not be cut by the plot's border.
+  // (xfix: the x range ends at the data, not at the next tic, so the offsets stay small margins.)
+  g << "set autoscale xfix\nset offsets graph 0.03, graph 0.03, graph 0.02, graph 0.02\n";
+  const double k = p.percent_y ? 100 : 1;
   // Inline data blocks, one per series: x y lo hi.
   for (size_t i = 0; i < p.series.size(); ++i) {
     const Series& s = p.series[i];
@@ -84,7 +102,8 @@ std::string body(const PlotSpec& p, const std::string& prefix, bool panel) {
     for (size_t j = 0; j < s.x.size(); ++j) {
       if (!drawable(p, s, j)) continue;
       const double sp = j < s.spread.size() && std::isfinite(s.spread[j]) ? s.spread[j] : 0;
-      g << fmt(s.x[j]) << ' ' << fmt(s.y[j]) << ' ' << fmt(s.y[j] - sp) << ' ' << fmt(s.y[j] + sp) << ' ' << fmt(sp) << '\n';
+      g << fmt(s.x[j]) << ' ' << fmt(k * s.y[j]) << ' ' << fmt(k * (s.y[j] - sp)) << ' ' << fmt(k * (s.y[j] + sp)) << ' '
+        << fmt(k * sp) << '\n';
     }
     g << "EOD\n";
   }
@@ -101,7 +120,11 @@ std::string body(const PlotSpec& p, const std::string& prefix, bool panel) {
       first = false;
     }
     g << (first ? "" : ", ") << "$" << prefix << i;
-    if (spread && p.error_bars) g << " using 1:2:5 with yerrorlines lt " << lt << dt;
+    // Markers where the points are few enough to tell apart (sweeps, epochs), plain lines for steps.
+    size_t points = 0;
+    for (size_t j = 0; j < s.x.size(); ++j) points += drawable(p, s, j);
+    if (spread && p.error_bars) g << " using 1:2:5 with yerrorlines lw 2 lt " << lt << dt;
+    else if (points <= 40) g << " using 1:2 with linespoints lw 2 lt " << lt << dt;
     else g << " using 1:2 with lines lw 2 lt " << lt << dt;
     g << " title " << quote(s.name);
     first = false;

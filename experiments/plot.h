@@ -1,5 +1,7 @@
 // Plots rendered with gnuplot (PNG and SVG): lines with an optional band (mean +- std over seeds)
 // or error bars, on a linear or log2 x axis; one plot per image, or several as panels of one image.
+// Colours are the Okabe-Ito palette (distinguishable with the common colour-vision deficiencies,
+// no yellow), each with its own marker; the key sits below the plot, never beside it.
 #pragma once
 #include <filesystem>
 #include <string>
@@ -20,6 +22,8 @@ struct PlotSpec {
   int log_x = 0;            // x axis: 0 linear, 2 (batch sizes) or 10 (learning rates) logarithmic
   bool error_bars = false;  // spread as error bars (else as a shaded band)
   bool log_y = false;
+  bool percent_y = false;   // y values are fractions, drawn as percentages (axis 0-100, "%" ticks)
+  bool integer_x = false;   // x counts something whole (epochs): ticks on whole numbers only
   std::vector<Series> series;
 };
 

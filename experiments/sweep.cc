@@ -166,6 +166,7 @@ std::vector<std::string> sweep_plots(const SweepConfig& cfg, const Plan& plan, c
                plan.by_batch ? "batch size" : "learning rate", "final test accuracy (" + final_accuracy_rule(cfg.base.epochs) + ")"};
   acc.log_x = plan.by_batch ? 2 : 10;
   acc.error_bars = true;
+  acc.percent_y = true;
   for (const auto& n : cfg.norms)
     acc.series.push_back(series_of(display_name(n) + (n == plan.bn ? " (running EMA stats)" : ""), pts.at(n), &Point::acc));
   if (!plan.bn.empty()) {

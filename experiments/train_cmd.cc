@@ -25,16 +25,33 @@ std::string epoch_line(const EpochRecord& e) {
 }
 
 // The training loss per step, as loss_curve.png/.svg; returns the plots written.
-std::vector<std::string> train_plots(const RunResult& r, const StudyContext& ctx) {
+std::vector<std::string> train_plots(const RunResult& r, const StudyContext& ctx, bool has_val) {
   if (!gnuplot_available() || r.steps.empty()) return {};
-  PlotSpec loss{"Training loss", "step", "cross-entropy loss"};
+  std::vector<std::string> plots;
+  PlotSpec loss{"Training loss per step", "step", "cross-entropy loss"};
   loss.log_y = true;
   Series s{display_name(r.config.model.norm)};
   for (const auto& st : r.steps)
     if (std::isfinite(st.loss)) s.x.push_back(double(st.step)), s.y.push_back(st.loss);
   loss.series = {s};  // the loss of a diverged step is not finite: left out of the plot
-  if (!render_plot(loss, ctx.out, "loss_curve")) return {};
-  return {"loss_curve"};
+  if (render_plot(loss, ctx.out, "loss_curve")) plots.push_back("loss_curve");
+  // Per epoch: train (running mean over the epoch's batches), validation and test.
+  PlotSpec el{"Loss per epoch", "epoch", "cross-entropy loss"}, ea{"Accuracy per epoch", "epoch", "accuracy"};
+  el.integer_x = ea.integer_x = ea.percent_y = true;
+  const auto add = [&](const std::string& name, double EpochRecord::*l, double EpochRecord::*a) {
+    Series sl{name}, sa{name};
+    for (const auto& e : r.epochs) {
+      sl.x.push_back(double(e.epoch)), sl.y.push_back(e.*l);
+      sa.x.push_back(double(e.epoch)), sa.y.push_back(e.*a);
+    }
+    el.series.push_back(sl), ea.series.push_back(sa);
+  };
+  add("train", &EpochRecord::train_loss, &EpochRecord::train_acc);
+  if (has_val) add("validation", &EpochRecord::val_loss, &EpochRecord::val_acc);
+  add("test", &EpochRecord::test_loss, &EpochRecord::test_acc);
+  if (!r.epochs.empty() && render_panels("Training run: loss and accuracy per epoch", {el, ea}, 2, ctx.out, "epochs"))
+    plots.push_back("epochs");
+  return plots;
 }
 
 std::string train_markdown(const RunResult& r, const StudyContext& ctx, bool has_val,
@@ -92,7 +109,7 @@ Report run_train(const TrainConfig& config, const Splits& data, const StudyConte
   if (r.interrupted) metadata["interrupted"] = "true";
   nn::save_module((ctx.out / (r.diverged ? "model.diverged.safetensors" : "model.safetensors")).string(), *r.model,
                   metadata);
-  Report rep{"Training run", train_markdown(r, ctx, has_val, train_plots(r, ctx)), r.diverged};
+  Report rep{"Training run", train_markdown(r, ctx, has_val, train_plots(r, ctx, has_val)), r.diverged};
   rep.interrupted = r.interrupted;
   nlohmann::json man = manifest(ctx, {{"study", "train"}, {"config", to_json(r.config)}}, r.seconds);
   man["interrupted"] = r.interrupted;

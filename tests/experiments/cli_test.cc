@@ -854,4 +854,26 @@ BOOST_AUTO_TEST_CASE(eval_reads_a_checkpoint_back) {
   BOOST_TEST(cells(split_lines(slurp(t.dir / "ei" / "metrics.csv"))[1])[0] == "60");
 }
 
+BOOST_AUTO_TEST_CASE(plots_use_percent_axes_whole_epochs_and_a_key_below) {
+  // The plot scripts (rendered by gnuplot when it is installed; the .gp files are written with the
+  // images): accuracy in %, epochs on whole-number ticks, the key below the plot (a key beside it
+  // took a third of the width and was clipped), and train plots train and test per epoch.
+  Tmp t;
+  BOOST_REQUIRE(run({"compare", "--quick", "--quiet", "--epochs", "3", "--seeds", "0", "--out", (t.dir / "c").string()}) == 0);
+  BOOST_REQUIRE(run({"train", "--quick", "--quiet", "--epochs", "3", "--val-fraction", "0.1", "--out", (t.dir / "t").string()}) == 0);
+  if (!fs::exists(t.dir / "c" / "test_accuracy.gp")) return;  // no gnuplot: no plots
+  const std::string acc = slurp(t.dir / "c" / "test_accuracy.gp");
+  BOOST_TEST(acc.find("set format y '%g%%'") != std::string::npos);
+  BOOST_TEST(acc.find("set xtics 1") != std::string::npos);
+  BOOST_TEST(acc.find("set key below") != std::string::npos);
+  BOOST_TEST(acc.find("key outside") == std::string::npos);
+  BOOST_TEST(acc.find("#E69F00") != std::string::npos);  // the palette's orange, not gnuplot's yellow
+  const std::string epochs = slurp(t.dir / "t" / "epochs.gp");
+  BOOST_TEST(epochs.find("title 'train'") != std::string::npos);
+  BOOST_TEST(epochs.find("title 'validation'") != std::string::npos);
+  BOOST_TEST(epochs.find("title 'test'") != std::string::npos);
+  BOOST_TEST(fs::exists(t.dir / "t" / "epochs.png"));
+  BOOST_TEST(slurp(t.dir / "t" / "report.md").find("![epochs](epochs.png)") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
