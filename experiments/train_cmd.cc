@@ -69,6 +69,7 @@ std::string train_markdown(const RunResult& r, const StudyContext& ctx, bool has
     md << fmt(e.test_loss, 4) << " | " << fmt(100 * e.test_acc, 4) << " |\n";
   }
   if (!has_val) md << "\nNo validation set (`--val-fraction` 0): no validation metrics are recorded.\n";
+  if (const std::string note = last_batch_note(c, r.train_samples); !note.empty()) md << "\n" << note << "\n";
   if (r.diverged) md << "\nThe run diverged at step " << r.diverged_step << ".\n";
   if (r.interrupted)
     md << "\n**Interrupted (Ctrl-C) after " << (r.epochs.empty() ? 0 : r.epochs.back().step) << " steps of "

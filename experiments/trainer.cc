@@ -25,9 +25,9 @@ void validate(const TrainConfig& c, const Splits& s) {
   if (n == 0) throw Error("the training set is empty");
   if (!s.train.is_classification()) throw Error("the experiments train classifiers: the data set has no class labels");
   if (c.batch_size <= 0) throw Error("batch size must be at least 1, got " + std::to_string(c.batch_size));
-  if (c.batch_size > n)
-    throw Error("batch size " + std::to_string(c.batch_size) + " is larger than the training set (" + std::to_string(n) +
-                " samples)");
+  if (norm(c.model.norm).batch_statistics && n == 1)
+    throw Error(norm(c.model.norm).display + " needs more than one sample per batch, and the training set has one "
+                "sample: give more data, or --norm none/layer/group");
   if (norm(c.model.norm).batch_statistics && c.batch_size == 1)
     throw Error(norm(c.model.norm).display + " needs more than one sample per batch to compute batch statistics "
                 "(PyTorch: \"Expected more than 1 value per channel when training\"); use --batch-size 2 or more");
@@ -42,9 +42,21 @@ void validate(const TrainConfig& c, const Splits& s) {
   schedule_of(c, steps_per_run(c, s));  // throws for a bad decay factor
 }
 
+bool drops_last_batch(const TrainConfig& c, int64_t n) {
+  if (n >= 4 * c.batch_size) return true;
+  return norm(c.model.norm).batch_statistics && n % c.batch_size == 1;
+}
+
+std::string last_batch_note(const TrainConfig& c, int64_t n) {
+  if (n >= 4 * c.batch_size || !drops_last_batch(c, n)) return "";
+  return "The training set's last batch of one sample is left out of every epoch: " + norm(c.model.norm).display +
+         " cannot normalize a batch of one.";
+}
+
 int64_t steps_per_run(const TrainConfig& c, const Splits& s) {
-  if (c.batch_size <= 0) return 0;                      // invalid: validate() says why
-  return c.epochs * (s.train.size() / c.batch_size);  // the last partial batch is dropped
+  if (c.batch_size <= 0) return 0;  // invalid: validate() says why
+  const int64_t n = s.train.size();
+  return c.epochs * (drops_last_batch(c, n) ? n / c.batch_size : (n + c.batch_size - 1) / c.batch_size);
 }
 
 optim::Schedule schedule_of(const TrainConfig& c, int64_t total) {
@@ -135,8 +147,9 @@ RunResult train_run(const TrainConfig& config, const Splits& s, const StepCallba
   Model model = build_model(c.model, gen);
   r.model = model.net;
   optim::SGD opt(model.net->parameters(), sgd_options(c));
-  data::DataLoader loader(s.train, c.batch_size, true, c.seed, true);
+  data::DataLoader loader(s.train, c.batch_size, true, c.seed, drops_last_batch(c, s.train.size()));
   r.total_steps = c.epochs * loader.num_batches();
+  r.train_samples = s.train.size();
   optim::LRScheduler sched(opt, schedule_of(c, r.total_steps));
   RunState st{c, s, model, r, r.total_steps};
   {

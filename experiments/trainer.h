@@ -41,8 +41,8 @@ struct TrainConfig {
   int64_t eval_last = 0;          // evaluate (validation, test) only after the last N epochs (0: every epoch)
 };
 
-// Throws normlab::Error for settings that cannot train (batch 0, batch larger than the training
-// set, a norm with batch statistics at batch size 1, non-positive epochs, a bad schedule, ...).
+// Throws normlab::Error for settings that cannot train (batch 0, a norm with batch statistics at
+// batch size 1 or on a single training sample, non-positive epochs, a bad schedule, ...).
 void validate(const TrainConfig& c, const Splits& s);
 
 struct StepRecord {
@@ -85,6 +85,7 @@ struct RunResult {
   int64_t diverged_step = -1;
   bool interrupted = false;  // Ctrl-C stopped the run before its last step (interrupt.h)
   int64_t total_steps = 0;
+  int64_t train_samples = 0;  // size of the training split
   double seconds = 0;  // wall time of the whole run, split below (the rest: setup and bookkeeping)
   double cpu_seconds = 0;        // processor time of the process during the run (all threads)
   double step_seconds = 0;       // training steps: forward, loss, backward, optimizer
@@ -108,6 +109,16 @@ RunResult train_run(const TrainConfig& config, const Splits& data, const StepCal
 
 // Steps one run of this configuration takes.
 int64_t steps_per_run(const TrainConfig& config, const Splits& data);
+
+// Whether the epochs drop their last partial batch. Training sets of at least 4 batches do (every
+// step at the batch size the study is about); smaller ones keep it, as PyTorch's DataLoader does
+// by default, so that a small file trains at the default batch size (a batch larger than the set
+// is one batch of all of it); except a last batch of a single sample under a norm with batch
+// statistics, which cannot be normalized (PyTorch's error): it is dropped.
+bool drops_last_batch(const TrainConfig& config, int64_t train_samples);
+// The sentence a report adds when drops_last_batch drops a batch that a small set would keep ("":
+// nothing to say).
+std::string last_batch_note(const TrainConfig& config, int64_t train_samples);
 
 // The run's learning-rate schedule over `total` steps, from optim: Warmup(warmup_steps), then
 // CosineAnnealingLR(total - warmup_steps), StepLR(step_every, step_gamma) or Constant().
