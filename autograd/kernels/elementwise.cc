@@ -1,10 +1,18 @@
-// Elementwise kernels: compiled once per Highway target, dispatched at run time.
+// Elementwise kernels: compiled once per Highway target, dispatched at run time; large calls split
+// over the thread pool.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "autograd/kernels/elementwise.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
 #include "autograd/kernels/elementwise-inl.h"
 #include "hwy/highway.h"
+
+#if HWY_ONCE
+#include <algorithm>
+
+#include "autograd/kernels/pool.h"
+#include "autograd/parallel.h"
+#endif
 
 HWY_BEFORE_NAMESPACE();
 namespace normlab::autograd::kernels::HWY_NAMESPACE {
@@ -34,22 +42,82 @@ HWY_EXPORT(AxpyF32);
 HWY_EXPORT(AxpyF64);
 HWY_EXPORT(TargetId);
 
+namespace {
+
+// Elementwise work of at least this many elements runs on the thread pool in parts (below it,
+// waking a worker costs about what the work does). Every element is computed by the same lane
+// arithmetic whichever part (and whether the vector body or the one-lane tail) it falls in, so the
+// results do not depend on the thread count.
+constexpr int64_t kParallelElems = int64_t(1) << 16;
+
+// Runs fn(begin, end) over [0, n): in one call when small, else in 4 parts per thread, each a
+// whole number of 64-element blocks (no two threads write one cache line).
+template <class Fn>
+void in_parts(int64_t n, const Fn& fn) {
+  const int threads = n < kParallelElems ? 1 : autograd::num_threads();
+  if (threads <= 1) return fn(int64_t{0}, n);
+  const int64_t blocks = (n + 63) / 64, parts = std::min<int64_t>(4 * threads, blocks);
+  parallel_parts(threads, parts, [&](int64_t q) {
+    const int64_t b = blocks * q / parts * 64, e = std::min(n, blocks * (q + 1) / parts * 64);
+    if (b < e) fn(b, e);
+  });
+}
+
+// A broadcast binary op split along its outermost dim (the plan's rows are independent).
+template <typename T, class Kernel>
+void binary_in_parts(const BroadcastPlan& p, const T* a, const T* b, T* out, const Kernel& kernel) {
+  int64_t total = 1, inner = 1;
+  for (int d = 0; d < p.rank; ++d) total *= p.size[d];
+  for (int d = 1; d < p.rank; ++d) inner *= p.size[d];
+  if (p.rank == 0 || total < kParallelElems) return kernel(p, a, b, out);
+  if (p.rank == 1) {  // flat: split the one loop
+    return in_parts(total, [&](int64_t i0, int64_t i1) {
+      BroadcastPlan part = p;
+      part.size[0] = i1 - i0;
+      kernel(part, a + i0 * p.sa[0], b + i0 * p.sb[0], out + i0);
+    });
+  }
+  const int threads = autograd::num_threads();
+  const int64_t rows = p.size[0], parts = std::min<int64_t>(4 * threads, rows);
+  if (threads <= 1 || parts < 2) return kernel(p, a, b, out);
+  parallel_parts(threads, parts, [&](int64_t q) {
+    const int64_t r0 = rows * q / parts, r1 = rows * (q + 1) / parts;
+    BroadcastPlan part = p;
+    part.size[0] = r1 - r0;
+    if (r0 < r1) kernel(part, a + r0 * p.sa[0], b + r0 * p.sb[0], out + r0 * inner);
+  });
+}
+
+}  // namespace
+
 void binary(BinaryOp op, const BroadcastPlan& p, const float* a, const float* b, float* out) {
-  HWY_DYNAMIC_DISPATCH(BinaryF32)(op, p, a, b, out);
+  binary_in_parts(p, a, b, out, [op](const BroadcastPlan& q, const float* x, const float* y, float* z) {
+    HWY_DYNAMIC_DISPATCH(BinaryF32)(op, q, x, y, z);
+  });
 }
 void binary(BinaryOp op, const BroadcastPlan& p, const double* a, const double* b, double* out) {
-  HWY_DYNAMIC_DISPATCH(BinaryF64)(op, p, a, b, out);
+  binary_in_parts(p, a, b, out, [op](const BroadcastPlan& q, const double* x, const double* y, double* z) {
+    HWY_DYNAMIC_DISPATCH(BinaryF64)(op, q, x, y, z);
+  });
 }
-void unary(UnaryOp op, int64_t n, const float* x, float* y, double p) { HWY_DYNAMIC_DISPATCH(UnaryF32)(op, n, x, y, p); }
-void unary(UnaryOp op, int64_t n, const double* x, double* y, double p) { HWY_DYNAMIC_DISPATCH(UnaryF64)(op, n, x, y, p); }
+void unary(UnaryOp op, int64_t n, const float* x, float* y, double p) {
+  in_parts(n, [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(UnaryF32)(op, e - b, x + b, y + b, p); });
+}
+void unary(UnaryOp op, int64_t n, const double* x, double* y, double p) {
+  in_parts(n, [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(UnaryF64)(op, e - b, x + b, y + b, p); });
+}
 void unary_grad(UnaryGradOp op, int64_t n, const float* v, const float* g, float* dx, double p) {
-  HWY_DYNAMIC_DISPATCH(UnaryGradF32)(op, n, v, g, dx, p);
+  in_parts(n, [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(UnaryGradF32)(op, e - b, v + b, g + b, dx + b, p); });
 }
 void unary_grad(UnaryGradOp op, int64_t n, const double* v, const double* g, double* dx, double p) {
-  HWY_DYNAMIC_DISPATCH(UnaryGradF64)(op, n, v, g, dx, p);
+  in_parts(n, [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(UnaryGradF64)(op, e - b, v + b, g + b, dx + b, p); });
 }
-void axpy(int64_t n, double alpha, const float* x, float* y) { HWY_DYNAMIC_DISPATCH(AxpyF32)(n, alpha, x, y); }
-void axpy(int64_t n, double alpha, const double* x, double* y) { HWY_DYNAMIC_DISPATCH(AxpyF64)(n, alpha, x, y); }
+void axpy(int64_t n, double alpha, const float* x, float* y) {
+  in_parts(n, [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(AxpyF32)(e - b, alpha, x + b, y + b); });
+}
+void axpy(int64_t n, double alpha, const double* x, double* y) {
+  in_parts(n, [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(AxpyF64)(e - b, alpha, x + b, y + b); });
+}
 const char* active_target() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(TargetId)()); }
 
 }  // namespace normlab::autograd::kernels

@@ -11,13 +11,14 @@
 #include <vector>
 
 #include "autograd/error.h"
+#include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/pool.h"
 #include "autograd/kernels/reduce.h"
 #include "autograd/kernels/softmax.h"
 #include "autograd/parallel.h"
-#include "tests/support/targets.h"
 #include "tests/support/random.h"
+#include "tests/support/targets.h"
 
 namespace k = normlab::autograd::kernels;
 using normlab::autograd::num_threads;
@@ -139,6 +140,49 @@ BOOST_AUTO_TEST_CASE(reduce_bitwise_identical_for_1_2_3_threads) {
       }
     }
   }
+}
+
+// Large elementwise calls split over the pool (kernels/elementwise.cc): the same bits for 1, 2 and
+// 3 threads on every target, for lengths around the split threshold and parts that end in tails.
+BOOST_AUTO_TEST_CASE(elementwise_bitwise_identical_for_1_2_3_threads) {
+  ThreadsGuard guard;
+  normlab::test::for_each_target([&] {
+    for (int64_t n : {int64_t(65535), int64_t(65536), int64_t(200003)}) {
+      const auto x = random_vec<float>(n, 3), g = random_vec<float>(n, 4);
+      std::vector<std::vector<float>> outs;
+      for (int threads : {1, 2, 3}) {
+        set_num_threads(threads);
+        std::vector<float> all;
+        for (auto op : {k::UnaryOp::Exp, k::UnaryOp::Gelu, k::UnaryOp::Relu, k::UnaryOp::Tanh}) {
+          std::vector<float> y(n);
+          k::unary(op, n, x.data(), y.data());
+          all.insert(all.end(), y.begin(), y.end());
+        }
+        std::vector<float> dx(n), z = g;
+        k::unary_grad(k::UnaryGradOp::Gelu, n, x.data(), g.data(), dx.data());
+        k::axpy(n, 0.37, x.data(), z.data());
+        all.insert(all.end(), dx.begin(), dx.end());
+        all.insert(all.end(), z.begin(), z.end());
+        k::BroadcastPlan flat;  // flat a * b, and a (n/7 rows, 7) plus a row vector b (7)
+        flat.rank = 1, flat.size[0] = n, flat.sa[0] = 1, flat.sb[0] = 1;
+        std::vector<float> ab(n);
+        k::binary(k::BinaryOp::Mul, flat, x.data(), g.data(), ab.data());
+        all.insert(all.end(), ab.begin(), ab.end());
+        k::BroadcastPlan rows;
+        rows.rank = 2, rows.size[0] = n / 7, rows.size[1] = 7, rows.sa[0] = 7, rows.sa[1] = 1, rows.sb[0] = 0, rows.sb[1] = 1;
+        std::vector<float> rb(n / 7 * 7);
+        k::binary(k::BinaryOp::Add, rows, x.data(), g.data(), rb.data());
+        all.insert(all.end(), rb.begin(), rb.end());
+        outs.push_back(std::move(all));
+      }
+      BOOST_TEST_CONTEXT("n " << n) {
+        BOOST_TEST(std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * sizeof(float)) == 0);
+        BOOST_TEST(std::memcmp(outs[0].data(), outs[2].data(), outs[0].size() * sizeof(float)) == 0);
+        // and right: the last Add against its definition
+        for (int64_t i = 0; i < n / 7 * 7; ++i) BOOST_TEST(outs[0][outs[0].size() - n / 7 * 7 + i] == x[i] + g[i % 7]);
+      }
+    }
+  });
 }
 
 // cross_entropy's softmax rows and the loss summed over them give bitwise the same results for 1,
