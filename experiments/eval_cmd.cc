@@ -23,18 +23,7 @@ namespace {
 data::Dataset eval_data(const EvalOptions& opt, const SavedModel& m) {
   data::Dataset raw;
   if (!opt.csv.empty()) {
-    if (m.dataset != "csv" || m.feature_names.empty())
-      throw Error("--csv: " + opt.checkpoint + " was trained on " + m.dataset +
-                  ", whose features have no column names; a CSV file can be evaluated with a model trained with --csv" +
-                  (m.dataset == "fashion-mnist" ? " (this one: normlab eval without --csv uses the Fashion-MNIST test set)"
-                                                : ""));
-    data::Dataset train;
-    train.name = opt.checkpoint;
-    train.feature_names = m.feature_names;
-    train.x = autograd::empty({0, static_cast<int64_t>(m.feature_names.size())});
-    train.class_names = m.class_names;
-    train.num_classes = static_cast<int64_t>(m.class_names.size());
-    train.label_name = m.label;
+    const data::Dataset train = csv_columns_of(m, opt.checkpoint, "eval --csv");
     data::CsvOptions o;
     o.label_column = m.label;
     raw = data::read_csv(opt.csv, o, train);

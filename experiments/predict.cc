@@ -15,18 +15,7 @@ namespace normlab::experiments {
 
 int run_predict(const std::string& checkpoint, const std::string& csv, const std::string& out, bool quiet) {
   const SavedModel m = load_saved_model(checkpoint);
-  if (m.dataset != "csv" || m.feature_names.empty())
-    throw Error(checkpoint + ": this model was trained on " + m.dataset +
-                ", whose features have no column names; predict reads CSV files, so it needs a model trained "
-                "with --csv (normlab train --csv FILE --label COLUMN)");
-  // The training set as read_csv needs it: feature columns, classes, label column.
-  data::Dataset train;
-  train.name = checkpoint;
-  train.feature_names = m.feature_names;
-  train.x = autograd::empty({0, static_cast<int64_t>(m.feature_names.size())});
-  train.class_names = m.class_names;
-  train.num_classes = static_cast<int64_t>(m.class_names.size());
-  train.label_name = m.label;
+  const data::Dataset train = csv_columns_of(m, checkpoint, "predict");
   data::CsvOptions opt;
   opt.label_column = m.label;
   const data::Dataset rows = data::read_csv_features(csv, opt, train);

@@ -79,4 +79,21 @@ SavedModel load_saved_model(const std::string& path) {
   return m;
 }
 
+data::Dataset csv_columns_of(const SavedModel& m, const std::string& checkpoint, const std::string& what) {
+  if (m.dataset != "csv" || m.feature_names.empty())
+    throw Error(what + ": " + checkpoint + " was trained on " + m.dataset +
+                ", whose features have no column names; a CSV file goes with a model trained with --csv "
+                "(normlab train --csv FILE --label COLUMN)" +
+                (m.dataset == "fashion-mnist" ? "; normlab eval without --csv evaluates it on the Fashion-MNIST test set"
+                                              : ""));
+  data::Dataset train;
+  train.name = checkpoint;
+  train.feature_names = m.feature_names;
+  train.x = autograd::empty({0, static_cast<int64_t>(m.feature_names.size())});
+  train.class_names = m.class_names;
+  train.num_classes = static_cast<int64_t>(m.class_names.size());
+  train.label_name = m.label;
+  return train;
+}
+
 }  // namespace normlab::experiments

@@ -39,4 +39,9 @@ struct SavedModel {
 // another program) or does not fit (weights of other shapes than the metadata's model).
 SavedModel load_saved_model(const std::string& path);
 
+// An empty data set with the model's training columns, classes and label column: what
+// data::read_csv needs to read a file with the same columns for this model. Throws (naming
+// `checkpoint` and `what` the file is for) unless the model was trained on a CSV file.
+data::Dataset csv_columns_of(const SavedModel& m, const std::string& checkpoint, const std::string& what);
+
 }  // namespace normlab::experiments

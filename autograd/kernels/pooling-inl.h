@@ -156,26 +156,36 @@ inline void ZeroUnpooledEdges(int64_t h, int64_t w, float* g) {
 }
 #endif
 
-inline void MaxPool2x2Backward(int64_t planes, int64_t h, int64_t w, const float* dy, const int32_t* idx, float* dx) {
-#if HWY_TARGET == HWY_SCALAR
-  ref::max_pool_2x2_backward(planes, h, w, dy, idx, dx);
-#else
+#if HWY_TARGET != HWY_SCALAR
+// The loops of the 2x2 backward kernels: block(tag, q, i, ox, g0, g1) writes the gradients of
+// outputs ox.. of row i of plane q to rows 2i (g0) and 2i + 1 (g1) of dx; then the edges a 2x2
+// window never covers are zeroed. False (nothing written) when rows are shorter than 4 outputs.
+template <class Block>
+HWY_INLINE bool Unpool2x2(int64_t planes, int64_t h, int64_t w, float* dx, const Block& block) {
   const int64_t oh = h / 2, ow = w / 2;
+  if (ow < static_cast<int64_t>(hn::Lanes(hn::CappedTag<float, 4>()))) return false;
   for (int64_t q = 0; q < planes; ++q) {
     float* g = dx + q * h * w;
-    const float* d = dy + q * oh * ow;
-    const int32_t* ix = idx + q * oh * ow;
-    const bool done = ForRows(oh, ow, [&](auto tag, int64_t i) HWY_ATTR {
+    ForRows(oh, ow, [&](auto tag, int64_t i) HWY_ATTR {
       float* g0 = g + 2 * i * w;
-      const int32_t base = static_cast<int32_t>(2 * i * w);
-      ForBlocks(tag, ow, [&](auto t, int64_t ox) HWY_ATTR {
-        MaxUnpoolBlock(t, d + i * ow, ix + i * ow, base, static_cast<int32_t>(w), ox, g0, g0 + w);
-      });
+      ForBlocks(tag, ow, [&](auto t, int64_t ox) HWY_ATTR { block(t, q, i, ox, g0, g0 + w); });
     });
-    if (!done) return ref::max_pool_2x2_backward(planes - q, h, w, d, ix, g);
     ZeroUnpooledEdges(h, w, g);
   }
+  return true;
+}
 #endif
+
+inline void MaxPool2x2Backward(int64_t planes, int64_t h, int64_t w, const float* dy, const int32_t* idx, float* dx) {
+#if HWY_TARGET != HWY_SCALAR
+  const int64_t oh = h / 2, ow = w / 2;
+  if (Unpool2x2(planes, h, w, dx, [&](auto t, int64_t q, int64_t i, int64_t ox, float* g0, float* g1) HWY_ATTR {
+        const int64_t row = (q * oh + i) * ow;
+        MaxUnpoolBlock(t, dy + row, idx + row, static_cast<int32_t>(2 * i * w), static_cast<int32_t>(w), ox, g0, g1);
+      }))
+    return;
+#endif
+  ref::max_pool_2x2_backward(planes, h, w, dy, idx, dx);
 }
 
 inline void AvgPool2x2(int64_t planes, int64_t h, int64_t w, const float* x, float* y) {
@@ -196,21 +206,14 @@ inline void AvgPool2x2(int64_t planes, int64_t h, int64_t w, const float* x, flo
 }
 
 inline void AvgPool2x2Backward(int64_t planes, int64_t h, int64_t w, const float* dy, float* dx) {
-#if HWY_TARGET == HWY_SCALAR
-  ref::avg_pool_2x2_backward(planes, h, w, dy, dx);
-#else
+#if HWY_TARGET != HWY_SCALAR
   const int64_t oh = h / 2, ow = w / 2;
-  for (int64_t q = 0; q < planes; ++q) {
-    float* g = dx + q * h * w;
-    const float* d = dy + q * oh * ow;
-    const bool done = ForRows(oh, ow, [&](auto tag, int64_t i) HWY_ATTR {
-      float* g0 = g + 2 * i * w;
-      ForBlocks(tag, ow, [&](auto t, int64_t ox) HWY_ATTR { AvgUnpoolBlock(t, d + i * ow, ox, g0, g0 + w); });
-    });
-    if (!done) return ref::avg_pool_2x2_backward(planes - q, h, w, d, g);
-    ZeroUnpooledEdges(h, w, g);
-  }
+  if (Unpool2x2(planes, h, w, dx, [&](auto t, int64_t q, int64_t i, int64_t ox, float* g0, float* g1) HWY_ATTR {
+        AvgUnpoolBlock(t, dy + (q * oh + i) * ow, ox, g0, g1);
+      }))
+    return;
 #endif
+  ref::avg_pool_2x2_backward(planes, h, w, dy, dx);
 }
 
 inline void GlobalAvgPool(int64_t planes, int64_t n, const float* x, float* y) {

@@ -792,7 +792,7 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_records_its_data_and_predict_uses_it) {
   // Errors: a model without column names, a file without the model's columns, not a checkpoint.
   BOOST_REQUIRE(run({"train", "--quick", "--epochs", "1", "--quiet", "--out", (t.dir / "moons").string()}) == 0);
   expect_error({"predict", "--checkpoint", (t.dir / "moons" / "model.safetensors").string(), "--csv", csv},
-               std::vector<std::string>{"trained on moons", "needs a model trained with --csv"});
+               std::vector<std::string>{"trained on moons", "goes with a model trained with --csv"});
   {
     std::ofstream f(dir / "short.csv");
     f << "sepal_length,sepal_width,petal_length\n1,2,3\n";
@@ -847,7 +847,7 @@ BOOST_AUTO_TEST_CASE(eval_reads_a_checkpoint_back) {
                std::vector<std::string>{"trained on csv", "--csv FILE", "\"species\""});
   expect_error({"eval", "--checkpoint", (t.dir / "f" / "model.safetensors").string(), "--csv", csv, "--out",
                 (t.dir / "x").string()},
-               std::vector<std::string>{"trained on fashion-mnist", "without --csv uses the Fashion-MNIST test set"});
+               std::vector<std::string>{"trained on fashion-mnist", "without --csv evaluates it on the Fashion-MNIST test set"});
   BOOST_TEST(!fs::exists(t.dir / "x"));
   BOOST_REQUIRE(run({"eval", "--checkpoint", ckpt, "--csv", csv, "--quiet", "--out", (t.dir / "ei").string()}) == 0);
   BOOST_TEST(split_lines(slurp(t.dir / "ei" / "per_class.csv")).size() == 4u);
