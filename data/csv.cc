@@ -25,6 +25,8 @@
 #include <optional>
 #include <set>
 
+#include <zlib.h>
+
 namespace normlab::data {
 
 namespace {
@@ -135,6 +137,10 @@ class Lines {
   static constexpr uintmax_t kWholeFileBytes = uintmax_t{1} << 20;
 
   explicit Lines(const std::string& path) {
+    if (is_gzip(path)) {
+      read_gzip(path);
+      return;
+    }
     std::error_code ec;
     const uintmax_t size = std::filesystem::file_size(path, ec);
     if (ec || size > kWholeFileBytes || !read_whole(path)) reader_.emplace(path);
@@ -159,6 +165,41 @@ class Lines {
   }
 
  private:
+  // True when the file starts with gzip's magic bytes 1f 8b.
+  static bool is_gzip(const std::string& path) {
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+    if (!f) throw Error(path + ": cannot open: " + std::strerror(errno));
+    unsigned char magic[2] = {0, 0};
+    return std::fread(magic, 1, 2, f.get()) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  }
+
+  // Decompresses a gzip file whole into text_ (zlib); a corrupt or cut stream is an error.
+  void read_gzip(const std::string& path) {
+    gzFile gz = gzopen(path.c_str(), "rb");
+    if (!gz) throw Error(path + ": cannot open: " + std::strerror(errno));
+    std::unique_ptr<gzFile_s, int (*)(gzFile)> closer(gz, &gzclose);
+    char buf[1 << 16];
+    for (;;) {
+      const int got = gzread(gz, buf, sizeof buf);
+      if (got < 0) {
+        int code = 0;
+        const char* msg = gzerror(gz, &code);
+        throw Error(path + ": corrupt gzip data (" + (msg ? msg : "unknown zlib error") + ")");
+      }
+      if (got == 0) {
+        // zlib reports a stream cut short only as a soft Z_BUF_ERROR at the end of the data.
+        int code = Z_OK;
+        const char* msg = gzerror(gz, &code);
+        if (code == Z_BUF_ERROR)
+          throw Error(path + ": truncated gzip file (" + (msg ? msg : "unexpected end of file") +
+                      "; the compressed data or its CRC and size trailer is missing)");
+        break;
+      }
+      text_.append(buf, static_cast<size_t>(got));
+    }
+    if (text_.compare(0, 3, "\xEF\xBB\xBF") == 0) pos_ = 3;
+  }
+
   // Reads the whole file into text_; false if it grew past kWholeFileBytes meanwhile.
   bool read_whole(const std::string& path) {
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
@@ -178,6 +219,19 @@ class Lines {
   std::optional<io::LineReader> reader_;  // large files
 };
 
+// A hint when a header looks laid out otherwise than the options say: another separator, a
+// comment line, or no header at all ("" when nothing stands out).
+std::string layout_hint(std::string_view header_line, const CsvOptions& opt) {
+  const std::string_view t = trim(header_line);
+  if (!opt.comment && !t.empty() && t.front() == '#')
+    return " (the first line starts with '#': a comment? --csv-comment '#')";
+  for (const char sep : {';', '\t', '|'})
+    if (sep != opt.delimiter && t.find(sep) != std::string_view::npos && t.find(opt.delimiter) == std::string_view::npos)
+      return std::string(" (the line holds ") + (sep == '\t' ? "tabs" : std::string("'") + sep + "'") +
+             " and no '" + opt.delimiter + "': --csv-sep " + (sep == '\t' ? "tab" : std::string("'") + sep + "'") + "?)";
+  return "";
+}
+
 // Reads the file; train (if given) fixes the feature columns and the class mapping.
 Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* train) {
   namespace fs = std::filesystem;
@@ -190,18 +244,31 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
   try {
     Lines lines(path);
     auto next_line = [&](int64_t& number) -> std::optional<std::string_view> {
-      // Skips blank lines; returns nullopt at the end of the file.
-      while (const std::optional<std::string_view> line = lines.next(number))
-        if (!trim(*line).empty()) return line;
+      // Skips blank lines and comment lines; returns nullopt at the end of the file.
+      while (const std::optional<std::string_view> line = lines.next(number)) {
+        const std::string_view t = trim(*line);
+        if (!t.empty() && !(opt.comment && t.front() == opt.comment)) return line;
+      }
       return std::nullopt;
     };
 
-    // Header.
+    // Rows skipped at the top (e.g. scikit-learn's "150,4,setosa,versicolor,virginica" line).
     int64_t line_no = 0;
+    for (int64_t k = 0; k < opt.skip_rows; ++k)
+      if (!lines.next(line_no))
+        throw Error(path + ": the file has " + std::to_string(line_no) + " lines, fewer than the " +
+                    std::to_string(opt.skip_rows) + " to skip (--csv-skip-rows)");
+
+    // Header (or, without one, the first row, whose fields are numbered).
     std::optional<std::string_view> line = next_line(line_no);
-    if (!line) throw Error(path + ": the file is empty (expected a header row with column names)");
-    const int64_t header_line = line_no;
-    const std::vector<std::string> header = split_csv_line(std::string(*line), opt.delimiter, path, line_no);
+    if (!line)
+      throw Error(path + ": the file is empty" + (opt.skip_rows ? " after the skipped rows" : "") +
+                  (opt.header ? " (expected a header row with column names)" : " (expected data rows)"));
+    const int64_t header_line = opt.header ? line_no : 0;
+    std::vector<std::string> header = split_csv_line(std::string(*line), opt.delimiter, path, line_no);
+    const bool first_is_data = !opt.header;
+    if (first_is_data)
+      for (size_t c = 0; c < header.size(); ++c) header[c] = std::to_string(c);
     std::vector<std::string> fields;  // reused for every row
     const size_t width = header.size();
     std::set<std::string> seen;
@@ -214,14 +281,14 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
         throw Error(at_cell(path, line_no, c, header[c]) + ": duplicate column name in the header");
       all_numeric = all_numeric && parse_number(header[c]).has_value();
     }
-    if (all_numeric)
+    if (all_numeric && opt.header)
       throw Error(at_line(path, line_no) + ": no header row (every field is a number: \"" +
-                  std::string(trim(*line)) + "\"); expected column names in the first row");
+                  std::string(trim(*line)) + "\"); expected column names in the first row, or --csv-no-header for a file without them");
     const auto label_it = std::find(header.begin(), header.end(), opt.label_column);
     const bool has_label = label_it != header.end();
     if (!has_label && !opt.label_optional)
       throw Error(at_line(path, line_no) + ": no column \"" + opt.label_column +
-                  "\" for the label in the header; the columns are: " + join(header));
+                  "\" for the label in the header; the columns are: " + join(header) + layout_hint(*line, opt));
     const size_t label_col = has_label ? static_cast<size_t>(label_it - header.begin()) : width;  // width: none
     if (has_label && width < 2)
       throw Error(at_line(path, line_no) + ": the header has only the label column \"" + opt.label_column +
@@ -256,11 +323,13 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
     std::vector<std::string> label_text;
     std::vector<int64_t> label_line;  // the file line of each row
     std::vector<float> row(d);
-    while ((line = next_line(line_no))) {
+    bool pending = first_is_data;  // without a header, the first row read above is data
+    while (pending || (line = next_line(line_no))) {
+      pending = false;
       split_fields(*line, opt.delimiter, path, line_no, fields);
       if (fields.size() != width)
         throw Error(at_line(path, line_no) + ": expected " + std::to_string(width) +
-                    " fields (as in the header, line " + std::to_string(header_line) + "), got " +
+                    " fields (as in " + (opt.header ? "the header, line " + std::to_string(header_line) : std::string("the first row")) + "), got " +
                     std::to_string(fields.size()) +
                     (fields.size() < width
                          ? " (column " + std::to_string(fields.size() + 1) + " \"" + header[fields.size()] +

@@ -14,7 +14,10 @@ enum class Task { Classification, Regression };
 struct CsvOptions {
   std::string label_column;               // the label column's name, as in the header (required)
   Task task = Task::Classification;       // classes or regression targets
-  char delimiter = ',';                   // field separator
+  char delimiter = ',';                   // field separator (pandas: sep)
+  char comment = 0;                       // lines starting with it (after spaces) are skipped; 0: none
+  bool header = true;                     // false: no header row, the columns are named 0, 1, 2, ...
+  int64_t skip_rows = 0;                  // lines skipped at the top of the file, before the header
   bool label_optional = false;            // read_csv_features: the label column may be absent
 };
 
@@ -25,7 +28,7 @@ std::vector<std::string> split_csv_line(const std::string& line, char delimiter,
                                         int64_t line_number);
 
 // Reads a training (or whole) CSV data set (files over 1 MiB stream through the Fast C++ CSV
-// Parser's io::LineReader).
+// Parser's io::LineReader; a gzip file, known by its first two bytes, is decompressed whole).
 // Features: every column but the label, in file order, each cell a finite number. Classification:
 // if every label is an integer, classes are those integers sorted numerically (so 0..9 stay 0..9);
 // otherwise the label strings sorted bytewise (as scikit-learn's LabelEncoder). class_names holds

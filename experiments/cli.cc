@@ -78,6 +78,29 @@ CLI::Option* preset_default(CLI::Option* opt, const std::string& defaults) {
   return opt;
 }
 
+// How a CSV file is laid out (pandas's names): separator, comment lines, header, leading rows.
+void add_csv_format_options(CLI::App* a, data::CsvOptions& f) {
+  a->add_option_function<std::string>(
+       "--csv-sep",
+       [&f](const std::string& v) {
+         if (v == "\\t" || v == "tab" || v == "\t") f.delimiter = '\t';
+         else if (v.size() == 1 && v != "\"" && v != "\n" && v != "\r") f.delimiter = v[0];
+         else throw CLI::ValidationError("--csv-sep", "expected one character (or tab, \\t), got '" + v + "'");
+       },
+       "CSV field separator: one character, or tab (default ,)");
+  a->add_option_function<std::string>(
+       "--csv-comment",
+       [&f](const std::string& v) {
+         if (v.size() != 1 || v == " " || v == "\"") throw CLI::ValidationError("--csv-comment", "expected one character, got '" + v + "'");
+         f.comment = v[0];
+       },
+       "CSV lines starting with this character are skipped (e.g. #)");
+  a->add_flag_callback("--csv-no-header", [&f] { f.header = false; },
+                       "the CSV file has no header row: its columns are named 0, 1, 2, ... (--label 4)");
+  a->add_option("--csv-skip-rows", f.skip_rows, "lines to skip at the top of the CSV file, before the header")
+      ->check(whole(0, kMaxInt));
+}
+
 void add_data_options(CLI::App* a, Options& o) {
   const bool study = a->get_name() == "study";
   preset_default(a->add_option("--dataset", o.data.name, "fashion-mnist, csv, spirals, moons, circles, blobs or xor"),
@@ -85,6 +108,7 @@ void add_data_options(CLI::App* a, Options& o) {
   a->add_option("--csv", o.data.csv_path, "CSV file (--dataset csv, implied): header row, numeric features")->check(non_empty());
   a->add_option("--csv-test", o.data.csv_test_path, "CSV test file (else a fraction of --csv is held out)")->check(non_empty());
   a->add_option("--label", o.data.label, "the label column of the CSV file")->check(non_empty());
+  add_csv_format_options(a, o.data.csv_format);
   a->add_option("--data-dir", o.data.fashion_dir, "folder of the Fashion-MNIST files (*-ubyte.gz)")
       ->check(non_empty());
   a->add_option("--train-limit", o.data.train_limit, "use only the first N training samples (0: all; of any data set)")->check(whole(0, kMaxInt));
@@ -238,7 +262,7 @@ void check_applicable(const Options& o, CLI::App* sub) {
                                : given("--csv")   ? ", named by --csv"
                                : o.quick          ? ", the --quick default"
                                                   : ", the default");
-  for (const char* flag : {"--csv", "--csv-test", "--label"})
+  for (const char* flag : {"--csv", "--csv-test", "--label", "--csv-sep", "--csv-comment", "--csv-no-header", "--csv-skip-rows"})
     if (ds != "csv" && given(flag)) throw Error(std::string(flag) + " goes with --dataset csv; " + dataset);
   for (const char* flag : {"--samples", "--noise"})
     if (!synthetic && given(flag))
@@ -426,12 +450,14 @@ Subcommands add_subcommands(CLI::App& app, Options& o) {
       ->check(non_empty())
       ->default_str("out/predict/predictions.csv");
   s.predict->add_flag("--quiet", o.quiet, "print nothing");
+  add_csv_format_options(s.predict, o.data.csv_format);
 
   s.eval = app.add_subcommand("eval", "a saved model's accuracy, per-class accuracy and confusion matrix");
   s.eval->add_option("--checkpoint", o.checkpoint, "model.safetensors written by normlab train")->required()->check(non_empty());
   s.eval->add_option("--csv", o.input_csv, "labelled CSV file (models trained on a CSV file; Fashion-MNIST models: "
                                           "the test set without it)")
       ->check(non_empty());
+  add_csv_format_options(s.eval, o.data.csv_format);
   s.eval->add_option("--data-dir", o.data.fashion_dir, "folder of the Fashion-MNIST files (*-ubyte.gz)")->check(non_empty());
   s.eval->add_option("--eval-batch", o.train.eval_batch, "evaluation batch size")->check(whole(1, kMaxBatch))->capture_default_str();
   add_output_options(s.eval, o);
@@ -618,14 +644,14 @@ int run_cli(int argc, char** argv) {
   parse(p, argc, argv);
   if (!p.sub) return p.help_status;
   if (p.sub == p.subs.demo) return run_demo(p.o.demo_steps);
-  if (p.sub == p.subs.predict) return run_predict(p.o.checkpoint, p.o.input_csv, p.o.out, p.o.quiet);
+  if (p.sub == p.subs.predict) return run_predict(p.o.checkpoint, p.o.input_csv, p.o.data.csv_format, p.o.out, p.o.quiet);
   autograd::set_num_threads(p.o.threads);
   if (p.sub == p.subs.eval) {
     ResultSet set(p.o.out);
     StudyContext ctx = context_of_command(p.o, argc, argv);
     ctx.out = set.dir();
     run_eval(EvalOptions{.checkpoint = p.o.checkpoint, .csv = p.o.input_csv, .fashion_dir = p.o.data.fashion_dir,
-                         .eval_batch = p.o.train.eval_batch},
+                         .eval_batch = p.o.train.eval_batch, .csv_format = p.o.data.csv_format},
              ctx);
     set.commit();
     std::printf("normlab: results in %s (report.md)\n", p.o.out.c_str());

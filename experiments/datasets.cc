@@ -39,7 +39,7 @@ Splits load_data(const DataSpec& spec) {
   } else if (spec.name == "csv") {
     if (spec.csv_path.empty()) throw Error("--dataset csv needs --csv FILE (and --label COLUMN)");
     if (spec.label.empty()) throw Error("--dataset csv needs --label COLUMN, the name of the label column");
-    data::CsvOptions o;
+    data::CsvOptions o = spec.csv_format;
     o.label_column = spec.label;
     data::Dataset all = data::read_csv(spec.csv_path, o);
     if (!spec.csv_test_path.empty()) {

@@ -24,7 +24,7 @@ data::Dataset eval_data(const EvalOptions& opt, const SavedModel& m) {
   data::Dataset raw;
   if (!opt.csv.empty()) {
     const data::Dataset train = csv_columns_of(m, opt.checkpoint, "eval --csv");
-    data::CsvOptions o;
+    data::CsvOptions o = opt.csv_format;
     o.label_column = m.label;
     raw = data::read_csv(opt.csv, o, train);
   } else if (m.dataset == "fashion-mnist") {

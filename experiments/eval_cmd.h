@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "data/csv.h"
 #include "experiments/study.h"
 
 namespace normlab::experiments {
@@ -13,6 +14,7 @@ struct EvalOptions {
   std::string csv;         // a labelled CSV file (models trained on a CSV file); empty: the test set
   std::string fashion_dir = "/usr/share/datasets/fashion-mnist";  // Fashion-MNIST models: its test set
   int64_t eval_batch = 1000;
+  data::CsvOptions csv_format;  // how --csv is laid out (separator, comments, header, skipped rows)
 };
 
 // Evaluates the checkpoint's model on the CSV file (with the training columns and label) or, for a

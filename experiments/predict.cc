@@ -13,10 +13,11 @@
 
 namespace normlab::experiments {
 
-int run_predict(const std::string& checkpoint, const std::string& csv, const std::string& out, bool quiet) {
+int run_predict(const std::string& checkpoint, const std::string& csv, const data::CsvOptions& format,
+                const std::string& out, bool quiet) {
   const SavedModel m = load_saved_model(checkpoint);
   const data::Dataset train = csv_columns_of(m, checkpoint, "predict");
-  data::CsvOptions opt;
+  data::CsvOptions opt = format;
   opt.label_column = m.label;
   const data::Dataset rows = data::read_csv_features(csv, opt, train);
   const bool labelled = !rows.labels.empty();

@@ -3,14 +3,18 @@
 #pragma once
 #include <string>
 
+#include "data/csv.h"
+
 namespace normlab::experiments {
 
 // Reads the checkpoint (saved_model.h) and the CSV file (its feature columns by name, in any
-// order; the label column optional: with it, the accuracy is printed), standardizes the features
+// order, laid out as `format` says; the label column optional: with it, the accuracy is printed),
+// standardizes the features
 // as in training, and writes `out` atomically: one row per data row with its file line, the
 // predicted class name, the label when the file has one, and p_<class> for every class. Returns
 // the exit status; errors (a checkpoint of a model not trained on a CSV file, missing columns,
 // bad cells) are normlab::Error naming the file, line and column.
-int run_predict(const std::string& checkpoint, const std::string& csv, const std::string& out, bool quiet);
+int run_predict(const std::string& checkpoint, const std::string& csv, const data::CsvOptions& format,
+                const std::string& out, bool quiet);
 
 }  // namespace normlab::experiments

@@ -2,6 +2,8 @@
 #include <boost/test/unit_test.hpp>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -210,6 +212,90 @@ BOOST_AUTO_TEST_CASE(split_line_quotes_and_trimming) {
   BOOST_TEST(split_csv_line("", ',', "f", 1) == (V{""}));
   check_mentions(error_of([] { split_csv_line("1,\"a\"b", ',', "f.csv", 7); }),
                  {"f.csv", "line 7", "column 2", "after the closing quote"});
+}
+
+namespace {
+
+// A file in the temporary folder with this content, removed at the end of the test.
+struct TempFile {
+  std::string path;
+  explicit TempFile(const std::string& name, const std::string& content, bool gzip = false)
+      : path((std::filesystem::temp_directory_path() / ("normlab_csv_" + std::to_string(::getpid()) + "_" + name)).string()) {
+    if (gzip) {
+      gzFile gz = gzopen(path.c_str(), "wb");
+      BOOST_REQUIRE(gz);
+      BOOST_REQUIRE(gzwrite(gz, content.data(), static_cast<unsigned>(content.size())) == static_cast<int>(content.size()));
+      gzclose(gz);
+    } else {
+      std::ofstream(path, std::ios::binary) << content;
+    }
+  }
+  ~TempFile() { std::filesystem::remove(path); }
+};
+
+const std::string kRows = "5.1,3.5,setosa\n7.0,3.2,versicolor\n6.3,3.3,virginica\n4.9,3.0,setosa\n";
+
+void check_iris_rows(const Dataset& ds) {
+  BOOST_TEST(ds.size() == 4);
+  check_tensor(ds.x, {5.1, 3.5, 7.0, 3.2, 6.3, 3.3, 4.9, 3.0});
+  BOOST_TEST(ds.class_names == (std::vector<std::string>{"setosa", "versicolor", "virginica"}));
+  BOOST_TEST(ds.labels == (std::vector<int64_t>{0, 1, 2, 0}));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(layouts_of_real_files) {
+  // scikit-learn's datasets: a "<rows>,<features>,<class names>" line, then rows without a header.
+  {
+    TempFile f("sklearn.csv", "4,2,setosa,versicolor,virginica\n" + kRows);
+    CsvOptions o = classify("2");
+    o.header = false, o.skip_rows = 1;
+    const Dataset ds = read_csv(f.path, o);
+    check_iris_rows(ds);
+    BOOST_TEST(ds.feature_names == (std::vector<std::string>{"0", "1"}));
+    BOOST_TEST(ds.lines == (std::vector<int64_t>{2, 3, 4, 5}));
+  }
+  // Semicolons, comment lines before the header and among the rows.
+  {
+    std::string text = "# measured in cm\na;b;label\n";
+    for (char c : kRows) text += c == ',' ? ';' : c;
+    text.insert(text.find("7.0"), "  # one more comment\n");
+    TempFile f("semicolons.csv", text);
+    CsvOptions o = classify("label");
+    o.delimiter = ';', o.comment = '#';
+    check_iris_rows(read_csv(f.path, o));
+    // Without the options, hints: the comment, then the separator.
+    check_mentions(error_of([&] { read_csv(f.path, classify("label")); }), {"line 1", "--csv-comment '#'"});
+    CsvOptions c = classify("label");
+    c.comment = '#';
+    check_mentions(error_of([&] { read_csv(f.path, c); }), {"line 2", "--csv-sep ';'"});
+  }
+  // Tabs.
+  {
+    std::string text = "a\tb\tlabel\n";
+    for (char c : kRows) text += c == ',' ? '\t' : c;
+    TempFile f("tabs.tsv", text);
+    CsvOptions o = classify("label");
+    o.delimiter = '\t';
+    check_iris_rows(read_csv(f.path, o));
+    check_mentions(error_of([&] { read_csv(f.path, classify("label")); }), {"--csv-sep tab"});
+  }
+  // gzip, recognized by its magic bytes whatever the name; a file cut short is an error.
+  {
+    TempFile f("iris.csv.gz", "a,b,label\n" + kRows, true);
+    check_iris_rows(read_csv(f.path, classify("label")));
+    std::ifstream in(f.path, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    TempFile cut("cut.gz", bytes.substr(0, bytes.size() - 12));
+    check_mentions(error_of([&] { read_csv(cut.path, classify("label")); }), {"cut.gz", "truncated gzip file"});
+  }
+  // More rows to skip than the file has; no header asked of an empty file.
+  {
+    TempFile f("short.csv", "a,b,label\n5.1,3.5,setosa\n");
+    CsvOptions o = classify("label");
+    o.skip_rows = 5;
+    check_mentions(error_of([&] { read_csv(f.path, o); }), {"fewer than the 5 to skip", "--csv-skip-rows"});
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

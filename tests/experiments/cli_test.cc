@@ -644,6 +644,8 @@ BOOST_AUTO_TEST_CASE(flags_that_cannot_apply_are_usage_errors_in_every_subcomman
   const std::vector<Case> cases = {
       {{"--dataset", "moons", "--csv-test", csv}, {"--csv-test goes with --dataset csv", "'moons'"}},
       {{"--dataset", "moons", "--label", "y"}, {"--label goes with --dataset csv"}},
+      {{"--dataset", "moons", "--csv-sep", ";"}, {"--csv-sep goes with --dataset csv"}},
+      {{"--csv-no-header"}, {"--csv-no-header goes with --dataset csv", "'fashion-mnist'"}},
       {{"--dataset", "spirals", "--csv", csv}, {"--csv goes with --dataset csv", "'spirals'"}},
       {{"--samples", "100"}, {"--samples sets a synthetic data set", "'fashion-mnist', the default"}},
       {{"--noise", "0.2"}, {"--noise sets a synthetic data set", "'fashion-mnist'"}},
@@ -675,6 +677,8 @@ BOOST_AUTO_TEST_CASE(flags_that_cannot_apply_are_usage_errors_in_every_subcomman
   const std::vector<std::vector<std::string>> accepted = {
       {"train", "--csv", csv, "--label", "species", "--train-limit", "20", "--test-limit", "10"},
       {"train", "--quick", "--csv", csv, "--label", "species"},
+      {"train", "--csv", kFixtures + "sklearn_layout.csv", "--csv-skip-rows", "1", "--csv-no-header", "--label", "4"},
+      {"train", "--csv", kFixtures + "semicolons.csv", "--csv-sep", ";", "--csv-comment", "#", "--label", "species"},
       {"train", "--quick", "--norm", "group", "--groups", "2"},
       {"compare", "--quick", "--norms", "none,group", "--groups", "2"},
       {"study", "--groups", "4"},  // the study's CNN part runs GroupNorm
@@ -894,6 +898,29 @@ BOOST_AUTO_TEST_CASE(small_data_sets_train_with_the_default_batch_size) {
   BOOST_REQUIRE(run({"train", "--csv", csv, "--label", "species", "--test-fraction", "0.25", "--epochs", "1",
                      "--batch-size", "22", "--norm", "layer", "--quiet", "--out", (t.dir / "c").string()}) == 0);
   BOOST_TEST(split_lines(slurp(t.dir / "c" / "steps.csv")).size() == 4u);  // 22 + 22 + 1
+}
+
+BOOST_AUTO_TEST_CASE(csv_files_in_the_layouts_of_real_data_sets_train) {
+  // scikit-learn's layout (a count line, no header, the class index last) and a ';'-separated file
+  // with comment lines: the same 60 rows, so the same class counts.
+  Tmp t;
+  const auto trained = [&](std::vector<std::string> args, const std::string& name) {
+    args.insert(args.begin(), "train");
+    args.insert(args.end(), {"--epochs", "1", "--batch-size", "8", "--quiet", "--out", (t.dir / name).string()});
+    BOOST_REQUIRE(run(args) == 0);
+    return nlohmann::json::parse(slurp(t.dir / name / "manifest.json"))["data"];
+  };
+  const auto sk = trained({"--csv", kFixtures + "sklearn_layout.csv", "--csv-skip-rows", "1", "--csv-no-header",
+                           "--label", "4"}, "sk");
+  BOOST_TEST(sk["class_names"] == nlohmann::json::parse(R"(["0","1","2"])"));
+  BOOST_TEST(sk["feature_names"] == nlohmann::json::parse(R"(["0","1","2","3"])"));
+  const auto semi = trained({"--csv", kFixtures + "semicolons.csv", "--csv-sep", ";", "--csv-comment", "#", "--label",
+                             "species"}, "semi");
+  BOOST_TEST(semi["class_names"] == nlohmann::json::parse(R"(["setosa","versicolor","virginica"])"));
+  BOOST_TEST(semi["preprocessing"]["mean"] == sk["preprocessing"]["mean"]);  // the same rows, the same split
+  expect_error({"train", "--csv", kFixtures + "semicolons.csv", "--label", "species", "--csv-sep", "ab", "--out",
+                (t.dir / "x").string()},
+               std::vector<std::string>{"--csv-sep", "expected one character"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()
