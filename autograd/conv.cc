@@ -120,7 +120,7 @@ void winograd_conv(const ConvPlan& p, bool input_grad, const T* in, const T* w, 
 template <typename T>
 void winograd_weight_grad(const ConvPlan& p, const T* dy, const T* x, T* dw) {
   const int64_t og = p.og(), cg = p.geo.channels, usize = 16 * og * cg, all = p.groups * usize;
-  const int64_t chunks = std::max<int64_t>(1, std::min(p.n, kWeightChunks));
+  const int64_t chunks = std::max<int64_t>(1, std::min((p.n + 3) / 4, kWeightChunks));
   Tensor du = empty({chunks, all}, dtype_of<T>());  // one transform-domain gradient per chunk
   for_image_ranges<T>(p, chunks, [&](int64_t ch, int64_t n0, int64_t n1, T* work) {
     for (int64_t g = 0; g < p.groups; ++g)

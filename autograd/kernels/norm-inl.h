@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -292,16 +293,18 @@ void RowNormBackward(bool center, int64_t rows, int64_t n, const T* dy, const T*
   const bool stream = dx && rows * n * static_cast<int64_t>(sizeof(T)) >= kStreamBytes;
   const int64_t per = std::max<int64_t>(RowsPerPart(n), (rows + 31) / 32);
   const int64_t parts = std::max<int64_t>(1, (rows + per - 1) / per);
-  std::vector<T> partial;  // parts x (dgamma, dbeta) when several parts: one allocation per call
-  if (parts > 1 && (dgamma || dbeta)) partial.resize(static_cast<size_t>(parts * 2 * n));
+  // parts x (dgamma, dbeta) when several parts: one allocation per call, not zeroed (each part
+  // zeroes its own sums first).
+  const bool partials = parts > 1 && (dgamma || dbeta);
+  const std::unique_ptr<T[]> partial(partials ? new T[static_cast<size_t>(parts * 2 * n)] : nullptr);
   WithFlag(center, [&](auto kc) {
     WithFlag(gamma != nullptr, [&](auto kg) {
       WithFlag(dgamma != nullptr, [&](auto kdg) {
         WithFlag(dbeta != nullptr, [&](auto kdb) {
           parallel_parts(norm_threads(rows * n, parts), parts, [&](int64_t q) {
             const int64_t p = parts - 1 - q;  // last rows first: the forward just read them
-            T* pg = partial.empty() ? dgamma : partial.data() + p * 2 * n;
-            T* pb = partial.empty() ? dbeta : partial.data() + p * 2 * n + n;
+            T* pg = !partials ? dgamma : partial.get() + p * 2 * n;
+            T* pb = !partials ? dbeta : partial.get() + p * 2 * n + n;
             RowNormBackwardT<T, decltype(kc)::value, decltype(kg)::value, decltype(kdg)::value,
                              decltype(kdb)::value>(p * per, std::min(rows, (p + 1) * per), n, dy, x, mean, mean_lo,
                                                    rstd, gamma, stream, dx, pg, pb);
@@ -310,16 +313,25 @@ void RowNormBackward(bool center, int64_t rows, int64_t n, const T* dy, const T*
       });
     });
   });
-  if (partial.empty()) return;
-  for (int64_t w = 0; w < 2; ++w) {
-    T* out = w == 0 ? dgamma : dbeta;
-    if (!out) continue;
-    std::memcpy(out, partial.data() + w * n, n * sizeof(T));
-    for (int64_t p = 1; p < parts; ++p) {
-      const T* src = partial.data() + p * 2 * n + w * n;
-      ForRow<T>(n, [&](auto d, int64_t j) { hn::StoreU(hn::Add(hn::LoadU(d, out + j), hn::LoadU(d, src + j)), d, out + j); });
+  if (!partials) return;
+  // out[j] = part 0 + part 1 + ... in part order for every column j; columns split over threads in
+  // blocks of 64 (the sums do not depend on the split).
+  const int64_t blocks = (n + 63) / 64, cparts = std::min<int64_t>(blocks, 8);
+  parallel_parts(norm_threads(parts * n, cparts), cparts, [&](int64_t q) HWY_ATTR {
+    const int64_t j0 = blocks * q / cparts * 64, j1 = std::min(n, blocks * (q + 1) / cparts * 64);
+    for (int64_t w = 0; w < 2; ++w) {
+      T* out = w == 0 ? dgamma : dbeta;
+      if (!out || j0 >= j1) continue;
+      std::memcpy(out + j0, partial.get() + w * n + j0, (j1 - j0) * sizeof(T));
+      for (int64_t p = 1; p < parts; ++p) {
+        const T* src = partial.get() + p * 2 * n + w * n + j0;
+        T* o = out + j0;
+        ForRow<T>(j1 - j0, [&](auto d, int64_t j) HWY_ATTR {
+          hn::StoreU(hn::Add(hn::LoadU(d, o + j), hn::LoadU(d, src + j)), d, o + j);
+        });
+      }
     }
-  }
+  });
 }
 
 // ---- RMSNorm --------------------------------------------------------------------------------------

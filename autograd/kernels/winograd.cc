@@ -35,6 +35,8 @@ HWY_AFTER_NAMESPACE();
 #include <algorithm>
 
 #include "autograd/kernels/gemm.h"
+#include "autograd/kernels/pool.h"
+#include "autograd/parallel.h"
 
 namespace normlab::autograd::kernels::winograd {
 
@@ -206,42 +208,58 @@ void filter_tile(const T* f, T* u, int64_t step) {
   }
 }
 
+// Runs body(a0, a1) over ranges of the o output channels, in parallel when the filters are many
+// (each range writes its own part of the result: any split gives the same values).
+template <class Body>
+void over_outputs(int64_t o, int64_t c, const Body& body) {
+  const int threads = o * c < 512 ? 1 : autograd::num_threads();
+  const int64_t parts = std::min<int64_t>(o, 4 * threads);
+  parallel_parts(threads, parts, [&](int64_t q) { body(o * q / parts, o * (q + 1) / parts); });
+}
+
 template <typename T>
 void transform_filter_impl(int64_t o, int64_t c, const T* w, T* u) {
-  for (int64_t a = 0; a < o; ++a)
-    for (int64_t b = 0; b < c; ++b) filter_tile(w + (a * c + b) * 9, u + a * c + b, o * c);
+  over_outputs(o, c, [&](int64_t a0, int64_t a1) {
+    for (int64_t a = a0; a < a1; ++a)
+      for (int64_t b = 0; b < c; ++b) filter_tile(w + (a * c + b) * 9, u + a * c + b, o * c);
+  });
 }
 
 template <typename T>
 void transform_filter_flipped_impl(int64_t o, int64_t c, const T* w, T* u) {
-  for (int64_t a = 0; a < o; ++a)
-    for (int64_t b = 0; b < c; ++b) {
-      const T* f = w + (a * c + b) * 9;
-      T r[9];
-      for (int i = 0; i < 9; ++i) r[i] = f[8 - i];  // turned by 180 degrees
-      filter_tile(r, u + b * o + a, o * c);          // u (16, C, O)
-    }
+  // u (16, C, O): the writes of consecutive a are adjacent, so a is the inner loop.
+  over_outputs(c, o, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b)
+      for (int64_t a = 0; a < o; ++a) {
+        const T* f = w + (a * c + b) * 9;
+        T r[9];
+        for (int i = 0; i < 9; ++i) r[i] = f[8 - i];  // turned by 180 degrees
+        filter_tile(r, u + b * o + a, o * c);
+      }
+  });
 }
 
 template <typename T>
 void filter_grad_impl(int64_t o, int64_t c, const T* du, T* dw) {
-  for (int64_t a = 0; a < o; ++a)
-    for (int64_t b = 0; b < c; ++b) {
-      T q[16];
-      for (int xi = 0; xi < 16; ++xi) q[xi] = du[(xi * o + a) * c + b];
-      T h[3][4];  // G^T q
-      for (int j = 0; j < 4; ++j) {
-        h[0][j] = q[j] + T(0.5) * (q[4 + j] + q[8 + j]);
-        h[1][j] = T(0.5) * (q[4 + j] - q[8 + j]);
-        h[2][j] = T(0.5) * (q[4 + j] + q[8 + j]) + q[12 + j];
+  over_outputs(o, c, [&](int64_t a0, int64_t a1) {
+    for (int64_t a = a0; a < a1; ++a)
+      for (int64_t b = 0; b < c; ++b) {
+        T q[16];
+        for (int xi = 0; xi < 16; ++xi) q[xi] = du[(xi * o + a) * c + b];
+        T h[3][4];  // G^T q
+        for (int j = 0; j < 4; ++j) {
+          h[0][j] = q[j] + T(0.5) * (q[4 + j] + q[8 + j]);
+          h[1][j] = T(0.5) * (q[4 + j] - q[8 + j]);
+          h[2][j] = T(0.5) * (q[4 + j] + q[8 + j]) + q[12 + j];
+        }
+        T* f = dw + (a * c + b) * 9;
+        for (int i = 0; i < 3; ++i) {  // (G^T q) G
+          f[3 * i + 0] = h[i][0] + T(0.5) * (h[i][1] + h[i][2]);
+          f[3 * i + 1] = T(0.5) * (h[i][1] - h[i][2]);
+          f[3 * i + 2] = T(0.5) * (h[i][1] + h[i][2]) + h[i][3];
+        }
       }
-      T* f = dw + (a * c + b) * 9;
-      for (int i = 0; i < 3; ++i) {  // (G^T q) G
-        f[3 * i + 0] = h[i][0] + T(0.5) * (h[i][1] + h[i][2]);
-        f[3 * i + 1] = T(0.5) * (h[i][1] - h[i][2]);
-        f[3 * i + 2] = T(0.5) * (h[i][1] + h[i][2]) + h[i][3];
-      }
-    }
+  });
 }
 
 template <typename T>
