@@ -1,5 +1,6 @@
 // Fuzzes the CSV data-set loader: any input must load or throw normlab::Error (file, line, column).
-// The first byte picks the label column's name and the task, the rest is the file.
+// The first byte picks the label column's name, the task, the separator, the header, comment lines
+// and rows to skip; the rest is the file (gzip when it starts with gzip's magic bytes).
 #include "data/csv.h"
 #include "fuzz/input_file.h"
 
@@ -12,6 +13,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   o.label_column = labels[data[0] % 4];
   o.task = data[0] & 4 ? data::Task::Regression : data::Task::Classification;
   o.delimiter = data[0] & 8 ? ';' : ',';
+  o.header = !(data[0] & 16);
+  o.comment = data[0] & 32 ? '#' : 0;
+  o.skip_rows = data[0] >> 6;
   const std::string& path = fuzz::input_file(data + 1, size - 1, ".csv");
   try {
     const data::Dataset d = data::read_csv(path, o);
