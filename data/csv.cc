@@ -78,7 +78,9 @@ float parse_cell(const std::string& cell, const std::string& file, int64_t line,
   if (trim(cell).empty())
     throw Error(at_cell(file, line, col, name) + ": empty cell (a missing value); expected a number");
   const std::optional<double> v = parse_number(cell);
-  if (!v) throw Error(at_cell(file, line, col, name) + ": expected a finite number, got \"" + cell + "\"");
+  if (!v)
+    throw Error(at_cell(file, line, col, name) + ": expected a finite number, got \"" + cell +
+                "\" (a column that is not a feature, such as an id or a date: --csv-drop \"" + name + "\")");
   if (std::fabs(*v) > std::numeric_limits<float>::max())
     throw Error(at_cell(file, line, col, name) + ": " + cell + " is outside the float32 range");
   return static_cast<float>(*v);
@@ -294,21 +296,40 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
       throw Error(at_line(path, line_no) + ": the header has only the label column \"" + opt.label_column +
                   "\"; expected at least one feature column");
 
+    // Columns left out: --csv-drop, and with --csv-columns every column it does not name (the label
+    // is read either way). Each name must be a column of the header.
+    std::vector<bool> unused(width, false);
+    for (const auto* names : {&opt.drop, &opt.keep})
+      for (const std::string& name : *names) {
+        if (std::find(header.begin(), header.end(), name) == header.end())
+          throw Error(at_line(path, line_no) + ": no column \"" + name + "\" to " +
+                      (names == &opt.drop ? "drop (--csv-drop)" : "keep (--csv-columns)") + "; the columns are: " +
+                      join(header));
+        if (has_label && name == opt.label_column)
+          throw Error("column \"" + name + "\" is the label (--label): it cannot be " +
+                      (names == &opt.drop ? "dropped" : "a feature column"));
+      }
+    for (size_t c = 0; c < width; ++c)
+      unused[c] = std::find(opt.drop.begin(), opt.drop.end(), header[c]) != opt.drop.end() ||
+                  (!opt.keep.empty() && std::find(opt.keep.begin(), opt.keep.end(), header[c]) == opt.keep.end());
+
     // Feature columns: file order, or train's order for a test file.
     std::vector<std::string> feature_names;
     std::vector<int64_t> feature_pos(width, -1);  // column -> feature index
     if (!train) {
       for (size_t c = 0; c < width; ++c)
-        if (c != label_col) feature_pos[c] = static_cast<int64_t>(feature_names.size()),
-                            feature_names.push_back(header[c]);
+        if (c != label_col && !unused[c]) feature_pos[c] = static_cast<int64_t>(feature_names.size()),
+                                          feature_names.push_back(header[c]);
+      if (feature_names.empty())
+        throw Error(at_line(path, line_no) + ": no feature column left (the columns are: " + join(header) + ")");
     } else {
       feature_names = train->feature_names;
       for (size_t c = 0; c < width; ++c) {
-        if (c == label_col) continue;
+        if (c == label_col || unused[c]) continue;
         const auto it = std::find(feature_names.begin(), feature_names.end(), header[c]);
         if (it == feature_names.end())
           throw Error(at_cell(path, line_no, c, header[c]) + ": not a feature column of the training set " +
-                      "\"" + train->name + "\" (its features: " + join(feature_names) + ")");
+                      "\"" + train->name + "\" (its features: " + join(feature_names) + "; --csv-drop leaves a column out)");
         feature_pos[c] = it - feature_names.begin();
       }
       for (const std::string& f : feature_names)
@@ -336,7 +357,7 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
                                "\" onward is missing)"
                          : " (an extra field at column " + std::to_string(width + 1) + ")"));
       for (size_t c = 0; c < width; ++c) {
-        if (c == label_col) continue;
+        if (c == label_col || unused[c]) continue;
         row[feature_pos[c]] = parse_cell(fields[c], path, line_no, c, header[c]);
       }
       x.insert(x.end(), row.begin(), row.end());

@@ -18,6 +18,8 @@ struct CsvOptions {
   char comment = 0;                       // lines starting with it (after spaces) are skipped; 0: none
   bool header = true;                     // false: no header row, the columns are named 0, 1, 2, ...
   int64_t skip_rows = 0;                  // lines skipped at the top of the file, before the header
+  std::vector<std::string> drop;          // columns left out (e.g. an id or a date column)
+  std::vector<std::string> keep;          // if not empty: the only feature columns (the label besides)
   bool label_optional = false;            // read_csv_features: the label column may be absent
 };
 

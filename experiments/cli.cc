@@ -99,6 +99,8 @@ void add_csv_format_options(CLI::App* a, data::CsvOptions& f) {
                        "the CSV file has no header row: its columns are named 0, 1, 2, ... (--label 4)");
   a->add_option("--csv-skip-rows", f.skip_rows, "lines to skip at the top of the CSV file, before the header")
       ->check(whole(0, kMaxInt));
+  a->add_option("--csv-drop", f.drop, "CSV columns to leave out, e.g. id,date")->delimiter(',')->default_str("");
+  a->add_option("--csv-columns", f.keep, "the only CSV columns to use as features (the label besides)")->delimiter(',')->default_str("");
 }
 
 void add_data_options(CLI::App* a, Options& o) {
@@ -262,7 +264,8 @@ void check_applicable(const Options& o, CLI::App* sub) {
                                : given("--csv")   ? ", named by --csv"
                                : o.quick          ? ", the --quick default"
                                                   : ", the default");
-  for (const char* flag : {"--csv", "--csv-test", "--label", "--csv-sep", "--csv-comment", "--csv-no-header", "--csv-skip-rows"})
+  for (const char* flag : {"--csv", "--csv-test", "--label", "--csv-sep", "--csv-comment", "--csv-no-header", "--csv-skip-rows",
+                           "--csv-drop", "--csv-columns"})
     if (ds != "csv" && given(flag)) throw Error(std::string(flag) + " goes with --dataset csv; " + dataset);
   for (const char* flag : {"--samples", "--noise"})
     if (!synthetic && given(flag))

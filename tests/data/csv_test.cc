@@ -289,6 +289,27 @@ BOOST_AUTO_TEST_CASE(layouts_of_real_files) {
     TempFile cut("cut.gz", bytes.substr(0, bytes.size() - 12));
     check_mentions(error_of([&] { read_csv(cut.path, classify("label")); }), {"cut.gz", "truncated gzip file"});
   }
+  // An id and a date column left out (--csv-drop), or only the named features kept (--csv-columns).
+  {
+    TempFile f("ids.csv", "id,a,date,b,label\n1,5.1,2020-01-01,3.5,setosa\n2,7.0,2020-01-02,3.2,versicolor\n"
+                          "3,6.3,2020-01-03,3.3,virginica\n4,4.9,2020-01-04,3.0,setosa\n");
+    CsvOptions o = classify("label");
+    o.drop = {"id", "date"};
+    check_iris_rows(read_csv(f.path, o));
+    CsvOptions k = classify("label");
+    k.keep = {"a", "b"};
+    const Dataset kept = read_csv(f.path, k);
+    check_iris_rows(kept);
+    BOOST_TEST(kept.feature_names == (std::vector<std::string>{"a", "b"}));
+    check_mentions(error_of([&] { read_csv(f.path, classify("label")); }), {"column 3", "\"date\"", "2020-01-01", "--csv-drop \"date\""});
+    CsvOptions bad = classify("label");
+    bad.drop = {"nope"};
+    check_mentions(error_of([&] { read_csv(f.path, bad); }), {"no column \"nope\" to drop (--csv-drop)", "\"id\""});
+    bad.drop = {"label"};
+    check_mentions(error_of([&] { read_csv(f.path, bad); }), {"is the label", "cannot be dropped"});
+    bad.drop = {"id", "a", "date", "b"};
+    check_mentions(error_of([&] { read_csv(f.path, bad); }), {"no feature column left"});
+  }
   // More rows to skip than the file has; no header asked of an empty file.
   {
     TempFile f("short.csv", "a,b,label\n5.1,3.5,setosa\n");

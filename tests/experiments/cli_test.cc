@@ -646,6 +646,7 @@ BOOST_AUTO_TEST_CASE(flags_that_cannot_apply_are_usage_errors_in_every_subcomman
       {{"--dataset", "moons", "--label", "y"}, {"--label goes with --dataset csv"}},
       {{"--dataset", "moons", "--csv-sep", ";"}, {"--csv-sep goes with --dataset csv"}},
       {{"--csv-no-header"}, {"--csv-no-header goes with --dataset csv", "'fashion-mnist'"}},
+      {{"--dataset", "moons", "--csv-drop", "id"}, {"--csv-drop goes with --dataset csv"}},
       {{"--dataset", "spirals", "--csv", csv}, {"--csv goes with --dataset csv", "'spirals'"}},
       {{"--samples", "100"}, {"--samples sets a synthetic data set", "'fashion-mnist', the default"}},
       {{"--noise", "0.2"}, {"--noise sets a synthetic data set", "'fashion-mnist'"}},
@@ -918,6 +919,13 @@ BOOST_AUTO_TEST_CASE(csv_files_in_the_layouts_of_real_data_sets_train) {
                              "species"}, "semi");
   BOOST_TEST(semi["class_names"] == nlohmann::json::parse(R"(["setosa","versicolor","virginica"])"));
   BOOST_TEST(semi["preprocessing"]["mean"] == sk["preprocessing"]["mean"]);  // the same rows, the same split
+  // Two columns left out: the manifest's features are the other two, in file order.
+  const auto two = trained({"--csv", kFixtures + "semicolons.csv", "--csv-sep", ";", "--csv-comment", "#", "--label",
+                            "species", "--csv-drop", "sepal_width,petal_length"}, "two");
+  BOOST_TEST(two["feature_names"] == nlohmann::json::parse(R"(["sepal_length","petal_width"])"));
+  const auto one = trained({"--csv", kFixtures + "semicolons.csv", "--csv-sep", ";", "--csv-comment", "#", "--label",
+                            "species", "--csv-columns", "petal_width"}, "one");
+  BOOST_TEST(one["feature_names"] == nlohmann::json::parse(R"(["petal_width"])"));
   expect_error({"train", "--csv", kFixtures + "semicolons.csv", "--label", "species", "--csv-sep", "ab", "--out",
                 (t.dir / "x").string()},
                std::vector<std::string>{"--csv-sep", "expected one character"});
