@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "data/split.h"
+#include "experiments/checkpointing.h"
 #include "experiments/datasets.h"
 #include "experiments/demo.h"
 #include "experiments/eval_cmd.h"
@@ -25,6 +26,7 @@
 #include "experiments/predict.h"
 #include "experiments/registry.h"
 #include "experiments/study.h"
+#include "nn/checkpoint.h"
 
 namespace normlab::experiments {
 
@@ -60,6 +62,8 @@ struct Options {
   int demo_steps = 300;
   std::string help_topic;  // `normlab help SUBCOMMAND`
   std::string checkpoint, input_csv;  // predict, eval
+  std::string resume_dir;             // train --resume DIR ("": --out)
+  int64_t checkpoint_every = 0;       // train --checkpoint-every
   int64_t sweep_train_limit = 0;  // study: the sweep trains on the first N training samples (0: all)
   // study on Fashion-MNIST: the CNN part (--no-cnn leaves it out).
   bool no_cnn = false;
@@ -397,6 +401,22 @@ Subcommands add_subcommands(CLI::App& app, Options& o) {
   s.train->add_option("--norm", o.norm, "norm in the hidden layers: " + norm_names());
   s.train->add_option("--seed", o.seed, "seed of the initialization and the batch order")->check(seed_value());
   s.train->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
+  s.train->add_option("--checkpoint-every", o.checkpoint_every,
+                      "write a checkpoint (model, optimizer, position in the data) to <out>/checkpoint after every N "
+                      "epochs; one is also written when Ctrl-C stops the run")
+      ->check(whole(1, kMaxInt))
+      ->default_str("");
+  s.train->add_option("--resume", o.resume_dir,
+                      "continue a stopped run from its last checkpoint, with the same flags: the one in --out (or "
+                      "the one a killed run left beside it), or the one in DIR; the results are those of a run "
+                      "that never stopped")
+      ->expected(0, 1)
+      ->type_name("[DIR]")
+      ->default_str("");
+  s.train->add_option("--init-from", o.train.init_from,
+                      "start from the weights in this safetensors file (a model.safetensors of the same model)")
+      ->check(CLI::ExistingFile)
+      ->default_str("");
   add_output_options(s.train, o);
 
   s.compare = app.add_subcommand("compare", "convergence: the same model under each norm, several seeds");
@@ -478,7 +498,15 @@ void finish_options(Options& o, CLI::App* sub) {
   if (o.train.model.hidden.empty()) o.train.model.hidden = {64, 64};
   o.eval_batch_given = sub->get_option_no_throw("--eval-batch") != nullptr && sub->count("--eval-batch") > 0;
   check_architecture(o, sub);
-  if (o.resume) {
+  if (sub->get_name() == "train" && sub->count("--resume") > 0) {
+    const fs::path where = o.resume_dir.empty() ? fs::path(o.out) : fs::path(o.resume_dir);
+    const auto found = find_checkpoint(where);
+    if (!found)
+      throw Error("--resume: no checkpoint in " + where.string() + " (a train run writes one to <out>/checkpoint "
+                  "with --checkpoint-every N, or when Ctrl-C stops it)");
+    read_checkpoint(*found);  // a damaged one is a usage error, before anything is written
+    o.resume = true;
+  } else if (o.resume) {
     const fs::path records = fs::path(o.out) / (sub->get_name() == "study" ? "compare/records.json" : "records.json");
     if (!fs::exists(records))
       throw Error("--resume: " + o.out + " holds no results to continue (" + records.string() + " is missing)");
@@ -535,6 +563,17 @@ TrainConfig train_config(const Options& o, const Splits& data) {
   c.seed = o.seed;
   validate(c, data);
   if (c.stats_every == 0) c.stats_every = std::max<int64_t>(1, steps_per_run(c, data) / 50);
+  if (!c.init_from.empty()) {  // the weights must fit the model: checked before anything is written
+    autograd::Generator gen(c.seed);
+    ModelSpec spec = c.model;
+    spec.inputs = data.train.features(), spec.outputs = data.train.num_classes;
+    const Model m = build_model(spec, gen);
+    try {
+      nn::load_module(c.init_from, *m.net);
+    } catch (const Error& e) {
+      throw Error(std::string("--init-from: ") + e.what());
+    }
+  }
   return c;
 }
 
@@ -573,13 +612,22 @@ int run_subcommand(Options& o, CLI::App* sub, int argc, char** argv) {
   StudyContext ctx = context(o, data, argc, argv);
   ctx.out = set.dir();
   if (o.resume) ctx.resume_from = set.out();
+  ctx.checkpoint_every = o.checkpoint_every;
+  if (name == "train" && o.resume)
+    ctx.resume_checkpoint = *find_checkpoint(o.resume_dir.empty() ? set.out() : fs::path(o.resume_dir));
   install_interrupt_handler();
   const Report rep = run_in(o, name, data, ctx);
   set.commit();
+  // A killed run's partial folder that this one continued: its results are now in --out.
+  if (const fs::path from = ctx.resume_checkpoint.parent_path();
+      !from.empty() && from.filename().string().find(".normlab-partial-") != std::string::npos) {
+    std::error_code ec;
+    fs::remove_all(from, ec);
+  }
   std::printf("normlab: results in %s%s\n", o.out.c_str(), name == "train" ? "" : " (report.md)");
   if (rep.interrupted) {
     if (name == "train")
-      std::fprintf(stderr, "normlab: interrupted: the finished epochs and the model at the interruption are in %s\n",
+      std::fprintf(stderr, "normlab: interrupted: the finished epochs and the model at the interruption are in %s; the same command with --resume continues the run\n",
                    o.out.c_str());
     else
       std::fprintf(stderr, "normlab: interrupted: %zu of %zu runs finished, written to %s; the same command with "

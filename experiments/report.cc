@@ -14,14 +14,18 @@
 namespace normlab::experiments {
 
 nlohmann::json to_json(const TrainConfig& c) {
-  return {{"model", {{"inputs", c.model.inputs}, {"hidden", c.model.hidden}, {"outputs", c.model.outputs},
-                     {"activation", c.model.activation}, {"norm", c.model.norm}, {"groups", c.model.groups}}},
+  nlohmann::json model = {{"inputs", c.model.inputs}, {"hidden", c.model.hidden}, {"outputs", c.model.outputs},
+                          {"activation", c.model.activation}, {"norm", c.model.norm}, {"groups", c.model.groups}};
+  if (c.model.arch != "mlp") model["arch"] = c.model.arch, model["image"] = c.model.image, model["layers"] = c.model.layers;
+  nlohmann::json j = {{"model", model},
           {"epochs", c.epochs}, {"batch_size", c.batch_size}, {"lr", c.lr}, {"momentum", c.momentum},
           {"weight_decay", c.weight_decay}, {"nesterov", c.nesterov}, {"warmup_steps", c.warmup_steps},
           {"schedule", c.schedule}, {"step_every", c.step_every}, {"step_gamma", c.step_gamma},
           {"seed", c.seed}, {"loss_every", c.loss_every}, {"stats_every", c.stats_every},
           {"bn_three_ways", c.bn_three_ways}, {"precise_bn_samples", c.precise_bn_samples},
           {"eval_batch", c.eval_batch}};
+  if (!c.init_from.empty()) j["init_from"] = c.init_from;
+  return j;
 }
 
 nlohmann::json manifest(const StudyContext& ctx, const nlohmann::json& config, double wall_seconds) {

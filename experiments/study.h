@@ -28,6 +28,10 @@ struct StudyContext {
   // --resume: the folder of an earlier command with the same settings, whose records.json holds
   // the runs to reuse (empty: train every run).
   std::filesystem::path resume_from;
+  // train: a checkpoint after every N epochs (0: only when Ctrl-C stops the run), in out/checkpoint;
+  // and the checkpoint folder to continue from (train --resume; empty: start afresh).
+  int64_t checkpoint_every = 0;
+  std::filesystem::path resume_checkpoint;
 };
 
 // The batch sizes of the batch-size sweep: the default, and with --quick.

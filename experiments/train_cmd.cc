@@ -74,7 +74,8 @@ std::string train_markdown(const RunResult& r, const StudyContext& ctx, bool has
   if (r.interrupted)
     md << "\n**Interrupted (Ctrl-C) after " << (r.epochs.empty() ? 0 : r.epochs.back().step) << " steps of "
        << r.total_steps << "**: the table holds the finished epochs; the steps of the unfinished one are in steps.csv; "
-       << "the model is the one at the interruption.\n";
+       << "the model is the one at the interruption. The same command with `--resume` continues the run from "
+       << "`checkpoint/` and ends with the results of a run that never stopped.\n";
   md << "\n" << image_links(plots);
   if (r.diverged)
     md << "The run diverged: its weights are not a usable model. They are kept for inspection as "
@@ -92,9 +93,11 @@ Report run_train(const TrainConfig& config, const Splits& data, const StudyConte
   Progress progress(steps_per_run(config, data), ctx.quiet);
   const std::string label = "train: norm " + config.model.norm + ", seed " + std::to_string(config.seed);
   // Each epoch's line as soon as it is evaluated (above the bar on a terminal).
+  const RunControl control{.checkpoint_dir = ctx.out / "checkpoint", .checkpoint_every = ctx.checkpoint_every,
+                           .resume = ctx.resume_checkpoint};
   RunResult r = train_run(
       config, data, [&](int64_t done, int64_t) { progress.update(done, label); },
-      [&](const EpochRecord& e) { progress.line(epoch_line(e)); });
+      [&](const EpochRecord& e) { progress.line(epoch_line(e)); }, control);
   if (r.diverged) progress.line("diverged at step " + std::to_string(r.diverged_step) + " (loss is not finite)");
   progress.finish();
   const bool has_val = data.validation.size() > 0;

@@ -6,10 +6,15 @@
 
 #include "autograd/loss.h"
 #include "data/loader.h"
+#include "experiments/checkpointing.h"
 #include "experiments/evaluate.h"
 #include "experiments/interrupt.h"
 #include "experiments/observer.h"
+#include "experiments/records.h"
 #include "experiments/registry.h"
+#include "experiments/report.h"
+#include "nn/checkpoint.h"
+#include "optim/checkpoint.h"
 
 namespace normlab::experiments {
 
@@ -73,16 +78,10 @@ optim::SGDOptions sgd_options(const TrainConfig& c) {
 
 namespace {
 
-// The training metrics of an epoch: running mean loss and accuracy over its batches.
-struct EpochMeter {
-  double loss_sum = 0;
-  int64_t correct = 0, seen = 0;
-};
-
 // One training step: forward, loss, backward, optimizer step, schedule step, with the observers
 // called at each point. A non-finite loss stops before the backward pass: the run has diverged.
 double train_step(RunState& st, optim::Optimizer& opt, optim::LRScheduler& sched, const data::Batch& b,
-                  Observers& obs, EpochMeter& meter) {
+                  Observers& obs, RunPosition& meter) {
   for (auto& o : obs) o->step_begin(st);
   const double lr = opt.lr();
   const Tensor logits = (*st.model.net)(b.x);
@@ -103,25 +102,27 @@ double train_step(RunState& st, optim::Optimizer& opt, optim::LRScheduler& sched
   return lv;
 }
 
-// The epoch's steps; false if the run diverged or was interrupted.
+// The epoch's steps from batch pos.batch on (pos counts them and their metrics); false if the run
+// diverged or was interrupted.
 bool train_epoch(RunState& st, const data::DataLoader& loader, optim::Optimizer& opt, optim::LRScheduler& sched,
-                 Observers& obs, EpochMeter& meter) {
+                 Observers& obs, RunPosition& pos) {
   RunResult& r = st.result;
   st.result.model->train();
   const data::Epoch batches = loader.epoch(st.epoch - 1);
-  for (int64_t bi = 0; bi < batches.size(); ++bi) {
+  for (int64_t& bi = pos.batch; bi < batches.size();) {
     auto t = Clock::now();
     const data::Batch b = batches.batch(bi);
     r.data_seconds += seconds_since(t);
     t = Clock::now();
     const double stats_before = r.stats_seconds;
-    if (!std::isfinite(train_step(st, opt, sched, b, obs, meter))) {
+    if (!std::isfinite(train_step(st, opt, sched, b, obs, pos))) {
       r.diverged = true;
       r.diverged_step = st.step;
       return false;
     }
     r.step_seconds += seconds_since(t) - (r.stats_seconds - stats_before);
-    ++st.step;
+    ++st.step, ++bi;
+    pos.step = st.step;
     count_step();
     if (interrupted()) {
       r.interrupted = true;
@@ -131,10 +132,38 @@ bool train_epoch(RunState& st, const data::DataLoader& loader, optim::Optimizer&
   return true;
 }
 
+// Continues r from the checkpoint in dir: the records, the weights, the optimizer and schedule;
+// returns the position. Throws if the checkpoint was made with another config or data.
+RunPosition resume_from(const std::filesystem::path& dir, RunResult& r, nn::Module& net, optim::Optimizer& opt,
+                        optim::LRScheduler& sched) {
+  const Checkpoint ck = read_checkpoint(dir);
+  const nlohmann::json was = ck.records.value("config", nlohmann::json()), now = to_json(r.config);
+  if (was != now) {
+    std::string diff;
+    for (const auto& [k, v] : now.items())
+      if (!was.contains(k) || was[k] != v)
+        diff += (diff.empty() ? "" : ", ") + k + " " + (was.contains(k) ? was[k].dump() : "unset") + " then, " +
+                v.dump() + " now";
+    throw Error("--resume: the checkpoint in " + dir.string() + " is of a run with other settings (" +
+                (diff.empty() ? "other keys" : diff) + "): resume with the flags it was made with");
+  }
+  if (ck.records.value("total_steps", int64_t(-1)) != r.total_steps)
+    throw Error("--resume: the checkpoint in " + dir.string() + " is of a run of " +
+                ck.records.value("total_steps", nlohmann::json()).dump() + " steps, this one has " +
+                std::to_string(r.total_steps) + ": the data differ");
+  std::optional<RunResult> kept = stored_run(ck.records, r.config);
+  if (!kept) throw Error("--resume: " + (dir / "state.json").string() + ": its records are damaged");
+  r.steps = std::move(kept->steps), r.epochs = std::move(kept->epochs);
+  r.activations = std::move(kept->activations), r.grad_norms = std::move(kept->grad_norms);
+  nn::load_module(ck.model.string(), net);
+  sched.set_step(optim::load_optimizer(ck.optimizer.string(), opt));
+  return ck.position;
+}
+
 }  // namespace
 
 RunResult train_run(const TrainConfig& config, const Splits& s, const StepCallback& on_step,
-                    const EpochCallback& on_epoch) {
+                    const EpochCallback& on_epoch, const RunControl& control) {
   validate(config, s);
   const auto t0 = Clock::now();
   const std::clock_t cpu0 = std::clock();
@@ -146,12 +175,19 @@ RunResult train_run(const TrainConfig& config, const Splits& s, const StepCallba
   autograd::Generator gen(c.seed);
   Model model = build_model(c.model, gen);
   r.model = model.net;
+  if (!c.init_from.empty()) nn::load_module(c.init_from, *model.net);
   optim::SGD opt(model.net->parameters(), sgd_options(c));
   data::DataLoader loader(s.train, c.batch_size, true, c.seed, drops_last_batch(c, s.train.size()));
   r.total_steps = c.epochs * loader.num_batches();
   r.train_samples = s.train.size();
   optim::LRScheduler sched(opt, schedule_of(c, r.total_steps));
   RunState st{c, s, model, r, r.total_steps};
+  RunPosition pos;
+  if (!control.resume.empty()) pos = resume_from(control.resume, r, *model.net, opt, sched);
+  st.step = pos.step;
+  const auto checkpoint = [&] {
+    write_checkpoint(control.checkpoint_dir, r, opt, sched.last_step(), pos);
+  };
   {
     Observers obs;
     obs.push_back(loss_log());
@@ -159,16 +195,21 @@ RunResult train_run(const TrainConfig& config, const Splits& s, const StepCallba
     obs.push_back(grad_norms());
     obs.push_back(evaluation());
     obs.push_back(callbacks(on_step, on_epoch));
-    for (st.epoch = 1; st.epoch <= c.epochs; ++st.epoch) {
-      EpochMeter meter;
-      if (!train_epoch(st, loader, opt, sched, obs, meter)) break;
+    for (st.epoch = pos.epoch; st.epoch <= c.epochs; ++st.epoch) {
+      if (!train_epoch(st, loader, opt, sched, obs, pos)) {
+        if (r.interrupted && !control.checkpoint_dir.empty()) checkpoint();  // resumable from this step
+        break;
+      }
       EpochRecord e{};
       e.epoch = st.epoch, e.step = st.step;
-      e.train_loss = meter.loss_sum / std::max<int64_t>(meter.seen, 1);
-      e.train_acc = double(meter.correct) / std::max<int64_t>(meter.seen, 1);
+      e.train_loss = pos.loss_sum / std::max<int64_t>(pos.seen, 1);
+      e.train_acc = double(pos.correct) / std::max<int64_t>(pos.seen, 1);
       for (auto& o : obs) o->epoch_end(st, e);
       r.epochs.push_back(e);
       if (r.diverged) break;
+      pos = RunPosition{.epoch = st.epoch + 1, .step = st.step};
+      if (control.checkpoint_every > 0 && st.epoch % control.checkpoint_every == 0 && !control.checkpoint_dir.empty())
+        checkpoint();
     }
   }
   r.seconds = seconds_since(t0);

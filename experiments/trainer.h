@@ -3,6 +3,7 @@
 // that record the loss, activation statistics, gradient norms and the per-epoch evaluation.
 #pragma once
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -39,6 +40,8 @@ struct TrainConfig {
   int64_t precise_bn_samples = 10000;
   int64_t eval_batch = 1000;
   int64_t eval_last = 0;          // evaluate (validation, test) only after the last N epochs (0: every epoch)
+  std::string init_from;          // start from these weights (a safetensors file of the model's state_dict;
+                                  // "": the seeded initialization)
 };
 
 // Throws normlab::Error for settings that cannot train (batch 0, a norm with batch statistics at
@@ -102,10 +105,27 @@ using StepCallback = std::function<void(int64_t, int64_t)>;
 // Called after every epoch, as soon as it is evaluated, with its record.
 using EpochCallback = std::function<void(const EpochRecord&)>;
 
+// Where a run is: the epoch in progress (from 1), the batches of it done, the steps done, and the
+// epoch's running training metrics so far.
+struct RunPosition {
+  int64_t epoch = 1, batch = 0, step = 0;
+  double loss_sum = 0;            // sum over the epoch's batches done of batch loss x batch size
+  int64_t correct = 0, seen = 0;  // correct predictions and samples over them
+};
+
+// Checkpoints of a run (normlab train --checkpoint-every and --resume; checkpointing.h).
+struct RunControl {
+  std::filesystem::path checkpoint_dir;  // where checkpoints are written ("": nowhere)
+  int64_t checkpoint_every = 0;          // after every N epochs (0: never); also when Ctrl-C stops the run
+  std::filesystem::path resume;          // a checkpoint folder to continue from ("": start afresh)
+};
+
 // Trains one model as configured. A NaN or Inf loss stops the run, marked diverged at that step;
-// Ctrl-C (interrupt.h) stops it after the current step, marked interrupted.
+// Ctrl-C (interrupt.h) stops it after the current step, marked interrupted. With control.resume,
+// the run continues from that checkpoint (made with the same config and data: else a
+// normlab::Error says what differs) and ends with the same bits as if it had never stopped.
 RunResult train_run(const TrainConfig& config, const Splits& data, const StepCallback& on_step = {},
-                    const EpochCallback& on_epoch = {});
+                    const EpochCallback& on_epoch = {}, const RunControl& control = {});
 
 // Steps one run of this configuration takes.
 int64_t steps_per_run(const TrainConfig& config, const Splits& data);

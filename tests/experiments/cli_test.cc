@@ -931,4 +931,31 @@ BOOST_AUTO_TEST_CASE(csv_files_in_the_layouts_of_real_data_sets_train) {
                std::vector<std::string>{"--csv-sep", "expected one character"});
 }
 
+BOOST_AUTO_TEST_CASE(init_from_starts_from_the_given_weights) {
+  Tmp t;
+  const std::string a = (t.dir / "a").string(), b = (t.dir / "b").string(), weights = a + "/model.safetensors";
+  BOOST_REQUIRE(run({"train", "--quick", "--quiet", "--epochs", "1", "--out", a}) == 0);
+  // lr 0: the weights do not move, so the model saved is the one it started from (another seed
+  // would initialize it otherwise).
+  BOOST_REQUIRE(run({"train", "--quick", "--quiet", "--epochs", "1", "--lr", "0", "--seed", "7", "--init-from", weights,
+                     "--out", b}) == 0);
+  const auto x = normlab::serialize::load_safetensors(weights), y = normlab::serialize::load_safetensors(b + "/model.safetensors");
+  BOOST_REQUIRE(x.tensors.size() == y.tensors.size());
+  for (size_t i = 0; i < x.tensors.size(); ++i) {
+    const auto& [name, tx] = x.tensors[i];
+    const auto& ty = y.tensors[i].second;
+    BOOST_TEST(y.tensors[i].first == name);
+    BOOST_TEST(std::string(static_cast<const char*>(tx.raw_data()), tx.numel() * 4) ==
+                   std::string(static_cast<const char*>(ty.raw_data()), ty.numel() * 4),
+               name);
+  }
+  BOOST_TEST(nlohmann::json::parse(slurp(t.dir / "b" / "manifest.json"))["config"]["config"]["init_from"] == weights);
+  // Weights of another model: which tensors do not fit, before anything is written.
+  expect_error({"train", "--quick", "--hidden", "16", "--init-from", weights, "--out", (t.dir / "c").string()},
+               std::vector<std::string>{"--init-from", "wrong shape: 0.weight (expected shape [16, 2], got [32, 2])"});
+  BOOST_TEST(!fs::exists(t.dir / "c"));
+  expect_error({"train", "--quick", "--init-from", (t.dir / "none.safetensors").string()},
+               std::vector<std::string>{"--init-from", "none.safetensors"});
+}
+
 BOOST_AUTO_TEST_SUITE_END()

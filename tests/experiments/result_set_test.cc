@@ -217,6 +217,89 @@ BOOST_AUTO_TEST_CASE(interrupted_commands_resume_to_byte_identical_csv_files) {
   BOOST_CHECK_THROW(run({"sweep", "--quick", "--resume", "--out", (t.dir / "none").string()}), UsageError);
 }
 
+BOOST_AUTO_TEST_CASE(train_resumes_to_the_same_bits_after_ctrl_c_and_after_kill) {
+  // BatchNorm (running statistics), momentum, warmup + cosine: every piece of state matters.
+  const std::vector<std::string> base{"train", "--quick", "--norm", "batch", "--batch-size", "8", "--epochs", "12"};
+  const auto with = [&](const fs::path& out, std::vector<std::string> extra = {}) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), {"--out", out.string()});
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  const auto same_as_whole = [](const fs::path& whole, const fs::path& resumed) {
+    const auto w = csv_files(whole), r = csv_files(resumed);
+    BOOST_TEST(w.size() == r.size());
+    for (const auto& [name, bytes] : w) BOOST_TEST((r.count(name) == 1 && r.at(name) == bytes), name);
+    // The whole state_dict (weights and running statistics), bit for bit; the metadata is the same too.
+    BOOST_TEST(slurp(whole / "model.safetensors") == slurp(resumed / "model.safetensors"));
+  };
+  Tmp t;
+  clear_interrupt();
+  BOOST_REQUIRE_EQUAL(run(with(t.dir / "whole")), kExitOk);
+  // Ctrl-C in the middle of epoch 3 (200 steps per epoch): the set holds a checkpoint at that step.
+  for (const int64_t steps : {470, 600}) {  // mid-epoch; at an epoch's end, before its evaluation
+    BOOST_TEST_CONTEXT("Ctrl-C after " << steps << " steps") {
+      const fs::path part = t.dir / ("part" + std::to_string(steps));
+      interrupt_after_steps(steps);
+      BOOST_TEST(run(with(part)) == kExitInterrupted);
+      clear_interrupt();
+      BOOST_TEST(fs::exists(part / "checkpoint" / "state.json"));
+      BOOST_TEST(slurp(part / "report.md").find("--resume") != std::string::npos);
+      BOOST_TEST(run(with(part, {"--resume"})) == kExitOk);
+      same_as_whole(t.dir / "whole", part);
+    }
+  }
+  // Killed (SIGKILL) after a checkpoint: the partial folder it leaves holds the checkpoint, which
+  // --resume finds beside --out, continues, and then removes.
+  const fs::path killed = t.dir / "killed";
+  const pid_t pid = spawn(with(killed, {"--checkpoint-every", "1"}));
+  bool saw_checkpoint = false;
+  for (int i = 0; i < 30000 && !saw_checkpoint; ++i) {
+    for (const auto& e : fs::directory_iterator(t.dir))
+      if (e.path().filename().string().starts_with(".killed.normlab-partial-") &&
+          fs::exists(e.path() / "checkpoint" / "state.json"))
+        saw_checkpoint = true;
+    if (!saw_checkpoint) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ::kill(pid, SIGKILL);
+  BOOST_REQUIRE(saw_checkpoint);
+  BOOST_TEST(wait_status(pid) == 128 + SIGKILL);
+  BOOST_REQUIRE(!fs::exists(killed));  // killed before it finished
+  BOOST_TEST(run(with(killed, {"--checkpoint-every", "1", "--resume"})) == kExitOk);
+  same_as_whole(t.dir / "whole", killed);
+  for (const auto& e : fs::directory_iterator(t.dir))
+    BOOST_TEST(e.path().filename().string().find(".normlab-partial-") == std::string::npos, e.path());
+  // --resume DIR: the checkpoint folder of another output folder.
+  BOOST_TEST(run(with(t.dir / "from_dir", {"--resume", (killed / "checkpoint").string()})) == kExitOk);
+  same_as_whole(t.dir / "whole", t.dir / "from_dir");
+}
+
+BOOST_AUTO_TEST_CASE(train_resume_refuses_other_settings_and_missing_checkpoints) {
+  Tmp t;
+  const fs::path part = t.dir / "part";
+  interrupt_after_steps(30);
+  BOOST_TEST(run({"train", "--quick", "--out", part.string()}) == kExitInterrupted);
+  clear_interrupt();
+  const auto error_of = [](std::vector<std::string> args) {
+    try {
+      run(std::move(args));
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string other = error_of({"train", "--quick", "--lr", "0.2", "--out", part.string(), "--resume"});
+  BOOST_TEST(other.find("other settings (lr 0.1 then, 0.2 now)") != std::string::npos, other);
+  const std::string data = error_of({"train", "--quick", "--samples", "3000", "--out", part.string(), "--resume"});
+  BOOST_TEST(data.find("the data differ") != std::string::npos, data);
+  const std::string none = error_of({"train", "--quick", "--out", (t.dir / "nothing").string(), "--resume"});
+  BOOST_TEST(none.find("--resume: no checkpoint in") != std::string::npos, none);
+  // A damaged state.json is named.
+  { std::ofstream(part / "checkpoint" / "state.json") << "{\"normlab_checkpoint\": 1}"; }
+  const std::string bad = error_of({"train", "--quick", "--out", (t.dir / "x").string(), "--resume", part.string()});
+  BOOST_TEST(bad.find("state.json: not a normlab checkpoint") != std::string::npos, bad);
+}
+
 BOOST_AUTO_TEST_CASE(ctrl_c_writes_the_finished_runs_and_a_second_one_quits_at_once) {
   Tmp t;
   const fs::path out = t.dir / "out";
