@@ -338,6 +338,25 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
                       "\" of the training set \"" + train->name + "\"");
     }
     const int64_t d = static_cast<int64_t>(feature_names.size());
+    if (opt.missing == Missing::Mean && train && static_cast<int64_t>(train->fill.size()) != d)
+      throw Error(path + ": --missing mean needs the training set's column means, and \"" + train->name +
+                  "\" has none (it was read without --missing mean)");
+
+    // Missing cells: empty, or one of the NA strings (trimmed).
+    std::set<std::string, std::less<>> na(kDefaultNaValues.begin(), kDefaultNaValues.end());
+    na.insert(opt.na_values.begin(), opt.na_values.end());
+    const auto is_missing = [&](const std::string& cell) {
+      const std::string_view t = trim(cell);
+      return t.empty() || na.count(t) > 0;
+    };
+    const auto missing_error = [&](size_t c, const std::string& what) {
+      return Error(at_cell(path, line_no, c, header[c]) + ": a missing value (" +
+                   (trim(fields[c]).empty() ? std::string("an empty cell") : "\"" + fields[c] + "\"") + "); expected " +
+                   what + (c == label_col ? "; --missing drop leaves such rows out"
+                                          : "; --missing drop leaves such rows out, --missing mean fills in the "
+                                            "column's mean"));
+    };
+    int64_t dropped = 0;
 
     // Rows.
     std::vector<float> x, y;
@@ -356,24 +375,61 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
                          ? " (column " + std::to_string(fields.size() + 1) + " \"" + header[fields.size()] +
                                "\" onward is missing)"
                          : " (an extra field at column " + std::to_string(width + 1) + ")"));
+      bool drop_row = false;
       for (size_t c = 0; c < width; ++c) {
         if (c == label_col || unused[c]) continue;
-        row[feature_pos[c]] = parse_cell(fields[c], path, line_no, c, header[c]);
+        if (!is_missing(fields[c])) {
+          row[feature_pos[c]] = parse_cell(fields[c], path, line_no, c, header[c]);
+        } else if (opt.missing == Missing::Error) {
+          throw missing_error(c, "a number");
+        } else {
+          row[feature_pos[c]] = std::numeric_limits<float>::quiet_NaN();  // Mean: filled below
+          drop_row = drop_row || opt.missing == Missing::Drop;
+        }
+      }
+      if (has_label && is_missing(fields[label_col])) {
+        if (opt.missing != Missing::Drop)
+          throw missing_error(label_col, opt.task == Task::Regression ? "a number" : "a class label");
+        drop_row = true;
+      }
+      if (drop_row) {
+        ++dropped;
+        continue;
       }
       x.insert(x.end(), row.begin(), row.end());
       label_line.push_back(line_no);
       if (!has_label) continue;
-      if (opt.task == Task::Regression) {
+      if (opt.task == Task::Regression)
         y.push_back(parse_cell(fields[label_col], path, line_no, label_col, header[label_col]));
-      } else {
-        if (fields[label_col].empty())
-          throw Error(at_cell(path, line_no, label_col, header[label_col]) +
-                      ": empty cell (a missing value); expected a class label");
+      else
         label_text.push_back(fields[label_col]);
-      }
     }
     const int64_t n = d > 0 ? static_cast<int64_t>(x.size()) / d : 0;
+    if (n == 0 && dropped > 0)
+      throw Error(path + ": every one of its " + std::to_string(dropped) + " rows has a missing value (--missing drop)");
     if (n == 0) throw Error(path + ": the header (line " + std::to_string(header_line) + ") has no data rows");
+
+    // --missing mean: each feature's mean over the rows where it is present (train's for a test file).
+    std::vector<float> fill;
+    if (opt.missing == Missing::Mean) {
+      if (train) {
+        fill = train->fill;
+      } else {
+        for (int64_t j = 0; j < d; ++j) {
+          double sum = 0;
+          int64_t count = 0;
+          for (int64_t i = 0; i < n; ++i)
+            if (const float v = x[i * d + j]; !std::isnan(v)) sum += v, ++count;
+          if (count == 0)
+            throw Error(path + ": column \"" + feature_names[j] + "\" has no value in any row: its mean cannot fill "
+                        "it (--csv-drop \"" + feature_names[j] + "\" leaves it out)");
+          fill.push_back(static_cast<float>(sum / static_cast<double>(count)));
+        }
+      }
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < d; ++j)
+          if (std::isnan(x[i * d + j])) x[i * d + j] = fill[j];
+    }
 
     Dataset ds;
     ds.name = path;
@@ -382,6 +438,8 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
     ds.x = autograd::empty({n, d});
     std::copy(x.begin(), x.end(), ds.x.data<float>());
     ds.lines = label_line;
+    ds.fill = fill;
+    ds.dropped_rows = dropped;
     if (!has_label) {  // features only (read_csv_features)
       ds.label_name.clear();
       return ds;

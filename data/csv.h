@@ -10,6 +10,15 @@ namespace normlab::data {
 // What the label column holds: a class (integer or string) or a number to regress.
 enum class Task { Classification, Regression };
 
+// What to do with a missing cell (empty, or one of the NA strings): stop with an error naming it,
+// drop its row, or (features only) put the column's mean over the training file in its place.
+enum class Missing { Error, Drop, Mean };
+
+// The strings read as a missing value besides an empty cell: pandas's default na_values.
+inline const std::vector<std::string> kDefaultNaValues{
+    "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>",
+    "N/A",  "NA",       "NULL", "NaN",    "None",    "n/a",  "nan",  "null"};
+
 // How to read a CSV file.
 struct CsvOptions {
   std::string label_column;               // the label column's name, as in the header (required)
@@ -20,6 +29,8 @@ struct CsvOptions {
   int64_t skip_rows = 0;                  // lines skipped at the top of the file, before the header
   std::vector<std::string> drop;          // columns left out (e.g. an id or a date column)
   std::vector<std::string> keep;          // if not empty: the only feature columns (the label besides)
+  std::vector<std::string> na_values;     // more strings read as missing (pandas: na_values)
+  Missing missing = Missing::Error;       // what a missing cell does (a missing label: error or drop)
   bool label_optional = false;            // read_csv_features: the label column may be absent
 };
 
@@ -38,12 +49,16 @@ std::vector<std::string> split_csv_line(const std::string& line, char delimiter,
 // the file. BOM, CRLF and blank lines are
 // accepted. Errors name the file, the line and the column: missing or empty file, no header,
 // duplicate or empty column names, a missing label column (with the available columns), a row
-// with the wrong number of fields, an empty or non-numeric cell, a header without data rows.
+// with the wrong number of fields, a non-numeric cell, a header without data rows, a missing cell
+// under Missing::Error. Missing::Drop leaves out every row with a missing cell (dropped_rows counts
+// them); Missing::Mean fills a missing feature with its column's mean over the file's other rows
+// (Dataset::fill) and still refuses a missing label.
 Dataset read_csv(const std::string& path, const CsvOptions& options);
 
 // Reads a test (or validation) CSV with the training set's columns and class mapping: the same
 // label column and task, the same feature columns by name (any order; they are put in train's
 // order), and every class must be one of train's (an unseen class is an error naming the line).
+// Missing::Mean fills with train's means (train.fill).
 Dataset read_csv(const std::string& path, const CsvOptions& options, const Dataset& train);
 
 // As read_csv with train, but the label column may be absent (files to predict): then the result

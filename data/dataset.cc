@@ -18,6 +18,8 @@ Dataset Dataset::subset(const std::vector<int64_t>& indices) const {
   out.feature_names = feature_names;
   out.label_name = label_name;
   out.name = name;
+  out.fill = fill;
+  out.dropped_rows = dropped_rows;
   out.x = autograd::empty({m, d});
   if (y.defined()) out.y = autograd::empty({m, 1});
   if (is_classification()) out.labels.resize(m);

@@ -19,6 +19,9 @@ struct Dataset {
   std::string label_name;                  // the label column (CSV), empty otherwise
   std::string name;                        // where it came from, e.g. "fashion-mnist train", "moons"
   std::vector<int64_t> lines;              // (N) the file line of each sample (CSV), empty otherwise
+  std::vector<float> fill;                 // (D) CSV with --missing mean: what a missing feature becomes
+                                           // (the training file's column means); empty otherwise
+  int64_t dropped_rows = 0;                // CSV with --missing drop: rows left out for a missing cell
 
   // N, the number of samples.
   int64_t size() const { return x.defined() ? x.size(0) : 0; }

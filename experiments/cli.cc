@@ -103,6 +103,18 @@ void add_csv_format_options(CLI::App* a, data::CsvOptions& f) {
                        "the CSV file has no header row: its columns are named 0, 1, 2, ... (--label 4)");
   a->add_option("--csv-skip-rows", f.skip_rows, "lines to skip at the top of the CSV file, before the header")
       ->check(whole(0, kMaxInt));
+  a->add_option("--csv-na", f.na_values,
+                "more CSV strings read as a missing value, e.g. ?,-999 (always: an empty cell, NA, N/A, NaN, "
+                "null, None and pandas's other defaults)")
+      ->delimiter(',')
+      ->default_str("");
+  a->add_option_function<std::string>(
+       "--missing",
+       [&f](const std::string& v) {
+         f.missing = v == "drop" ? data::Missing::Drop : v == "mean" ? data::Missing::Mean : data::Missing::Error;
+       },
+       "a missing CSV cell: error (default), drop (its row), mean (the column's mean over the training file)")
+      ->check(CLI::IsMember({"error", "drop", "mean"}));
   a->add_option("--csv-drop", f.drop, "CSV columns to leave out, e.g. id,date")->delimiter(',')->default_str("");
   a->add_option("--csv-columns", f.keep, "the only CSV columns to use as features (the label besides)")->delimiter(',')->default_str("");
 }
@@ -269,7 +281,7 @@ void check_applicable(const Options& o, CLI::App* sub) {
                                : o.quick          ? ", the --quick default"
                                                   : ", the default");
   for (const char* flag : {"--csv", "--csv-test", "--label", "--csv-sep", "--csv-comment", "--csv-no-header", "--csv-skip-rows",
-                           "--csv-drop", "--csv-columns"})
+                           "--csv-drop", "--csv-columns", "--csv-na", "--missing"})
     if (ds != "csv" && given(flag)) throw Error(std::string(flag) + " goes with --dataset csv; " + dataset);
   for (const char* flag : {"--samples", "--noise"})
     if (!synthetic && given(flag))

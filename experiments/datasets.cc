@@ -79,7 +79,10 @@ Splits load_data(const DataSpec& spec) {
 std::string describe(const DataSpec& spec, const Splits& s) {
   return spec.name + (spec.name == "csv" ? " " + spec.csv_path : "") + " (" + std::to_string(s.train.size()) + " train / " +
          std::to_string(s.validation.size()) + " validation / " + std::to_string(s.test.size()) + " test, " +
-         std::to_string(s.train.features()) + " features, " + std::to_string(s.train.num_classes) + " classes)";
+         std::to_string(s.train.features()) + " features, " + std::to_string(s.train.num_classes) + " classes" +
+         (s.train.dropped_rows > 0 ? ", " + std::to_string(s.train.dropped_rows) + " rows with a missing value left out"
+                                   : "") +
+         ")";
 }
 
 }  // namespace normlab::experiments

@@ -36,6 +36,10 @@ std::map<std::string, std::string> data_metadata(const DataSpec& spec, const dat
                        "a std of 0 (a constant feature) is read as 1";
   pre["mean"] = splits.standardizer.mean;
   pre["std"] = splits.standardizer.std;
+  if (!train.fill.empty()) {  // --missing mean: before standardizing, a missing value becomes its column's mean
+    pre["missing"] = "a missing value (an empty cell or an NA string) becomes fill, the training file's column mean";
+    pre["fill"] = train.fill;
+  }
   md["preprocessing"] = pre.dump();
   return md;
 }
@@ -61,6 +65,7 @@ SavedModel load_saved_model(const std::string& path) {
     const nlohmann::json pre = nlohmann::json::parse(get("preprocessing"));
     m.standardizer.mean = pre.at("mean").get<std::vector<double>>();
     m.standardizer.std = pre.at("std").get<std::vector<double>>();
+    if (pre.contains("fill")) m.fill = pre.at("fill").get<std::vector<float>>();
   } catch (const nlohmann::json::exception& e) {
     throw Error(path + ": the checkpoint's data metadata is not valid: " + e.what());
   }
@@ -69,6 +74,9 @@ SavedModel load_saved_model(const std::string& path) {
     throw Error(path + ": the preprocessing has " + std::to_string(n) + " means and " +
                 std::to_string(m.standardizer.std.size()) + " stds for a model of " + std::to_string(m.spec.inputs) +
                 " inputs");
+  if (!m.fill.empty() && static_cast<int64_t>(m.fill.size()) != n)
+    throw Error(path + ": the preprocessing has " + std::to_string(m.fill.size()) + " fill values for " +
+                std::to_string(n) + " features");
   if (static_cast<int64_t>(m.class_names.size()) != m.spec.outputs)
     throw Error(path + ": " + std::to_string(m.class_names.size()) + " class names for a model of " +
                 std::to_string(m.spec.outputs) + " outputs");
@@ -93,6 +101,7 @@ data::Dataset csv_columns_of(const SavedModel& m, const std::string& checkpoint,
   train.class_names = m.class_names;
   train.num_classes = static_cast<int64_t>(m.class_names.size());
   train.label_name = m.label;
+  train.fill = m.fill;
   return train;
 }
 

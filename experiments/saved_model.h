@@ -21,7 +21,8 @@ namespace normlab::experiments {
 //   "feature_names": JSON list of the CSV's feature columns in the model's input order;
 //   "preprocessing": JSON {"input": how a raw sample becomes the feature vector x,
 //                          "standardize": "x' = (x - mean) / std, std 0 read as 1",
-//                          "mean": [...], "std": [...]} (the training split's, one per feature).
+//                          "mean": [...], "std": [...]} (the training split's, one per feature),
+//                          and with --missing mean "fill": [...], what a missing value becomes.
 std::map<std::string, std::string> data_metadata(const DataSpec& spec, const data::Splits& splits);
 
 // A checkpoint read back: the model rebuilt from its metadata with the saved weights, and the data
@@ -32,6 +33,7 @@ struct SavedModel {
   std::string dataset, label;
   std::vector<std::string> class_names, feature_names;
   data::Standardizer standardizer;
+  std::vector<float> fill;  // --missing mean: each feature's value for a missing cell (empty: none)
 };
 
 // Reads a model.safetensors that `normlab train` wrote. Errors name the file and what is missing

@@ -135,13 +135,25 @@ def sine_rows(features):
 TOLERANCE = 1e-5
 
 
-def predict_csv(md, model, path):
+def predict_csv(md, model, path, comment=None, na_values=()):
     """Class probabilities (rows, classes) for the rows of a CSV file, preprocessed as in training."""
     names = json.loads(md["feature_names"])
     pre = json.loads(md["preprocessing"])
     with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    x = torch.tensor([[float(r[n]) for n in names] for r in rows], dtype=torch.float64)
+        lines = [l for l in f if l.strip() and not (comment and l.lstrip().startswith(comment))]
+        rows = list(csv.DictReader(lines))
+    # A model trained with --missing mean: an empty cell or an NA string becomes the recorded fill
+    # (the float32 column mean, as normlab stores it before standardizing).
+    na = {"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>",
+          "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"} | set(na_values)
+    fill = pre.get("fill")
+
+    def value(cell, j):
+        if fill is not None and cell.strip() in na:
+            return fill[j]
+        return float(torch.tensor(float(cell), dtype=torch.float32))  # normlab reads cells as float32
+
+    x = torch.tensor([[value(r[n], j) for j, n in enumerate(names)] for r in rows], dtype=torch.float64)
     mean = torch.tensor(pre["mean"], dtype=torch.float64)
     std = torch.tensor(pre["std"], dtype=torch.float64)
     x = ((x - mean) / torch.where(std > 0, std, torch.ones_like(std))).float()
@@ -156,6 +168,8 @@ def main():
     ap.add_argument("--from-metadata", action="store_true", help="rebuild the model from the checkpoint's metadata")
     ap.add_argument("--predict", metavar="DATA.csv", help="class probabilities for the rows of a CSV file")
     ap.add_argument("--compare-predictions", metavar="PREDS.csv", help="normlab predict's output, to compare with")
+    ap.add_argument("--csv-comment", help="--predict: lines starting with this character are skipped")
+    ap.add_argument("--csv-na", default="", help="--predict: more strings read as missing, comma-separated")
     args = ap.parse_args()
     if args.predict:
         md = read_metadata(args.path)
@@ -163,7 +177,8 @@ def main():
         model.load_state_dict(read_safetensors(args.path), strict=True)
         model.eval()
         classes = json.loads(md["class_names"])
-        probs = predict_csv(md, model, args.predict)
+        probs = predict_csv(md, model, args.predict, args.csv_comment,
+                            [v for v in args.csv_na.split(",") if v])
         print("predicted," + ",".join(f"p_{c}" for c in classes))
         for row in probs.tolist():
             print(classes[max(range(len(row)), key=row.__getitem__)] + "," + ",".join(f"{v:.7g}" for v in row))

@@ -195,7 +195,8 @@ BOOST_AUTO_TEST_CASE(ragged_rows) {
 
 BOOST_AUTO_TEST_CASE(bad_cells) {
   check_mentions(read_error("non_numeric.csv"), {fixture("non_numeric.csv"), "line 3", "column 2", "\"b\"", "\"abc\""});
-  check_mentions(read_error("nan_cell.csv"), {fixture("nan_cell.csv"), "line 2", "column 2", "finite", "\"nan\""});
+  check_mentions(read_error("nan_cell.csv"), {fixture("nan_cell.csv"), "line 2", "column 2", "missing value", "\"nan\"",
+                                              "--missing"});
   check_mentions(read_error("huge_value.csv"), {fixture("huge_value.csv"), "line 2", "column 2", "float32 range"});
   // The Fast C++ CSV Parser would read this empty cell as 0; we refuse it.
   check_mentions(read_error("empty_cell.csv"), {fixture("empty_cell.csv"), "line 3", "column 2", "\"b\"", "empty cell"});
@@ -317,6 +318,55 @@ BOOST_AUTO_TEST_CASE(layouts_of_real_files) {
     o.skip_rows = 5;
     check_mentions(error_of([&] { read_csv(f.path, o); }), {"fewer than the 5 to skip", "--csv-skip-rows"});
   }
+}
+
+BOOST_AUTO_TEST_CASE(missing_values_error_drop_or_mean) {
+  // Row 3 misses b (empty), row 4 misses a ("NA"), row 5 misses a ("?", an NA string only with
+  // na_values), row 6 misses its label.
+  TempFile f("missing.csv", "a,b,label\n1,10,x\n2,,y\nNA,30,x\n?,40,y\n5,50,\n6,60,y\n");
+  CsvOptions o = classify("label");
+  o.na_values = {"?"};
+  check_mentions(error_of([&] { read_csv(f.path, o); }),
+                 {"line 3", "column 2", "\"b\"", "a missing value (an empty cell)", "--missing drop", "--missing mean"});
+  check_mentions(error_of([&] { read_csv(f.path, classify("label")); }), {"line 3"});
+  // Without "?" as an NA string the cell is not a number.
+  CsvOptions plain = classify("label");
+  plain.missing = Missing::Drop;
+  check_mentions(error_of([&] { read_csv(f.path, plain); }), {"line 5", "column 1", "\"?\"", "finite number"});
+  // drop: rows 3, 4, 5 and 6 are left out.
+  o.missing = Missing::Drop;
+  const Dataset dropped = read_csv(f.path, o);
+  BOOST_TEST(dropped.size() == 2);
+  BOOST_TEST(dropped.dropped_rows == 4);
+  BOOST_TEST(dropped.lines == (std::vector<int64_t>{2, 7}));
+  check_tensor(dropped.x, {1, 10, 6, 60});
+  BOOST_TEST(dropped.fill.empty());
+  // mean: a missing feature becomes its column's mean over the rows that have it; a missing label
+  // is still an error.
+  o.missing = Missing::Mean;
+  check_mentions(error_of([&] { read_csv(f.path, o); }), {"line 6", "column 3", "\"label\"", "expected a class label",
+                                                       "--missing drop"});
+  TempFile g("missing_features.csv", "a,b,label\n1,10,x\n2,,y\nNA,30,x\n?,40,y\n6,60,y\n");
+  const Dataset filled = read_csv(g.path, o);
+  BOOST_TEST(filled.size() == 5);
+  const float mean_a = (1 + 2 + 6) / 3.0f, mean_b = (10 + 30 + 40 + 60) / 4.0f;
+  BOOST_TEST(filled.fill == (std::vector<float>{mean_a, mean_b}));
+  check_tensor(filled.x, {1, 10, 2, mean_b, mean_a, 30, mean_a, 40, 6, 60});
+  // A test file takes the training file's means, in the training file's column order.
+  TempFile t("missing_test.csv", "b,a,label\n,7,x\n20,null,y\n");
+  const Dataset test = read_csv(t.path, o, filled);
+  check_tensor(test.x, {7, mean_b, mean_a, 20});
+  // ... which a training set read without --missing mean does not have.
+  CsvOptions err = classify("label");
+  err.na_values = {"?"};
+  err.missing = Missing::Drop;
+  const Dataset no_fill = read_csv(g.path, err);
+  check_mentions(error_of([&] { read_csv(t.path, o, no_fill); }), {"--missing mean", "has none"});
+  // A column with no value at all, and a file whose every row has a missing value.
+  TempFile empty_col("empty_col.csv", "a,b,label\n1,,x\n2,NA,y\n");
+  check_mentions(error_of([&] { read_csv(empty_col.path, o); }), {"column \"b\" has no value in any row", "--csv-drop"});
+  o.missing = Missing::Drop;
+  check_mentions(error_of([&] { read_csv(empty_col.path, o); }), {"every one of its 2 rows has a missing value"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()
