@@ -542,6 +542,68 @@ def make_sgd():
     fx.write()
 
 
+# ---- Adam and AdamW -----------------------------------------------------------------------------------
+
+ADAM_STEPS = 8
+ADAM_SHAPES = [(3, 5), (17,), (2, 2, 2)]  # 17: a one-lane tail after the vectors of every SIMD width
+ADAM_NO_GRAD = [(3, 2), (6, 2)]  # (step, parameter): p.grad = None, so PyTorch skips the parameter
+ADAM_CASES = [  # name, optimizer, keyword arguments (lr given; the rest PyTorch's defaults)
+    ("adam", "Adam", dict(lr=0.05)),
+    ("adam_wd", "Adam", dict(lr=0.05, weight_decay=0.1)),
+    ("adam_amsgrad", "Adam", dict(lr=0.05, amsgrad=True)),
+    ("adam_maximize", "Adam", dict(lr=0.05, weight_decay=0.1, maximize=True)),
+    ("adamw", "AdamW", dict(lr=0.05)),
+    ("adamw_amsgrad", "AdamW", dict(lr=0.05, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1, amsgrad=True)),
+]
+
+
+def make_adam():
+    """torch.optim.Adam / AdamW (foreach=False, the single-tensor rule) over three parameters for
+    ADAM_STEPS steps with fixed gradients; gradients shrink over the steps, so that exp_avg_sq falls
+    and AMSGrad's maximum differs from it."""
+    fx = Fixture("adam")
+    torch.manual_seed(13)
+    p064 = [torch.randn(s, dtype=torch.float64) for s in ADAM_SHAPES]
+    g64 = [[torch.randn(s, dtype=torch.float64) * 2.0 * 0.7 ** k for s in ADAM_SHAPES] for k in range(ADAM_STEPS)]
+    for dn, dt in DTYPES.items():
+        for j, p in enumerate(p064):
+            fx.add(f"{dn}.param{j}", p.to(dt))
+        for k in range(ADAM_STEPS):
+            for j in range(len(ADAM_SHAPES)):
+                if (k + 1, j) not in ADAM_NO_GRAD:
+                    fx.add(f"{dn}.grad{k + 1}.{j}", g64[k][j].to(dt))
+        for name, kind, kw in ADAM_CASES:
+            ps = [torch.nn.Parameter(p.to(dt).clone()) for p in p064]
+            opt = getattr(torch.optim, kind)(ps, foreach=False, **kw)
+            for k in range(ADAM_STEPS):
+                for j, p in enumerate(ps):
+                    p.grad = None if (k + 1, j) in ADAM_NO_GRAD else g64[k][j].to(dt).clone()
+                opt.step()
+                for j, p in enumerate(ps):
+                    fx.add(f"{dn}.{name}.step{k + 1}.param{j}", p)
+            for j, p in enumerate(ps):
+                st = opt.state[p]
+                for key in ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"):
+                    if key in st:
+                        fx.add(f"{dn}.{name}.final.{key}.{j}", st[key])
+                fx.meta(f"{name}.final.step.{j}", repr(st["step"].item()))
+    for name, kind, kw in ADAM_CASES:
+        group = torch.optim.Adam([torch.zeros(1)]).defaults if kind == "Adam" else \
+            torch.optim.AdamW([torch.zeros(1)]).defaults
+        group = dict(group, **kw)  # every hyper-parameter, PyTorch's defaults for those not given
+        fx.meta(name + ".optimizer", kind)
+        for key in ("lr", "eps", "weight_decay"):
+            fx.meta(f"{name}.{key}", repr(float(group[key])))
+        fx.meta(name + ".betas", json.dumps(list(group["betas"])))
+        fx.meta(name + ".amsgrad", str(group["amsgrad"]).lower())
+        fx.meta(name + ".maximize", str(group["maximize"]).lower())
+    fx.meta("cases", ",".join(name for name, _, _ in ADAM_CASES))
+    fx.meta("steps", str(ADAM_STEPS))
+    fx.meta("params", str(len(ADAM_SHAPES)))
+    fx.meta("no_grad", json.dumps([list(x) for x in ADAM_NO_GRAD]))
+    fx.write()
+
+
 # ---- Checking a file written elsewhere ----------------------------------------------------------------
 
 def check(path):
@@ -587,6 +649,7 @@ def main():
     make_pool2d()
     make_norms2d()
     make_cnn_steps()
+    make_adam()
 
 
 if __name__ == "__main__":
