@@ -183,6 +183,12 @@ void add_train_options(CLI::App* a, Options& o) {
   a->add_option("--step-every", o.train.step_every, "schedule step: decay every N steps")->check(whole(0, kMaxInt));
   a->add_option("--step-gamma", o.train.step_gamma, "schedule step: decay factor")
       ->check(real(0, std::numeric_limits<double>::infinity(), true));
+  if (cmd == "train" || cmd == "compare")
+    a->add_option("--eval-every", o.train.eval_every,
+                  "also evaluate (validation, test) every N steps, into evals.csv; compare: steps to the target "
+                  "as fine as N steps, instead of an epoch")
+        ->check(whole(1, kMaxInt))
+        ->default_str("");
   if (cmd != "sweep")  // the sweep records no activation statistics
     preset_default(a->add_option("--stats-every", o.train.stats_every,
                                  "record activation statistics and gradient norms every N steps")

@@ -43,6 +43,20 @@ const EpochRecord* first_reaching(const RunResult& r, double target, bool use_va
   return nullptr;
 }
 
+// The steps to the first evaluation whose held-out accuracy reaches the target: after an epoch, or
+// every --eval-every steps (finer than epochs); NaN when none does.
+double steps_reaching(const RunResult& r, double target, bool use_val) {
+  double steps = NAN;
+  for (const auto& e : r.evals)
+    if ((use_val ? e.val_acc : e.test_acc) >= target) {
+      steps = static_cast<double>(e.step);
+      break;
+    }
+  if (const EpochRecord* hit = first_reaching(r, target, use_val); hit && !(hit->step >= steps))
+    steps = static_cast<double>(hit->step);
+  return steps;
+}
+
 // One norm's runs over the seeds.
 struct Agg {
   std::vector<double> acc, loss, epochs_to, steps_to;
@@ -62,8 +76,8 @@ std::map<std::string, Agg> aggregate(const CompareConfig& cfg, const std::vector
     }
     const EpochRecord* hit = first_reaching(r, target, use_val);
     a.epochs_to.push_back(hit ? hit->epoch : NAN);
-    a.steps_to.push_back(hit ? hit->step : NAN);
-    if (hit) ++a.reached;
+    a.steps_to.push_back(steps_reaching(r, target, use_val));
+    if (std::isfinite(a.steps_to.back())) ++a.reached;
   }
   return agg;
 }
@@ -79,7 +93,11 @@ void write_tables(const CompareConfig& cfg, const std::vector<RunResult>& runs, 
     const EpochRecord* last = r.epochs.empty() ? nullptr : &r.epochs.back();
     runs_csv.add(r, {r.diverged ? "1" : "0", std::to_string(r.diverged_step), last ? fmt(last->train_loss) : "nan",
                      last ? fmt(last->test_loss) : "nan", last ? fmt(last->test_acc) : "nan",
-                     hit ? std::to_string(hit->epoch) : "", hit ? std::to_string(hit->step) : "",
+                     hit ? std::to_string(hit->epoch) : "",
+                     [&] {
+                       const double s = steps_reaching(r, cfg.target_accuracy, use_val);
+                       return std::isfinite(s) ? std::to_string(static_cast<int64_t>(s)) : std::string();
+                     }(),
                      fmt(cfg.target_accuracy)});
   }
   CsvTable summary(std::vector<std::string>{"norm", "runs", "diverged", "test_acc_mean", "test_acc_std", "test_loss_mean",
@@ -168,8 +186,11 @@ std::string reading(const CompareConfig& cfg, const std::vector<RunResult>& runs
       names += (i == 0 ? "" : i + 1 == fastest.size() ? " and " : ", ") + display_name(fastest[i]);
     names[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(names[0])));  // starts the sentence
     md << names << " reach " << pct(cfg.target_accuracy) << " in every seed after the same number of steps ("
-       << fmt(fastest_steps, 5) << " on average): the target is checked at the end of each epoch, so runs that "
-       << "reach it within the same epoch tie. ";
+       << fmt(fastest_steps, 5) << " on average): "
+       << (cfg.base.eval_every > 0 ? "the target is checked every " + count_of(cfg.base.eval_every, "step") +
+                                         " (`--eval-every`), so runs that reach it between two checks tie. "
+                                   : std::string("the target is checked at the end of each epoch, so runs that reach it "
+                                                 "within the same epoch tie (`--eval-every N` checks every N steps). "));
   } else {
     md << "No norm reached " << pct(cfg.target_accuracy) << " in every seed. ";
   }
@@ -187,7 +208,10 @@ std::string compare_markdown(const CompareConfig& cfg, const std::vector<RunResu
      << fmt(b.lr) << ", momentum " << fmt(b.momentum) << ", batch " << b.batch_size << ", " << count_of(b.epochs, "epoch")
      << ", schedule " << b.schedule << " with " << count_of(b.warmup_steps, "warmup step") << "; "
      << count_of(static_cast<int64_t>(cfg.seeds.size()), "seed") << " per norm. Target accuracy " << pct(cfg.target_accuracy) << " on the "
-     << (use_val ? "validation set" : "test set (there is no validation set: `--val-fraction` 0)") << ".\n\n";
+     << (use_val ? "validation set" : "test set (there is no validation set: `--val-fraction` 0)")
+     << (b.eval_every > 0 ? ", checked after every epoch and every " + count_of(b.eval_every, "step") + " (evals.csv)"
+                          : ", checked after every epoch")
+     << ".\n\n";
   md << "| norm | final test accuracy (%) | final test loss | reached target | epochs to target | steps to target | diverged |\n";
   md << "|---|---|---|---|---|---|---|\n";
   for (const auto& norm : cfg.norms) {

@@ -89,6 +89,22 @@ class GradNorms : public Observer {
 
 class Evaluation : public Observer {
  public:
+  // Every config.eval_every steps: validation and test, without touching the training state.
+  void step_end(RunState& st, const StepView& v) override {
+    const TrainConfig& c = st.config;
+    if (c.eval_every <= 0 || (st.step + 1) % c.eval_every != 0 || !std::isfinite(v.loss)) return;
+    const auto t = Clock::now();
+    nn::Sequential& net = *st.model.net;
+    EvalRecord e{st.step + 1, st.epoch, NAN, NAN, NAN, NAN};
+    if (st.data.validation.size() > 0) {
+      const auto r = evaluate(net, st.data.validation, c.eval_batch);
+      e.val_loss = r.loss, e.val_acc = r.accuracy;
+    }
+    const auto r = evaluate(net, st.data.test, c.eval_batch);
+    e.test_loss = r.loss, e.test_acc = r.accuracy;
+    st.result.evals.push_back(e);
+    st.result.eval_seconds += seconds_since(t);
+  }
   void epoch_end(RunState& st, EpochRecord& e) override {
     const TrainConfig& c = st.config;
     RunResult& r = st.result;

@@ -34,9 +34,16 @@ nlohmann::json records_json(const RunResult& r) {
                       num(e.test_loss), num(e.test_acc), num(e.test_acc_precise), num(e.test_acc_batch)});
   for (const auto& a : r.activations) acts.push_back({a.step, a.layer, a.where, num(a.mean), num(a.std)});
   for (const auto& g : r.grad_norms) grads.push_back({g.step, g.param, num(g.norm)});
-  return {{"config", to_json(r.config)}, {"steps", steps}, {"epochs", epochs}, {"activations", acts},
-          {"grad_norms", grads}, {"diverged", r.diverged}, {"diverged_step", r.diverged_step},
-          {"total_steps", r.total_steps}, {"seconds", r.seconds}};
+  nlohmann::json j = {{"config", to_json(r.config)}, {"steps", steps}, {"epochs", epochs}, {"activations", acts},
+                      {"grad_norms", grads}, {"diverged", r.diverged}, {"diverged_step", r.diverged_step},
+                      {"total_steps", r.total_steps}, {"seconds", r.seconds}};
+  if (!r.evals.empty()) {
+    nlohmann::json evals = nlohmann::json::array();
+    for (const auto& e : r.evals)
+      evals.push_back({e.step, e.epoch, num(e.val_loss), num(e.val_acc), num(e.test_loss), num(e.test_acc)});
+    j["evals"] = evals;
+  }
+  return j;
 }
 
 void write_records(const std::filesystem::path& path, const std::vector<RunResult>& runs) {
@@ -72,6 +79,9 @@ std::optional<RunResult> stored_run(const nlohmann::json& j, const TrainConfig& 
                           val(e[9])});
     for (const auto& a : j.at("activations")) r.activations.push_back({a[0], a[1], a[2], val(a[3]), val(a[4])});
     for (const auto& g : j.at("grad_norms")) r.grad_norms.push_back({g[0], g[1], val(g[2])});
+    if (j.contains("evals"))
+      for (const auto& e : j.at("evals"))
+        r.evals.push_back({e[0], e[1], val(e[2]), val(e[3]), val(e[4]), val(e[5])});
     r.diverged = j.at("diverged");
     r.diverged_step = j.at("diverged_step");
     r.total_steps = j.at("total_steps");

@@ -25,6 +25,7 @@ nlohmann::json to_json(const TrainConfig& c) {
           {"bn_three_ways", c.bn_three_ways}, {"precise_bn_samples", c.precise_bn_samples},
           {"eval_batch", c.eval_batch}};
   if (!c.init_from.empty()) j["init_from"] = c.init_from;
+  if (c.eval_every > 0) j["eval_every"] = c.eval_every;
   return j;
 }
 

@@ -50,7 +50,19 @@ void write_run_records(const std::vector<RunResult>& runs, const std::string& da
   RunTable epochs(epoch_columns(validation, false), dataset);
   RunTable acts({"step", "layer", "where", "mean", "std"}, dataset);
   RunTable grads({"step", "param", "grad_norm"}, dataset);
+  std::vector<std::string> eval_cols{"step", "epoch"};
+  if (validation) eval_cols.insert(eval_cols.end(), {"val_loss", "val_acc"});
+  eval_cols.insert(eval_cols.end(), {"test_loss", "test_acc"});
+  RunTable evals(eval_cols, dataset);
+  bool any_evals = false;
   for (const RunResult& r : runs) {
+    for (const auto& e : r.evals) {
+      std::vector<std::string> c{std::to_string(e.step), std::to_string(e.epoch)};
+      if (validation) c.insert(c.end(), {fmt(e.val_loss), fmt(e.val_acc)});
+      c.insert(c.end(), {fmt(e.test_loss), fmt(e.test_acc)});
+      evals.add(r, c);
+      any_evals = true;
+    }
     for (const auto& s : r.steps) steps.add(r, {std::to_string(s.step), std::to_string(s.epoch), fmt(s.lr), fmt(s.loss)});
     for (const auto& e : r.epochs) epochs.add(r, epoch_cells(e, validation, false));
     for (const auto& a : r.activations)
@@ -61,6 +73,7 @@ void write_run_records(const std::vector<RunResult>& runs, const std::string& da
   epochs.write(dir / "epochs.csv");
   acts.write(dir / "activations.csv");
   grads.write(dir / "grad_norms.csv");
+  if (any_evals) evals.write(dir / "evals.csv");
 }
 
 }  // namespace normlab::experiments

@@ -51,6 +51,25 @@ std::vector<std::string> train_plots(const RunResult& r, const StudyContext& ctx
   add("test", &EpochRecord::test_loss, &EpochRecord::test_acc);
   if (!r.epochs.empty() && render_panels("Training run: loss and accuracy per epoch", {el, ea}, 2, ctx.out, "epochs"))
     plots.push_back("epochs");
+  // Every --eval-every steps: validation and test against the step.
+  if (!r.evals.empty()) {
+    PlotSpec sl{"Loss every " + count_of(r.config.eval_every, "step"), "step", "cross-entropy loss"},
+        sa{"Accuracy every " + count_of(r.config.eval_every, "step"), "step", "accuracy"};
+    sa.percent_y = true;
+    const auto add_eval = [&](const std::string& name, double EvalRecord::*l, double EvalRecord::*a) {
+      Series ll{name}, aa{name};
+      for (const auto& e : r.evals) {
+        ll.x.push_back(double(e.step)), ll.y.push_back(e.*l);
+        aa.x.push_back(double(e.step)), aa.y.push_back(e.*a);
+      }
+      sl.series.push_back(ll), sa.series.push_back(aa);
+    };
+    if (has_val) add_eval("validation", &EvalRecord::val_loss, &EvalRecord::val_acc);
+    add_eval("test", &EvalRecord::test_loss, &EvalRecord::test_acc);
+    if (render_panels("Training run: held-out loss and accuracy every " + count_of(r.config.eval_every, "step"),
+                      {sl, sa}, 2, ctx.out, "evals"))
+      plots.push_back("evals");
+  }
   return plots;
 }
 
@@ -69,6 +88,9 @@ std::string train_markdown(const RunResult& r, const StudyContext& ctx, bool has
     md << fmt(e.test_loss, 4) << " | " << fmt(100 * e.test_acc, 4) << " |\n";
   }
   if (!has_val) md << "\nNo validation set (`--val-fraction` 0): no validation metrics are recorded.\n";
+  if (!r.evals.empty())
+    md << "\nAlso evaluated every " << count_of(c.eval_every, "step") << " (`--eval-every`): " << r.evals.size()
+       << " evaluations in evals.csv.\n";
   if (const std::string note = last_batch_note(c, r.train_samples); !note.empty()) md << "\n" << note << "\n";
   if (r.diverged) md << "\nThe run diverged at step " << r.diverged_step << ".\n";
   if (r.interrupted)

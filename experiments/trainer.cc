@@ -43,6 +43,7 @@ void validate(const TrainConfig& c, const Splits& s) {
   if (c.schedule == "step" && c.step_every <= 0) throw Error("schedule 'step' needs a positive step interval");
   if (c.warmup_steps < 0) throw Error("warmup steps must be >= 0");
   if (c.eval_batch <= 0) throw Error("the evaluation batch must be at least 1");
+  if (c.eval_every < 0) throw Error("--eval-every must be 0 (off) or a number of steps");
   optim::SGD::check_options(sgd_options(c), "SGD");
   schedule_of(c, steps_per_run(c, s));  // throws for a bad decay factor
 }
@@ -155,6 +156,7 @@ RunPosition resume_from(const std::filesystem::path& dir, RunResult& r, nn::Modu
   if (!kept) throw Error("--resume: " + (dir / "state.json").string() + ": its records are damaged");
   r.steps = std::move(kept->steps), r.epochs = std::move(kept->epochs);
   r.activations = std::move(kept->activations), r.grad_norms = std::move(kept->grad_norms);
+  r.evals = std::move(kept->evals);
   nn::load_module(ck.model.string(), net);
   sched.set_step(optim::load_optimizer(ck.optimizer.string(), opt));
   return ck.position;

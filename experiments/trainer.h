@@ -40,6 +40,7 @@ struct TrainConfig {
   int64_t precise_bn_samples = 10000;
   int64_t eval_batch = 1000;
   int64_t eval_last = 0;          // evaluate (validation, test) only after the last N epochs (0: every epoch)
+  int64_t eval_every = 0;         // also evaluate (validation, test) after every N steps (0: after epochs only)
   std::string init_from;          // start from these weights (a safetensors file of the model's state_dict;
                                   // "": the seeded initialization)
 };
@@ -63,6 +64,13 @@ struct EpochRecord {
   double test_acc_batch = std::numeric_limits<double>::quiet_NaN();
 };
 
+// An evaluation between epochs (TrainConfig::eval_every): validation (NaN without a validation
+// set) and test loss and accuracy after `step` steps, in epoch `epoch`.
+struct EvalRecord {
+  int64_t step, epoch;
+  double val_loss, val_acc, test_loss, test_acc;
+};
+
 // Mean and standard deviation of one hidden layer's activations at a step: after the Linear
 // ("pre"), after the norm ("post", = pre without a norm), after the activation ("act").
 struct ActivationStat {
@@ -82,6 +90,7 @@ struct RunResult {
   TrainConfig config;
   std::vector<StepRecord> steps;
   std::vector<EpochRecord> epochs;
+  std::vector<EvalRecord> evals;  // every config.eval_every steps (empty when 0)
   std::vector<ActivationStat> activations;
   std::vector<GradNorm> grad_norms;
   bool diverged = false;

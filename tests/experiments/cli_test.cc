@@ -960,4 +960,43 @@ BOOST_AUTO_TEST_CASE(init_from_starts_from_the_given_weights) {
                std::vector<std::string>{"--init-from", "none.safetensors"});
 }
 
+BOOST_AUTO_TEST_CASE(eval_every_evaluates_between_epochs_without_changing_the_training) {
+  Tmp t;
+  const auto out = [&](const std::string& n) { return (t.dir / n).string(); };
+  BOOST_REQUIRE(run({"train", "--quick", "--quiet", "--norm", "batch", "--val-fraction", "0.1", "--out", out("plain")}) == 0);
+  BOOST_REQUIRE(run({"train", "--quick", "--quiet", "--norm", "batch", "--val-fraction", "0.1", "--eval-every", "7",
+                     "--out", out("every")}) == 0);
+  // The same training, bit for bit: the evaluations only read the model.
+  for (const char* f : {"steps.csv", "epochs.csv", "activations.csv", "grad_norms.csv"})
+    BOOST_TEST(slurp(t.dir / "plain" / f) == slurp(t.dir / "every" / f), f);
+  BOOST_TEST(!fs::exists(t.dir / "plain" / "evals.csv"));
+  // 1400 training samples at batch 32: 43 steps per epoch, 129 steps, an evaluation after steps 7, 14, ..., 126.
+  BOOST_TEST(lines(t.dir / "every" / "evals.csv") == 1 + 129 / 7);
+  const std::string evals = slurp(t.dir / "every" / "evals.csv");
+  BOOST_TEST(evals.find("step,epoch,val_loss,val_acc,test_loss,test_acc") != std::string::npos);
+  BOOST_TEST(slurp(t.dir / "every" / "report.md").find("18 evaluations in evals.csv") != std::string::npos);
+  // compare: steps to the target are multiples of 5 steps, no more than the epoch's.
+  BOOST_REQUIRE(run({"compare", "--quick", "--quiet", "--seeds", "0", "--eval-every", "5", "--out", out("cmp")}) == 0);
+  BOOST_REQUIRE(run({"compare", "--quick", "--quiet", "--seeds", "0", "--out", out("cmp_epochs")}) == 0);
+  const auto steps_to = [&](const std::string& dir) {
+    std::vector<std::string> v;
+    std::istringstream in(slurp(t.dir / dir / "runs.csv"));
+    std::string line;
+    std::getline(in, line);
+    while (std::getline(in, line)) {  // ..., epochs_to_target, steps_to_target, target_acc
+      const auto last = line.rfind(','), before = line.rfind(',', last - 1);
+      v.push_back(line.substr(before + 1, last - before - 1));
+    }
+    return v;
+  };
+  const auto fine = steps_to("cmp"), coarse = steps_to("cmp_epochs");
+  BOOST_REQUIRE(fine.size() == 3);
+  for (size_t i = 0; i < fine.size(); ++i) {
+    BOOST_REQUIRE(!fine[i].empty());
+    BOOST_TEST(std::stoi(fine[i]) % 5 == 0);
+    BOOST_TEST(std::stoi(fine[i]) <= std::stoi(coarse[i]));
+  }
+  expect_error({"sweep", "--quick", "--eval-every", "5"}, "--eval-every");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -219,7 +219,8 @@ BOOST_AUTO_TEST_CASE(interrupted_commands_resume_to_byte_identical_csv_files) {
 
 BOOST_AUTO_TEST_CASE(train_resumes_to_the_same_bits_after_ctrl_c_and_after_kill) {
   // BatchNorm (running statistics), momentum, warmup + cosine: every piece of state matters.
-  const std::vector<std::string> base{"train", "--quick", "--norm", "batch", "--batch-size", "8", "--epochs", "12"};
+  const std::vector<std::string> base{"train", "--quick", "--norm", "batch", "--batch-size", "8", "--epochs", "12",
+                                      "--eval-every", "150"};
   const auto with = [&](const fs::path& out, std::vector<std::string> extra = {}) {
     std::vector<std::string> a = base;
     a.insert(a.end(), {"--out", out.string()});
