@@ -63,6 +63,7 @@ struct Options {
   std::string help_topic;  // `normlab help SUBCOMMAND`
   std::string checkpoint, input_csv;  // predict, eval
   std::string resume_dir;             // train --resume DIR ("": --out)
+  std::vector<double> adam_betas;     // --betas (empty: the defaults)
   int64_t checkpoint_every = 0;       // train --checkpoint-every
   int64_t sweep_train_limit = 0;  // study: the sweep trains on the first N training samples (0: all)
   // study on Fashion-MNIST: the CNN part (--no-cnn leaves it out).
@@ -173,10 +174,23 @@ void add_train_options(CLI::App* a, Options& o) {
   const std::string lr = cmd == "sweep"   ? "peak learning rate (--over batch: at --reference-batch)"
                          : cmd == "study" ? "peak learning rate (the sweep: at batch 128, scaled linearly)"
                                           : "peak learning rate";
-  preset_default(a->add_option("--lr", o.train.lr, lr)->check(non_negative()), "0.1 with --quick, else 0.05");
+  preset_default(a->add_option("--lr", o.train.lr, lr)->check(non_negative()), "0.001 with --optimizer adam or adamw, 0.1 with --quick, else 0.05");
+  a->add_option("--optimizer", o.train.optimizer,
+                "sgd, adam or adamw (PyTorch's update rules; adam and adamw default to --lr 0.001, adamw to "
+                "--weight-decay 0.01, as PyTorch)")
+      ->check(CLI::IsMember({"sgd", "adam", "adamw"}));
   a->add_option("--momentum", o.train.momentum, "SGD momentum")->check(real(0, 1, false, true));
-  a->add_option("--weight-decay", o.train.weight_decay, "SGD weight decay")->check(non_negative());
-  a->add_flag("--nesterov", o.train.nesterov, "Nesterov momentum");
+  preset_default(a->add_option("--weight-decay", o.train.weight_decay,
+                               "weight decay: L2 added to the gradient (sgd, adam), decoupled (adamw)")
+                     ->check(non_negative()),
+                 "0.01 with --optimizer adamw, else 0");
+  a->add_flag("--nesterov", o.train.nesterov, "SGD: Nesterov momentum");
+  a->add_option("--betas", o.adam_betas, "adam, adamw: the decay rates of the moments, e.g. 0.9,0.999")
+      ->delimiter(',')
+      ->expected(2)
+      ->check(real(0, 1, false, true))
+      ->default_str("0.9,0.999");
+  a->add_option("--eps", o.train.eps, "adam, adamw: added to the denominator")->check(non_negative());
   preset_default(a->add_option("--warmup", o.train.warmup_steps, "linear warmup steps")->check(whole(0, kMaxInt)),
                  "10 with --quick, 50 on fashion-mnist, else 0");
   a->add_option("--schedule", o.train.schedule, "after warmup: none, cosine or step");
@@ -513,6 +527,19 @@ void finish_options(Options& o, CLI::App* sub) {
   if (o.quick) apply_quick(o, sub);
   else if (o.data.name == "fashion-mnist") apply_fashion_defaults(o, sub, sub->get_name() == "study");
   check_conflicts(o, sub);
+  // The optimizer's own flags, and PyTorch's defaults for Adam and AdamW.
+  const std::string opt = "--optimizer " + o.train.optimizer + (given("--optimizer") ? "" : " (the default)");
+  for (const char* flag : {"--momentum", "--nesterov"})
+    if (o.train.optimizer != "sgd" && given(flag))
+      throw Error(std::string(flag) + " goes with --optimizer sgd, not " + opt + " (--betas sets Adam's moments)");
+  for (const char* flag : {"--betas", "--eps"})
+    if (o.train.optimizer == "sgd" && given(flag))
+      throw Error(std::string(flag) + " goes with --optimizer adam or adamw, not " + opt);
+  if (o.train.optimizer != "sgd") {
+    if (!given("--lr")) o.train.lr = 1e-3;
+    if (o.train.optimizer == "adamw" && !given("--weight-decay")) o.train.weight_decay = 1e-2;
+    if (!o.adam_betas.empty()) o.train.beta1 = o.adam_betas[0], o.train.beta2 = o.adam_betas[1];
+  }
   if (o.train.model.hidden.empty()) o.train.model.hidden = {64, 64};
   o.eval_batch_given = sub->get_option_no_throw("--eval-batch") != nullptr && sub->count("--eval-batch") > 0;
   check_architecture(o, sub);

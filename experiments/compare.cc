@@ -204,8 +204,8 @@ std::string compare_markdown(const CompareConfig& cfg, const std::vector<RunResu
                              const std::vector<std::string>& plots) {
   const TrainConfig& b = cfg.base;
   std::ostringstream md;
-  md << "Model " << describe(b.model) << " (" << b.model.activation << "), data: " << ctx.dataset << ". SGD lr "
-     << fmt(b.lr) << ", momentum " << fmt(b.momentum) << ", batch " << b.batch_size << ", " << count_of(b.epochs, "epoch")
+  md << "Model " << describe(b.model) << " (" << b.model.activation << "), data: " << ctx.dataset << ". "
+     << optimizer_text(b) << ", batch " << b.batch_size << ", " << count_of(b.epochs, "epoch")
      << ", schedule " << b.schedule << " with " << count_of(b.warmup_steps, "warmup step") << "; "
      << count_of(static_cast<int64_t>(cfg.seeds.size()), "seed") << " per norm. Target accuracy " << pct(cfg.target_accuracy) << " on the "
      << (use_val ? "validation set" : "test set (there is no validation set: `--val-fraction` 0)")

@@ -26,6 +26,7 @@ nlohmann::json to_json(const TrainConfig& c) {
           {"eval_batch", c.eval_batch}};
   if (!c.init_from.empty()) j["init_from"] = c.init_from;
   if (c.eval_every > 0) j["eval_every"] = c.eval_every;
+  if (c.optimizer != "sgd") j["optimizer"] = {{"name", c.optimizer}, {"betas", {c.beta1, c.beta2}}, {"eps", c.eps}};
   return j;
 }
 

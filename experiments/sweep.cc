@@ -261,7 +261,7 @@ std::string sweep_markdown(const SweepConfig& cfg, const Plan& plan, const Point
   const TrainConfig& b = cfg.base;
   std::ostringstream md;
   md << "Model " << describe(b.model) << " (" << b.model.activation << "), data: " << ctx.dataset << ", "
-     << count_of(b.epochs, "epoch") << " per run, SGD momentum " << fmt(b.momentum) << ", "
+     << count_of(b.epochs, "epoch") << " per run, " << optimizer_text(b, false) << ", "
      << (plan.by_batch ? "lr = " + fmt(b.lr) + " x batch / " + std::to_string(cfg.reference_batch)
                        : "batch " + std::to_string(b.batch_size))
      << ", schedule " << b.schedule << " with " << count_of(b.warmup_steps, "warmup step") << ", "

@@ -78,7 +78,7 @@ std::string train_markdown(const RunResult& r, const StudyContext& ctx, bool has
   const TrainConfig& c = r.config;
   std::ostringstream md;
   md << "Model " << describe(c.model) << " (" << c.model.activation << ", norm " << c.model.norm
-     << "), data: " << ctx.dataset << ". SGD lr " << fmt(c.lr) << ", momentum " << fmt(c.momentum) << ", batch "
+     << "), data: " << ctx.dataset << ". " << optimizer_text(c) << ", batch "
      << c.batch_size << ", " << count_of(c.epochs, "epoch") << ", seed " << c.seed << ".\n\n";
   md << "| epoch | train loss | train acc (%) |" << (has_val ? " val loss | val acc (%) |" : "")
      << " test loss | test acc (%) |\n|---|---|---|" << (has_val ? "---|---|" : "") << "---|---|\n";

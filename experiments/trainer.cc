@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <ctime>
+#include <sstream>
 
 #include "autograd/loss.h"
 #include "data/loader.h"
@@ -14,6 +15,7 @@
 #include "experiments/registry.h"
 #include "experiments/report.h"
 #include "nn/checkpoint.h"
+#include "optim/adam.h"
 #include "optim/checkpoint.h"
 
 namespace normlab::experiments {
@@ -44,7 +46,11 @@ void validate(const TrainConfig& c, const Splits& s) {
   if (c.warmup_steps < 0) throw Error("warmup steps must be >= 0");
   if (c.eval_batch <= 0) throw Error("the evaluation batch must be at least 1");
   if (c.eval_every < 0) throw Error("--eval-every must be 0 (off) or a number of steps");
-  optim::SGD::check_options(sgd_options(c), "SGD");
+  if (c.optimizer == "sgd") optim::SGD::check_options(sgd_options(c), "SGD");
+  else if (c.optimizer == "adam" || c.optimizer == "adamw")
+    optim::Adam::check_options({.lr = c.lr, .betas = {c.beta1, c.beta2}, .eps = c.eps, .weight_decay = c.weight_decay},
+                               c.optimizer == "adam" ? "Adam" : "AdamW");
+  else throw Error("unknown optimizer '" + c.optimizer + "' (expected sgd, adam or adamw)");
   schedule_of(c, steps_per_run(c, s));  // throws for a bad decay factor
 }
 
@@ -75,6 +81,32 @@ optim::Schedule schedule_of(const TrainConfig& c, int64_t total) {
 
 optim::SGDOptions sgd_options(const TrainConfig& c) {
   return {.lr = c.lr, .momentum = c.momentum, .weight_decay = c.weight_decay, .nesterov = c.nesterov};
+}
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& c, std::vector<Tensor> params) {
+  if (c.optimizer == "adam")
+    return std::make_unique<optim::Adam>(
+        std::move(params), optim::AdamOptions{.lr = c.lr, .betas = {c.beta1, c.beta2}, .eps = c.eps,
+                                              .weight_decay = c.weight_decay});
+  if (c.optimizer == "adamw")
+    return std::make_unique<optim::AdamW>(
+        std::move(params), optim::AdamWOptions{.lr = c.lr, .betas = {c.beta1, c.beta2}, .eps = c.eps,
+                                               .weight_decay = c.weight_decay});
+  return std::make_unique<optim::SGD>(std::move(params), sgd_options(c));
+}
+
+std::string optimizer_text(const TrainConfig& c, bool with_lr) {
+  std::ostringstream s;
+  s.precision(6);
+  s << (c.optimizer == "sgd" ? "SGD" : c.optimizer == "adam" ? "Adam" : "AdamW");
+  if (with_lr) s << " lr " << c.lr << ",";
+  if (c.optimizer == "sgd")
+    s << " momentum " << c.momentum << (c.nesterov ? " (Nesterov)" : "");
+  else
+    s << " betas (" << c.beta1 << ", " << c.beta2 << "), eps " << c.eps;
+  if (c.weight_decay > 0 || c.optimizer == "adamw")
+    s << ", weight decay " << c.weight_decay << (c.optimizer == "adamw" ? " (decoupled)" : "");
+  return s.str();
 }
 
 namespace {
@@ -141,10 +173,12 @@ RunPosition resume_from(const std::filesystem::path& dir, RunResult& r, nn::Modu
   const nlohmann::json was = ck.records.value("config", nlohmann::json()), now = to_json(r.config);
   if (was != now) {
     std::string diff;
-    for (const auto& [k, v] : now.items())
-      if (!was.contains(k) || was[k] != v)
-        diff += (diff.empty() ? "" : ", ") + k + " " + (was.contains(k) ? was[k].dump() : "unset") + " then, " +
-                v.dump() + " now";
+    const auto text = [](const nlohmann::json& j, const std::string& k) { return j.contains(k) ? j[k].dump() : "unset"; };
+    nlohmann::json keys = now;
+    keys.update(was.is_object() ? was : nlohmann::json::object());  // every key of either
+    for (const auto& [k, v] : keys.items())
+      if (text(was, k) != text(now, k))
+        diff += (diff.empty() ? "" : ", ") + k + " " + text(was, k) + " then, " + text(now, k) + " now";
     throw Error("--resume: the checkpoint in " + dir.string() + " is of a run with other settings (" +
                 (diff.empty() ? "other keys" : diff) + "): resume with the flags it was made with");
   }
@@ -178,7 +212,8 @@ RunResult train_run(const TrainConfig& config, const Splits& s, const StepCallba
   Model model = build_model(c.model, gen);
   r.model = model.net;
   if (!c.init_from.empty()) nn::load_module(c.init_from, *model.net);
-  optim::SGD opt(model.net->parameters(), sgd_options(c));
+  const std::unique_ptr<optim::Optimizer> optimizer = make_optimizer(c, model.net->parameters());
+  optim::Optimizer& opt = *optimizer;
   data::DataLoader loader(s.train, c.batch_size, true, c.seed, drops_last_batch(c, s.train.size()));
   r.total_steps = c.epochs * loader.num_batches();
   r.train_samples = s.train.size();

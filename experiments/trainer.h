@@ -25,10 +25,12 @@ struct TrainConfig {
   ModelSpec model;                  // inputs/outputs are taken from the data
   int64_t epochs = 5;
   int64_t batch_size = 128;
+  std::string optimizer = "sgd";  // sgd | adam | adamw (PyTorch's update rules, optim/)
   double lr = 0.05;               // peak learning rate (after warmup)
-  double momentum = 0.9;
-  double weight_decay = 0;
-  bool nesterov = false;
+  double momentum = 0.9;          // sgd
+  double weight_decay = 0;        // sgd and adam: L2 added to the gradient; adamw: decoupled
+  bool nesterov = false;          // sgd
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adam, adamw
   int64_t warmup_steps = 0;       // linear warmup: lr (t + 1) / warmup_steps at step t < warmup_steps
   std::string schedule = "cosine";  // after warmup: none | cosine (to 0 at the end) | step
   int64_t step_every = 0;         // schedule "step": multiply by step_gamma every this many steps
@@ -155,5 +157,11 @@ optim::Schedule schedule_of(const TrainConfig& c, int64_t total);
 
 // The SGD options of a run (its peak lr; the schedule scales it).
 optim::SGDOptions sgd_options(const TrainConfig& c);
+// The run's optimizer (config.optimizer) over params, at its peak lr.
+std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& c, std::vector<autograd::Tensor> params);
+// The optimizer and its settings in words, e.g. "SGD lr 0.05, momentum 0.9" or "AdamW lr 0.001,
+// betas (0.9, 0.999), eps 1e-08, weight decay 0.01".
+// Without the lr when with_lr is false (a sweep states its own rule).
+std::string optimizer_text(const TrainConfig& c, bool with_lr = true);
 
 }  // namespace normlab::experiments

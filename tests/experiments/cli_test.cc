@@ -373,7 +373,7 @@ BOOST_AUTO_TEST_CASE(help_states_the_preset_defaults) {
       {"--warmup", "(default: 10 with --quick, 50 on fashion-mnist, else 0)"},
       {"--epochs", "3 with --quick"},
       {"--batch-size", "(default: 32 with --quick, else 128)"},
-      {"--lr", "(default: 0.1 with --quick, else 0.05)"},
+      {"--lr", "(default: 0.001 with --optimizer adam or adamw, 0.1 with --quick, else 0.05)"},
       {"--dataset", "(default: moons with --quick, else fashion-mnist)"},
       {"--noise", "(default: 0.25 with --quick, else 0.1)"}};
   for (const char* sub : {"train", "compare", "sweep", "study"}) {
@@ -997,6 +997,34 @@ BOOST_AUTO_TEST_CASE(eval_every_evaluates_between_epochs_without_changing_the_tr
     BOOST_TEST(std::stoi(fine[i]) <= std::stoi(coarse[i]));
   }
   expect_error({"sweep", "--quick", "--eval-every", "5"}, "--eval-every");
+}
+
+BOOST_AUTO_TEST_CASE(optimizer_flag_takes_pytorchs_defaults_and_refuses_the_others_flags) {
+  Tmp t;
+  const auto config = [&](std::vector<std::string> args, const std::string& name) {
+    args.insert(args.begin(), "train");
+    args.insert(args.end(), {"--quick", "--quiet", "--epochs", "1", "--out", (t.dir / name).string()});
+    BOOST_REQUIRE(run(args) == 0);
+    return nlohmann::json::parse(slurp(t.dir / name / "manifest.json"))["config"]["config"];
+  };
+  const auto adamw = config({"--optimizer", "adamw"}, "adamw");
+  BOOST_TEST(adamw["lr"] == 1e-3);
+  BOOST_TEST(adamw["weight_decay"] == 1e-2);
+  BOOST_TEST(adamw["optimizer"]["name"] == "adamw");
+  BOOST_TEST(slurp(t.dir / "adamw" / "report.md").find("AdamW lr 0.001, betas (0.9, 0.999), eps 1e-08, weight decay "
+                                                       "0.01 (decoupled)") != std::string::npos);
+  const auto adam = config({"--optimizer", "adam", "--lr", "0.01", "--betas", "0.8,0.99"}, "adam");
+  BOOST_TEST(adam["lr"] == 0.01);
+  BOOST_TEST(adam["weight_decay"] == 0.0);
+  BOOST_TEST(adam["optimizer"]["betas"] == nlohmann::json::parse("[0.8, 0.99]"));
+  const auto sgd = config({}, "sgd");
+  BOOST_TEST(!sgd.contains("optimizer"));  // SGD runs keep the records they always had
+  expect_error({"train", "--quick", "--optimizer", "adam", "--momentum", "0.5"},
+               std::vector<std::string>{"--momentum goes with --optimizer sgd", "--optimizer adam"});
+  expect_error({"compare", "--quick", "--eps", "1e-6"},
+               std::vector<std::string>{"--eps goes with --optimizer adam or adamw", "(the default)"});
+  expect_error({"train", "--quick", "--optimizer", "adam", "--betas", "0.9,1"}, "--betas");
+  expect_error({"train", "--quick", "--optimizer", "rmsprop"}, "--optimizer");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -275,6 +275,38 @@ BOOST_AUTO_TEST_CASE(train_resumes_to_the_same_bits_after_ctrl_c_and_after_kill)
   same_as_whole(t.dir / "whole", t.dir / "from_dir");
 }
 
+BOOST_AUTO_TEST_CASE(train_resumes_adam_and_adamw_to_the_same_bits) {
+  for (const char* opt : {"adam", "adamw"}) {
+    BOOST_TEST_CONTEXT(opt) {
+      Tmp t;
+      const auto with = [&](const fs::path& out, std::vector<std::string> extra = {}) {
+        std::vector<std::string> a{"train", "--quick", "--norm", "layer", "--optimizer", opt, "--out", out.string()};
+        a.insert(a.end(), extra.begin(), extra.end());
+        return a;
+      };
+      clear_interrupt();
+      BOOST_REQUIRE_EQUAL(run(with(t.dir / "whole")), kExitOk);
+      interrupt_after_steps(70);  // in epoch 2 (50 steps per epoch)
+      BOOST_TEST(run(with(t.dir / "part")) == kExitInterrupted);
+      clear_interrupt();
+      BOOST_TEST(run(with(t.dir / "part", {"--resume"})) == kExitOk);
+      const auto w = csv_files(t.dir / "whole"), r = csv_files(t.dir / "part");
+      for (const auto& [name, bytes] : w) BOOST_TEST((r.count(name) == 1 && r.at(name) == bytes), name);
+      BOOST_TEST(slurp(t.dir / "whole" / "model.safetensors") == slurp(t.dir / "part" / "model.safetensors"));
+      // A checkpoint of another optimizer is refused, naming the setting.
+      interrupt_after_steps(70);
+      BOOST_TEST(run(with(t.dir / "other")) == kExitInterrupted);
+      clear_interrupt();
+      try {
+        run({"train", "--quick", "--norm", "layer", "--out", (t.dir / "other").string(), "--resume"});
+        BOOST_ERROR("resumed with another optimizer");
+      } catch (const std::exception& e) {
+        BOOST_TEST(std::string(e.what()).find("optimizer") != std::string::npos, e.what());
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(train_resume_refuses_other_settings_and_missing_checkpoints) {
   Tmp t;
   const fs::path part = t.dir / "part";
