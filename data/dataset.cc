@@ -100,6 +100,15 @@ Standardizer Standardizer::fit(const Dataset& train) {
       s.std[j] += c * c;
     }
   for (int64_t j = 0; j < d; ++j) s.std[j] = std::sqrt(s.std[j] / static_cast<double>(n));
+  if (train.y.defined()) {  // regression targets, the same two passes
+    const float* y = train.y.data<float>();
+    double sum = 0, ss = 0;
+    for (int64_t i = 0; i < n; ++i) sum += y[i];
+    s.y_mean = sum / static_cast<double>(n);
+    for (int64_t i = 0; i < n; ++i) ss += (y[i] - s.y_mean) * (y[i] - s.y_mean);
+    const double sd = std::sqrt(ss / static_cast<double>(n));
+    s.y_std = sd > 0 ? sd : 1.0;
+  }
   return s;
 }
 
@@ -118,6 +127,11 @@ Dataset Standardizer::apply(const Dataset& ds) const {
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < d; ++j)
       dst[i * d + j] = static_cast<float>((src[i * d + j] - mean[j]) * inv[j]);
+  if (ds.y.defined()) {
+    out.y = autograd::empty({n, 1});
+    for (int64_t i = 0; i < n; ++i)
+      out.y.data<float>()[i] = static_cast<float>((ds.y.data<float>()[i] - y_mean) / y_std);
+  }
   return out;
 }
 

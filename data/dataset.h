@@ -39,9 +39,11 @@ struct Dataset {
 
 // Per-feature mean and standard deviation of a training set, applied to every split:
 // x' = (x - mean) / std. A constant feature (std 0) is only centred (divided by 1), never by 0.
+// Regression targets likewise: y' = (y - y_mean) / y_std (a model predicts y', and y = y' y_std + y_mean).
 struct Standardizer {
   std::vector<double> mean;  // (D)
   std::vector<double> std;   // (D) population std (divides by N), 0 for a constant feature
+  double y_mean = 0, y_std = 1;  // regression targets (y_std 1 for a constant target); 0 and 1 otherwise
 
   // Computes mean and std of train.x, in float64 with a fixed summation order.
   static Standardizer fit(const Dataset& train);

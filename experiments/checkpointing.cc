@@ -53,7 +53,8 @@ void write_checkpoint(const fs::path& dir, const RunResult& r, const optim::Opti
   const nlohmann::json state = {
       {"normlab_checkpoint", kFormat},
       {"position", {{"epoch", p.epoch}, {"batch", p.batch}, {"step", p.step}, {"loss_sum", p.loss_sum},
-                    {"correct", p.correct}, {"seen", p.seen}}},
+                    {"correct", p.score.correct}, {"seen", p.score.seen}, {"regression", p.score.regression},
+                    {"sse", p.score.sse}, {"sum_y", p.score.sum_y}, {"sum_y2", p.score.sum_y2}}},
       {"model", model}, {"optimizer", optimizer}, {"records", records_json(r)}};
   write_file_atomic(dir / "state.json", state.dump() + "\n");
   // The files of earlier checkpoints (state.json no longer names them).
@@ -82,8 +83,10 @@ Checkpoint read_checkpoint(const fs::path& dir) {
   ck.dir = dir;
   try {
     const auto& p = j.at("position");
-    ck.position = {.epoch = p.at("epoch"), .batch = p.at("batch"), .step = p.at("step"), .loss_sum = p.at("loss_sum"),
-                   .correct = p.at("correct"), .seen = p.at("seen")};
+    ck.position = {.epoch = p.at("epoch"), .batch = p.at("batch"), .step = p.at("step"), .loss_sum = p.at("loss_sum")};
+    ScoreMeter& s = ck.position.score;
+    s.correct = p.at("correct"), s.seen = p.at("seen"), s.regression = p.at("regression");
+    s.sse = p.at("sse"), s.sum_y = p.at("sum_y"), s.sum_y2 = p.at("sum_y2");
     ck.model = dir / j.at("model").get<std::string>();
     ck.optimizer = dir / j.at("optimizer").get<std::string>();
     ck.records = j.at("records");
@@ -91,7 +94,7 @@ Checkpoint read_checkpoint(const fs::path& dir) {
     throw bad(e.what());
   }
   const RunPosition& p = ck.position;
-  if (p.epoch < 1 || p.batch < 0 || p.step < 0 || p.seen < 0 || p.correct < 0 || !ck.records.is_object())
+  if (p.epoch < 1 || p.batch < 0 || p.step < 0 || p.score.seen < 0 || p.score.correct < 0 || !ck.records.is_object())
     throw bad("its position is out of range");
   for (const fs::path& t : {ck.model, ck.optimizer})
     if (t.filename() != t.lexically_relative(dir) || !fs::exists(t)) throw bad(t.filename().string() + " is missing");

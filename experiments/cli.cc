@@ -128,6 +128,12 @@ void add_data_options(CLI::App* a, Options& o) {
   a->add_option("--csv-test", o.data.csv_test_path, "CSV test file (else a fraction of --csv is held out)")->check(non_empty());
   a->add_option("--label", o.data.label, "the label column of the CSV file")->check(non_empty());
   add_csv_format_options(a, o.data.csv_format);
+  a->add_option_function<std::string>(
+       "--task",
+       [&o](const std::string& v) { o.data.csv_format.task = v == "regression" ? data::Task::Regression : data::Task::Classification; },
+       "what the CSV's label column holds: classification (classes) or regression (numbers: MSE loss, R^2 and "
+       "RMSE in place of accuracy; train and compare)")
+      ->check(CLI::IsMember({"classification", "regression"}));
   a->add_option("--data-dir", o.data.fashion_dir, "folder of the Fashion-MNIST files (*-ubyte.gz)")
       ->check(non_empty());
   a->add_option("--train-limit", o.data.train_limit, "use only the first N training samples (0: all; of any data set)")->check(whole(0, kMaxInt));
@@ -301,7 +307,7 @@ void check_applicable(const Options& o, CLI::App* sub) {
                                : o.quick          ? ", the --quick default"
                                                   : ", the default");
   for (const char* flag : {"--csv", "--csv-test", "--label", "--csv-sep", "--csv-comment", "--csv-no-header", "--csv-skip-rows",
-                           "--csv-drop", "--csv-columns", "--csv-na", "--missing"})
+                           "--csv-drop", "--csv-columns", "--csv-na", "--missing", "--task"})
     if (ds != "csv" && given(flag)) throw Error(std::string(flag) + " goes with --dataset csv; " + dataset);
   for (const char* flag : {"--samples", "--noise"})
     if (!synthetic && given(flag))
@@ -648,10 +654,14 @@ Report run_in(const Options& o, const std::string& name, const Splits& data, con
 // Loads the data, runs the parsed subcommand (not demo) into a result set that replaces --out as
 // a whole at the end, and returns the exit status.
 int run_subcommand(Options& o, CLI::App* sub, int argc, char** argv) {
+  const std::string name = sub->get_name();
+  if (o.data.csv_format.task == data::Task::Regression && (name == "sweep" || name == "study"))
+    throw UsageError("--task regression goes with train and compare (and eval, predict): the " + name +
+                     " reports accuracy against batch size, a classification protocol");
   const Splits data = load_data(o.data);
   o.train.model.inputs = data.train.features();
-  o.train.model.outputs = data.train.num_classes;
-  const std::string name = sub->get_name();
+  o.train.model.outputs = data.train.is_classification() ? data.train.num_classes : 1;
+  o.train.task = data.train.is_classification() ? "classification" : "regression";
   check_settings(o, name, data);
   ResultSet set(o.out);
   StudyContext ctx = context(o, data, argc, argv);

@@ -85,8 +85,9 @@ std::map<std::string, Agg> aggregate(const CompareConfig& cfg, const std::vector
 // runs.csv, summary.csv and the per-run records.
 void write_tables(const CompareConfig& cfg, const std::vector<RunResult>& runs, const std::map<std::string, Agg>& agg,
                   const StudyContext& ctx, bool use_val) {
-  RunTable runs_csv({"diverged", "diverged_step", "final_train_loss", "final_test_loss", "final_test_acc",
-                     "epochs_to_target", "steps_to_target", "target_acc"},
+  const std::string sc = score_text(cfg.base).csv;
+  RunTable runs_csv({"diverged", "diverged_step", "final_train_loss", "final_test_loss", "final_test_" + sc,
+                     "epochs_to_target", "steps_to_target", "target_" + sc},
                     ctx.dataset);
   for (const RunResult& r : runs) {
     const EpochRecord* hit = first_reaching(r, cfg.target_accuracy, use_val);
@@ -100,7 +101,8 @@ void write_tables(const CompareConfig& cfg, const std::vector<RunResult>& runs, 
                      }(),
                      fmt(cfg.target_accuracy)});
   }
-  CsvTable summary(std::vector<std::string>{"norm", "runs", "diverged", "test_acc_mean", "test_acc_std", "test_loss_mean",
+  CsvTable summary(std::vector<std::string>{"norm", "runs", "diverged", "test_" + sc + "_mean", "test_" + sc + "_std",
+                                            "test_loss_mean",
                                             "test_loss_std", "reached_target", "epochs_to_target_mean",
                                             "steps_to_target_mean", "steps_to_target_std"});
   for (const auto& norm : cfg.norms) {
@@ -139,9 +141,11 @@ std::pair<Series, Series> curves(const std::vector<RunResult>& runs, const std::
 std::vector<std::string> compare_plots(const CompareConfig& cfg, const std::vector<RunResult>& runs, int64_t spr,
                                        const StudyContext& ctx) {
   if (!gnuplot_available()) return {};
-  PlotSpec loss{"Training loss (mean over seeds, band = std)", "step", "cross-entropy loss"};
-  PlotSpec acc{"Test accuracy per epoch (mean over seeds, band = std)", "epoch", "test accuracy"};
-  acc.percent_y = acc.integer_x = true;
+  const ScoreText sc = score_text(cfg.base);
+  PlotSpec loss{"Training loss (mean over seeds, band = std)", "step", sc.loss};
+  PlotSpec acc{"Test " + sc.name + " per epoch (mean over seeds, band = std)", "epoch", "test " + sc.name};
+  acc.integer_x = true;
+  acc.percent_y = sc.percent;
   for (const auto& norm : cfg.norms) {
     auto [sl, sa] = curves(runs, norm, std::max<int64_t>(1, spr / 100));
     loss.series.push_back(sl);
@@ -165,6 +169,9 @@ std::vector<std::string> compare_plots(const CompareConfig& cfg, const std::vect
 std::string reading(const CompareConfig& cfg, const std::vector<RunResult>& runs, const std::map<std::string, Agg>& agg) {
   std::ostringstream md;
   md << "**Reading.** ";
+  const ScoreText sc = score_text(cfg.base);
+  const auto pct = [&](double v) { return sc.format(v); };
+  const std::string target = (sc.percent ? "" : sc.name + " ") + pct(cfg.target_accuracy);
   std::string best;
   std::vector<std::string> fastest;  // the norms that reached the target in every seed in the fewest steps
   double best_acc = -1, fastest_steps = INFINITY;
@@ -176,23 +183,23 @@ std::string reading(const CompareConfig& cfg, const std::vector<RunResult>& runs
     if (s < fastest_steps) fastest_steps = s, fastest.clear();
     if (s == fastest_steps) fastest.push_back(norm);
   }
-  if (!best.empty()) md << "Highest mean final test accuracy: " << display_name(best) << " (" << pct(best_acc) << "). ";
+  if (!best.empty()) md << "Highest mean final test " << sc.name << ": " << display_name(best) << " (" << pct(best_acc) << "). ";
   if (fastest.size() == 1) {
-    md << "Fastest to reach " << pct(cfg.target_accuracy) << " in every seed: " << display_name(fastest[0]) << " ("
+    md << "Fastest to reach " << target << " in every seed: " << display_name(fastest[0]) << " ("
        << fmt(fastest_steps, 5) << " steps on average). ";
   } else if (fastest.size() > 1) {
     std::string names;
     for (size_t i = 0; i < fastest.size(); ++i)
       names += (i == 0 ? "" : i + 1 == fastest.size() ? " and " : ", ") + display_name(fastest[i]);
     names[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(names[0])));  // starts the sentence
-    md << names << " reach " << pct(cfg.target_accuracy) << " in every seed after the same number of steps ("
+    md << names << " reach " << target << " in every seed after the same number of steps ("
        << fmt(fastest_steps, 5) << " on average): "
        << (cfg.base.eval_every > 0 ? "the target is checked every " + count_of(cfg.base.eval_every, "step") +
                                          " (`--eval-every`), so runs that reach it between two checks tie. "
                                    : std::string("the target is checked at the end of each epoch, so runs that reach it "
                                                  "within the same epoch tie (`--eval-every N` checks every N steps). "));
   } else {
-    md << "No norm reached " << pct(cfg.target_accuracy) << " in every seed. ";
+    md << "No norm reached " << target << " in every seed. ";
   }
   md << activation_reading(runs, cfg.norms) << grad_norm_reading(runs, cfg.norms);
   md << "Differences smaller than the seed std are noise.\n";
@@ -203,20 +210,22 @@ std::string compare_markdown(const CompareConfig& cfg, const std::vector<RunResu
                              const std::map<std::string, Agg>& agg, const StudyContext& ctx, bool use_val,
                              const std::vector<std::string>& plots) {
   const TrainConfig& b = cfg.base;
+  const ScoreText sc = score_text(b);
+  const auto pct = [&](double v) { return sc.format(v); };
   std::ostringstream md;
   md << "Model " << describe(b.model) << " (" << b.model.activation << "), data: " << ctx.dataset << ". "
      << optimizer_text(b) << ", batch " << b.batch_size << ", " << count_of(b.epochs, "epoch")
      << ", schedule " << b.schedule << " with " << count_of(b.warmup_steps, "warmup step") << "; "
-     << count_of(static_cast<int64_t>(cfg.seeds.size()), "seed") << " per norm. Target accuracy " << pct(cfg.target_accuracy) << " on the "
+     << count_of(static_cast<int64_t>(cfg.seeds.size()), "seed") << " per norm. Target " << sc.name << " " << pct(cfg.target_accuracy) << " on the "
      << (use_val ? "validation set" : "test set (there is no validation set: `--val-fraction` 0)")
      << (b.eval_every > 0 ? ", checked after every epoch and every " + count_of(b.eval_every, "step") + " (evals.csv)"
                           : ", checked after every epoch")
      << ".\n\n";
-  md << "| norm | final test accuracy (%) | final test loss | reached target | epochs to target | steps to target | diverged |\n";
+  md << "| norm | final test " << sc.name << sc.unit() << " | final test loss | reached target | epochs to target | steps to target | diverged |\n";
   md << "|---|---|---|---|---|---|---|\n";
   for (const auto& norm : cfg.norms) {
     const Agg& a = agg.at(norm);
-    md << "| " << display_name(norm) << " | " << pm(a.acc, true) << " | "
+    md << "| " << display_name(norm) << " | " << pm(a.acc, sc.percent) << " | "
        << pm(a.loss, false) << " | " << a.reached << "/" << a.epochs_to.size() << " | "
        << mean_or_dash(a.epochs_to, 3) << " | " << mean_or_dash(a.steps_to, 5) << " | " << a.diverged << " |\n";
   }
@@ -247,9 +256,9 @@ Report run_compare(const CompareConfig& cfg, const Splits& data, const StudyCont
   const Runs runs = run_all(
       configs, data, ctx.quiet,
       [](const TrainConfig& c) { return "compare: norm " + c.model.norm + ", seed " + std::to_string(c.seed); },
-      [](const RunResult& r) {
+      [sc = score_text(cfg.base)](const RunResult& r) {
         return r.diverged ? "diverged at step " + std::to_string(r.diverged_step)
-                          : "test accuracy " + pct(r.epochs.back().test_acc) + ", test loss " +
+                          : "test " + sc.name + " " + sc.format(r.epochs.back().test_acc) + ", test loss " +
                                 fmt(r.epochs.back().test_loss, 4);
       },
       previous_runs(ctx.resume_from));

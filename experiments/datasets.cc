@@ -1,6 +1,9 @@
 // The data sets the experiments train on.
 #include "experiments/datasets.h"
 
+#include <cmath>
+#include <cstdlib>
+
 #include <algorithm>
 
 #include "data/csv.h"
@@ -12,10 +15,27 @@ namespace normlab::experiments {
 namespace {
 
 // A split of one file (or synthetic set) must train on every class it evaluates on.
+// True when class labels look like numbers to predict: many classes, all numbers, some not whole.
+bool looks_continuous(const data::Dataset& d) {
+  if (d.class_names.size() <= 20) return false;
+  bool fraction = false;
+  for (const std::string& c : d.class_names) {
+    char* end = nullptr;
+    const double v = std::strtod(c.c_str(), &end);
+    if (end == c.c_str() || *end != '\0') return false;
+    fraction = fraction || v != std::floor(v);
+  }
+  return fraction;
+}
+
 void check_split_classes(const Splits& s) {
+  if (!s.train.is_classification()) return;  // regression targets
   try {
     data::check_classes_in_train(s);
   } catch (const Error& e) {
+    if (looks_continuous(s.train))
+      throw Error(std::string(e.what()) + ". The label column \"" + s.train.label_name + "\" holds " +
+                  std::to_string(s.train.num_classes) + " different numbers: to predict a number, use --task regression");
     throw Error(std::string(e.what()) + "; give that class more samples, or split differently (--test-fraction, "
                 "--val-fraction, --data-seed)");
   }
@@ -79,7 +99,9 @@ Splits load_data(const DataSpec& spec) {
 std::string describe(const DataSpec& spec, const Splits& s) {
   return spec.name + (spec.name == "csv" ? " " + spec.csv_path : "") + " (" + std::to_string(s.train.size()) + " train / " +
          std::to_string(s.validation.size()) + " validation / " + std::to_string(s.test.size()) + " test, " +
-         std::to_string(s.train.features()) + " features, " + std::to_string(s.train.num_classes) + " classes" +
+         std::to_string(s.train.features()) + " features, " +
+         (s.train.is_classification() ? std::to_string(s.train.num_classes) + " classes"
+                                      : "regression target " + s.train.label_name) +
          (s.train.dropped_rows > 0 ? ", " + std::to_string(s.train.dropped_rows) + " rows with a missing value left out"
                                    : "") +
          ")";

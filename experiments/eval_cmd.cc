@@ -12,6 +12,7 @@
 #include "data/fashion_mnist.h"
 #include "experiments/output.h"
 #include "experiments/plot.h"
+#include "experiments/evaluate.h"
 #include "experiments/report.h"
 #include "experiments/saved_model.h"
 
@@ -26,6 +27,7 @@ data::Dataset eval_data(const EvalOptions& opt, const SavedModel& m) {
     const data::Dataset train = csv_columns_of(m, opt.checkpoint, "eval --csv");
     data::CsvOptions o = opt.csv_format;
     o.label_column = m.label;
+    o.task = m.task == "regression" ? data::Task::Regression : data::Task::Classification;
     raw = data::read_csv(opt.csv, o, train);
   } else if (m.dataset == "fashion-mnist") {
     raw = data::load_fashion_mnist(data::FashionMnistSplit::Test, opt.fashion_dir);
@@ -34,10 +36,34 @@ data::Dataset eval_data(const EvalOptions& opt, const SavedModel& m) {
                 (m.dataset == "csv" ? " (a file with the training columns and the label column \"" + m.label + "\")"
                                     : " (synthetic sets are not saved; evaluate a model trained on a CSV file or Fashion-MNIST)"));
   }
-  if (raw.class_names != m.class_names)
+  if (m.task == "classification" && raw.class_names != m.class_names)
     throw Error(raw.name + ": its classes differ from the model's (" + std::to_string(raw.class_names.size()) + " vs " +
                 std::to_string(m.class_names.size()) + ")");
   return m.standardizer.apply(raw);
+}
+
+// A regression model: MSE of the standardized target, RMSE in the target's units, R^2.
+Report eval_regression(const EvalOptions& opt, const StudyContext& ctx, const SavedModel& m, const data::Dataset& d) {
+  const EvalResult r = evaluate(*m.net, d, opt.eval_batch);
+  const int64_t n = d.size();
+  const double rmse = std::sqrt(r.loss) * m.standardizer.y_std;
+  CsvTable metrics({"samples", "loss", "rmse", "r2"});
+  metrics.add_row({std::to_string(n), fmt(r.loss), fmt(rmse), fmt(r.score)});
+  metrics.write(ctx.out / "metrics.csv");
+  std::ostringstream md;
+  md << "Model `" << opt.checkpoint << "` (" << describe(m.spec) << ", norm " << m.spec.norm << ") on " << d.name
+     << ": " << n << " samples, R² **" << fmt(r.score, 4) << "**, RMSE " << fmt(rmse, 4) << " (in the units of "
+     << m.label << "), loss " << fmt(r.loss, 4) << " (the mean squared error of the target standardized with the "
+     << "training split's mean " << fmt(m.standardizer.y_mean, 4) << " and std " << fmt(m.standardizer.y_std, 4)
+     << ").\n\nFiles: metrics.csv.\n";
+  if (!ctx.quiet)
+    std::printf("eval: %lld samples, R² %s, RMSE %s, loss %s\n", static_cast<long long>(n), fmt(r.score, 4).c_str(),
+                fmt(rmse, 4).c_str(), fmt(r.loss, 4).c_str());
+  Report rep{"Evaluation", md.str()};
+  nlohmann::json man = manifest(ctx, {{"study", "eval"}, {"checkpoint", opt.checkpoint}, {"csv", opt.csv}}, 0.0);
+  man["r2"] = r.score, man["rmse"] = rmse, man["loss"] = r.loss, man["samples"] = n;
+  write_report(ctx, rep, man);
+  return rep;
 }
 
 }  // namespace
@@ -45,6 +71,7 @@ data::Dataset eval_data(const EvalOptions& opt, const SavedModel& m) {
 Report run_eval(const EvalOptions& opt, const StudyContext& ctx) {
   const SavedModel m = load_saved_model(opt.checkpoint);
   const data::Dataset d = eval_data(opt, m);
+  if (m.task == "regression") return eval_regression(opt, ctx, m, d);
   const int64_t n = d.size(), k = m.spec.outputs;
   // Loss (mean cross-entropy), argmax predictions (the first maximum on ties) and the counts.
   std::vector<std::vector<int64_t>> confusion(k, std::vector<int64_t>(k, 0));

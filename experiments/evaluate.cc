@@ -42,6 +42,32 @@ int64_t count_correct(const Tensor& logits, const std::vector<int64_t>& labels) 
   return correct;
 }
 
+Tensor loss_of(const Tensor& out, const data::Batch& b) {
+  return b.labels.empty() ? autograd::mse_loss(out, b.y) : autograd::cross_entropy(out, b.labels);
+}
+
+void ScoreMeter::add(const Tensor& out, const data::Batch& b) {
+  seen += b.size();
+  regression = b.labels.empty();
+  if (!b.labels.empty()) {
+    correct += count_correct(out, b.labels);
+    return;
+  }
+  const float* p = out.data<float>();
+  const float* y = b.y.data<float>();
+  for (int64_t i = 0; i < b.size(); ++i) {
+    const double e = double(p[i]) - y[i];
+    sse += e * e, sum_y += y[i], sum_y2 += double(y[i]) * y[i];
+  }
+}
+
+double ScoreMeter::value() const {
+  if (seen == 0) return NAN;
+  if (!regression) return double(correct) / seen;
+  const double sst = sum_y2 - sum_y * sum_y / seen;
+  return sst > 0 ? 1.0 - sse / sst : NAN;
+}
+
 EvalResult evaluate(nn::Module& model, const data::Dataset& d, int64_t batch) {
   CacheTrim trim;
   NoGradGuard no_grad;
@@ -49,14 +75,14 @@ EvalResult evaluate(nn::Module& model, const data::Dataset& d, int64_t batch) {
   model.eval();
   data::DataLoader loader(d, std::min(batch, d.size()), false, 0, false);
   double loss = 0;
-  int64_t correct = 0;
+  ScoreMeter score;
   for (const data::Batch& b : loader.epoch(0)) {
-    const Tensor logits = model(b.x);
-    loss += autograd::cross_entropy(logits, b.labels).item() * b.size();
-    correct += count_correct(logits, b.labels);
+    const Tensor out = model(b.x);
+    loss += loss_of(out, b).item() * b.size();
+    score.add(out, b);
   }
   model.train(was_training);
-  return {loss / d.size(), double(correct) / d.size()};
+  return {loss / d.size(), score.value()};
 }
 
 namespace {
@@ -110,7 +136,7 @@ double precise_bn_accuracy(nn::Sequential& model, const data::Splits& s, int64_t
       seen += b.size();
     }
   }
-  const double acc = evaluate(model, s.test, eval_batch).accuracy;
+  const double acc = evaluate(model, s.test, eval_batch).score;
   for (size_t i = 0; i < bns.size(); ++i) bns[i]->set_momentum(momenta[i]);
   return acc;
 }
@@ -118,16 +144,15 @@ double precise_bn_accuracy(nn::Sequential& model, const data::Splits& s, int64_t
 double batch_stats_accuracy(nn::Sequential& model, const data::Splits& s, int64_t batch) {
   CacheTrim trim;
   const SavedBuffers saved(model);
-  int64_t correct = 0, seen = 0;
+  ScoreMeter score;
   NoGradGuard no_grad;
   model.train();
   data::DataLoader loader(s.test, std::min(batch, s.test.size()), false, 0, false);
   for (const data::Batch& b : loader.epoch(0)) {
     if (b.size() < 2) continue;
-    correct += count_correct(model(b.x), b.labels);
-    seen += b.size();
+    score.add(model(b.x), b);
   }
-  return seen ? double(correct) / seen : NAN;
+  return score.value();
 }
 
 }  // namespace normlab::experiments

@@ -98,10 +98,10 @@ class Evaluation : public Observer {
     EvalRecord e{st.step + 1, st.epoch, NAN, NAN, NAN, NAN};
     if (st.data.validation.size() > 0) {
       const auto r = evaluate(net, st.data.validation, c.eval_batch);
-      e.val_loss = r.loss, e.val_acc = r.accuracy;
+      e.val_loss = r.loss, e.val_acc = r.score;
     }
     const auto r = evaluate(net, st.data.test, c.eval_batch);
-    e.test_loss = r.loss, e.test_acc = r.accuracy;
+    e.test_loss = r.loss, e.test_acc = r.score;
     st.result.evals.push_back(e);
     st.result.eval_seconds += seconds_since(t);
   }
@@ -114,11 +114,11 @@ class Evaluation : public Observer {
     e.val_loss = e.val_acc = e.test_loss = e.test_acc = NAN;
     if (now && st.data.validation.size() > 0) {
       const auto v = evaluate(net, st.data.validation, c.eval_batch);
-      e.val_loss = v.loss, e.val_acc = v.accuracy;
+      e.val_loss = v.loss, e.val_acc = v.score;
     }
     if (now) {
       const auto te = evaluate(net, st.data.test, c.eval_batch);
-      e.test_loss = te.loss, e.test_acc = te.accuracy;
+      e.test_loss = te.loss, e.test_acc = te.score;
     }
     r.eval_seconds += seconds_since(t);
     if (now && !std::isfinite(e.test_loss)) {  // the weights blew up without a NaN training loss

@@ -13,14 +13,56 @@
 
 namespace normlab::experiments {
 
+namespace {
+
+// A regression model's predictions y = y' std + mean per row, with the file's targets if it has
+// them (and then RMSE and R^2 printed).
+int predict_values(const SavedModel& m, const data::Dataset& rows, const autograd::Tensor& x, const std::string& out,
+                   bool quiet, bool labelled) {
+  const autograd::Tensor pred = (*m.net)(x);
+  const float* p = pred.data<float>();
+  const int64_t n = rows.size();
+  std::vector<std::string> header{"line", "predicted"};
+  if (labelled) header.push_back(m.label);
+  CsvTable table(header);
+  double sse = 0, sum = 0, ss = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double y_hat = double(p[i]) * m.standardizer.y_std + m.standardizer.y_mean;
+    std::vector<std::string> row{std::to_string(rows.lines[i]), fmt(y_hat, 7)};
+    if (labelled) {
+      const double y = rows.y.data<float>()[i];
+      row.push_back(fmt(y, 7));
+      sse += (y_hat - y) * (y_hat - y), sum += y, ss += y * y;
+    }
+    table.add_row(row);
+  }
+  const std::filesystem::path path(out);
+  if (path.has_parent_path()) prepare_output_dir(path.parent_path());
+  table.write(path);
+  if (!quiet) {
+    std::printf("normlab: %lld predictions in %s", static_cast<long long>(n), out.c_str());
+    if (labelled) {
+      const double sst = ss - sum * sum / static_cast<double>(n);
+      std::printf(" (on the file's targets: RMSE %s, R² %s)", fmt(std::sqrt(sse / static_cast<double>(n)), 4).c_str(),
+                  sst > 0 ? fmt(1 - sse / sst, 4).c_str() : "n/a");
+    }
+    std::printf("\n");
+  }
+  return 0;
+}
+
+}  // namespace
+
 int run_predict(const std::string& checkpoint, const std::string& csv, const data::CsvOptions& format,
                 const std::string& out, bool quiet) {
   const SavedModel m = load_saved_model(checkpoint);
   const data::Dataset train = csv_columns_of(m, checkpoint, "predict");
   data::CsvOptions opt = format;
   opt.label_column = m.label;
+  const bool regression = m.task == "regression";
+  opt.task = regression ? data::Task::Regression : data::Task::Classification;
   const data::Dataset rows = data::read_csv_features(csv, opt, train);
-  const bool labelled = !rows.labels.empty();
+  const bool labelled = regression ? rows.y.defined() : !rows.labels.empty();
 
   // x' = (x - mean) / std per feature (std 0 read as 1), as training's data::Standardizer.
   const int64_t n = rows.size(), d = rows.features(), k = m.spec.outputs;
@@ -32,6 +74,7 @@ int run_predict(const std::string& checkpoint, const std::string& csv, const dat
     for (int64_t i = 0; i < n; ++i) dst[i * d + j] = static_cast<float>((src[i * d + j] - mean) * inv);
   }
   autograd::NoGradGuard no_grad;
+  if (regression) return predict_values(m, rows, x, out, quiet, labelled);
   const autograd::Tensor logp = autograd::log_softmax((*m.net)(x), 1);
   const float* lp = logp.data<float>();
 

@@ -26,6 +26,7 @@ nlohmann::json to_json(const TrainConfig& c) {
           {"eval_batch", c.eval_batch}};
   if (!c.init_from.empty()) j["init_from"] = c.init_from;
   if (c.eval_every > 0) j["eval_every"] = c.eval_every;
+  if (c.task != "classification") j["task"] = c.task;
   if (c.optimizer != "sgd") j["optimizer"] = {{"name", c.optimizer}, {"betas", {c.beta1, c.beta2}}, {"eps", c.eps}};
   return j;
 }
@@ -79,6 +80,13 @@ std::string final_accuracy_rule(int64_t epochs) {
 }
 
 std::string pct(double v) { return std::isfinite(v) ? fmt(100 * v, 4) + "%" : "n/a"; }
+
+std::string ScoreText::format(double v) const { return percent ? pct(v) : std::isfinite(v) ? fmt(v, 4) : "n/a"; }
+
+ScoreText score_text(const TrainConfig& c) {
+  if (c.task == "regression") return {false, "R²", "r2", "MSE (standardized target)"};
+  return {true, "accuracy", "acc", "cross-entropy loss"};
+}
 
 std::string display_name(const std::string& n) { return norm(n).display; }
 

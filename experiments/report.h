@@ -26,6 +26,21 @@ void record_progress(nlohmann::json& manifest, Report& rep, const Runs& runs);
 
 // A fraction as a percentage with 4 significant digits ("87.31%"), "n/a" when not finite.
 std::string pct(double v);
+
+// How a run's score and loss read in reports, plots and CSV headers: accuracy in percent and the
+// cross-entropy loss (classification), or R^2 as a number and the mean squared error of the
+// standardized target (regression).
+struct ScoreText {
+  bool percent;
+  std::string name;  // "accuracy" | "R²"
+  std::string csv;   // the CSV columns' suffix: "acc" | "r2"
+  std::string loss;  // "cross-entropy loss" | "MSE (standardized target)"
+  // A score for the text: "87.31%" or "0.8731" ("n/a" when not finite).
+  std::string format(double v) const;
+  // The table header's unit: " (%)" or "".
+  std::string unit() const { return percent ? " (%)" : ""; }
+};
+ScoreText score_text(const TrainConfig& c);
 // "1 epoch", "5 epochs": a count and its noun, singular for 1 (the noun's plural adds an s).
 std::string count_of(int64_t n, const std::string& noun);
 // How a run's final accuracy is taken from its last epochs (the median of the last 3, or fewer

@@ -25,7 +25,14 @@ std::string input_rule(const DataSpec& spec) {
 std::map<std::string, std::string> data_metadata(const DataSpec& spec, const data::Splits& splits) {
   const data::Dataset& train = splits.train;
   std::map<std::string, std::string> md;
-  md["task"] = "classification";
+  const bool regression = !train.is_classification();
+  md["task"] = regression ? "regression" : "classification";
+  if (regression)  // the model predicts y' = (y - mean) / std
+    md["target"] = nlohmann::json{{"name", spec.label},
+                                  {"standardize", "y' = (y - mean) / std: the model's output is y', y = y' std + mean"},
+                                  {"mean", splits.standardizer.y_mean},
+                                  {"std", splits.standardizer.y_std}}
+                       .dump();
   md["dataset"] = spec.name;
   if (spec.name == "csv") md["label"] = spec.label;
   md["class_names"] = nlohmann::json(train.class_names).dump();
@@ -57,6 +64,9 @@ SavedModel load_saved_model(const std::string& path) {
   SavedModel m;
   m.spec = model_spec_from_metadata(md, path);
   m.dataset = get("dataset");
+  m.task = md.count("task") ? md.at("task") : "classification";
+  if (m.task != "classification" && m.task != "regression")
+    throw Error(path + ": the checkpoint's task is \"" + m.task + "\" (expected classification or regression)");
   if (md.count("label")) m.label = md.at("label");
   try {
     m.class_names = nlohmann::json::parse(get("class_names")).get<std::vector<std::string>>();
@@ -66,6 +76,11 @@ SavedModel load_saved_model(const std::string& path) {
     m.standardizer.mean = pre.at("mean").get<std::vector<double>>();
     m.standardizer.std = pre.at("std").get<std::vector<double>>();
     if (pre.contains("fill")) m.fill = pre.at("fill").get<std::vector<float>>();
+    if (m.task == "regression") {
+      const nlohmann::json target = nlohmann::json::parse(get("target"));
+      m.standardizer.y_mean = target.at("mean").get<double>();
+      m.standardizer.y_std = target.at("std").get<double>();
+    }
   } catch (const nlohmann::json::exception& e) {
     throw Error(path + ": the checkpoint's data metadata is not valid: " + e.what());
   }
@@ -77,7 +92,7 @@ SavedModel load_saved_model(const std::string& path) {
   if (!m.fill.empty() && static_cast<int64_t>(m.fill.size()) != n)
     throw Error(path + ": the preprocessing has " + std::to_string(m.fill.size()) + " fill values for " +
                 std::to_string(n) + " features");
-  if (static_cast<int64_t>(m.class_names.size()) != m.spec.outputs)
+  if (m.task == "regression" ? m.spec.outputs != 1 : static_cast<int64_t>(m.class_names.size()) != m.spec.outputs)
     throw Error(path + ": " + std::to_string(m.class_names.size()) + " class names for a model of " +
                 std::to_string(m.spec.outputs) + " outputs");
   autograd::Generator gen(0);  // the initial weights are replaced by the file's
@@ -99,7 +114,7 @@ data::Dataset csv_columns_of(const SavedModel& m, const std::string& checkpoint,
   train.feature_names = m.feature_names;
   train.x = autograd::empty({0, static_cast<int64_t>(m.feature_names.size())});
   train.class_names = m.class_names;
-  train.num_classes = static_cast<int64_t>(m.class_names.size());
+  train.num_classes = static_cast<int64_t>(m.class_names.size());  // 0 for regression
   train.label_name = m.label;
   train.fill = m.fill;
   return train;

@@ -16,7 +16,8 @@
 namespace normlab::experiments {
 
 // Metadata entries for the data side (all strings; lists and numbers as JSON text):
-//   "task": "classification"; "dataset": "fashion-mnist", "csv" or a synthetic set's name;
+//   "task": "classification" or "regression"; for regression "target": JSON {"name", "mean", "std"}
+//   (the model predicts (y - mean) / std); "dataset": "fashion-mnist", "csv" or a synthetic set's name;
 //   "label": the CSV's label column; "class_names": JSON list, index order (the logits' order);
 //   "feature_names": JSON list of the CSV's feature columns in the model's input order;
 //   "preprocessing": JSON {"input": how a raw sample becomes the feature vector x,
@@ -31,6 +32,7 @@ struct SavedModel {
   ModelSpec spec;
   std::shared_ptr<nn::Sequential> net;  // in eval mode
   std::string dataset, label;
+  std::string task;  // "classification" or "regression" (standardizer.y_mean/y_std: the target's scaling)
   std::vector<std::string> class_names, feature_names;
   data::Standardizer standardizer;
   std::vector<float> fill;  // --missing mean: each feature's value for a missing cell (empty: none)

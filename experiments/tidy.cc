@@ -1,6 +1,8 @@
 // Tidy CSV tables of runs: the settings columns, the epoch columns, the per-run records.
 #include "experiments/tidy.h"
 
+#include "experiments/report.h"
+
 namespace normlab::experiments {
 
 std::vector<std::string> settings_header() {
@@ -14,11 +16,11 @@ std::vector<std::string> settings_cells(const TrainConfig& c, const std::string&
           fmt(c.weight_decay), std::to_string(c.warmup_steps), c.schedule};
 }
 
-std::vector<std::string> epoch_columns(bool validation, bool bn_columns) {
-  std::vector<std::string> h{"epoch", "step", "train_loss", "train_acc"};
-  if (validation) h.insert(h.end(), {"val_loss", "val_acc"});
-  h.insert(h.end(), {"test_loss", "test_acc"});
-  if (bn_columns) h.insert(h.end(), {"test_acc_precise", "test_acc_batch"});
+std::vector<std::string> epoch_columns(bool validation, bool bn_columns, const std::string& score) {
+  std::vector<std::string> h{"epoch", "step", "train_loss", "train_" + score};
+  if (validation) h.insert(h.end(), {"val_loss", "val_" + score});
+  h.insert(h.end(), {"test_loss", "test_" + score});
+  if (bn_columns) h.insert(h.end(), {"test_" + score + "_precise", "test_" + score + "_batch"});
   return h;
 }
 
@@ -47,12 +49,13 @@ void RunTable::add(const RunResult& r, const std::vector<std::string>& cells) {
 void write_run_records(const std::vector<RunResult>& runs, const std::string& dataset, bool validation,
                        const std::filesystem::path& dir) {
   RunTable steps({"step", "epoch", "step_lr", "loss"}, dataset);
-  RunTable epochs(epoch_columns(validation, false), dataset);
+  const std::string score = runs.empty() ? "acc" : score_text(runs.front().config).csv;
+  RunTable epochs(epoch_columns(validation, false, score), dataset);
   RunTable acts({"step", "layer", "where", "mean", "std"}, dataset);
   RunTable grads({"step", "param", "grad_norm"}, dataset);
   std::vector<std::string> eval_cols{"step", "epoch"};
-  if (validation) eval_cols.insert(eval_cols.end(), {"val_loss", "val_acc"});
-  eval_cols.insert(eval_cols.end(), {"test_loss", "test_acc"});
+  if (validation) eval_cols.insert(eval_cols.end(), {"val_loss", "val_" + score});
+  eval_cols.insert(eval_cols.end(), {"test_loss", "test_" + score});
   RunTable evals(eval_cols, dataset);
   bool any_evals = false;
   for (const RunResult& r : runs) {

@@ -15,8 +15,9 @@ std::vector<std::string> settings_header();
 std::vector<std::string> settings_cells(const TrainConfig& c, const std::string& dataset);
 // The per-epoch columns of epochs.csv after the settings: epoch, step, train, validation (only
 // with a validation set: without one they would hold nothing but NaN), test, and with bn_columns
-// BatchNorm's precise and test-batch accuracies.
-std::vector<std::string> epoch_columns(bool validation, bool bn_columns);
+// BatchNorm's precise and test-batch accuracies; `score` names the score columns ("acc", or "r2"
+// for regression: ScoreText::csv).
+std::vector<std::string> epoch_columns(bool validation, bool bn_columns, const std::string& score = "acc");
 // One epoch's cells for those columns.
 std::vector<std::string> epoch_cells(const EpochRecord& e, bool validation, bool bn_columns);
 

@@ -17,18 +17,23 @@ namespace normlab::experiments {
 namespace {
 
 // One epoch's metrics as a line for the terminal (validation only when there is a validation set).
-std::string epoch_line(const EpochRecord& e) {
-  return "epoch " + std::to_string(e.epoch) + ": train loss " + fmt(e.train_loss, 4) + ", train acc " +
-         fmt(100 * e.train_acc, 4) + "%, " +
-         (std::isfinite(e.val_acc) ? "val acc " + fmt(100 * e.val_acc, 4) + "%, " : std::string()) + "test loss " +
-         fmt(e.test_loss, 4) + ", test acc " + fmt(100 * e.test_acc, 4) + "%";
+std::string epoch_line(const EpochRecord& e, const ScoreText& sc) {
+  const std::string name = sc.percent ? "acc" : sc.name;
+  return "epoch " + std::to_string(e.epoch) + ": train loss " + fmt(e.train_loss, 4) + ", train " + name + " " +
+         sc.format(e.train_acc) + ", " +
+         (std::isfinite(e.val_acc) ? "val " + name + " " + sc.format(e.val_acc) + ", " : std::string()) +
+         "test loss " + fmt(e.test_loss, 4) + ", test " + name + " " + sc.format(e.test_acc);
 }
+
+// "Accuracy" or "R²", to start a title.
+std::string title_case(const ScoreText& sc) { return sc.percent ? "Accuracy" : sc.name; }
 
 // The training loss per step, as loss_curve.png/.svg; returns the plots written.
 std::vector<std::string> train_plots(const RunResult& r, const StudyContext& ctx, bool has_val) {
   if (!gnuplot_available() || r.steps.empty()) return {};
+  const ScoreText sc = score_text(r.config);
   std::vector<std::string> plots;
-  PlotSpec loss{"Training loss per step", "step", "cross-entropy loss"};
+  PlotSpec loss{"Training loss per step", "step", sc.loss};
   loss.log_y = true;
   Series s{display_name(r.config.model.norm)};
   for (const auto& st : r.steps)
@@ -36,8 +41,9 @@ std::vector<std::string> train_plots(const RunResult& r, const StudyContext& ctx
   loss.series = {s};  // the loss of a diverged step is not finite: left out of the plot
   if (render_plot(loss, ctx.out, "loss_curve")) plots.push_back("loss_curve");
   // Per epoch: train (running mean over the epoch's batches), validation and test.
-  PlotSpec el{"Loss per epoch", "epoch", "cross-entropy loss"}, ea{"Accuracy per epoch", "epoch", "accuracy"};
-  el.integer_x = ea.integer_x = ea.percent_y = true;
+  PlotSpec el{"Loss per epoch", "epoch", sc.loss}, ea{title_case(sc) + " per epoch", "epoch", sc.name};
+  el.integer_x = ea.integer_x = true;
+  ea.percent_y = sc.percent;
   const auto add = [&](const std::string& name, double EpochRecord::*l, double EpochRecord::*a) {
     Series sl{name}, sa{name};
     for (const auto& e : r.epochs) {
@@ -49,13 +55,14 @@ std::vector<std::string> train_plots(const RunResult& r, const StudyContext& ctx
   add("train", &EpochRecord::train_loss, &EpochRecord::train_acc);
   if (has_val) add("validation", &EpochRecord::val_loss, &EpochRecord::val_acc);
   add("test", &EpochRecord::test_loss, &EpochRecord::test_acc);
-  if (!r.epochs.empty() && render_panels("Training run: loss and accuracy per epoch", {el, ea}, 2, ctx.out, "epochs"))
+  if (!r.epochs.empty() &&
+      render_panels("Training run: loss and " + sc.name + " per epoch", {el, ea}, 2, ctx.out, "epochs"))
     plots.push_back("epochs");
   // Every --eval-every steps: validation and test against the step.
   if (!r.evals.empty()) {
-    PlotSpec sl{"Loss every " + count_of(r.config.eval_every, "step"), "step", "cross-entropy loss"},
-        sa{"Accuracy every " + count_of(r.config.eval_every, "step"), "step", "accuracy"};
-    sa.percent_y = true;
+    PlotSpec sl{"Loss every " + count_of(r.config.eval_every, "step"), "step", sc.loss},
+        sa{title_case(sc) + " every " + count_of(r.config.eval_every, "step"), "step", sc.name};
+    sa.percent_y = sc.percent;
     const auto add_eval = [&](const std::string& name, double EvalRecord::*l, double EvalRecord::*a) {
       Series ll{name}, aa{name};
       for (const auto& e : r.evals) {
@@ -66,7 +73,7 @@ std::vector<std::string> train_plots(const RunResult& r, const StudyContext& ctx
     };
     if (has_val) add_eval("validation", &EvalRecord::val_loss, &EvalRecord::val_acc);
     add_eval("test", &EvalRecord::test_loss, &EvalRecord::test_acc);
-    if (render_panels("Training run: held-out loss and accuracy every " + count_of(r.config.eval_every, "step"),
+    if (render_panels("Training run: held-out loss and " + sc.name + " every " + count_of(r.config.eval_every, "step"),
                       {sl, sa}, 2, ctx.out, "evals"))
       plots.push_back("evals");
   }
@@ -74,18 +81,30 @@ std::vector<std::string> train_plots(const RunResult& r, const StudyContext& ctx
 }
 
 std::string train_markdown(const RunResult& r, const StudyContext& ctx, bool has_val,
-                           const std::vector<std::string>& plots) {
+                           const std::vector<std::string>& plots, double y_std) {
   const TrainConfig& c = r.config;
+  const ScoreText sc = score_text(c);
+  const std::string name = sc.percent ? "acc" : sc.name;
+  const auto cell = [&](double v) { return sc.percent ? fmt(100 * v, 4) : fmt(v, 4); };
   std::ostringstream md;
   md << "Model " << describe(c.model) << " (" << c.model.activation << ", norm " << c.model.norm
      << "), data: " << ctx.dataset << ". " << optimizer_text(c) << ", batch "
      << c.batch_size << ", " << count_of(c.epochs, "epoch") << ", seed " << c.seed << ".\n\n";
-  md << "| epoch | train loss | train acc (%) |" << (has_val ? " val loss | val acc (%) |" : "")
-     << " test loss | test acc (%) |\n|---|---|---|" << (has_val ? "---|---|" : "") << "---|---|\n";
+  if (!sc.percent)
+    md << "Regression: the loss is the mean squared error of the target standardized with the training split's "
+          "mean and std; R² = 1 - SSE / SST (1: exact, 0: no better than the mean); RMSE in the target's units = "
+          "sqrt(loss) x "
+       << fmt(y_std, 4) << " (the target's std).\n\n";
+  md << "| epoch | train loss | train " << name << sc.unit() << " |"
+     << (has_val ? " val loss | val " + name + sc.unit() + " |" : std::string()) << " test loss | test " << name
+     << sc.unit() << " |" << (sc.percent ? "" : " test RMSE |") << "\n|---|---|---|" << (has_val ? "---|---|" : "")
+     << "---|---|" << (sc.percent ? "" : "---|") << "\n";
   for (const auto& e : r.epochs) {
-    md << "| " << e.epoch << " | " << fmt(e.train_loss, 4) << " | " << fmt(100 * e.train_acc, 4) << " | ";
-    if (has_val) md << fmt(e.val_loss, 4) << " | " << fmt(100 * e.val_acc, 4) << " | ";
-    md << fmt(e.test_loss, 4) << " | " << fmt(100 * e.test_acc, 4) << " |\n";
+    md << "| " << e.epoch << " | " << fmt(e.train_loss, 4) << " | " << cell(e.train_acc) << " | ";
+    if (has_val) md << fmt(e.val_loss, 4) << " | " << cell(e.val_acc) << " | ";
+    md << fmt(e.test_loss, 4) << " | " << cell(e.test_acc) << " |";
+    if (!sc.percent) md << " " << fmt(std::sqrt(e.test_loss) * y_std, 4) << " |";
+    md << "\n";
   }
   if (!has_val) md << "\nNo validation set (`--val-fraction` 0): no validation metrics are recorded.\n";
   if (!r.evals.empty())
@@ -119,7 +138,7 @@ Report run_train(const TrainConfig& config, const Splits& data, const StudyConte
                            .resume = ctx.resume_checkpoint};
   RunResult r = train_run(
       config, data, [&](int64_t done, int64_t) { progress.update(done, label); },
-      [&](const EpochRecord& e) { progress.line(epoch_line(e)); }, control);
+      [&](const EpochRecord& e) { progress.line(epoch_line(e, score_text(config))); }, control);
   if (r.diverged) progress.line("diverged at step " + std::to_string(r.diverged_step) + " (loss is not finite)");
   progress.finish();
   const bool has_val = data.validation.size() > 0;
@@ -135,7 +154,7 @@ Report run_train(const TrainConfig& config, const Splits& data, const StudyConte
   if (r.interrupted) metadata["interrupted"] = "true";
   nn::save_module((ctx.out / (r.diverged ? "model.diverged.safetensors" : "model.safetensors")).string(), *r.model,
                   metadata);
-  Report rep{"Training run", train_markdown(r, ctx, has_val, train_plots(r, ctx, has_val)), r.diverged};
+  Report rep{"Training run", train_markdown(r, ctx, has_val, train_plots(r, ctx, has_val), data.standardizer.y_std), r.diverged};
   rep.interrupted = r.interrupted;
   nlohmann::json man = manifest(ctx, {{"study", "train"}, {"config", to_json(r.config)}}, r.seconds);
   man["interrupted"] = r.interrupted;

@@ -30,7 +30,11 @@ void validate(const TrainConfig& c, const Splits& s) {
   validate(m);
   const int64_t n = s.train.size();
   if (n == 0) throw Error("the training set is empty");
-  if (!s.train.is_classification()) throw Error("the experiments train classifiers: the data set has no class labels");
+  if (c.task != "classification" && c.task != "regression")
+    throw Error("unknown task '" + c.task + "' (expected classification or regression)");
+  if ((c.task == "regression") == s.train.is_classification())
+    throw Error(s.train.is_classification() ? "the task is regression, but the data set has class labels"
+                                            : "the data set has regression targets: --task regression");
   if (c.batch_size <= 0) throw Error("batch size must be at least 1, got " + std::to_string(c.batch_size));
   if (norm(c.model.norm).batch_statistics && n == 1)
     throw Error(norm(c.model.norm).display + " needs more than one sample per batch, and the training set has one "
@@ -118,7 +122,7 @@ double train_step(RunState& st, optim::Optimizer& opt, optim::LRScheduler& sched
   for (auto& o : obs) o->step_begin(st);
   const double lr = opt.lr();
   const Tensor logits = (*st.model.net)(b.x);
-  Tensor loss = autograd::cross_entropy(logits, b.labels);
+  Tensor loss = loss_of(logits, b);
   const double lv = loss.item();
   if (std::isfinite(lv)) {
     opt.zero_grad();
@@ -126,9 +130,8 @@ double train_step(RunState& st, optim::Optimizer& opt, optim::LRScheduler& sched
     for (auto& o : obs) o->after_backward(st);
     opt.step();
     sched.step();
-    meter.correct += count_correct(logits, b.labels);
+    meter.score.add(logits, b);
     meter.loss_sum += lv * b.size();
-    meter.seen += b.size();
   }
   const StepView view{lr, lv, b, logits};
   for (auto& o : obs) o->step_end(st, view);
@@ -207,7 +210,7 @@ RunResult train_run(const TrainConfig& config, const Splits& s, const StepCallba
   r.config = config;
   TrainConfig& c = r.config;
   c.model.inputs = s.train.features();
-  c.model.outputs = s.train.num_classes;
+  c.model.outputs = s.train.is_classification() ? s.train.num_classes : 1;
   autograd::Generator gen(c.seed);
   Model model = build_model(c.model, gen);
   r.model = model.net;
@@ -239,8 +242,8 @@ RunResult train_run(const TrainConfig& config, const Splits& s, const StepCallba
       }
       EpochRecord e{};
       e.epoch = st.epoch, e.step = st.step;
-      e.train_loss = pos.loss_sum / std::max<int64_t>(pos.seen, 1);
-      e.train_acc = double(pos.correct) / std::max<int64_t>(pos.seen, 1);
+      e.train_loss = pos.loss_sum / std::max<int64_t>(pos.score.seen, 1);
+      e.train_acc = pos.score.value();
       for (auto& o : obs) o->epoch_end(st, e);
       r.epochs.push_back(e);
       if (r.diverged) break;

@@ -12,6 +12,7 @@
 
 #include "data/dataset.h"
 #include "data/split.h"
+#include "experiments/evaluate.h"
 #include "experiments/model.h"
 #include "optim/lr_scheduler.h"
 #include "optim/sgd.h"
@@ -23,6 +24,7 @@ using Splits = data::Splits;
 
 struct TrainConfig {
   ModelSpec model;                  // inputs/outputs are taken from the data
+  std::string task = "classification";  // or "regression" (a CSV's numeric label; MSE loss, R^2): as the data
   int64_t epochs = 5;
   int64_t batch_size = 128;
   std::string optimizer = "sgd";  // sgd | adam | adamw (PyTorch's update rules, optim/)
@@ -56,6 +58,8 @@ struct StepRecord {
   double lr, loss;
 };
 
+// The *_acc fields hold accuracy, or R^2 for regression (and the losses are mean squared errors of
+// the standardized target).
 struct EpochRecord {
   int64_t epoch, step;
   double train_loss, train_acc;  // running mean over the epoch's batches
@@ -120,8 +124,8 @@ using EpochCallback = std::function<void(const EpochRecord&)>;
 // epoch's running training metrics so far.
 struct RunPosition {
   int64_t epoch = 1, batch = 0, step = 0;
-  double loss_sum = 0;            // sum over the epoch's batches done of batch loss x batch size
-  int64_t correct = 0, seen = 0;  // correct predictions and samples over them
+  double loss_sum = 0;  // sum over the epoch's batches done of batch loss x batch size
+  ScoreMeter score;     // their accuracy (or R^2)
 };
 
 // Checkpoints of a run (normlab train --checkpoint-every and --resume; checkpointing.h).

@@ -158,7 +158,11 @@ def predict_csv(md, model, path, comment=None, na_values=()):
     std = torch.tensor(pre["std"], dtype=torch.float64)
     x = ((x - mean) / torch.where(std > 0, std, torch.ones_like(std))).float()
     with torch.no_grad():
-        return torch.softmax(model(x), dim=1)
+        out = model(x)
+    if md.get("task") == "regression":  # the model predicts (y - mean) / std
+        target = json.loads(md["target"])
+        return out.double() * target["std"] + target["mean"]
+    return torch.softmax(out, dim=1)
 
 
 def main():
@@ -179,6 +183,21 @@ def main():
         classes = json.loads(md["class_names"])
         probs = predict_csv(md, model, args.predict, args.csv_comment,
                             [v for v in args.csv_na.split(",") if v])
+        if md.get("task") == "regression":
+            print("predicted")
+            for v in probs[:, 0].tolist():
+                print(f"{v:.7g}")
+            if args.compare_predictions:
+                with open(args.compare_predictions, newline="") as f:
+                    theirs = [float(r["predicted"]) for r in csv.DictReader(f)]
+                if len(theirs) != probs.shape[0]:
+                    sys.exit(f"{args.compare_predictions}: {len(theirs)} rows, PyTorch predicted {probs.shape[0]}")
+                scale = json.loads(md["target"])["std"]
+                diff = max(abs(p - t) for p, t in zip(probs[:, 0].tolist(), theirs)) / scale
+                print(f"largest |PyTorch - normlab| prediction = {diff:.3g} target stds (tolerance {TOLERANCE:g})")
+                if not diff <= TOLERANCE:
+                    sys.exit(1)
+            return
         print("predicted," + ",".join(f"p_{c}" for c in classes))
         for row in probs.tolist():
             print(classes[max(range(len(row)), key=row.__getitem__)] + "," + ",".join(f"{v:.7g}" for v in row))

@@ -53,6 +53,25 @@ BOOST_AUTO_TEST_CASE(subset_of_a_regression_set_copies_targets) {
   BOOST_TEST(s.labels.empty());
 }
 
+BOOST_AUTO_TEST_CASE(standardizer_scales_regression_targets_with_the_training_mean_and_std) {
+  Dataset r;
+  r.name = "reg";
+  r.x = tensor({1, 2, 3, 4}, {4, 1});
+  r.y = tensor({10, 20, 30, 40}, {4, 1});
+  const Standardizer s = Standardizer::fit(r);
+  // mean 25, population std sqrt((225 + 25 + 25 + 225) / 4) = sqrt(125)
+  BOOST_TEST(s.y_mean == 25.0);
+  BOOST_TEST(s.y_std == std::sqrt(125.0));
+  Dataset test = r.slice(0, 2);
+  test.y = tensor({25, 50}, {2, 1});
+  check_tensor(s.apply(test).y, {0, 25 / std::sqrt(125.0)});
+  // A constant target is only centred; a classification set keeps 0 and 1.
+  r.y = tensor({7, 7, 7, 7}, {4, 1});
+  BOOST_TEST(Standardizer::fit(r).y_std == 1.0);
+  BOOST_TEST(Standardizer::fit(numbered(4)).y_mean == 0.0);
+  BOOST_TEST(Standardizer::fit(numbered(4)).y_std == 1.0);
+}
+
 BOOST_AUTO_TEST_CASE(bad_indices_and_inconsistent_sets_are_errors) {
   Dataset ds = numbered(4);
   check_mentions(error_of([&] { ds.subset({0, 4}); }), {"index 4", "4 samples", "numbered"});

@@ -1027,4 +1027,54 @@ BOOST_AUTO_TEST_CASE(optimizer_flag_takes_pytorchs_defaults_and_refuses_the_othe
   expect_error({"train", "--quick", "--optimizer", "rmsprop"}, "--optimizer");
 }
 
+BOOST_AUTO_TEST_CASE(regression_trains_compares_evaluates_and_predicts) {
+  Tmp t;
+  const std::string csv = kFixtures + "regression.csv", ck = (t.dir / "train" / "model.safetensors").string();
+  const std::vector<std::string> data{"--csv", csv, "--csv-comment", "#", "--label", "price"};
+  std::vector<std::string> train{"train", "--task", "regression", "--norm", "layer", "--epochs", "30", "--batch-size", "8",
+                                 "--quiet", "--out", (t.dir / "train").string()};
+  train.insert(train.end(), data.begin(), data.end());
+  BOOST_REQUIRE(run(train) == 0);
+  // R^2 in place of accuracy, in the CSV header, the report and the manifest.
+  const std::string epochs = slurp(t.dir / "train" / "epochs.csv");
+  BOOST_TEST(epochs.find(",train_loss,train_r2,test_loss,test_r2\n") != std::string::npos);
+  const std::string report = slurp(t.dir / "train" / "report.md");
+  BOOST_TEST(report.find("| test R² | test RMSE |") != std::string::npos);
+  BOOST_TEST(report.find("regression target price") != std::string::npos);
+  BOOST_TEST(nlohmann::json::parse(slurp(t.dir / "train" / "manifest.json"))["config"]["config"]["task"] == "regression");
+  // The target y = 20 + 3 rooms - 2 distance + noise of std 0.5 is learned: test R^2 above 0.9.
+  const std::string last = epochs.substr(epochs.rfind('\n', epochs.size() - 2) + 1);
+  BOOST_TEST(std::stod(last.substr(last.rfind(',') + 1)) > 0.9, last);
+  // The checkpoint says how to undo the target's standardization; eval and predict use it.
+  const auto md = normlab::serialize::load_safetensors(ck).metadata;
+  BOOST_TEST(md.at("task") == "regression");
+  BOOST_TEST(nlohmann::json::parse(md.at("target"))["name"] == "price");
+  std::vector<std::string> eval{"eval", "--checkpoint", ck, "--csv", csv, "--csv-comment", "#", "--quiet", "--out",
+                                (t.dir / "eval").string()};
+  BOOST_REQUIRE(run(eval) == 0);
+  const std::string metrics = slurp(t.dir / "eval" / "metrics.csv");
+  BOOST_TEST(metrics.find("samples,loss,rmse,r2\n80,") == 0, metrics);
+  const double rmse = std::stod(metrics.substr(metrics.find('\n') + 1).substr(metrics.substr(metrics.find('\n') + 1).find(',', 3) + 1));
+  BOOST_TEST(rmse < 1.5, metrics);  // the noise's std is 0.5, the target's about 5
+  const std::string preds = (t.dir / "preds.csv").string();
+  BOOST_REQUIRE(run({"predict", "--checkpoint", ck, "--csv", csv, "--csv-comment", "#", "--quiet", "--out", preds}) == 0);
+  BOOST_TEST(slurp(preds).find("line,predicted,price\n3,") == 0);
+  BOOST_TEST(lines(preds) == 81);
+  // compare: the norms on the regression task.
+  std::vector<std::string> cmp{"compare", "--task", "regression", "--epochs", "3", "--seeds", "0", "--target", "0.5",
+                               "--quiet", "--out", (t.dir / "cmp").string()};
+  cmp.insert(cmp.end(), data.begin(), data.end());
+  BOOST_REQUIRE(run(cmp) == 0);
+  BOOST_TEST(slurp(t.dir / "cmp" / "report.md").find("| norm | final test R² | final test loss |") != std::string::npos);
+  BOOST_TEST(slurp(t.dir / "cmp" / "summary.csv").find("test_r2_mean") != std::string::npos);
+  // Not with the sweep and the study; and a numeric label read as classes says how to regress.
+  std::vector<std::string> sweep{"sweep", "--task", "regression"};
+  sweep.insert(sweep.end(), data.begin(), data.end());
+  expect_error(sweep, std::vector<std::string>{"--task regression goes with train and compare"});
+  std::vector<std::string> classes{"train", "--quiet", "--out", (t.dir / "classes").string()};
+  classes.insert(classes.end(), data.begin(), data.end());
+  expect_error(classes, std::vector<std::string>{"The label column \"price\" holds", "--task regression"});
+  expect_error({"train", "--quick", "--task", "regression"}, "--task goes with --dataset csv");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
