@@ -80,7 +80,8 @@ float parse_cell(const std::string& cell, const std::string& file, int64_t line,
   const std::optional<double> v = parse_number(cell);
   if (!v)
     throw Error(at_cell(file, line, col, name) + ": expected a finite number, got \"" + cell +
-                "\" (a column that is not a feature, such as an id or a date: --csv-drop \"" + name + "\")");
+                "\" (a column that is not a feature, such as an id or a date: --csv-drop \"" + name +
+                "\"; a column of categories: --categorical \"" + name + "\")");
   if (std::fabs(*v) > std::numeric_limits<float>::max())
     throw Error(at_cell(file, line, col, name) + ": " + cell + " is outside the float32 range");
   return static_cast<float>(*v);
@@ -313,34 +314,54 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
       unused[c] = std::find(opt.drop.begin(), opt.drop.end(), header[c]) != opt.drop.end() ||
                   (!opt.keep.empty() && std::find(opt.keep.begin(), opt.keep.end(), header[c]) == opt.keep.end());
 
-    // Feature columns: file order, or train's order for a test file.
-    std::vector<std::string> feature_names;
-    std::vector<int64_t> feature_pos(width, -1);  // column -> feature index
+    // Feature source columns: file order, or train's order for a test file. A categorical column
+    // (--categorical) becomes one 0/1 feature per category, "<column>=<category>", in its place.
+    std::vector<std::string> sources;            // the feature columns, before one-hot encoding
+    std::vector<int64_t> source_pos(width, -1);  // file column -> source index
     if (!train) {
       for (size_t c = 0; c < width; ++c)
-        if (c != label_col && !unused[c]) feature_pos[c] = static_cast<int64_t>(feature_names.size()),
-                                          feature_names.push_back(header[c]);
-      if (feature_names.empty())
+        if (c != label_col && !unused[c]) source_pos[c] = static_cast<int64_t>(sources.size()),
+                                          sources.push_back(header[c]);
+      if (sources.empty())
         throw Error(at_line(path, line_no) + ": no feature column left (the columns are: " + join(header) + ")");
     } else {
-      feature_names = train->feature_names;
+      sources = train->source_columns.empty() ? train->feature_names : train->source_columns;
       for (size_t c = 0; c < width; ++c) {
         if (c == label_col || unused[c]) continue;
-        const auto it = std::find(feature_names.begin(), feature_names.end(), header[c]);
-        if (it == feature_names.end())
+        const auto it = std::find(sources.begin(), sources.end(), header[c]);
+        if (it == sources.end())
           throw Error(at_cell(path, line_no, c, header[c]) + ": not a feature column of the training set " +
-                      "\"" + train->name + "\" (its features: " + join(feature_names) + "; --csv-drop leaves a column out)");
-        feature_pos[c] = it - feature_names.begin();
+                      "\"" + train->name + "\" (its features: " + join(sources) + "; --csv-drop leaves a column out)");
+        source_pos[c] = it - sources.begin();
       }
-      for (const std::string& f : feature_names)
+      for (const std::string& f : sources)
         if (!seen.count(f))
           throw Error(at_line(path, line_no) + ": the header lacks the feature column \"" + f +
                       "\" of the training set \"" + train->name + "\"");
     }
-    const int64_t d = static_cast<int64_t>(feature_names.size());
-    if (opt.missing == Missing::Mean && train && static_cast<int64_t>(train->fill.size()) != d)
-      throw Error(path + ": --missing mean needs the training set's column means, and \"" + train->name +
-                  "\" has none (it was read without --missing mean)");
+    const int64_t m = static_cast<int64_t>(sources.size());
+
+    // Categorical sources and their categories (a test file takes train's, in train's order).
+    std::vector<bool> is_cat(m, false);
+    std::vector<std::map<std::string, int64_t, std::less<>>> cat_index(m);  // category -> id
+    std::vector<std::vector<std::string>> cat_names(m);                     // id -> category
+    if (train) {
+      for (const auto& [col, cats] : train->categories) {
+        const int64_t j = std::find(sources.begin(), sources.end(), col) - sources.begin();
+        if (j == m) throw Error(path + ": the training set's categorical column \"" + col + "\" is not a feature column");
+        is_cat[j] = true, cat_names[j] = cats;
+        for (size_t k = 0; k < cats.size(); ++k) cat_index[j][cats[k]] = static_cast<int64_t>(k);
+      }
+    } else {
+      for (const std::string& name : opt.categorical) {
+        const auto it = std::find(sources.begin(), sources.end(), name);
+        if (it == sources.end())
+          throw Error(at_line(path, line_no) + ": no feature column \"" + name + "\" to one-hot encode (--categorical)" +
+                      (has_label && name == opt.label_column ? ": it is the label" : "") +
+                      "; the feature columns are: " + join(sources));
+        is_cat[it - sources.begin()] = true;
+      }
+    }
 
     // Missing cells: empty, or one of the NA strings (trimmed).
     std::set<std::string, std::less<>> na(kDefaultNaValues.begin(), kDefaultNaValues.end());
@@ -349,20 +370,77 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
       const std::string_view t = trim(cell);
       return t.empty() || na.count(t) > 0;
     };
-    const auto missing_error = [&](size_t c, const std::string& what) {
-      return Error(at_cell(path, line_no, c, header[c]) + ": a missing value (" +
-                   (trim(fields[c]).empty() ? std::string("an empty cell") : "\"" + fields[c] + "\"") + "); expected " +
+    const auto missing_error = [&](int64_t ln, const std::vector<std::string>& f, size_t c, const std::string& what) {
+      return Error(at_cell(path, ln, c, header[c]) + ": a missing value (" +
+                   (trim(f[c]).empty() ? std::string("an empty cell") : "\"" + f[c] + "\"") + "); expected " +
                    what + (c == label_col ? "; --missing drop leaves such rows out"
                                           : "; --missing drop leaves such rows out, --missing mean fills in the "
                                             "column's mean"));
     };
     int64_t dropped = 0;
 
-    // Rows.
-    std::vector<float> x, y;
+    // One row: each source as a float (a category's id for a categorical column, NaN when missing).
+    std::vector<float> raw, y;
     std::vector<std::string> label_text;
     std::vector<int64_t> label_line;  // the file line of each row
-    std::vector<float> row(d);
+    std::vector<float> row(m);
+    const auto process = [&](int64_t ln, const std::vector<std::string>& f) {
+      bool drop_row = false;
+      for (size_t c = 0; c < width; ++c) {
+        if (c == label_col || unused[c]) continue;
+        const int64_t j = source_pos[c];
+        if (is_missing(f[c])) {
+          if (opt.missing == Missing::Error) throw missing_error(ln, f, c, is_cat[j] ? "a category" : "a number");
+          row[j] = std::numeric_limits<float>::quiet_NaN();  // Mean: filled below
+          drop_row = drop_row || opt.missing == Missing::Drop;
+        } else if (is_cat[j]) {
+          const std::string v(trim(f[c]));
+          auto it = cat_index[j].find(v);
+          if (it == cat_index[j].end()) {
+            if (train)
+              throw Error(at_cell(path, ln, c, header[c]) + ": category \"" + v + "\" does not occur in the training set \"" +
+                          train->name + "\" (its categories: " + join(cat_names[j]) + ")");
+            if (cat_names[j].size() >= (size_t{1} << 24))
+              throw Error(at_cell(path, ln, c, header[c]) + ": more than 2^24 categories");
+            it = cat_index[j].emplace(v, static_cast<int64_t>(cat_names[j].size())).first;
+            cat_names[j].push_back(v);
+          }
+          row[j] = static_cast<float>(it->second);
+        } else {
+          row[j] = parse_cell(f[c], path, ln, c, header[c]);
+        }
+      }
+      if (has_label && is_missing(f[label_col])) {
+        if (opt.missing != Missing::Drop)
+          throw missing_error(ln, f, label_col, opt.task == Task::Regression ? "a number" : "a class label");
+        drop_row = true;
+      }
+      if (drop_row) {
+        ++dropped;
+        return;
+      }
+      raw.insert(raw.end(), row.begin(), row.end());
+      label_line.push_back(ln);
+      if (!has_label) return;
+      if (opt.task == Task::Regression)
+        y.push_back(parse_cell(f[label_col], path, ln, label_col, header[label_col]));
+      else
+        label_text.push_back(f[label_col]);
+    };
+
+    // --categorical auto: the first rows are held until each column's kind is known: categorical
+    // when one of its cells there is neither missing nor a number.
+    constexpr size_t kSniffRows = 1000;
+    std::vector<std::pair<int64_t, std::vector<std::string>>> head;
+    bool sniffing = opt.categorical_auto && !train;
+    const auto flush_head = [&] {
+      for (const auto& [ln, f] : head)
+        for (size_t c = 0; c < width; ++c)
+          if (c != label_col && !unused[c] && !is_missing(f[c]) && !parse_number(f[c])) is_cat[source_pos[c]] = true;
+      for (const auto& [ln, f] : head) process(ln, f);
+      head.clear();
+      sniffing = false;
+    };
     bool pending = first_is_data;  // without a header, the first row read above is data
     while (pending || (line = next_line(line_no))) {
       pending = false;
@@ -375,39 +453,64 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
                          ? " (column " + std::to_string(fields.size() + 1) + " \"" + header[fields.size()] +
                                "\" onward is missing)"
                          : " (an extra field at column " + std::to_string(width + 1) + ")"));
-      bool drop_row = false;
-      for (size_t c = 0; c < width; ++c) {
-        if (c == label_col || unused[c]) continue;
-        if (!is_missing(fields[c])) {
-          row[feature_pos[c]] = parse_cell(fields[c], path, line_no, c, header[c]);
-        } else if (opt.missing == Missing::Error) {
-          throw missing_error(c, "a number");
-        } else {
-          row[feature_pos[c]] = std::numeric_limits<float>::quiet_NaN();  // Mean: filled below
-          drop_row = drop_row || opt.missing == Missing::Drop;
-        }
-      }
-      if (has_label && is_missing(fields[label_col])) {
-        if (opt.missing != Missing::Drop)
-          throw missing_error(label_col, opt.task == Task::Regression ? "a number" : "a class label");
-        drop_row = true;
-      }
-      if (drop_row) {
-        ++dropped;
+      if (!sniffing) {
+        process(line_no, fields);
         continue;
       }
-      x.insert(x.end(), row.begin(), row.end());
-      label_line.push_back(line_no);
-      if (!has_label) continue;
-      if (opt.task == Task::Regression)
-        y.push_back(parse_cell(fields[label_col], path, line_no, label_col, header[label_col]));
-      else
-        label_text.push_back(fields[label_col]);
+      head.emplace_back(line_no, fields);
+      if (head.size() >= kSniffRows) flush_head();
     }
-    const int64_t n = d > 0 ? static_cast<int64_t>(x.size()) / d : 0;
+    if (sniffing) flush_head();
+    const int64_t n = m > 0 ? static_cast<int64_t>(raw.size()) / m : 0;
     if (n == 0 && dropped > 0)
       throw Error(path + ": every one of its " + std::to_string(dropped) + " rows has a missing value (--missing drop)");
     if (n == 0) throw Error(path + ": the header (line " + std::to_string(header_line) + ") has no data rows");
+
+    // Categories in order (a training file): integers numerically if every one is an integer, else
+    // bytewise, as the classes; the rows' ids follow.
+    if (!train)
+      for (int64_t j = 0; j < m; ++j) {
+        if (!is_cat[j]) continue;
+        std::vector<std::string> sorted = cat_names[j];
+        const bool integer = std::all_of(sorted.begin(), sorted.end(), [](const std::string& c) {
+          const std::optional<int64_t> v = parse_integer_class(c);
+          return v && std::to_string(*v) == c;
+        });
+        if (integer)
+          std::sort(sorted.begin(), sorted.end(),
+                    [](const std::string& a, const std::string& b) { return std::stoll(a) < std::stoll(b); });
+        else
+          std::sort(sorted.begin(), sorted.end());
+        std::vector<float> new_id(sorted.size());
+        for (size_t k = 0; k < sorted.size(); ++k) new_id[cat_index[j].at(sorted[k])] = static_cast<float>(k);
+        for (int64_t i = 0; i < n; ++i)
+          if (float& v = raw[i * m + j]; !std::isnan(v)) v = new_id[static_cast<size_t>(v)];
+        cat_names[j] = sorted;
+      }
+
+    // One-hot encoding: a categorical source's category k sets its k-th feature to 1, the others 0
+    // (a missing category: all NaN, for --missing mean).
+    std::vector<std::string> feature_names;
+    std::vector<int64_t> offset(m);
+    for (int64_t j = 0; j < m; ++j) {
+      offset[j] = static_cast<int64_t>(feature_names.size());
+      if (!is_cat[j]) feature_names.push_back(sources[j]);
+      else
+        for (const std::string& c : cat_names[j]) feature_names.push_back(sources[j] + "=" + c);
+    }
+    const int64_t d = static_cast<int64_t>(feature_names.size());
+    std::vector<float> x(static_cast<size_t>(n * d), 0.0f);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < m; ++j) {
+        const float v = raw[i * m + j];
+        float* out = &x[i * d + offset[j]];
+        if (!is_cat[j]) *out = v;
+        else if (std::isnan(v)) std::fill(out, out + cat_names[j].size(), v);
+        else out[static_cast<size_t>(v)] = 1.0f;
+      }
+    if (opt.missing == Missing::Mean && train && static_cast<int64_t>(train->fill.size()) != d)
+      throw Error(path + ": --missing mean needs the training set's column means, and \"" + train->name +
+                  "\" has none (it was read without --missing mean)");
 
     // --missing mean: each feature's mean over the rows where it is present (train's for a test file).
     std::vector<float> fill;
@@ -440,6 +543,11 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
     ds.lines = label_line;
     ds.fill = fill;
     ds.dropped_rows = dropped;
+    if (std::find(is_cat.begin(), is_cat.end(), true) != is_cat.end()) {
+      ds.source_columns = sources;
+      for (int64_t j = 0; j < m; ++j)
+        if (is_cat[j]) ds.categories.emplace_back(sources[j], cat_names[j]);
+    }
     if (!has_label) {  // features only (read_csv_features)
       ds.label_name.clear();
       return ds;

@@ -30,6 +30,8 @@ struct CsvOptions {
   std::vector<std::string> drop;          // columns left out (e.g. an id or a date column)
   std::vector<std::string> keep;          // if not empty: the only feature columns (the label besides)
   std::vector<std::string> na_values;     // more strings read as missing (pandas: na_values)
+  std::vector<std::string> categorical;   // feature columns to one-hot encode (their cells are category names)
+  bool categorical_auto = false;          // also every column with a non-numeric cell in the first 1000 rows
   Missing missing = Missing::Error;       // what a missing cell does (a missing label: error or drop)
   bool label_optional = false;            // read_csv_features: the label column may be absent
 };
@@ -46,7 +48,8 @@ std::vector<std::string> split_csv_line(const std::string& line, char delimiter,
 // if every label is an integer, classes are those integers sorted numerically (so 0..9 stay 0..9);
 // otherwise the label strings sorted bytewise (as scikit-learn's LabelEncoder). class_names holds
 // them by index. Regression: y (N, 1) holds the label numbers. lines holds each row's line in
-// the file. BOM, CRLF and blank lines are
+// the file. Categorical columns (options.categorical, categorical_auto) are one-hot encoded:
+// categories sorted as classes are, features "<column>=<category>" (Dataset::categories). BOM, CRLF and blank lines are
 // accepted. Errors name the file, the line and the column: missing or empty file, no header,
 // duplicate or empty column names, a missing label column (with the available columns), a row
 // with the wrong number of fields, a non-numeric cell, a header without data rows, a missing cell

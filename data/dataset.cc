@@ -20,6 +20,8 @@ Dataset Dataset::subset(const std::vector<int64_t>& indices) const {
   out.name = name;
   out.fill = fill;
   out.dropped_rows = dropped_rows;
+  out.source_columns = source_columns;
+  out.categories = categories;
   out.x = autograd::empty({m, d});
   if (y.defined()) out.y = autograd::empty({m, 1});
   if (is_classification()) out.labels.resize(m);

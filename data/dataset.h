@@ -22,6 +22,11 @@ struct Dataset {
   std::vector<float> fill;                 // (D) CSV with --missing mean: what a missing feature becomes
                                            // (the training file's column means); empty otherwise
   int64_t dropped_rows = 0;                // CSV with --missing drop: rows left out for a missing cell
+  // CSV with categorical columns (--categorical): the file's feature columns before one-hot
+  // encoding, and each categorical column's categories in order; its features are named
+  // "<column>=<category>" and sit where the column was. Both empty without categorical columns.
+  std::vector<std::string> source_columns;
+  std::vector<std::pair<std::string, std::vector<std::string>>> categories;
 
   // N, the number of samples.
   int64_t size() const { return x.defined() ? x.size(0) : 0; }

@@ -134,6 +134,17 @@ void add_data_options(CLI::App* a, Options& o) {
        "what the CSV's label column holds: classification (classes) or regression (numbers: MSE loss, R^2 and "
        "RMSE in place of accuracy; train and compare)")
       ->check(CLI::IsMember({"classification", "regression"}));
+  a->add_option_function<std::vector<std::string>>(
+       "--categorical",
+       [&o](const std::vector<std::string>& v) {
+         for (const std::string& name : v)
+           if (name == "auto") o.data.csv_format.categorical_auto = true;
+           else o.data.csv_format.categorical.push_back(name);
+       },
+       "CSV columns of categories to one-hot encode: names (e.g. city,zip), or auto (every column with a "
+       "non-numeric cell in the first 1000 rows), or both")
+      ->delimiter(',')
+      ->default_str("");
   a->add_option("--data-dir", o.data.fashion_dir, "folder of the Fashion-MNIST files (*-ubyte.gz)")
       ->check(non_empty());
   a->add_option("--train-limit", o.data.train_limit, "use only the first N training samples (0: all; of any data set)")->check(whole(0, kMaxInt));
@@ -307,7 +318,7 @@ void check_applicable(const Options& o, CLI::App* sub) {
                                : o.quick          ? ", the --quick default"
                                                   : ", the default");
   for (const char* flag : {"--csv", "--csv-test", "--label", "--csv-sep", "--csv-comment", "--csv-no-header", "--csv-skip-rows",
-                           "--csv-drop", "--csv-columns", "--csv-na", "--missing", "--task"})
+                           "--csv-drop", "--csv-columns", "--csv-na", "--missing", "--task", "--categorical"})
     if (ds != "csv" && given(flag)) throw Error(std::string(flag) + " goes with --dataset csv; " + dataset);
   for (const char* flag : {"--samples", "--noise"})
     if (!synthetic && given(flag))

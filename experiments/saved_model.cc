@@ -16,7 +16,9 @@ namespace {
 std::string input_rule(const DataSpec& spec) {
   if (spec.name == "fashion-mnist")
     return "the 28x28 uint8 image, row-major, each pixel / 255 (784 features in [0, 1])";
-  if (spec.name == "csv") return "the CSV's feature columns in the order of feature_names, as numbers";
+  if (spec.name == "csv")
+    return "the CSV's feature columns in the order of feature_names, as numbers; a column of categories "
+           "(\"categories\") as one 0/1 feature \"<column>=<category>\" per category";
   return "the 2 coordinates of a point of the synthetic set";
 }
 
@@ -37,6 +39,12 @@ std::map<std::string, std::string> data_metadata(const DataSpec& spec, const dat
   if (spec.name == "csv") md["label"] = spec.label;
   md["class_names"] = nlohmann::json(train.class_names).dump();
   if (!train.feature_names.empty()) md["feature_names"] = nlohmann::json(train.feature_names).dump();
+  if (!train.categories.empty()) {  // one-hot encoded columns: the file's columns, and the categories in order
+    md["columns"] = nlohmann::json(train.source_columns).dump();
+    nlohmann::json cats = nlohmann::json::array();
+    for (const auto& [col, names] : train.categories) cats.push_back({col, names});
+    md["categories"] = cats.dump();
+  }
   nlohmann::json pre;
   pre["input"] = input_rule(spec);
   pre["standardize"] = "x' = (x - mean) / std, per feature, with the training split's mean and population std; "
@@ -76,6 +84,11 @@ SavedModel load_saved_model(const std::string& path) {
     m.standardizer.mean = pre.at("mean").get<std::vector<double>>();
     m.standardizer.std = pre.at("std").get<std::vector<double>>();
     if (pre.contains("fill")) m.fill = pre.at("fill").get<std::vector<float>>();
+    if (md.count("categories")) {
+      m.source_columns = nlohmann::json::parse(md.at("columns")).get<std::vector<std::string>>();
+      for (const auto& c : nlohmann::json::parse(md.at("categories")))
+        m.categories.emplace_back(c.at(0).get<std::string>(), c.at(1).get<std::vector<std::string>>());
+    }
     if (m.task == "regression") {
       const nlohmann::json target = nlohmann::json::parse(get("target"));
       m.standardizer.y_mean = target.at("mean").get<double>();
@@ -117,6 +130,8 @@ data::Dataset csv_columns_of(const SavedModel& m, const std::string& checkpoint,
   train.num_classes = static_cast<int64_t>(m.class_names.size());  // 0 for regression
   train.label_name = m.label;
   train.fill = m.fill;
+  train.source_columns = m.source_columns;
+  train.categories = m.categories;
   return train;
 }
 

@@ -19,6 +19,9 @@ namespace normlab::experiments {
 //   "task": "classification" or "regression"; for regression "target": JSON {"name", "mean", "std"}
 //   (the model predicts (y - mean) / std); "dataset": "fashion-mnist", "csv" or a synthetic set's name;
 //   "label": the CSV's label column; "class_names": JSON list, index order (the logits' order);
+//   with --categorical: "columns", the file's feature columns, and "categories", [[column,
+//   [category, ...]], ...]: a categorical column's features "<column>=<category>" are 1 for the row's
+//   category, else 0;
 //   "feature_names": JSON list of the CSV's feature columns in the model's input order;
 //   "preprocessing": JSON {"input": how a raw sample becomes the feature vector x,
 //                          "standardize": "x' = (x - mean) / std, std 0 read as 1",
@@ -36,6 +39,9 @@ struct SavedModel {
   std::vector<std::string> class_names, feature_names;
   data::Standardizer standardizer;
   std::vector<float> fill;  // --missing mean: each feature's value for a missing cell (empty: none)
+  // --categorical: the file's feature columns, and each categorical column's categories (empty: none)
+  std::vector<std::string> source_columns;
+  std::vector<std::pair<std::string, std::vector<std::string>>> categories;
 };
 
 // Reads a model.safetensors that `normlab train` wrote. Errors name the file and what is missing

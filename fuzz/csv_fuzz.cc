@@ -1,7 +1,7 @@
 // Fuzzes the CSV data-set loader: any input must load or throw normlab::Error (file, line, column).
 // The first byte picks the label column's name, the task, the separator, the header, comment lines
-// and rows to skip; the second what a missing cell does, an extra NA string and columns dropped or
-// kept; the rest is the file (gzip when it starts with gzip's magic bytes). The file is also read
+// and rows to skip; the second what a missing cell does, an extra NA string, columns dropped or
+// kept and categorical columns; the rest is the file (gzip when it starts with gzip's magic bytes). The file is also read
 // as a test file against itself (train's columns, classes and fill values).
 #include "data/csv.h"
 #include "fuzz/input_file.h"
@@ -22,6 +22,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (data[1] & 4) o.na_values = {"?"};
   if (data[1] & 8) o.drop = {"b"};
   if (data[1] & 16) o.keep = {"a", "c"};
+  o.categorical_auto = data[1] & 32;
+  if (data[1] & 64) o.categorical = {"a"};
   const std::string& path = fuzz::input_file(data + 2, size - 2, ".csv");
   try {
     const data::Dataset d = data::read_csv(path, o);

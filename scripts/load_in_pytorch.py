@@ -153,7 +153,22 @@ def predict_csv(md, model, path, comment=None, na_values=()):
             return fill[j]
         return float(torch.tensor(float(cell), dtype=torch.float32))  # normlab reads cells as float32
 
-    x = torch.tensor([[value(r[n], j) for j, n in enumerate(names)] for r in rows], dtype=torch.float64)
+    # Each feature: (file column, None) for a number, (file column, category) for a one-hot feature
+    # of a categorical column (--categorical): 1 for the row's category, else 0.
+    specs = [(n, None) for n in names]
+    if "categories" in md:
+        cats = {col: values for col, values in json.loads(md["categories"])}
+        specs = [(col, c) for col in json.loads(md["columns"]) for c in (cats[col] if col in cats else [None])]
+
+    def feature(r, j):
+        col, cat = specs[j]
+        if cat is None:
+            return value(r[col], j)
+        if fill is not None and r[col].strip() in na:
+            return fill[j]
+        return 1.0 if r[col].strip() == cat else 0.0
+
+    x = torch.tensor([[feature(r, j) for j in range(len(specs))] for r in rows], dtype=torch.float64)
     mean = torch.tensor(pre["mean"], dtype=torch.float64)
     std = torch.tensor(pre["std"], dtype=torch.float64)
     x = ((x - mean) / torch.where(std > 0, std, torch.ones_like(std))).float()

@@ -369,4 +369,49 @@ BOOST_AUTO_TEST_CASE(missing_values_error_drop_or_mean) {
   check_mentions(error_of([&] { read_csv(empty_col.path, o); }), {"every one of its 2 rows has a missing value"});
 }
 
+BOOST_AUTO_TEST_CASE(categorical_columns_are_one_hot_encoded) {
+  // city: strings (bytewise order); zip: integers named explicitly (numeric order, 6000 < 69002).
+  TempFile f("cities.csv", "city,rooms,zip,label\nParis,3,75001,a\nLyon,2,69002,b\nNice,5,6000,a\nParis,1,69002,b\n");
+  CsvOptions o = classify("label");
+  o.categorical = {"city", "zip"};
+  const Dataset d = read_csv(f.path, o);
+  BOOST_TEST(d.feature_names == (std::vector<std::string>{"city=Lyon", "city=Nice", "city=Paris", "rooms", "zip=6000",
+                                                          "zip=69002", "zip=75001"}));
+  check_tensor(d.x, {0, 0, 1, 3, 0, 0, 1,  //
+                     1, 0, 0, 2, 0, 1, 0,  //
+                     0, 1, 0, 5, 1, 0, 0,  //
+                     0, 0, 1, 1, 0, 1, 0});
+  BOOST_TEST(d.source_columns == (std::vector<std::string>{"city", "rooms", "zip"}));
+  BOOST_TEST(d.categories.size() == 2);
+  BOOST_TEST(d.categories[1].first == "zip");
+  // auto: city has strings, zip is numbers: only city is categorical.
+  CsvOptions a = classify("label");
+  a.categorical_auto = true;
+  BOOST_TEST(read_csv(f.path, a).feature_names ==
+             (std::vector<std::string>{"city=Lyon", "city=Nice", "city=Paris", "rooms", "zip"}));
+  // A test file: train's categories and order, whatever order they appear in; an unseen one is an error.
+  TempFile t("cities_test.csv", "zip,label,rooms,city\n6000,a,4,Nice\n75001,b,2,Lyon\n");
+  check_tensor(read_csv(t.path, o, d).x, {0, 1, 0, 4, 1, 0, 0,  //
+                                         1, 0, 0, 2, 0, 0, 1});
+  TempFile u("cities_unseen.csv", "city,rooms,zip,label\nRome,3,75001,a\n");
+  check_mentions(error_of([&] { read_csv(u.path, o, d); }),
+                 {"line 2", "column 1", "\"city\"", "category \"Rome\" does not occur", "\"Lyon\", \"Nice\", \"Paris\""});
+  // A missing category: an error by default; with --missing mean each of its features takes the
+  // share of rows in that category.
+  TempFile m("cities_missing.csv", "city,rooms,label\nParis,3,a\n,2,b\nNice,5,a\nParis,1,b\n");
+  CsvOptions om = classify("label");
+  om.categorical = {"city"};
+  check_mentions(error_of([&] { read_csv(m.path, om); }), {"line 3", "\"city\"", "expected a category"});
+  om.missing = Missing::Mean;
+  check_tensor(read_csv(m.path, om).x, {0, 1, 3, 1.0 / 3, 2.0 / 3, 2, 1, 0, 5, 0, 1, 1});
+  // Names that are not feature columns.
+  CsvOptions bad = classify("label");
+  bad.categorical = {"label"};
+  check_mentions(error_of([&] { read_csv(f.path, bad); }), {"no feature column \"label\" to one-hot encode", "it is the label"});
+  bad.categorical = {"town"};
+  check_mentions(error_of([&] { read_csv(f.path, bad); }), {"\"town\"", "--categorical", "\"city\", \"rooms\", \"zip\""});
+  // Without --categorical, a string cell says how to read it.
+  check_mentions(error_of([&] { read_csv(f.path, classify("label")); }), {"\"Paris\"", "--categorical \"city\""});
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -649,6 +649,7 @@ BOOST_AUTO_TEST_CASE(flags_that_cannot_apply_are_usage_errors_in_every_subcomman
       {{"--dataset", "moons", "--csv-drop", "id"}, {"--csv-drop goes with --dataset csv"}},
       {{"--dataset", "moons", "--missing", "mean"}, {"--missing goes with --dataset csv"}},
       {{"--dataset", "moons", "--csv-na", "?"}, {"--csv-na goes with --dataset csv"}},
+      {{"--dataset", "moons", "--categorical", "auto"}, {"--categorical goes with --dataset csv"}},
       {{"--dataset", "spirals", "--csv", csv}, {"--csv goes with --dataset csv", "'spirals'"}},
       {{"--samples", "100"}, {"--samples sets a synthetic data set", "'fashion-mnist', the default"}},
       {{"--noise", "0.2"}, {"--noise sets a synthetic data set", "'fashion-mnist'"}},
