@@ -290,6 +290,14 @@ BOOST_AUTO_TEST_CASE(layouts_of_real_files) {
     TempFile cut("cut.gz", bytes.substr(0, bytes.size() - 12));
     check_mentions(error_of([&] { read_csv(cut.path, classify("label")); }), {"cut.gz", "truncated gzip file"});
   }
+  // scikit-learn's frames written with their index last (a trailing id column), left out.
+  {
+    TempFile f("trailing_id.csv", "a,b,label,id\n5.1,3.5,setosa,0\n7.0,3.2,versicolor,1\n6.3,3.3,virginica,2\n"
+                                  "4.9,3.0,setosa,3\n");
+    CsvOptions o = classify("label");
+    o.drop = {"id"};
+    check_iris_rows(read_csv(f.path, o));
+  }
   // An id and a date column left out (--csv-drop), or only the named features kept (--csv-columns).
   {
     TempFile f("ids.csv", "id,a,date,b,label\n1,5.1,2020-01-01,3.5,setosa\n2,7.0,2020-01-02,3.2,versicolor\n"

@@ -275,6 +275,27 @@ BOOST_AUTO_TEST_CASE(train_resumes_to_the_same_bits_after_ctrl_c_and_after_kill)
   same_as_whole(t.dir / "whole", t.dir / "from_dir");
 }
 
+BOOST_AUTO_TEST_CASE(a_model_trained_on_a_csv_file_resumes_to_the_same_bits) {
+  Tmp t;
+  const std::string csv = std::string(NORMLAB_SOURCE_DIR) + "/tests/experiments/fixtures/iris_like.csv";
+  const auto with = [&](const fs::path& out, std::vector<std::string> extra = {}) {
+    std::vector<std::string> a{"train", "--csv", csv, "--label", "species", "--norm", "batch", "--epochs", "8",
+                               "--batch-size", "8", "--out", out.string()};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  clear_interrupt();
+  BOOST_REQUIRE_EQUAL(run(with(t.dir / "whole")), kExitOk);
+  interrupt_after_steps(13);  // 48 training rows at batch 8: in epoch 3
+  BOOST_TEST(run(with(t.dir / "part")) == kExitInterrupted);
+  clear_interrupt();
+  BOOST_TEST(run(with(t.dir / "part", {"--resume"})) == kExitOk);
+  const auto w = csv_files(t.dir / "whole"), r = csv_files(t.dir / "part");
+  BOOST_TEST(w.size() == r.size());
+  for (const auto& [name, bytes] : w) BOOST_TEST((r.count(name) == 1 && r.at(name) == bytes), name);
+  BOOST_TEST(slurp(t.dir / "whole" / "model.safetensors") == slurp(t.dir / "part" / "model.safetensors"));
+}
+
 BOOST_AUTO_TEST_CASE(train_resumes_adam_and_adamw_to_the_same_bits) {
   for (const char* opt : {"adam", "adamw"}) {
     BOOST_TEST_CONTEXT(opt) {
