@@ -15,6 +15,15 @@ namespace normlab::experiments {
 
 namespace {
 
+// Writes the predictions to `out` (its folder created if missing) and, unless quiet, the line
+// "normlab: N predictions in OUT" followed by `score` (how they compare with the file's labels).
+void write_predictions(const CsvTable& table, const std::string& out, bool quiet, int64_t n, const std::string& score) {
+  const std::filesystem::path path(out);
+  if (path.has_parent_path()) prepare_output_dir(path.parent_path());
+  table.write(path);
+  if (!quiet) std::printf("normlab: %lld predictions in %s%s\n", static_cast<long long>(n), out.c_str(), score.c_str());
+}
+
 // A regression model's predictions y = y' std + mean per row, with the file's targets if it has
 // them (and then RMSE and R^2 printed).
 int predict_values(const SavedModel& m, const data::Dataset& rows, const autograd::Tensor& x, const std::string& out,
@@ -36,18 +45,11 @@ int predict_values(const SavedModel& m, const data::Dataset& rows, const autogra
     }
     table.add_row(row);
   }
-  const std::filesystem::path path(out);
-  if (path.has_parent_path()) prepare_output_dir(path.parent_path());
-  table.write(path);
-  if (!quiet) {
-    std::printf("normlab: %lld predictions in %s", static_cast<long long>(n), out.c_str());
-    if (labelled) {
-      const double sst = ss - sum * sum / static_cast<double>(n);
-      std::printf(" (on the file's targets: RMSE %s, R² %s)", fmt(std::sqrt(sse / static_cast<double>(n)), 4).c_str(),
-                  sst > 0 ? fmt(1 - sse / sst, 4).c_str() : "n/a");
-    }
-    std::printf("\n");
-  }
+  const double sst = ss - sum * sum / static_cast<double>(n);
+  write_predictions(table, out, quiet, n,
+                    labelled ? " (on the file's targets: RMSE " + fmt(std::sqrt(sse / static_cast<double>(n)), 4) +
+                                   ", R² " + (sst > 0 ? fmt(1 - sse / sst, 4) : std::string("n/a")) + ")"
+                             : "");
   return 0;
 }
 
@@ -92,16 +94,10 @@ int run_predict(const std::string& checkpoint, const std::string& csv, const dat
     for (int64_t c = 0; c < k; ++c) row.push_back(fmt(std::exp(static_cast<double>(lp[i * k + c])), 7));
     table.add_row(row);
   }
-  const std::filesystem::path path(out);
-  if (path.has_parent_path()) prepare_output_dir(path.parent_path());
-  table.write(path);
-  if (!quiet) {
-    std::printf("normlab: %lld predictions in %s", static_cast<long long>(n), out.c_str());
-    if (labelled)
-      std::printf(" (accuracy on the file's labels: %s%%, %lld of %lld)", fmt(100.0 * correct / n, 4).c_str(),
-                  static_cast<long long>(correct), static_cast<long long>(n));
-    std::printf("\n");
-  }
+  write_predictions(table, out, quiet, n,
+                    labelled ? " (accuracy on the file's labels: " + fmt(100.0 * correct / n, 4) + "%, " +
+                                   std::to_string(correct) + " of " + std::to_string(n) + ")"
+                             : "");
   return 0;
 }
 
