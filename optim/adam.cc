@@ -11,40 +11,13 @@
 
 namespace normlab::optim {
 
-using autograd::DType;
-using autograd::dtype_name;
-using autograd::shape_str;
-
 namespace {
-
-// A new tensor holding a copy of t's data (no autograd history, no requires_grad).
-Tensor copy_of(const Tensor& t) {
-  Tensor c = autograd::empty(t.shape(), t.dtype());
-  autograd::copy_(c, t);
-  return c;
-}
 
 // The names of a parameter's state: tensors "<kind>.<i>" and scalar "step.<i>".
 constexpr const char* kExpAvg = "exp_avg";
 constexpr const char* kExpAvgSq = "exp_avg_sq";
 constexpr const char* kMaxExpAvgSq = "max_exp_avg_sq";
 constexpr const char* kStep = "step";
-
-std::string indexed(const char* kind, size_t i) { return std::string(kind) + "." + std::to_string(i); }
-
-// Splits "<kind>.<i>" into kind and i (a parameter index: digits, no leading zeros); i = -1 if the
-// name is not of that form.
-std::pair<std::string, int64_t> split_indexed(const std::string& name) {
-  const size_t dot = name.rfind('.');
-  if (dot == std::string::npos || dot + 1 == name.size() || name.size() - dot - 1 > 15) return {name, -1};
-  int64_t i = 0;
-  for (size_t k = dot + 1; k < name.size(); ++k) {
-    if (name[k] < '0' || name[k] > '9') return {name, -1};
-    i = i * 10 + (name[k] - '0');
-  }
-  if (name.size() - dot - 1 > 1 && name[dot + 1] == '0') return {name, -1};  // no leading zeros
-  return {name.substr(0, dot), i};
-}
 
 // The hyper-parameters shared by Adam and AdamW, as Adam's options.
 AdamOptions adam_options(const AdamWOptions& o) {
@@ -105,14 +78,7 @@ void Adam::step() {
   s.decoupled = decoupled_;
   s.amsgrad = opts_.amsgrad;
   s.maximize = opts_.maximize;
-  // Check every gradient first, so that a bad one leaves all parameters as they were.
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const Tensor g = params_[i].grad();
-    if (g.defined() && (g.shape() != params_[i].shape() || g.dtype() != params_[i].dtype()))
-      throw Error(name_ + ".step: the gradient of parameter " + std::to_string(i) + " must be " +
-                  shape_str(params_[i].shape()) + " " + dtype_name(params_[i].dtype()) + ", got " +
-                  shape_str(g.shape()) + " " + dtype_name(g.dtype()));
-  }
+  check_grads();  // all first, so that a bad one leaves all parameters as they were
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor& p = params_[i];
     const Tensor g = p.grad();
@@ -147,9 +113,9 @@ OptimizerState Adam::state() const {
   for (size_t i = 0; i < state_.size(); ++i) {
     const ParamState& st = state_[i];
     if (st.step == 0) continue;
-    out.tensors.emplace_back(indexed(kExpAvg, i), copy_of(st.exp_avg));
-    out.tensors.emplace_back(indexed(kExpAvgSq, i), copy_of(st.exp_avg_sq));
-    if (opts_.amsgrad) out.tensors.emplace_back(indexed(kMaxExpAvgSq, i), copy_of(st.max_exp_avg_sq));
+    out.tensors.emplace_back(indexed(kExpAvg, i), st.exp_avg.detach().clone());
+    out.tensors.emplace_back(indexed(kExpAvgSq, i), st.exp_avg_sq.detach().clone());
+    if (opts_.amsgrad) out.tensors.emplace_back(indexed(kMaxExpAvgSq, i), st.max_exp_avg_sq.detach().clone());
     out.scalars[indexed(kStep, i)] = static_cast<double>(st.step);
   }
   return out;
@@ -165,33 +131,26 @@ void Adam::load_state(const OptimizerState& st) {
     if (kind == kStep && i >= 0) names.push_back(k);
   }
   check_scalar_names(st, names);
-  const auto flag = [&](const char* name) {
-    const double v = st.scalars.at(name);
-    check(v == 0 || v == 1, where + ": scalar \"" + name + "\" must be 0 or 1, got " + autograd::py_float(v));
-    return v == 1;
-  };
   AdamOptions o;
   o.lr = st.scalars.at("lr");
   o.betas = {st.scalars.at("beta1"), st.scalars.at("beta2")};
   o.eps = st.scalars.at("eps");
   o.weight_decay = st.scalars.at("weight_decay");
-  o.amsgrad = flag("amsgrad");
-  o.maximize = flag("maximize");
-  const bool decoupled = flag("decoupled_weight_decay");
+  o.amsgrad = read_flag(st, "amsgrad");
+  o.maximize = read_flag(st, "maximize");
+  const bool decoupled = read_flag(st, "decoupled_weight_decay");
   check(decoupled == decoupled_, where + ": this is " + (decoupled ? "an AdamW" : "an Adam") +
                                      " state (scalar \"decoupled_weight_decay\" is " + (decoupled ? "1" : "0") +
                                      "); " + name_ + " needs " + (decoupled_ ? "1" : "0"));
   check_options(o, where);
   const int64_t step = read_step(st);
-  const int64_t n = static_cast<int64_t>(params_.size());
 
   // The per-parameter step counts.
   std::vector<ParamState> state(params_.size());
   for (const auto& [k, v] : st.scalars) {
     const auto [kind, i] = split_indexed(k);
     if (kind != kStep || i < 0) continue;
-    check(i < n, where + ": \"" + k + "\" names parameter " + std::to_string(i) + ", but this optimizer has " +
-                     std::to_string(n) + " parameters (indices 0 to " + std::to_string(n - 1) + ")");
+    check_param_index(k, i);
     check(std::isfinite(v) && v >= 1 && v == std::floor(v) && v <= static_cast<double>(step),
           where + ": scalar \"" + k + "\" must be a whole number from 1 to \"step\" (" + std::to_string(step) +
               "), got " + autograd::py_float(v));
@@ -204,16 +163,11 @@ void Adam::load_state(const OptimizerState& st) {
     check(i >= 0 && (kind == kExpAvg || kind == kExpAvgSq || kind == kMaxExpAvgSq),
           where + ": expected tensors named \"exp_avg.<i>\", \"exp_avg_sq.<i>\" or \"max_exp_avg_sq.<i>\" (i = "
                   "parameter index), got \"" + name + "\"");
-    check(i < n, where + ": \"" + name + "\" names parameter " + std::to_string(i) + ", but this optimizer has " +
-                     std::to_string(n) + " parameters (indices 0 to " + std::to_string(n - 1) + ")");
+    check_param_index(name, i);
     check(seen.insert(name).second, where + ": \"" + name + "\" appears more than once");
     check(kind != kMaxExpAvgSq || o.amsgrad,
           where + ": got \"" + name + "\", but amsgrad is 0, which keeps no max_exp_avg_sq");
-    check(t.defined(), where + ": \"" + name + "\" is an undefined tensor");
-    const Tensor& p = params_[i];
-    check(t.shape() == p.shape() && t.dtype() == p.dtype(),
-          where + ": \"" + name + "\" must be " + shape_str(p.shape()) + " " + dtype_name(p.dtype()) +
-              " like parameter " + std::to_string(i) + ", got " + shape_str(t.shape()) + " " + dtype_name(t.dtype()));
+    check_like_param(name, i, t);
     ParamState& ps = state[i];
     (kind == kExpAvg ? ps.exp_avg : kind == kExpAvgSq ? ps.exp_avg_sq : ps.max_exp_avg_sq) = t;
   }
@@ -232,7 +186,7 @@ void Adam::load_state(const OptimizerState& st) {
   // Everything checked: commit (copies, so the optimizer never shares data with the caller).
   for (ParamState& ps : state)
     for (Tensor* t : {&ps.exp_avg, &ps.exp_avg_sq, &ps.max_exp_avg_sq})
-      if (t->defined()) *t = copy_of(*t);
+      if (t->defined()) *t = t->detach().clone();
   lr_ = o.lr;
   opts_ = o;
   steps_ = step;

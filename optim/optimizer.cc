@@ -1,4 +1,5 @@
-// Optimizer base: parameter checks, learning rate, zero_grad, and the base state (lr, step).
+// Optimizer base: parameter checks, learning rate, zero_grad, the base state (lr, step), and the
+// checks and state names that SGD and Adam share.
 #include "optim/optimizer.h"
 
 #include <cmath>
@@ -6,6 +7,9 @@
 #include "autograd/format.h"
 
 namespace normlab::optim {
+
+using autograd::dtype_name;
+using autograd::shape_str;
 
 Optimizer::Optimizer(std::string name, std::vector<Tensor> params, double lr)
     : name_(std::move(name)), params_(std::move(params)), lr_(lr) {
@@ -80,6 +84,53 @@ int64_t Optimizer::read_step(const OptimizerState& state) const {
   check(std::isfinite(step) && step >= 0 && step == std::floor(step) && step < 9.0e15,
         name_ + ".load_state: scalar \"step\" must be a whole number >= 0, got " + autograd::py_float(step));
   return static_cast<int64_t>(step);
+}
+
+bool Optimizer::read_flag(const OptimizerState& state, const std::string& name) const {
+  const double v = state.scalars.at(name);
+  check(v == 0 || v == 1,
+        name_ + ".load_state: scalar \"" + name + "\" must be 0 or 1, got " + autograd::py_float(v));
+  return v == 1;
+}
+
+void Optimizer::check_grads() const {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Tensor g = params_[i].grad();
+    if (g.defined() && (g.shape() != params_[i].shape() || g.dtype() != params_[i].dtype()))
+      throw Error(name_ + ".step: the gradient of parameter " + std::to_string(i) + " must be " +
+                  shape_str(params_[i].shape()) + " " + dtype_name(params_[i].dtype()) + ", got " +
+                  shape_str(g.shape()) + " " + dtype_name(g.dtype()));
+  }
+}
+
+std::string Optimizer::indexed(const std::string& kind, size_t i) { return kind + "." + std::to_string(i); }
+
+std::pair<std::string, int64_t> Optimizer::split_indexed(const std::string& name) {
+  const size_t dot = name.rfind('.');
+  if (dot == std::string::npos || dot + 1 == name.size() || name.size() - dot - 1 > 15) return {name, -1};
+  int64_t i = 0;
+  for (size_t k = dot + 1; k < name.size(); ++k) {
+    if (name[k] < '0' || name[k] > '9') return {name, -1};
+    i = i * 10 + (name[k] - '0');
+  }
+  if (name.size() - dot - 1 > 1 && name[dot + 1] == '0') return {name, -1};  // no leading zeros
+  return {name.substr(0, dot), i};
+}
+
+void Optimizer::check_param_index(const std::string& name, int64_t i) const {
+  const size_t n = params_.size();
+  check(i < static_cast<int64_t>(n), name_ + ".load_state: \"" + name + "\" names parameter " + std::to_string(i) +
+                                         ", but this optimizer has " + std::to_string(n) + " parameters (indices 0 to " +
+                                         std::to_string(n - 1) + ")");
+}
+
+void Optimizer::check_like_param(const std::string& name, size_t i, const Tensor& t) const {
+  const std::string where = name_ + ".load_state";
+  check(t.defined(), where + ": \"" + name + "\" is an undefined tensor");
+  const Tensor& p = params_[i];
+  check(t.shape() == p.shape() && t.dtype() == p.dtype(),
+        where + ": \"" + name + "\" must be " + shape_str(p.shape()) + " " + dtype_name(p.dtype()) +
+            " like parameter " + std::to_string(i) + ", got " + shape_str(t.shape()) + " " + dtype_name(t.dtype()));
 }
 
 }  // namespace normlab::optim

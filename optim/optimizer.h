@@ -60,6 +60,23 @@ class Optimizer {
   int64_t read_step(const OptimizerState& state) const;
   // Throws unless lr is a finite number >= 0 (`where` names the caller in the message).
   void check_lr(double lr, const std::string& where) const;
+  // Reads scalar `name` of a checked state, a flag: throws unless it is 0 or 1.
+  bool read_flag(const OptimizerState& state, const std::string& name) const;
+  // Throws unless every gradient that is set has its parameter's shape and dtype (a step checks
+  // them all before it changes anything).
+  void check_grads() const;
+
+  // The names of per-parameter state: "<kind>.<i>", e.g. "momentum_buffer.0", for parameter i.
+  static std::string indexed(const std::string& kind, size_t i);
+  // Splits "<kind>.<i>" into kind and i (a parameter index: digits, no leading zeros); i = -1 if the
+  // name is not of that form.
+  static std::pair<std::string, int64_t> split_indexed(const std::string& name);
+  // For load_state: throws unless index i, read from the state entry `name`, is below the
+  // parameter count.
+  void check_param_index(const std::string& name, int64_t i) const;
+  // For load_state: throws unless tensor t of the state entry `name` is defined and has the shape
+  // and dtype of parameter i.
+  void check_like_param(const std::string& name, size_t i, const Tensor& t) const;
 
   std::string name_;
   std::vector<Tensor> params_;

@@ -10,33 +10,9 @@
 
 namespace normlab::optim {
 
-using autograd::DType;
-using autograd::dtype_name;
-using autograd::shape_str;
-
 namespace {
 
-// A new tensor holding a copy of t's data (no autograd history, no requires_grad).
-Tensor copy_of(const Tensor& t) {
-  Tensor c = autograd::empty(t.shape(), t.dtype());
-  autograd::copy_(c, t);
-  return c;
-}
-
-constexpr const char* kBufferPrefix = "momentum_buffer.";
-
-// The parameter index in "momentum_buffer.<i>", or -1 if the name is not of that form.
-int64_t buffer_index(const std::string& name) {
-  const std::string prefix = kBufferPrefix;
-  if (name.rfind(prefix, 0) != 0 || name.size() == prefix.size() || name.size() > prefix.size() + 15) return -1;
-  int64_t i = 0;
-  for (size_t k = prefix.size(); k < name.size(); ++k) {
-    if (name[k] < '0' || name[k] > '9') return -1;
-    i = i * 10 + (name[k] - '0');
-  }
-  if (name.size() > prefix.size() + 1 && name[prefix.size()] == '0') return -1;  // no leading zeros
-  return i;
-}
+constexpr const char* kBuffer = "momentum_buffer";  // tensors "momentum_buffer.<i>"
 
 }  // namespace
 
@@ -74,14 +50,7 @@ void SGD::step() {
   s.weight_decay = opts_.weight_decay;
   s.nesterov = opts_.nesterov;
   s.maximize = opts_.maximize;
-  // Check every gradient first, so that a bad one leaves all parameters as they were.
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const Tensor g = params_[i].grad();
-    if (g.defined() && (g.shape() != params_[i].shape() || g.dtype() != params_[i].dtype()))
-      throw Error("SGD.step: the gradient of parameter " + std::to_string(i) + " must be " +
-                  shape_str(params_[i].shape()) + " " + dtype_name(params_[i].dtype()) + ", got " +
-                  shape_str(g.shape()) + " " + dtype_name(g.dtype()));
-  }
+  check_grads();  // all first, so that a bad one leaves all parameters as they were
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor& p = params_[i];
     const Tensor g = p.grad();
@@ -103,7 +72,7 @@ void SGD::step() {
 OptimizerState SGD::state() const {
   OptimizerState st;
   for (size_t i = 0; i < buffers_.size(); ++i)
-    if (buffers_[i].defined()) st.tensors.emplace_back(kBufferPrefix + std::to_string(i), copy_of(buffers_[i]));
+    if (buffers_[i].defined()) st.tensors.emplace_back(indexed(kBuffer, i), buffers_[i].detach().clone());
   st.scalars = {{"lr", lr_},
                 {"momentum", opts_.momentum},
                 {"dampening", opts_.dampening},
@@ -117,42 +86,31 @@ OptimizerState SGD::state() const {
 void SGD::load_state(const OptimizerState& st) {
   const std::string where = "SGD.load_state";
   check_scalar_names(st, {"lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize", "step"});
-  const auto flag = [&](const char* name) {
-    const double v = st.scalars.at(name);
-    check(v == 0 || v == 1, where + ": scalar \"" + name + "\" must be 0 or 1, got " + autograd::py_float(v));
-    return v == 1;
-  };
   SGDOptions o;
   o.lr = st.scalars.at("lr");
   o.momentum = st.scalars.at("momentum");
   o.dampening = st.scalars.at("dampening");
   o.weight_decay = st.scalars.at("weight_decay");
-  o.nesterov = flag("nesterov");
-  o.maximize = flag("maximize");
+  o.nesterov = read_flag(st, "nesterov");
+  o.maximize = read_flag(st, "maximize");
   check_options(o, where);
   const int64_t step = read_step(st);
 
   std::vector<Tensor> buffers(params_.size());
   std::set<int64_t> seen;
   for (const auto& [name, t] : st.tensors) {
-    const int64_t i = buffer_index(name);
-    check(i >= 0, where + ": expected tensors named \"momentum_buffer.<i>\" (i = parameter index), got \"" +
-                      name + "\"");
-    check(i < static_cast<int64_t>(params_.size()),
-          where + ": \"" + name + "\" names parameter " + std::to_string(i) + ", but this optimizer has " +
-              std::to_string(params_.size()) + " parameters (indices 0 to " + std::to_string(params_.size() - 1) + ")");
+    const auto [kind, i] = split_indexed(name);
+    check(kind == kBuffer && i >= 0,
+          where + ": expected tensors named \"momentum_buffer.<i>\" (i = parameter index), got \"" + name + "\"");
+    check_param_index(name, i);
     check(seen.insert(i).second, where + ": \"" + name + "\" appears more than once");
     check(o.momentum != 0, where + ": got \"" + name + "\", but momentum is 0, which keeps no momentum buffers");
-    check(t.defined(), where + ": \"" + name + "\" is an undefined tensor");
-    const Tensor& p = params_[i];
-    check(t.shape() == p.shape() && t.dtype() == p.dtype(),
-          where + ": \"" + name + "\" must be " + shape_str(p.shape()) + " " + dtype_name(p.dtype()) +
-              " like parameter " + std::to_string(i) + ", got " + shape_str(t.shape()) + " " + dtype_name(t.dtype()));
+    check_like_param(name, i, t);
     buffers[i] = t;
   }
   // Everything checked: commit (copies, so the optimizer never shares data with the caller).
   for (Tensor& b : buffers)
-    if (b.defined()) b = copy_of(b);
+    if (b.defined()) b = b.detach().clone();
   lr_ = o.lr;
   opts_ = o;
   steps_ = step;

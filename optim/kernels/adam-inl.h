@@ -9,10 +9,9 @@
 #define NORMLAB_OPTIM_KERNELS_ADAM_INL_H_
 #endif
 
-#include <type_traits>
-
 #include "hwy/highway.h"
 #include "optim/kernels/adam.h"
+#include "optim/kernels/loop-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace normlab::optim::kernels::HWY_NAMESPACE {
@@ -24,8 +23,7 @@ enum class Decay : int { None, L2, Decoupled };
 // One Adam step over n elements with the flags fixed at compile time, in ref::adam_step's order of
 // operations, each rounded to T (Mul then Add, never MulAdd; adam.cc turns off the compiler's own
 // contraction of the two). f = adam_factors(s), computed by the caller outside the target's code,
-// where no FMA can enter 1 - lr * weight_decay. Full vectors, then a one-lane tail with the same
-// body (no masked loads, which may fault on AMD AVX2).
+// where no FMA can enter 1 - lr * weight_decay. Full vectors, then a one-lane tail.
 template <typename T, Decay kDecay, bool kAmsgrad, bool kMaximize>
 HWY_NOINLINE void AdamLoop(const AdamStep& s, const AdamFactors& f, int64_t n, T* HWY_RESTRICT param,
                            const T* HWY_RESTRICT grad, T* HWY_RESTRICT exp_avg, T* HWY_RESTRICT exp_avg_sq,
@@ -59,28 +57,15 @@ HWY_NOINLINE void AdamLoop(const AdamStep& s, const AdamFactors& f, int64_t n, T
     const auto denom = hn::Add(hn::Div(hn::Sqrt(vhat), hn::Set(d, bc2_sqrt)), hn::Set(d, eps));
     hn::StoreU(hn::Add(p, hn::Div(hn::Mul(hn::Set(d, neg_step_size), m), denom)), d, param + i);
   };
-  const hn::ScalableTag<T> d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  int64_t i = 0;
-  for (; i + N <= n; i += N) body(d, i);
-  const hn::CappedTag<T, 1> d1;
-  for (; i < n; ++i) body(d1, i);
-}
-
-// Calls f(std::true_type) or f(std::false_type): turns a run-time flag into a compile-time one (as
-// sgd-inl.h's WithFlag, named apart so that both bodies can share a translation unit).
-template <class F>
-HWY_INLINE void WithAdamFlag(bool on, const F& f) {
-  if (on) f(std::true_type());
-  else f(std::false_type());
+  ForEachVector<T>(n, body);
 }
 
 // Picks the AdamLoop instance for the flags of s (once per parameter, not per element).
 template <typename T>
 void AdamStepT(const AdamStep& s, const AdamFactors& f, int64_t n, T* param, const T* grad, T* exp_avg,
                T* exp_avg_sq, T* max_exp_avg_sq) {
-  WithAdamFlag(s.amsgrad, [&](auto amsgrad) {
-    WithAdamFlag(s.maximize, [&](auto maximize) {
+  WithFlag(s.amsgrad, [&](auto amsgrad) {
+    WithFlag(s.maximize, [&](auto maximize) {
       constexpr bool kAms = decltype(amsgrad)::value, kMax = decltype(maximize)::value;
       if (s.weight_decay == 0)
         AdamLoop<T, Decay::None, kAms, kMax>(s, f, n, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq);

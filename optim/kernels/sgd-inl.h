@@ -9,9 +9,8 @@
 #define NORMLAB_OPTIM_KERNELS_SGD_INL_H_
 #endif
 
-#include <type_traits>
-
 #include "hwy/highway.h"
+#include "optim/kernels/loop-inl.h"
 #include "optim/kernels/sgd.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -21,8 +20,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 // How the momentum buffer is treated in a step.
 enum class Momentum : int { None, First, Update };
 
-// One SGD step over n elements with the flags fixed at compile time. Full vectors, then a one-lane
-// tail with the same body (no masked loads, which may fault on AMD AVX2).
+// One SGD step over n elements with the flags fixed at compile time (full vectors, then a one-lane tail).
 template <typename T, bool kMaximize, bool kDecay, Momentum kMomentum, bool kNesterov>
 HWY_NOINLINE void SgdLoop(const SGDStep& s, int64_t n, T* HWY_RESTRICT theta, const T* HWY_RESTRICT grad,
                           T* HWY_RESTRICT buf) {
@@ -45,19 +43,7 @@ HWY_NOINLINE void SgdLoop(const SGDStep& s, int64_t n, T* HWY_RESTRICT theta, co
     }
     hn::StoreU(hn::NegMulAdd(hn::Set(d, lr), g, p), d, theta + i);  // theta - lr g
   };
-  const hn::ScalableTag<T> d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  int64_t i = 0;
-  for (; i + N <= n; i += N) body(d, i);
-  const hn::CappedTag<T, 1> d1;
-  for (; i < n; ++i) body(d1, i);
-}
-
-// Calls f(std::true_type) or f(std::false_type): turns a run-time flag into a compile-time one.
-template <class F>
-HWY_INLINE void WithFlag(bool on, const F& f) {
-  if (on) f(std::true_type());
-  else f(std::false_type());
+  ForEachVector<T>(n, body);
 }
 
 // Picks the SgdLoop instance for the flags of s (once per parameter, not per element).

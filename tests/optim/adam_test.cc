@@ -6,43 +6,32 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstring>
 #include <map>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "autograd/autograd.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
+#include "tests/optim/support.h"
 #include "tests/support/compare.h"
 #include "tests/support/fixtures.h"
 
 using namespace normlab::autograd;
 using namespace normlab::optim;
-using normlab::Error;
+using normlab::test::bitwise_equal;
+using normlab::test::bytes_of;
+using normlab::test::check_error;
+using normlab::test::check_steps;
 using normlab::test::check_tensor;
+using normlab::test::expect_same_bits;
+using normlab::test::make_model;
+using normlab::test::run;
+using normlab::test::Steps;
+using normlab::test::train_steps;
 using normlab::test::TempDir;
 
 namespace {
-
-using Steps = std::vector<std::vector<double>>;
-
-// Runs an Adam or AdamW (Opt) on one parameter starting at theta0, giving it grads[k] before step
-// k; returns the parameter after each step.
-template <class Opt, class Options>
-Steps run(const Options& o, const std::vector<double>& theta0, const Steps& grads, DType dt = DType::Float64) {
-  Tensor p = tensor(theta0, dt);
-  p.requires_grad_();
-  Opt opt({p}, o);
-  Steps out;
-  for (const auto& g : grads) {
-    p.set_grad(tensor(g, dt));
-    opt.step();
-    out.push_back(p.to_vector());
-  }
-  return out;
-}
 
 // The rule as PyTorch's documentation writes it, in float64, with the bias corrections applied to
 // the moments (m / bc1, v / bc2) rather than folded into the step size as the implementation does:
@@ -80,35 +69,6 @@ Steps follow_rule(const Rule& r, const std::vector<double>& theta0, const Steps&
   }
   return out;
 }
-
-void check_steps(const Steps& got, const Steps& want, double rtol, double atol) {
-  BOOST_REQUIRE_EQUAL(got.size(), want.size());
-  for (size_t k = 0; k < got.size(); ++k)
-    BOOST_TEST_CONTEXT("after step " << k + 1) {
-      BOOST_REQUIRE_EQUAL(got[k].size(), want[k].size());
-      normlab::test::check_close(got[k], want[k], want[k].size(), rtol, atol);
-    }
-}
-
-// Checks that f throws a normlab::Error whose message contains `part`.
-template <typename F>
-void check_error(F&& f, const std::string& part) {
-  try {
-    f();
-  } catch (const Error& e) {
-    BOOST_TEST_CONTEXT("message: " << e.what()) { BOOST_TEST(std::string(e.what()).find(part) != std::string::npos); }
-    return;
-  }
-  BOOST_ERROR("expected a normlab::Error containing \"" << part << "\"");
-}
-
-std::string bytes_of(const Tensor& t) {
-  if (!t.defined()) return "undefined";
-  return dtype_name(t.dtype()) + shape_str(t.shape()) +
-         std::string(static_cast<const char*>(t.raw_data()), t.numel() * dtype_size(t.dtype()));
-}
-
-bool bitwise_equal(const Tensor& a, const Tensor& b) { return bytes_of(a) == bytes_of(b); }
 
 // theta0 = [1, -2], gradients [1, 0.5] then [1, -1] (the hand-computed cases).
 const std::vector<double> kTheta0 = {1, -2};
@@ -633,40 +593,6 @@ BOOST_AUTO_TEST_CASE(load_state_copies_the_given_tensors) {
 // ---- Optimizer checkpoint files: save, load, resume ------------------------------------------------------
 
 namespace {
-
-std::shared_ptr<normlab::nn::Sequential> make_model(uint64_t seed) {
-  namespace nn = normlab::nn;
-  Generator gen(seed);
-  auto m = std::make_shared<nn::Sequential>();
-  m->add(std::make_shared<nn::Linear>(5, 8, gen));
-  m->add(std::make_shared<nn::BatchNorm1d>(8));
-  m->add(std::make_shared<nn::ReLU>());
-  m->add(std::make_shared<nn::Linear>(8, 3, gen));
-  return m;
-}
-
-// Steps from..to-1 of training: the batch of step s is drawn from Generator(1000 + s).
-void train_steps(normlab::nn::Sequential& m, Optimizer& opt, int from, int to) {
-  for (int s = from; s < to; ++s) {
-    Generator gen(1000 + s);
-    const Tensor x = randn({6, 5}, gen);
-    const std::vector<int64_t> y{0, 1, 2, 0, 1, 2};
-    Tensor loss = cross_entropy(m(x), y);
-    opt.zero_grad();
-    loss.backward();
-    opt.step();
-  }
-}
-
-void expect_same_bits(const normlab::nn::Module& a, const normlab::nn::Module& b) {
-  const auto x = a.state_dict(), y = b.state_dict();
-  BOOST_REQUIRE_EQUAL(x.size(), y.size());
-  for (size_t i = 0; i < x.size(); ++i)
-    BOOST_TEST_CONTEXT(x[i].first) {
-      BOOST_TEST(x[i].first == y[i].first);
-      BOOST_TEST(bitwise_equal(x[i].second, y[i].second));
-    }
-}
 
 // 6 steps straight vs 3 steps, save_module + save_optimizer, load both into fresh objects, 3 steps.
 template <class Opt, class Options>

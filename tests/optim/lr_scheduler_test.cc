@@ -8,24 +8,15 @@
 
 #include "autograd/autograd.h"
 #include "optim/optim.h"
+#include "tests/optim/support.h"
 #include "tests/support/compare.h"
 
 using namespace normlab::autograd;
 using namespace normlab::optim;
 using normlab::Error;
+using normlab::test::check_error;
 
 namespace {
-
-template <typename F>
-void check_error(F&& f, const std::string& part) {
-  try {
-    f();
-  } catch (const Error& e) {
-    BOOST_TEST_CONTEXT("message: " << e.what()) { BOOST_TEST(std::string(e.what()).find(part) != std::string::npos); }
-    return;
-  }
-  BOOST_ERROR("expected a normlab::Error containing \"" << part << "\"");
-}
 
 // lr_at(0..n-1) for base lr 0.1.
 std::vector<double> lrs(const Schedule& s, size_t n) {

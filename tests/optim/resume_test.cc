@@ -15,71 +15,33 @@
 #include "serialize/training_state.h"
 #include "optim/lr_scheduler.h"
 #include "optim/sgd.h"
+#include "tests/optim/support.h"
 #include "tests/support/fixtures.h"
 
 using namespace normlab;
 using autograd::Tensor;
+using normlab::test::bytes_of;
+using normlab::test::expect_same_bits;
+using normlab::test::make_model;
 using normlab::test::read_bytes;
 using normlab::test::TempDir;
+using normlab::test::train_steps;
 using normlab::test::with_header;
 using normlab::test::with_header_length;
 using normlab::test::write_bytes;
 
 namespace {
 
-std::shared_ptr<nn::Sequential> make_model(uint64_t seed) {
-  autograd::Generator gen(seed);
-  auto m = std::make_shared<nn::Sequential>();
-  m->add(std::make_shared<nn::Linear>(5, 8, gen));
-  m->add(std::make_shared<nn::BatchNorm1d>(8));
-  m->add(std::make_shared<nn::ReLU>());
-  m->add(std::make_shared<nn::Linear>(8, 3, gen));
-  return m;
-}
-
-// Steps from..to-1 of training: the batch of step s is drawn from Generator(1000 + s), so it is the
-// same in every run; with a scheduler, sched->step() follows each opt.step(), as in the README.
-void train_steps(nn::Sequential& m, optim::SGD& opt, int from, int to, optim::LRScheduler* sched = nullptr) {
-  for (int s = from; s < to; ++s) {
-    autograd::Generator gen(1000 + s);  // the batch of step s, the same in both runs
-    const Tensor x = autograd::randn({6, 5}, gen);
-    const std::vector<int64_t> y{0, 1, 2, 0, 1, 2};
-    Tensor loss = autograd::cross_entropy(m(x), y);
-    opt.zero_grad();
-    loss.backward();
-    opt.step();
-    if (sched) sched->step();
-  }
-}
-
 optim::SGDOptions options() { return {.lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3, .nesterov = true}; }
-
-// The raw bytes of a tensor.
-std::string bytes_of(const Tensor& t) {
-  return std::string(static_cast<const char*>(t.raw_data()), t.numel() * autograd::dtype_size(t.dtype()));
-}
 
 // Every bit of a model's state_dict and an optimizer's state (tensors, scalars, shapes and dtypes).
 std::map<std::string, std::string> snapshot(const nn::Module& m, const optim::Optimizer& opt) {
   std::map<std::string, std::string> s;
   for (auto& [n, t] : m.state_dict()) s["model." + n] = bytes_of(t);
   const optim::OptimizerState st = opt.state();
-  for (auto& [n, t] : st.tensors)
-    s["optim." + n] = autograd::dtype_name(t.dtype()) + autograd::shape_str(t.shape()) + bytes_of(t);
+  for (auto& [n, t] : st.tensors) s["optim." + n] = bytes_of(t);
   for (auto& [n, v] : st.scalars) s["scalar." + n] = std::string(reinterpret_cast<const char*>(&v), sizeof v);
   return s;
-}
-
-// Expects a bitwise match of two models' state_dicts, naming the first tensor that differs.
-void expect_same_bits(const nn::Module& a, const nn::Module& b) {
-  const auto x = a.state_dict(), y = b.state_dict();
-  BOOST_REQUIRE_EQUAL(x.size(), y.size());
-  for (size_t i = 0; i < x.size(); ++i)
-    BOOST_TEST_CONTEXT(x[i].first) {
-      BOOST_TEST(x[i].first == y[i].first);
-      BOOST_TEST(x[i].second.to_vector() == y[i].second.to_vector(), boost::test_tools::per_element());
-      BOOST_TEST((bytes_of(x[i].second) == bytes_of(y[i].second)));
-    }
 }
 
 }  // namespace

@@ -2,64 +2,24 @@
 // checkpoint state round trips, and every bad input.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "autograd/autograd.h"
 #include "nn/module.h"
 #include "optim/optim.h"
+#include "tests/optim/support.h"
 #include "tests/support/compare.h"
 
 using namespace normlab::autograd;
 using namespace normlab::optim;
-using normlab::Error;
+using normlab::test::bitwise_equal;
+using normlab::test::check_error;
+using normlab::test::check_steps;
 using normlab::test::check_tensor;
+using normlab::test::run;
 
 namespace {
-
-// Runs SGD on one parameter starting at theta0, giving it grads[k] before step k; returns the
-// parameter after each step.
-std::vector<std::vector<double>> run_sgd(SGDOptions o, const std::vector<double>& theta0,
-                                         const std::vector<std::vector<double>>& grads, DType dt = DType::Float64) {
-  Tensor p = tensor(theta0, dt);
-  p.requires_grad_();
-  SGD opt({p}, o);
-  std::vector<std::vector<double>> out;
-  for (const auto& g : grads) {
-    p.set_grad(tensor(g, dt));
-    opt.step();
-    out.push_back(p.to_vector());
-  }
-  return out;
-}
-
-void check_steps(const std::vector<std::vector<double>>& got, const std::vector<std::vector<double>>& want,
-                 double rtol, double atol) {
-  BOOST_REQUIRE_EQUAL(got.size(), want.size());
-  for (size_t k = 0; k < got.size(); ++k)
-    BOOST_TEST_CONTEXT("after step " << k + 1) {
-      BOOST_REQUIRE_EQUAL(got[k].size(), want[k].size());
-      normlab::test::check_close(got[k], want[k], want[k].size(), rtol, atol);
-    }
-}
-
-// Checks that f throws a normlab::Error whose message contains `part`.
-template <typename F>
-void check_error(F&& f, const std::string& part) {
-  try {
-    f();
-  } catch (const Error& e) {
-    BOOST_TEST_CONTEXT("message: " << e.what()) { BOOST_TEST(std::string(e.what()).find(part) != std::string::npos); }
-    return;
-  }
-  BOOST_ERROR("expected a normlab::Error containing \"" << part << "\"");
-}
-
-bool bitwise_equal(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
-         std::memcmp(a.raw_data(), b.raw_data(), a.numel() * dtype_size(a.dtype())) == 0;
-}
 
 // theta0 = [1, -2], lr = 0.1, gradients [1, 0.5], [1, -1], [1, 2] in steps 1, 2, 3.
 const std::vector<double> kTheta0 = {1, -2};
@@ -73,13 +33,13 @@ BOOST_AUTO_TEST_SUITE(sgd)
 
 BOOST_AUTO_TEST_CASE(plain_sgd_subtracts_lr_times_grad) {
   // theta -= 0.1 g: [0.9, -2.05], [0.8, -1.95], [0.7, -2.15]
-  check_steps(run_sgd({.lr = 0.1}, kTheta0, kGrads), {{0.9, -2.05}, {0.8, -1.95}, {0.7, -2.15}}, 1e-12, 1e-14);
+  check_steps(run<SGD>({.lr = 0.1}, kTheta0, kGrads), {{0.9, -2.05}, {0.8, -1.95}, {0.7, -2.15}}, 1e-12, 1e-14);
 }
 
 BOOST_AUTO_TEST_CASE(momentum_first_buffer_is_the_gradient) {
   // m = 0.9. element 0: buf 1, 1.9, 2.71 -> theta 0.9, 0.71, 0.439
   // element 1: buf 0.5, 0.45 - 1 = -0.55, -0.495 + 2 = 1.505 -> theta -2.05, -1.995, -2.1455
-  check_steps(run_sgd({.lr = 0.1, .momentum = 0.9}, kTheta0, kGrads), {{0.9, -2.05}, {0.71, -1.995}, {0.439, -2.1455}},
+  check_steps(run<SGD>({.lr = 0.1, .momentum = 0.9}, kTheta0, kGrads), {{0.9, -2.05}, {0.71, -1.995}, {0.439, -2.1455}},
               1e-12, 1e-14);
 }
 
@@ -87,27 +47,27 @@ BOOST_AUTO_TEST_CASE(dampening_scales_the_gradient_after_the_first_step) {
   // m = 0.9, dampening 0.5: buf = g on step 1 (no dampening), then 0.9 buf + 0.5 g.
   // element 0: buf 1, 0.9 + 0.5 = 1.4, 1.26 + 0.5 = 1.76 -> theta 0.9, 0.76, 0.584
   // element 1: buf 0.5, 0.45 - 0.5 = -0.05, -0.045 + 1 = 0.955 -> theta -2.05, -2.045, -2.1405
-  check_steps(run_sgd({.lr = 0.1, .momentum = 0.9, .dampening = 0.5}, kTheta0, kGrads),
+  check_steps(run<SGD>({.lr = 0.1, .momentum = 0.9, .dampening = 0.5}, kTheta0, kGrads),
               {{0.9, -2.05}, {0.76, -2.045}, {0.584, -2.1405}}, 1e-12, 1e-14);
 }
 
 BOOST_AUTO_TEST_CASE(nesterov_steps_along_gradient_plus_momentum_times_buffer) {
   // m = 0.9, g' = g + 0.9 buf. element 0: buf 1, 1.9, 2.71; g' 1.9, 2.71, 3.439 -> 0.81, 0.539, 0.1951
   // element 1: buf 0.5, -0.55, 1.505; g' 0.95, -1.495, 3.3545 -> -2.095, -1.9455, -2.28095
-  check_steps(run_sgd({.lr = 0.1, .momentum = 0.9, .nesterov = true}, kTheta0, kGrads),
+  check_steps(run<SGD>({.lr = 0.1, .momentum = 0.9, .nesterov = true}, kTheta0, kGrads),
               {{0.81, -2.095}, {0.539, -1.9455}, {0.1951, -2.28095}}, 1e-12, 1e-14);
 }
 
 BOOST_AUTO_TEST_CASE(weight_decay_adds_decay_times_theta_to_the_gradient) {
   // g' = g + 0.1 theta. element 0: 1.1, 1.089, 1.07811 -> 0.89, 0.7811, 0.673289
   // element 1: 0.5 - 0.2 = 0.3, -1 - 0.203 = -1.203, 2 - 0.19097 = 1.80903 -> -2.03, -1.9097, -2.090603
-  check_steps(run_sgd({.lr = 0.1, .weight_decay = 0.1}, kTheta0, kGrads),
+  check_steps(run<SGD>({.lr = 0.1, .weight_decay = 0.1}, kTheta0, kGrads),
               {{0.89, -2.03}, {0.7811, -1.9097}, {0.673289, -2.090603}}, 1e-12, 1e-14);
 }
 
 BOOST_AUTO_TEST_CASE(maximize_ascends_the_gradient) {
   // theta += 0.1 g: [1.1, -1.95], [1.2, -2.05], [1.3, -1.85]
-  check_steps(run_sgd({.lr = 0.1, .maximize = true}, kTheta0, kGrads), {{1.1, -1.95}, {1.2, -2.05}, {1.3, -1.85}},
+  check_steps(run<SGD>({.lr = 0.1, .maximize = true}, kTheta0, kGrads), {{1.1, -1.95}, {1.2, -2.05}, {1.3, -1.85}},
               1e-12, 1e-14);
 }
 
@@ -138,7 +98,7 @@ const std::vector<double> kTorchTheta0 = {1.0, -0.5, 0.25};
 
 BOOST_AUTO_TEST_CASE(matches_pytorch_momentum_dampening_weight_decay) {
   // kw = dict(lr=0.1, momentum=0.9, dampening=0.1, weight_decay=0.01)
-  check_steps(run_sgd({.lr = 0.1, .momentum = 0.9, .dampening = 0.1, .weight_decay = 0.01}, kTorchTheta0,
+  check_steps(run<SGD>({.lr = 0.1, .momentum = 0.9, .dampening = 0.1, .weight_decay = 0.01}, kTorchTheta0,
                       torch_grads(), DType::Float32),
               {{0.949000001, -0.399500012, 0.0497499928},
                {0.884245872, -0.241190463, 0.0494802147},
@@ -150,7 +110,7 @@ BOOST_AUTO_TEST_CASE(matches_pytorch_momentum_dampening_weight_decay) {
 
 BOOST_AUTO_TEST_CASE(matches_pytorch_nesterov_weight_decay_maximize) {
   // kw = dict(lr=0.05, momentum=0.8, nesterov=True, weight_decay=0.1, maximize=True)
-  check_steps(run_sgd({.lr = 0.05, .momentum = 0.8, .weight_decay = 0.1, .nesterov = true, .maximize = true},
+  check_steps(run<SGD>({.lr = 0.05, .momentum = 0.8, .weight_decay = 0.1, .nesterov = true, .maximize = true},
                       kTorchTheta0, torch_grads(), DType::Float32),
               {{1.03600001, -0.585500002, 0.427749991},
                {1.05747604, -0.678130507, 0.307100236},
@@ -162,7 +122,7 @@ BOOST_AUTO_TEST_CASE(matches_pytorch_nesterov_weight_decay_maximize) {
 
 BOOST_AUTO_TEST_CASE(matches_pytorch_weight_decay_maximize_without_momentum) {
   // kw = dict(lr=0.2, weight_decay=0.5, maximize=True)
-  check_steps(run_sgd({.lr = 0.2, .weight_decay = 0.5, .maximize = true}, kTorchTheta0, torch_grads(), DType::Float32),
+  check_steps(run<SGD>({.lr = 0.2, .weight_decay = 0.5, .maximize = true}, kTorchTheta0, torch_grads(), DType::Float32),
               {{1, -0.649999976, 0.625},
                {0.939999998, -0.734999955, 0.162499994},
                {0.825999975, -0.761499941, 0.546249986},
@@ -206,9 +166,9 @@ BOOST_AUTO_TEST_CASE(every_flag_combination_follows_the_rule_over_five_steps) {
             }
             BOOST_TEST_CONTEXT("momentum=" << momentum << " dampening=" << dampening << " weight_decay=" << wd
                                            << " nesterov=" << nesterov << " maximize=" << maximize) {
-              BOOST_TEST_CONTEXT("float64") { check_steps(run_sgd(o, theta0, grads), want, 1e-12, 1e-13); }
+              BOOST_TEST_CONTEXT("float64") { check_steps(run<SGD>(o, theta0, grads), want, 1e-12, 1e-13); }
               BOOST_TEST_CONTEXT("float32") {
-                check_steps(run_sgd(o, theta0, grads, DType::Float32), want, 1e-5, 1e-6);
+                check_steps(run<SGD>(o, theta0, grads, DType::Float32), want, 1e-5, 1e-6);
               }
             }
           }
