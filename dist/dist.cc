@@ -1,0 +1,178 @@
+// The job's processes and collectives over MPI (dist.h); rank 0 of 1 without mpirun.
+#include "dist/dist.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "autograd/error.h"
+
+#ifdef NORMLAB_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace normlab::dist {
+
+namespace {
+
+int g_rank = 0, g_size = 1;
+bool g_joined = false;
+
+// Checks an MPI return code: the collectives fail only when a rank died or the job is broken.
+#ifdef NORMLAB_HAVE_MPI
+void check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw Error(std::string("dist: ") + what + " failed on rank " + std::to_string(g_rank) + ": " +
+              std::string(text, static_cast<size_t>(len)));
+}
+
+template <typename T>
+MPI_Datatype type_of();
+template <>
+MPI_Datatype type_of<float>() { return MPI_FLOAT; }
+template <>
+MPI_Datatype type_of<double>() { return MPI_DOUBLE; }
+template <>
+MPI_Datatype type_of<int64_t>() { return MPI_INT64_T; }
+
+template <typename T>
+void bcast(T* x, int64_t n, int root) {
+  if (g_size == 1 || n == 0) return;
+  // In chunks below 2^31 elements (MPI counts are int).
+  for (int64_t i = 0; i < n; i += (int64_t{1} << 30)) {
+    const int count = static_cast<int>(std::min<int64_t>(n - i, int64_t{1} << 30));
+    check(MPI_Bcast(x + i, count, type_of<T>(), root, MPI_COMM_WORLD), "broadcast");
+  }
+}
+
+// Gathers the ranks' n values to rank 0 (rank-major), sums them there in rank order, broadcasts.
+template <typename T>
+void sum_in_rank_order(T* x, int64_t n) {
+  if (g_size == 1 || n == 0) return;
+  if (n > (int64_t{1} << 30) / g_size) throw Error("dist: allreduce of " + std::to_string(n) + " values: too large");
+  std::vector<T> all(g_rank == 0 ? static_cast<size_t>(n * g_size) : 0);
+  check(MPI_Gather(x, static_cast<int>(n), type_of<T>(), all.data(), static_cast<int>(n), type_of<T>(), 0,
+                   MPI_COMM_WORLD),
+        "allreduce (gather)");
+  if (g_rank == 0)
+    for (int64_t i = 0; i < n; ++i) {
+      double s = 0;
+      for (int r = 0; r < g_size; ++r) s += static_cast<double>(all[static_cast<size_t>(r * n + i)]);
+      x[i] = static_cast<T>(s);
+    }
+  bcast(x, n, 0);
+}
+#endif
+
+// OpenMPI's mpirun sets OMPI_COMM_WORLD_SIZE; PMIx-based launchers set PMIX_RANK.
+bool in_mpi_environment() { return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK"); }
+
+}  // namespace
+
+bool built_with_mpi() {
+#ifdef NORMLAB_HAVE_MPI
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool launched() { return in_mpi_environment(); }
+
+void init() {
+  if (g_joined || !launched()) return;
+#ifdef NORMLAB_HAVE_MPI
+  int already = 0;
+  MPI_Initialized(&already);
+  if (!already) {
+    int provided = 0;
+    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init");
+    std::atexit([] {
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (!finalized) MPI_Finalize();
+    });
+  }
+  // Errors come back as return codes (then thrown), not as an abort inside MPI.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  g_joined = true;
+#else
+  throw Error("this normlab was built without MPI, so it cannot join a job started by mpirun: install "
+              "libopenmpi-dev and openmpi-bin (make run and make test do) and build again");
+#endif
+}
+
+int rank() { return g_rank; }
+int world_size() { return g_size; }
+
+void barrier() {
+#ifdef NORMLAB_HAVE_MPI
+  if (g_size > 1) check(MPI_Barrier(MPI_COMM_WORLD), "barrier");
+#endif
+}
+
+#ifdef NORMLAB_HAVE_MPI
+void broadcast(float* x, int64_t n, int root) { bcast(x, n, root); }
+void broadcast(double* x, int64_t n, int root) { bcast(x, n, root); }
+void broadcast(int64_t* x, int64_t n, int root) { bcast(x, n, root); }
+void allreduce_sum(float* x, int64_t n) { sum_in_rank_order(x, n); }
+void allreduce_sum(double* x, int64_t n) { sum_in_rank_order(x, n); }
+#else
+void broadcast(float*, int64_t, int) {}
+void broadcast(double*, int64_t, int) {}
+void broadcast(int64_t*, int64_t, int) {}
+void allreduce_sum(float*, int64_t) {}
+void allreduce_sum(double*, int64_t) {}
+#endif
+
+std::vector<double> allgather(const double* x, int64_t n) {
+  std::vector<double> all(static_cast<size_t>(n * g_size));
+#ifdef NORMLAB_HAVE_MPI
+  if (g_size > 1) {
+    check(MPI_Allgather(x, static_cast<int>(n), MPI_DOUBLE, all.data(), static_cast<int>(n), MPI_DOUBLE,
+                        MPI_COMM_WORLD),
+          "allgather");
+    return all;
+  }
+#endif
+  std::copy(x, x + n, all.begin());
+  return all;
+}
+
+std::vector<std::string> allgather(const std::string& s) {
+  if (g_size == 1) return {s};
+#ifdef NORMLAB_HAVE_MPI
+  // Lengths first, then the bytes, each rank's padded to the longest.
+  double len = static_cast<double>(s.size());
+  const std::vector<double> lens = allgather(&len, 1);
+  size_t longest = 0;
+  for (double l : lens) longest = std::max(longest, static_cast<size_t>(l));
+  std::string mine = s;
+  mine.resize(longest + 1, '\0');
+  std::string all(mine.size() * static_cast<size_t>(g_size), '\0');
+  check(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_CHAR, all.data(), static_cast<int>(mine.size()),
+                      MPI_CHAR, MPI_COMM_WORLD),
+        "allgather");
+  std::vector<std::string> out;
+  for (int r = 0; r < g_size; ++r) out.push_back(all.substr(r * mine.size(), static_cast<size_t>(lens[r])));
+  return out;
+#else
+  return {s};
+#endif
+}
+
+void abort_job(const std::string& msg, int code) {
+  std::fprintf(stderr, "normlab: rank %d: %s\n", g_rank, msg.c_str());
+  std::fflush(stderr);
+#ifdef NORMLAB_HAVE_MPI
+  if (g_joined) MPI_Abort(MPI_COMM_WORLD, code);
+#endif
+  std::exit(code);
+}
+
+}  // namespace normlab::dist
