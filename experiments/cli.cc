@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "data/split.h"
+#include "dist/dist.h"
 #include "experiments/checkpointing.h"
 #include "experiments/datasets.h"
 #include "experiments/demo.h"
@@ -450,6 +451,11 @@ Subcommands add_subcommands(CLI::App& app, Options& o) {
   s.train->add_option("--norm", o.norm, "norm in the hidden layers: " + norm_names());
   s.train->add_option("--seed", o.seed, "seed of the initialization and the batch order")->check(seed_value());
   s.train->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
+  s.train->add_flag("--distributed", o.train.distributed,
+                    "data-parallel training over the processes of an mpirun job (mpirun -np 2 normlab train "
+                    "--distributed ...): --batch-size is the global batch, each rank trains on its slice, gradients "
+                    "are averaged over the ranks; rank 0 writes the results (--norm syncbatch: BatchNorm over the "
+                    "global batch)");
   s.train->add_option("--checkpoint-every", o.checkpoint_every,
                       "write a checkpoint (model, optimizer, position in the data) to <out>/checkpoint after every N "
                       "epochs; one is also written when Ctrl-C stops the run")
@@ -544,6 +550,10 @@ void finish_options(Options& o, CLI::App* sub) {
   if (o.quick) apply_quick(o, sub);
   else if (o.data.name == "fashion-mnist") apply_fashion_defaults(o, sub, sub->get_name() == "study");
   check_conflicts(o, sub);
+  if (o.train.distributed && !dist::launched())
+    throw Error("--distributed trains over the processes of an mpirun job: start it as mpirun -np 2 normlab train "
+                "--distributed ... (as root also with OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1, and "
+                "--oversubscribe for more ranks than cores)");
   // The optimizer's own flags, and PyTorch's defaults for Adam and AdamW.
   const std::string opt = "--optimizer " + o.train.optimizer + (given("--optimizer") ? "" : " (the default)");
   for (const char* flag : {"--momentum", "--nesterov"})
@@ -674,6 +684,11 @@ int run_subcommand(Options& o, CLI::App* sub, int argc, char** argv) {
   o.train.model.outputs = data.train.is_classification() ? data.train.num_classes : 1;
   o.train.task = data.train.is_classification() ? "classification" : "regression";
   check_settings(o, name, data);
+  install_interrupt_handler();
+  if (o.train.distributed && dist::rank() != 0) {  // the same training as rank 0, which alone writes the results
+    train_run(train_config(o, data), data);
+    return kExitOk;
+  }
   ResultSet set(o.out);
   StudyContext ctx = context(o, data, argc, argv);
   ctx.out = set.dir();
@@ -681,7 +696,6 @@ int run_subcommand(Options& o, CLI::App* sub, int argc, char** argv) {
   ctx.checkpoint_every = o.checkpoint_every;
   if (name == "train" && o.resume)
     ctx.resume_checkpoint = *find_checkpoint(o.resume_dir.empty() ? set.out() : fs::path(o.resume_dir));
-  install_interrupt_handler();
   const Report rep = run_in(o, name, data, ctx);
   set.commit();
   // A killed run's partial folder that this one continued: its results are now in --out.
@@ -757,9 +771,13 @@ std::string check_command_line(int argc, char** argv) {
 }
 
 int run_cli(int argc, char** argv) {
+  if (dist::launched()) dist::init();  // started by mpirun: join the job
   Parsed p;
   parse(p, argc, argv);
   if (!p.sub) return p.help_status;
+  if (dist::world_size() > 1 && !(p.sub == p.subs.train && p.o.train.distributed))
+    throw UsageError("started by mpirun with " + std::to_string(dist::world_size()) + " processes, but not as normlab "
+                     "train --distributed: every process would run the same command and write the same folder");
   if (p.sub == p.subs.demo) return run_demo(p.o.demo_steps);
   if (p.sub == p.subs.predict) return run_predict(p.o.checkpoint, p.o.input_csv, p.o.data.csv_format, p.o.out, p.o.quiet);
   autograd::set_num_threads(p.o.threads);

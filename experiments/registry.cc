@@ -10,6 +10,7 @@
 #include "nn/instancenorm.h"
 #include "nn/layernorm.h"
 #include "nn/rmsnorm.h"
+#include "nn/syncbatchnorm.h"
 
 namespace normlab::experiments {
 
@@ -65,6 +66,14 @@ std::vector<NormEntry> builtin_norms() {
                    },
                .make = [](const LayerSpec& s) {
                  return std::make_shared<nn::InstanceNorm2d>(s.features, 1e-5, 0.1, /*affine=*/true);
+               }});
+  // BatchNorm over every rank's slice of the global batch in data-parallel training (--distributed);
+  // in one process it is BatchNorm.
+  n.push_back({.name = "syncbatch",
+               .display = "SyncBatchNorm",
+               .batch_statistics = true,
+               .make = [](const LayerSpec& s) -> std::shared_ptr<nn::Module> {
+                 return std::make_shared<nn::SyncBatchNorm>(s.features);
                }});
   return n;
 }

@@ -1,6 +1,8 @@
 // report.md, manifest.json and shared report pieces.
 #include "experiments/report.h"
 
+#include "dist/dist.h"
+
 #include <cmath>
 #include <thread>
 
@@ -27,6 +29,7 @@ nlohmann::json to_json(const TrainConfig& c) {
   if (!c.init_from.empty()) j["init_from"] = c.init_from;
   if (c.eval_every > 0) j["eval_every"] = c.eval_every;
   if (c.task != "classification") j["task"] = c.task;
+  if (c.distributed) j["distributed_ranks"] = dist::world_size();
   if (c.optimizer != "sgd") j["optimizer"] = {{"name", c.optimizer}, {"betas", {c.beta1, c.beta2}}, {"eps", c.eps}};
   return j;
 }

@@ -7,7 +7,9 @@
 
 #include "autograd/loss.h"
 #include "data/loader.h"
+#include "dist/dist.h"
 #include "experiments/checkpointing.h"
+#include "experiments/ddp.h"
 #include "experiments/evaluate.h"
 #include "experiments/interrupt.h"
 #include "experiments/observer.h"
@@ -50,6 +52,11 @@ void validate(const TrainConfig& c, const Splits& s) {
   if (c.warmup_steps < 0) throw Error("warmup steps must be >= 0");
   if (c.eval_batch <= 0) throw Error("the evaluation batch must be at least 1");
   if (c.eval_every < 0) throw Error("--eval-every must be 0 (off) or a number of steps");
+  if (c.distributed && c.batch_size % dist::world_size() != 0)
+    throw Error("--batch-size " + std::to_string(c.batch_size) + " is the global batch, split over " +
+                std::to_string(dist::world_size()) + " ranks: give a multiple of " + std::to_string(dist::world_size()));
+  if (c.distributed && c.batch_size < n && n / c.batch_size == 0)
+    throw Error("the training set is smaller than one global batch");
   if (c.optimizer == "sgd") optim::SGD::check_options(sgd_options(c), "SGD");
   else if (c.optimizer == "adam" || c.optimizer == "adamw")
     optim::Adam::check_options({.lr = c.lr, .betas = {c.beta1, c.beta2}, .eps = c.eps, .weight_decay = c.weight_decay},
@@ -59,7 +66,7 @@ void validate(const TrainConfig& c, const Splits& s) {
 }
 
 bool drops_last_batch(const TrainConfig& c, int64_t n) {
-  if (n >= 4 * c.batch_size) return true;
+  if (n >= 4 * c.batch_size || c.distributed) return true;
   return norm(c.model.norm).batch_statistics && n % c.batch_size == 1;
 }
 
@@ -115,18 +122,44 @@ std::string optimizer_text(const TrainConfig& c, bool with_lr) {
 
 namespace {
 
+// Ctrl-C: asked on this rank, or (data-parallel) on any rank, so that every rank stops at the same step.
+bool stop_asked(bool distributed) {
+  if (!distributed) return interrupted();
+  double any = interrupted() ? 1 : 0;
+  dist::allreduce_sum(&any, 1);
+  return any > 0;
+}
+
+// The epoch's training score over every rank's slices (data-parallel), or this process's.
+double epoch_score(const ScoreMeter& mine, bool distributed) {
+  if (!distributed) return mine.value();
+  double sums[5] = {double(mine.correct), double(mine.seen), mine.sse, mine.sum_y, mine.sum_y2};
+  dist::allreduce_sum(sums, 5);
+  ScoreMeter all = mine;
+  all.correct = static_cast<int64_t>(sums[0]), all.seen = static_cast<int64_t>(sums[1]);
+  all.sse = sums[2], all.sum_y = sums[3], all.sum_y2 = sums[4];
+  return all.value();
+}
+
 // One training step: forward, loss, backward, optimizer step, schedule step, with the observers
 // called at each point. A non-finite loss stops before the backward pass: the run has diverged.
 double train_step(RunState& st, optim::Optimizer& opt, optim::LRScheduler& sched, const data::Batch& b,
                   Observers& obs, RunPosition& meter) {
   for (auto& o : obs) o->step_begin(st);
   const double lr = opt.lr();
+  const bool ddp = st.config.distributed;
+  if (ddp) broadcast_buffers(*st.model.net);  // rank 0's running statistics, as DDP before each forward
   const Tensor logits = (*st.model.net)(b.x);
   Tensor loss = loss_of(logits, b);
-  const double lv = loss.item();
+  double lv = loss.item();
+  if (ddp) {  // the global batch's loss (equal slices: the mean of the ranks' means), the same on every rank
+    dist::allreduce_sum(&lv, 1);
+    lv /= dist::world_size();
+  }
   if (std::isfinite(lv)) {
     opt.zero_grad();
     loss.backward();
+    if (ddp) average_gradients(opt.parameters());
     for (auto& o : obs) o->after_backward(st);
     opt.step();
     sched.step();
@@ -147,7 +180,7 @@ bool train_epoch(RunState& st, const data::DataLoader& loader, optim::Optimizer&
   const data::Epoch batches = loader.epoch(st.epoch - 1);
   for (int64_t& bi = pos.batch; bi < batches.size();) {
     auto t = Clock::now();
-    const data::Batch b = batches.batch(bi);
+    const data::Batch b = st.config.distributed ? shard(batches.batch(bi)) : batches.batch(bi);
     r.data_seconds += seconds_since(t);
     t = Clock::now();
     const double stats_before = r.stats_seconds;
@@ -160,7 +193,7 @@ bool train_epoch(RunState& st, const data::DataLoader& loader, optim::Optimizer&
     ++st.step, ++bi;
     pos.step = st.step;
     count_step();
-    if (interrupted()) {
+    if (stop_asked(st.config.distributed)) {
       r.interrupted = true;
       return false;
     }
@@ -215,6 +248,11 @@ RunResult train_run(const TrainConfig& config, const Splits& s, const StepCallba
   Model model = build_model(c.model, gen);
   r.model = model.net;
   if (!c.init_from.empty()) nn::load_module(c.init_from, *model.net);
+  if (c.distributed) {  // every rank: the same settings and data, then rank 0's initial weights
+    check_same_settings(to_json(c).dump() + ", " + std::to_string(s.train.size()) + " training and " +
+                        std::to_string(s.test.size()) + " test samples");
+    broadcast_state(*model.net);
+  }
   const std::unique_ptr<optim::Optimizer> optimizer = make_optimizer(c, model.net->parameters());
   optim::Optimizer& opt = *optimizer;
   data::DataLoader loader(s.train, c.batch_size, true, c.seed, drops_last_batch(c, s.train.size()));
@@ -243,7 +281,7 @@ RunResult train_run(const TrainConfig& config, const Splits& s, const StepCallba
       EpochRecord e{};
       e.epoch = st.epoch, e.step = st.step;
       e.train_loss = pos.loss_sum / std::max<int64_t>(pos.score.seen, 1);
-      e.train_acc = pos.score.value();
+      e.train_acc = epoch_score(pos.score, c.distributed);
       for (auto& o : obs) o->epoch_end(st, e);
       r.epochs.push_back(e);
       if (r.diverged) break;

@@ -45,6 +45,8 @@ struct TrainConfig {
   int64_t eval_batch = 1000;
   int64_t eval_last = 0;          // evaluate (validation, test) only after the last N epochs (0: every epoch)
   int64_t eval_every = 0;         // also evaluate (validation, test) after every N steps (0: after epochs only)
+  bool distributed = false;       // data-parallel over the ranks of an mpirun job (ddp.h); batch_size is the
+                                  // global batch, each rank trains on batch_size / ranks of it
   std::string init_from;          // start from these weights (a safetensors file of the model's state_dict;
                                   // "": the seeded initialization)
 };
@@ -146,7 +148,8 @@ RunResult train_run(const TrainConfig& config, const Splits& data, const StepCal
 int64_t steps_per_run(const TrainConfig& config, const Splits& data);
 
 // Whether the epochs drop their last partial batch. Training sets of at least 4 batches do (every
-// step at the batch size the study is about); smaller ones keep it, as PyTorch's DataLoader does
+// step at the batch size the study is about), and so does data-parallel training (every rank's
+// slice the same size); smaller ones keep it, as PyTorch's DataLoader does
 // by default, so that a small file trains at the default batch size (a batch larger than the set
 // is one batch of all of it); except a last batch of a single sample under a norm with batch
 // statistics, which cannot be normalized (PyTorch's error): it is dropped.
