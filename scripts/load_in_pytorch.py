@@ -69,7 +69,7 @@ def build_from_metadata(md):
     def make_norm(shape):
         if norm == "none":
             return None
-        if norm == "batch":
+        if norm in ("batch", "syncbatch"):  # a SyncBatchNorm model predicts as BatchNorm (eval mode)
             return nn.BatchNorm2d(shape[0]) if len(shape) == 3 else nn.BatchNorm1d(shape[0])
         if norm == "layer":
             return nn.LayerNorm(list(shape))
