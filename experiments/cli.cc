@@ -5,6 +5,7 @@
 #include "autograd/parallel.h"
 
 #include <CLI/CLI.hpp>
+#include <unistd.h>
 
 #include <cstdio>
 #include <algorithm>
@@ -689,6 +690,17 @@ int run_subcommand(Options& o, CLI::App* sub, int argc, char** argv) {
     train_run(train_config(o, data), data);
     return kExitOk;
   }
+  if (dist::rank() != 0) {  // compare, sweep, study: this rank's share of the runs; rank 0 writes the results
+    StudyContext ctx = context(o, data, argc, argv);
+    ctx.quiet = true;
+    ctx.out = fs::temp_directory_path() / ("normlab-rank" + std::to_string(dist::rank()) + "-" + std::to_string(::getpid()));
+    if (o.resume) ctx.resume_from = fs::absolute(o.out);
+    prepare_output_dir(ctx.out);
+    run_in(o, name, data, ctx);
+    std::error_code ec;
+    fs::remove_all(ctx.out, ec);
+    return kExitOk;
+  }
   ResultSet set(o.out);
   StudyContext ctx = context(o, data, argc, argv);
   ctx.out = set.dir();
@@ -775,9 +787,11 @@ int run_cli(int argc, char** argv) {
   Parsed p;
   parse(p, argc, argv);
   if (!p.sub) return p.help_status;
-  if (dist::world_size() > 1 && !(p.sub == p.subs.train && p.o.train.distributed))
-    throw UsageError("started by mpirun with " + std::to_string(dist::world_size()) + " processes, but not as normlab "
-                     "train --distributed: every process would run the same command and write the same folder");
+  const bool split = p.sub == p.subs.compare || p.sub == p.subs.sweep || p.sub == p.subs.study;
+  if (dist::world_size() > 1 && !split && !(p.sub == p.subs.train && p.o.train.distributed))
+    throw UsageError("started by mpirun with " + std::to_string(dist::world_size()) + " processes: normlab train "
+                     "needs --distributed (one model over the processes); compare, sweep and study split their runs "
+                     "over them; " + p.sub->get_name() + " runs in one process");
   if (p.sub == p.subs.demo) return run_demo(p.o.demo_steps);
   if (p.sub == p.subs.predict) return run_predict(p.o.checkpoint, p.o.input_csv, p.o.data.csv_format, p.o.out, p.o.quiet);
   autograd::set_num_threads(p.o.threads);

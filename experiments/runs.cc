@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "autograd/parallel.h"
+#include "dist/dist.h"
 #include "experiments/interrupt.h"
 #include "experiments/progress.h"
 #include "experiments/records.h"
@@ -15,6 +16,24 @@
 namespace normlab::experiments {
 
 namespace {
+
+// Every rank's finished runs on every rank, each in its place: a rank sends its runs' records
+// (records.h: numbers that round-trip exactly, so the CSV files are those of one process) and
+// every rank rebuilds them. A run a rank did not finish (Ctrl-C) stays missing.
+void gather_runs(const std::vector<TrainConfig>& configs, std::vector<std::optional<RunResult>>& finished) {
+  nlohmann::json mine = nlohmann::json::array();
+  for (size_t i = 0; i < finished.size(); ++i)
+    if (finished[i] && !finished[i]->interrupted) mine.push_back({{"index", i}, {"records", records_json(*finished[i])}});
+  for (const std::string& part : dist::allgather(mine.dump())) {
+    for (const auto& run : nlohmann::json::parse(part)) {
+      const size_t i = run.at("index").get<size_t>();
+      if (finished[i]) continue;  // this rank's own
+      std::optional<RunResult> r = stored_run(run.at("records"), configs[i]);
+      if (!r) throw Error("the results of run " + std::to_string(i) + " from another rank could not be read back");
+      finished[i] = std::move(*r);
+    }
+  }
+}
 
 // Sets the kernels' thread count for the lifetime of the guard, then restores it.
 class ThreadCount {
@@ -35,13 +54,17 @@ Runs run_all(const std::vector<TrainConfig>& configs, const Splits& data, bool q
              const std::function<std::string(const RunResult&)>& outcome,
              const std::vector<nlohmann::json>& previous) {
   const size_t n = configs.size();
-  int64_t total = 0;
-  for (const auto& c : configs) total += steps_per_run(c, data);
+  int64_t total = 0;  // the steps of this rank's runs (all of them in one process)
+  for (size_t i = static_cast<size_t>(dist::rank()); i < configs.size(); i += static_cast<size_t>(dist::world_size()))
+    total += steps_per_run(configs[i], data);
   Progress progress(total, quiet);
   std::mutex mu;  // guards everything below that the workers share
   std::vector<std::optional<RunResult>> finished(n);
   std::vector<int64_t> steps_done(n, 0);
-  size_t next = 0, reused = 0;
+  // In an mpirun job (compare, sweep, study over several processes) each rank trains every W-th
+  // run, from its rank on; the results are gathered afterwards (below).
+  const size_t ranks = static_cast<size_t>(dist::world_size()), me = static_cast<size_t>(dist::rank());
+  size_t next = me, reused = 0;
   std::exception_ptr error;
   const auto report_steps = [&](size_t i, int64_t done, const std::string& name) {  // with mu held
     steps_done[i] = done;
@@ -56,7 +79,8 @@ Runs run_all(const std::vector<TrainConfig>& configs, const Splits& data, bool q
       {
         std::lock_guard<std::mutex> lock(mu);
         if (next >= n || error || interrupted()) return;
-        i = next++;
+        i = next;
+        next += ranks;
       }
       try {
         const TrainConfig& c = configs[i];
@@ -95,6 +119,7 @@ Runs run_all(const std::vector<TrainConfig>& configs, const Splits& data, bool q
   }
   if (error) std::rethrow_exception(error);
   progress.finish();
+  if (ranks > 1) gather_runs(configs, finished);
   Runs runs;
   runs.total = n;
   runs.reused = reused;

@@ -27,7 +27,9 @@ struct Runs {
 // when a run ends, the line "label: outcome(result)" is printed (in the order the runs end).
 // Nothing is printed when quiet. Ctrl-C stops after the current step: the unfinished runs are
 // dropped, and so are the runs after the first unfinished one; no other starts. A run that
-// throws stops the others from starting and the error is rethrown.
+// throws stops the others from starting and the error is rethrown. In an mpirun job of W
+// processes, rank r trains runs r, r + W, r + 2W, ... and every rank then holds every run's
+// results (their records exchanged: the same CSV files as one process writes).
 Runs run_all(const std::vector<TrainConfig>& configs, const Splits& data, bool quiet,
              const std::function<std::string(const TrainConfig&)>& label,
              const std::function<std::string(const RunResult&)>& outcome,

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# mpirun -np W normlab compare|sweep|study (W = 2, 3) splits the runs over the processes and writes
+# the same CSV files, byte for byte, as one process; and normlab train --distributed trains one
+# model over 2 processes. Usage: split_runs.sh NORMLAB MPIEXEC SCRATCH
+set -euo pipefail
+normlab=$1 mpiexec=$2 dir=$3
+rm -rf "$dir" && mkdir -p "$dir"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+for cmd in compare sweep study; do
+  "$normlab" "$cmd" --quick --quiet --out "$dir/$cmd-1"
+  for np in 2 3; do
+    "$mpiexec" --oversubscribe -np "$np" "$normlab" "$cmd" --quick --quiet --threads 1 --out "$dir/$cmd-$np"
+    count=0
+    while IFS= read -r f; do
+      cmp "$dir/$cmd-1/$f" "$dir/$cmd-$np/$f" || { echo "FAIL: $cmd on $np processes: $f differs"; exit 1; }
+      count=$((count + 1))
+    done < <(cd "$dir/$cmd-1" && find . -name '*.csv')
+    [ "$count" -gt 0 ] || { echo "FAIL: $cmd wrote no CSV file"; exit 1; }
+    echo "$cmd on $np processes: $count CSV files identical to one process"
+  done
+done
+# One model over two processes: rank 0 writes the results, the manifest says so.
+"$mpiexec" --oversubscribe -np 2 "$normlab" train --quick --quiet --distributed --norm syncbatch --out "$dir/ddp"
+test -f "$dir/ddp/model.safetensors"
+grep -q '"distributed_ranks": 2' "$dir/ddp/manifest.json" || { echo "FAIL: no distributed_ranks in the manifest"; exit 1; }
+# Without mpirun, --distributed says how to start it (exit 2, a usage error).
+if "$normlab" train --quick --distributed --out "$dir/none" 2> "$dir/err.txt"; then echo "FAIL: --distributed ran alone"; exit 1; fi
+grep -q "mpirun -np 2 normlab train --distributed" "$dir/err.txt"
+rm -rf "$dir"
+echo "ok"
