@@ -66,6 +66,21 @@ std::optional<int64_t> parse_integer_class(std::string_view s) {
 }
 
 // "a", "b", "c": names quoted, since a name may hold a comma.
+// Distinct names (classes, categories) in the order classes take: integers numerically when every
+// name is one written plainly ("7", not "07"), else bytewise.
+std::vector<std::string> in_class_order(std::vector<std::string> names) {
+  const bool integer = std::all_of(names.begin(), names.end(), [](const std::string& c) {
+    const std::optional<int64_t> v = parse_integer_class(c);
+    return v && std::to_string(*v) == c;
+  });
+  if (integer)
+    std::sort(names.begin(), names.end(),
+              [](const std::string& a, const std::string& b) { return std::stoll(a) < std::stoll(b); });
+  else
+    std::sort(names.begin(), names.end());
+  return names;
+}
+
 std::string join(const std::vector<std::string>& names) {
   std::string s;
   for (size_t i = 0; i < names.size(); ++i) s += (i ? ", \"" : "\"") + names[i] + "\"";
@@ -471,16 +486,7 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
     if (!train)
       for (int64_t j = 0; j < m; ++j) {
         if (!is_cat[j]) continue;
-        std::vector<std::string> sorted = cat_names[j];
-        const bool integer = std::all_of(sorted.begin(), sorted.end(), [](const std::string& c) {
-          const std::optional<int64_t> v = parse_integer_class(c);
-          return v && std::to_string(*v) == c;
-        });
-        if (integer)
-          std::sort(sorted.begin(), sorted.end(),
-                    [](const std::string& a, const std::string& b) { return std::stoll(a) < std::stoll(b); });
-        else
-          std::sort(sorted.begin(), sorted.end());
+        const std::vector<std::string> sorted = in_class_order(cat_names[j]);
         std::vector<float> new_id(sorted.size());
         for (size_t k = 0; k < sorted.size(); ++k) new_id[cat_index[j].at(sorted[k])] = static_cast<float>(k);
         for (int64_t i = 0; i < n; ++i)
@@ -577,13 +583,10 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
     std::vector<std::string> names;
     if (train) {
       names = train->class_names;
-    } else if (integer) {
-      std::set<int64_t> values;
-      for (int64_t i = 0; i < n; ++i) values.insert(*as_int[i]);
-      for (int64_t v : values) names.push_back(std::to_string(v));
-    } else {
-      std::set<std::string> values(label_text.begin(), label_text.end());
-      names.assign(values.begin(), values.end());
+    } else {  // integer labels by their value ("07" is class 7)
+      std::set<std::string> keys;
+      for (int64_t i = 0; i < n; ++i) keys.insert(integer ? std::to_string(*as_int[i]) : label_text[i]);
+      names = in_class_order({keys.begin(), keys.end()});
     }
     for (size_t k = 0; k < names.size(); ++k) index[names[k]] = static_cast<int64_t>(k);
     ds.labels.resize(n);

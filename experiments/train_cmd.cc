@@ -25,6 +25,19 @@ std::string epoch_line(const EpochRecord& e, const ScoreText& sc) {
          "test loss " + fmt(e.test_loss, 4) + ", test " + name + " " + sc.format(e.test_acc);
 }
 
+// Adds the series `name` to a loss panel and a score panel, one point per record (epochs or
+// evaluations) at x = record.*x.
+template <typename R>
+void add_curves(PlotSpec& loss, PlotSpec& score, const std::string& name, const std::vector<R>& records,
+                int64_t R::*x, double R::*l, double R::*s) {
+  Series sl{name}, ss{name};
+  for (const R& e : records) {
+    sl.x.push_back(double(e.*x)), sl.y.push_back(e.*l);
+    ss.x.push_back(double(e.*x)), ss.y.push_back(e.*s);
+  }
+  loss.series.push_back(sl), score.series.push_back(ss);
+}
+
 // "Accuracy" or "R²", to start a title.
 std::string title_case(const ScoreText& sc) { return sc.percent ? "Accuracy" : sc.name; }
 
@@ -44,17 +57,10 @@ std::vector<std::string> train_plots(const RunResult& r, const StudyContext& ctx
   PlotSpec el{"Loss per epoch", "epoch", sc.loss}, ea{title_case(sc) + " per epoch", "epoch", sc.name};
   el.integer_x = ea.integer_x = true;
   ea.percent_y = sc.percent;
-  const auto add = [&](const std::string& name, double EpochRecord::*l, double EpochRecord::*a) {
-    Series sl{name}, sa{name};
-    for (const auto& e : r.epochs) {
-      sl.x.push_back(double(e.epoch)), sl.y.push_back(e.*l);
-      sa.x.push_back(double(e.epoch)), sa.y.push_back(e.*a);
-    }
-    el.series.push_back(sl), ea.series.push_back(sa);
-  };
-  add("train", &EpochRecord::train_loss, &EpochRecord::train_acc);
-  if (has_val) add("validation", &EpochRecord::val_loss, &EpochRecord::val_acc);
-  add("test", &EpochRecord::test_loss, &EpochRecord::test_acc);
+  add_curves(el, ea, "train", r.epochs, &EpochRecord::epoch, &EpochRecord::train_loss, &EpochRecord::train_acc);
+  if (has_val)
+    add_curves(el, ea, "validation", r.epochs, &EpochRecord::epoch, &EpochRecord::val_loss, &EpochRecord::val_acc);
+  add_curves(el, ea, "test", r.epochs, &EpochRecord::epoch, &EpochRecord::test_loss, &EpochRecord::test_acc);
   if (!r.epochs.empty() &&
       render_panels("Training run: loss and " + sc.name + " per epoch", {el, ea}, 2, ctx.out, "epochs"))
     plots.push_back("epochs");
@@ -63,16 +69,9 @@ std::vector<std::string> train_plots(const RunResult& r, const StudyContext& ctx
     PlotSpec sl{"Loss every " + count_of(r.config.eval_every, "step"), "step", sc.loss},
         sa{title_case(sc) + " every " + count_of(r.config.eval_every, "step"), "step", sc.name};
     sa.percent_y = sc.percent;
-    const auto add_eval = [&](const std::string& name, double EvalRecord::*l, double EvalRecord::*a) {
-      Series ll{name}, aa{name};
-      for (const auto& e : r.evals) {
-        ll.x.push_back(double(e.step)), ll.y.push_back(e.*l);
-        aa.x.push_back(double(e.step)), aa.y.push_back(e.*a);
-      }
-      sl.series.push_back(ll), sa.series.push_back(aa);
-    };
-    if (has_val) add_eval("validation", &EvalRecord::val_loss, &EvalRecord::val_acc);
-    add_eval("test", &EvalRecord::test_loss, &EvalRecord::test_acc);
+    if (has_val)
+      add_curves(sl, sa, "validation", r.evals, &EvalRecord::step, &EvalRecord::val_loss, &EvalRecord::val_acc);
+    add_curves(sl, sa, "test", r.evals, &EvalRecord::step, &EvalRecord::test_loss, &EvalRecord::test_acc);
     if (render_panels("Training run: held-out loss and " + sc.name + " every " + count_of(r.config.eval_every, "step"),
                       {sl, sa}, 2, ctx.out, "evals"))
       plots.push_back("evals");

@@ -23,12 +23,6 @@ const T* ptr(const Tensor& t) {
   return t.defined() ? t.data<T>() : nullptr;
 }
 
-template <typename F>
-void for_dtype(DType dtype, F&& f) {
-  if (dtype == DType::Float64) f(double{});
-  else f(float{});
-}
-
 // One channel's count, mean and M2, combined over the ranks in rank order (Chan, Golub & LeVeque):
 //   n = na + nb,  delta = mean_b - mean_a,  mean = mean_a + delta nb / n,  M2 = M2a + M2b + delta^2 na nb / n.
 struct Moments {
@@ -55,7 +49,7 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor
   std::vector<double> mine(1 + 2 * C, 0.0);
   mine[0] = static_cast<double>(m);
   const Tensor xc = x;
-  for_dtype(x.dtype(), [&](auto zero) {
+  autograd::dispatch(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     std::vector<T> mu(C), lo(C), var(C);
     if (m > 0) k::batch_norm_stats(N, C, L, xc.data<T>(), mu.data(), lo.data(), var.data());
@@ -78,7 +72,7 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor
 
   // Global mean (as hi + lo) and inverse std; the running statistics with the unbiased variance.
   Tensor stats = autograd::empty({3, C}, x.dtype()), y = autograd::empty_like(x);
-  for_dtype(x.dtype(), [&](auto zero) {
+  autograd::dispatch(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     T *mu = stats.data<T>(), *lo = mu + C, *r = lo + C;
     for (int64_t c = 0; c < C; ++c) {
@@ -103,7 +97,7 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor
         if (need[1]) dw = autograd::empty_like(w);
         if (need[2]) db = autograd::empty_like(b);
         const Tensor gc = grad;
-        for_dtype(x.dtype(), [&](auto zero) {
+        autograd::dispatch(x.dtype(), [&](auto zero) {
           using T = decltype(zero);
           const T *mu = stats.data<T>(), *lo = mu + C, *r = lo + C;
           // This rank's sum(dy xhat) and sum(dy) per channel (BatchNorm's backward sums)...

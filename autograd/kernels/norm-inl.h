@@ -17,6 +17,7 @@
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
+#include "autograd/kernels/loop-inl.h"
 #include "autograd/kernels/norm.h"
 #include "autograd/kernels/norm_parallel.h"
 
@@ -24,19 +25,7 @@ HWY_BEFORE_NAMESPACE();
 namespace normlab::autograd::kernels::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// ---- Loop helpers ---------------------------------------------------------------------------------
-
-// Calls body(d, i) at each full vector of a row of n elements, then body(d1, i) at each remaining
-// element with a one-lane tag d1.
-template <typename T, class Body>
-HWY_INLINE void ForRow(int64_t n, const Body& body) {
-  const hn::ScalableTag<T> d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  int64_t i = 0;
-  for (; i + N <= n; i += N) body(d, i);
-  const hn::CappedTag<T, 1> d1;
-  for (; i < n; ++i) body(d1, i);
-}
+// ---- Loop helpers (ForRow, WithFlag: loop-inl.h) -----------------------------------------------------
 
 // Outputs of at least this many bytes are written with non-temporal stores: they would not stay in
 // the caches anyway, and streaming them skips reading each line before it is overwritten (a
@@ -122,13 +111,6 @@ HWY_INLINE void SumRow2(int64_t n, const Step& step, T& s1, T& s2) {
     s1 += hn::GetLane(p);
     s2 += hn::GetLane(q);
   }
-}
-
-// Turns a runtime flag into a compile-time one: f(std::true_type{}) or f(std::false_type{}).
-template <class F>
-HWY_INLINE void WithFlag(bool flag, const F& f) {
-  if (flag) f(std::true_type{});
-  else f(std::false_type{});
 }
 
 template <typename T>

@@ -11,11 +11,13 @@
 
 #include "hwy/highway.h"
 #include "optim/kernels/adam.h"
-#include "optim/kernels/loop-inl.h"
+#include "autograd/kernels/loop-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace normlab::optim::kernels::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+using autograd::kernels::HWY_NAMESPACE::ForRow;
+using autograd::kernels::HWY_NAMESPACE::WithFlag;
 
 // How weight decay enters a step.
 enum class Decay : int { None, L2, Decoupled };
@@ -57,7 +59,7 @@ HWY_NOINLINE void AdamLoop(const AdamStep& s, const AdamFactors& f, int64_t n, T
     const auto denom = hn::Add(hn::Div(hn::Sqrt(vhat), hn::Set(d, bc2_sqrt)), hn::Set(d, eps));
     hn::StoreU(hn::Add(p, hn::Div(hn::Mul(hn::Set(d, neg_step_size), m), denom)), d, param + i);
   };
-  ForEachVector<T>(n, body);
+  ForRow<T>(n, body);
 }
 
 // Picks the AdamLoop instance for the flags of s (once per parameter, not per element).

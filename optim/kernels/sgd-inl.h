@@ -10,12 +10,14 @@
 #endif
 
 #include "hwy/highway.h"
-#include "optim/kernels/loop-inl.h"
+#include "autograd/kernels/loop-inl.h"
 #include "optim/kernels/sgd.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace normlab::optim::kernels::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+using autograd::kernels::HWY_NAMESPACE::ForRow;
+using autograd::kernels::HWY_NAMESPACE::WithFlag;
 
 // How the momentum buffer is treated in a step.
 enum class Momentum : int { None, First, Update };
@@ -43,7 +45,7 @@ HWY_NOINLINE void SgdLoop(const SGDStep& s, int64_t n, T* HWY_RESTRICT theta, co
     }
     hn::StoreU(hn::NegMulAdd(hn::Set(d, lr), g, p), d, theta + i);  // theta - lr g
   };
-  ForEachVector<T>(n, body);
+  ForRow<T>(n, body);
 }
 
 // Picks the SgdLoop instance for the flags of s (once per parameter, not per element).

@@ -1,0 +1,43 @@
+// Loop helpers for per-target Highway kernel bodies (included by the -inl.h files of autograd's and
+// optim's kernels): a row of n elements as full vectors and a one-lane tail, and a run-time flag
+// made a compile-time one.
+
+#if defined(NORMLAB_AUTOGRAD_KERNELS_LOOP_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef NORMLAB_AUTOGRAD_KERNELS_LOOP_INL_H_
+#undef NORMLAB_AUTOGRAD_KERNELS_LOOP_INL_H_
+#else
+#define NORMLAB_AUTOGRAD_KERNELS_LOOP_INL_H_
+#endif
+
+#include <cstdint>
+#include <type_traits>
+
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace normlab::autograd::kernels::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Calls body(d, i) at each full vector of a row of n elements, then body(d1, i) at each remaining
+// element with a one-lane tag d1 (the same body, no masked loads, which may fault on AMD AVX2).
+template <typename T, class Body>
+HWY_INLINE void ForRow(int64_t n, const Body& body) {
+  const hn::ScalableTag<T> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = 0;
+  for (; i + N <= n; i += N) body(d, i);
+  const hn::CappedTag<T, 1> d1;
+  for (; i < n; ++i) body(d1, i);
+}
+
+// Turns a runtime flag into a compile-time one: f(std::true_type{}) or f(std::false_type{}).
+template <class F>
+HWY_INLINE void WithFlag(bool flag, const F& f) {
+  if (flag) f(std::true_type{});
+  else f(std::false_type{});
+}
+
+}  // namespace normlab::autograd::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard
