@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "autograd/error.h"
 
@@ -15,8 +16,13 @@ namespace normlab::dist {
 
 namespace {
 
-int g_rank = 0, g_size = 1;
+int g_rank = 0, g_size = 1;          // in the current group (the whole job unless a Group is alive)
+int g_job_rank = 0, g_job_size = 1;  // in the whole job
 bool g_joined = false;
+#ifdef NORMLAB_HAVE_MPI
+MPI_Comm g_comm = MPI_COMM_WORLD;  // the current group's communicator
+std::vector<MPI_Comm> g_outer;     // the communicators of the groups around it, innermost last
+#endif
 
 // Checks an MPI return code: the collectives fail only when a rank died or the job is broken.
 #ifdef NORMLAB_HAVE_MPI
@@ -44,7 +50,7 @@ void bcast(T* x, int64_t n, int root) {
   // In chunks below 2^31 elements (MPI counts are int).
   for (int64_t i = 0; i < n; i += (int64_t{1} << 30)) {
     const int count = static_cast<int>(std::min<int64_t>(n - i, int64_t{1} << 30));
-    check(MPI_Bcast(x + i, count, type_of<T>(), root, MPI_COMM_WORLD), "broadcast");
+    check(MPI_Bcast(x + i, count, type_of<T>(), root, g_comm), "broadcast");
   }
 }
 
@@ -55,7 +61,7 @@ void sum_in_rank_order(T* x, int64_t n) {
   if (n > (int64_t{1} << 30) / g_size) throw Error("dist: allreduce of " + std::to_string(n) + " values: too large");
   std::vector<T> all(g_rank == 0 ? static_cast<size_t>(n * g_size) : 0);
   check(MPI_Gather(x, static_cast<int>(n), type_of<T>(), all.data(), static_cast<int>(n), type_of<T>(), 0,
-                   MPI_COMM_WORLD),
+                   g_comm),
         "allreduce (gather)");
   if (g_rank == 0)
     for (int64_t i = 0; i < n; ++i) {
@@ -100,6 +106,7 @@ void init() {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  g_job_rank = g_rank, g_job_size = g_size;
   g_joined = true;
 #else
   throw Error("this normlab was built without MPI, so it cannot join a job started by mpirun: install "
@@ -109,10 +116,39 @@ void init() {
 
 int rank() { return g_rank; }
 int world_size() { return g_size; }
+int job_rank() { return g_job_rank; }
+int job_size() { return g_job_size; }
+
+Group::Group(int color) : saved_rank_(g_rank), saved_size_(g_size) {
+  if (color < 0) throw Error("dist: a group's color must be >= 0, got " + std::to_string(color));
+  if (g_size == 1) return;  // a world of one: every group is this process alone
+#ifdef NORMLAB_HAVE_MPI
+  MPI_Comm sub = MPI_COMM_NULL;
+  check(MPI_Comm_split(g_comm, color, g_rank, &sub), "split into groups");
+  MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+  g_outer.push_back(g_comm);
+  g_comm = sub;
+  MPI_Comm_rank(sub, &g_rank);
+  MPI_Comm_size(sub, &g_size);
+  split_ = true;
+#endif
+}
+
+Group::~Group() {
+#ifdef NORMLAB_HAVE_MPI
+  if (split_) {
+    MPI_Comm sub = g_comm;
+    g_comm = g_outer.back();
+    g_outer.pop_back();
+    MPI_Comm_free(&sub);
+  }
+#endif
+  g_rank = saved_rank_, g_size = saved_size_;
+}
 
 void barrier() {
 #ifdef NORMLAB_HAVE_MPI
-  if (g_size > 1) check(MPI_Barrier(MPI_COMM_WORLD), "barrier");
+  if (g_size > 1) check(MPI_Barrier(g_comm), "barrier");
 #endif
 }
 
@@ -135,7 +171,7 @@ std::vector<double> allgather(const double* x, int64_t n) {
 #ifdef NORMLAB_HAVE_MPI
   if (g_size > 1) {
     check(MPI_Allgather(x, static_cast<int>(n), MPI_DOUBLE, all.data(), static_cast<int>(n), MPI_DOUBLE,
-                        MPI_COMM_WORLD),
+                        g_comm),
           "allgather");
     return all;
   }
@@ -156,7 +192,7 @@ std::vector<std::string> allgather(const std::string& s) {
   mine.resize(longest + 1, '\0');
   std::string all(mine.size() * static_cast<size_t>(g_size), '\0');
   check(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_CHAR, all.data(), static_cast<int>(mine.size()),
-                      MPI_CHAR, MPI_COMM_WORLD),
+                      MPI_CHAR, g_comm),
         "allgather");
   std::vector<std::string> out;
   for (int r = 0; r < g_size; ++r) out.push_back(all.substr(r * mine.size(), static_cast<size_t>(lens[r])));

@@ -18,6 +18,26 @@ void init();
 // This process's rank in [0, world_size()) and the number of processes (init() first; 0 and 1 before).
 int rank();
 int world_size();
+// The same for the whole job, whatever Group is alive.
+int job_rank();
+int job_size();
+
+// Splits the current group (at first the whole job) into groups: the ranks that give the same
+// color form one, ranked in their order. While the Group lives, rank(), world_size() and every
+// collective below refer to it; its destructor restores the group before. Every rank of the current
+// group must construct it (a collective), and destroy it in the same order. E.g. 4 processes, color
+// = rank / 2: two groups of 2, each training its own data-parallel run.
+class Group {
+ public:
+  explicit Group(int color);
+  ~Group();
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
+
+ private:
+  int saved_rank_, saved_size_;
+  bool split_ = false;  // an MPI communicator was made (pushed on dist.cc's stack of groups)
+};
 
 // Waits until every rank is here.
 void barrier();

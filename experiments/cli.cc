@@ -56,6 +56,7 @@ struct Options {
   double target = 0.85;
   std::string over = "batch";
   std::vector<int64_t> batch_sizes = kSweepBatches;
+  std::vector<int> ranks;  // sweep --distributed --ranks (empty: every divisor of the job's size)
   std::vector<double> lrs{0.01, 0.03, 0.1, 0.3, 1.0, 3.0};
   int64_t reference_batch = 128;
   std::string out;
@@ -363,6 +364,13 @@ void check_conflicts(const Options& o, CLI::App* sub) {
       reject("--batch-size", "every run trains at one of --batch-sizes");
     }
     if (o.full && o.over != "batch") throw Error("--full cannot be used with " + over + ": --full is the batch-size protocol");
+    if (o.train.distributed && o.over != "batch")
+      throw Error("--distributed cannot be used with " + over + ": it sweeps the per-rank batch size");
+    if (o.train.distributed && o.full)
+      throw Error("--full cannot be used with --distributed: --full is the one-process protocol (give --train-limit, "
+                  "--epochs, --seeds and --batch-sizes for a larger local-vs-sync experiment)");
+    if (!o.train.distributed && given("--ranks"))
+      throw Error("--ranks goes with --distributed (the local-BatchNorm vs SyncBatchNorm experiment)");
   }
   if (o.full && o.data.name != "fashion-mnist")
     throw Error("--full cannot be used with --dataset " + o.data.name + ": --full is the Fashion-MNIST protocol "
@@ -497,6 +505,17 @@ Subcommands add_subcommands(CLI::App& app, Options& o) {
   s.sweep->add_option("--norms", o.norms, norms)->delimiter(',');
   preset_default(s.sweep->add_option("--seeds", o.seeds, "seeds")->delimiter(',')->check(seed_value()),
                  "0,1,2,3,4 with --full, else 0,1");
+  s.sweep->add_flag("--distributed", o.train.distributed,
+                    "in an mpirun job: BatchNorm with each rank's own statistics against SyncBatchNorm (and the "
+                    "other --norms) in data-parallel runs over --ranks processes at per-rank batches --batch-sizes, "
+                    "beside one process at the per-rank and the global batch (default --norms "
+                    "batch,syncbatch,layer,group, --batch-sizes 2,4,8)");
+  s.sweep->add_option("--ranks", o.ranks,
+                      "--distributed: the numbers of processes a run trains over, each dividing the mpirun job's "
+                      "(1: one process)")
+      ->delimiter(',')
+      ->check(whole(1, 1 << 20))
+      ->default_str("every divisor of the job's size, e.g. 1,2,4 for mpirun -np 4");
   s.sweep->add_flag("--quick", o.quick, "a small synthetic preset (seconds)");
   s.sweep->add_flag("--full", o.full, "the complete protocol: all 60k images, 5 seeds, batch 2..256");
   add_output_options(s.sweep, o);
@@ -552,9 +571,16 @@ void finish_options(Options& o, CLI::App* sub) {
   else if (o.data.name == "fashion-mnist") apply_fashion_defaults(o, sub, sub->get_name() == "study");
   check_conflicts(o, sub);
   if (o.train.distributed && !dist::launched())
-    throw Error("--distributed trains over the processes of an mpirun job: start it as mpirun -np 2 normlab train "
-                "--distributed ... (as root also with OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1, and "
-                "--oversubscribe for more ranks than cores)");
+    throw Error("--distributed trains over the processes of an mpirun job: start it as mpirun -np 2 normlab " +
+                sub->get_name() + " --distributed ... (as root also with OMPI_ALLOW_RUN_AS_ROOT=1 "
+                "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1, and --oversubscribe for more ranks than cores)");
+  if (o.train.distributed && sub->get_name() == "sweep") {  // the local-vs-sync experiment's defaults
+    if (!given("--batch-sizes")) o.batch_sizes = {2, 4, 8};
+    if (!given("--norms")) o.norms = {"batch", "syncbatch", "layer", "group"};
+    if (o.ranks.empty())
+      for (int w = 1; w <= dist::job_size(); ++w)
+        if (dist::job_size() % w == 0) o.ranks.push_back(w);
+  }
   // The optimizer's own flags, and PyTorch's defaults for Adam and AdamW.
   const std::string opt = "--optimizer " + o.train.optimizer + (given("--optimizer") ? "" : " (the default)");
   for (const char* flag : {"--momentum", "--nesterov"})
@@ -592,6 +618,14 @@ CompareConfig compare_config(const Options& o, const Splits& data) {
   validate(cc.base, data);  // before steps_per_run divides by the batch size
   if (cc.base.stats_every == 0) cc.base.stats_every = std::max<int64_t>(1, steps_per_run(cc.base, data) / 50);
   return cc;
+}
+
+DdpSweepConfig ddp_sweep_config(const Options& o) {
+  DdpSweepConfig c{.base = o.train, .per_rank_batches = o.batch_sizes, .ranks = o.ranks,
+                   .reference_batch = o.reference_batch, .norms = o.norms, .seeds = o.seeds};
+  c.base.stats_every = 0;
+  c.base.distributed = false;  // set per run (more than one rank)
+  return c;
 }
 
 SweepConfig sweep_config(const Options& o) {
@@ -656,6 +690,7 @@ void check_settings(const Options& o, const std::string& name, const Splits& dat
   try {
     if (name == "train") train_config(o, data);
     else if (name == "compare") compare_runs(compare_config(o, data), data);
+    else if (name == "sweep" && o.train.distributed) ddp_sweep_runs(ddp_sweep_config(o), data);
     else if (name == "sweep") sweep_runs(sweep_config(o), data);
     else validate(study_config(o, data), data);
   } catch (const UsageError&) {
@@ -669,6 +704,7 @@ void check_settings(const Options& o, const std::string& name, const Splits& dat
 Report run_in(const Options& o, const std::string& name, const Splits& data, const StudyContext& ctx) {
   if (name == "train") return run_train(train_config(o, data), data, ctx);
   if (name == "compare") return run_compare(compare_config(o, data), data, ctx);
+  if (name == "sweep" && o.train.distributed) return run_ddp_sweep(ddp_sweep_config(o), data, ctx);
   if (name == "sweep") return run_sweep(sweep_config(o), data, ctx);
   return run_study(study_config(o, data), o.data, data, ctx);
 }
@@ -686,7 +722,7 @@ int run_subcommand(Options& o, CLI::App* sub, int argc, char** argv) {
   o.train.task = data.train.is_classification() ? "classification" : "regression";
   check_settings(o, name, data);
   install_interrupt_handler();
-  if (o.train.distributed && dist::rank() != 0) {  // the same training as rank 0, which alone writes the results
+  if (name == "train" && o.train.distributed && dist::rank() != 0) {  // the same training as rank 0, which alone writes the results
     train_run(train_config(o, data), data);
     return kExitOk;
   }

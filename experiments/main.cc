@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "autograd/error.h"
+#include "dist/dist.h"
 #include "experiments/cli.h"
 #include "experiments/demo.h"
 
@@ -16,7 +17,8 @@ int main(int argc, char** argv) {
   try {
     return ex::run_cli(argc, argv);
   } catch (const ex::UsageError& e) {
-    std::fprintf(stderr, "normlab: error: %s\n", e.what());
+    // In an mpirun job every rank parses the same command line: rank 0 alone says what is wrong.
+    if (normlab::dist::job_rank() == 0) std::fprintf(stderr, "normlab: error: %s\n", e.what());
     return ex::kExitUsage;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "normlab: error: %s\n", e.what());

@@ -19,10 +19,11 @@ namespace {
 
 // Every rank's finished runs on every rank, each in its place: a rank sends its runs' records
 // (records.h: numbers that round-trip exactly, so the CSV files are those of one process) and
-// every rank rebuilds them. A run a rank did not finish (Ctrl-C) stays missing.
-void gather_runs(const std::vector<TrainConfig>& configs, std::vector<std::optional<RunResult>>& finished) {
+// every rank rebuilds them. A run a rank did not finish (Ctrl-C) stays missing. Only a group's
+// first rank sends (the others of a data-parallel run hold the same results).
+void gather_runs(const std::vector<TrainConfig>& configs, std::vector<std::optional<RunResult>>& finished, bool send) {
   nlohmann::json mine = nlohmann::json::array();
-  for (size_t i = 0; i < finished.size(); ++i)
+  for (size_t i = 0; send && i < finished.size(); ++i)
     if (finished[i] && !finished[i]->interrupted) mine.push_back({{"index", i}, {"records", records_json(*finished[i])}});
   for (const std::string& part : dist::allgather(mine.dump())) {
     for (const auto& run : nlohmann::json::parse(part)) {
@@ -52,18 +53,25 @@ class ThreadCount {
 Runs run_all(const std::vector<TrainConfig>& configs, const Splits& data, bool quiet,
              const std::function<std::string(const TrainConfig&)>& label,
              const std::function<std::string(const RunResult&)>& outcome,
-             const std::vector<nlohmann::json>& previous) {
+             const std::vector<nlohmann::json>& previous, int ranks_per_run) {
   const size_t n = configs.size();
-  int64_t total = 0;  // the steps of this rank's runs (all of them in one process)
-  for (size_t i = static_cast<size_t>(dist::rank()); i < configs.size(); i += static_cast<size_t>(dist::world_size()))
-    total += steps_per_run(configs[i], data);
+  if (ranks_per_run < 1 || dist::world_size() % ranks_per_run != 0)
+    throw Error("runs over " + std::to_string(ranks_per_run) + " processes each need a job of a multiple of " +
+                std::to_string(ranks_per_run) + " processes, this one has " + std::to_string(dist::world_size()));
+  // In an mpirun job (compare, sweep, study over several processes) each group of ranks_per_run
+  // ranks trains every G-th run, from its number on; the results are gathered afterwards (below).
+  const size_t ranks = static_cast<size_t>(dist::world_size() / ranks_per_run),
+               me = static_cast<size_t>(dist::rank() / ranks_per_run);
+  const bool whole_job = dist::world_size() > 1;
+  std::optional<dist::Group> group;  // this run's ranks (a collective: every rank makes one)
+  if (whole_job) group.emplace(static_cast<int>(me));
+  const bool sender = dist::rank() == 0;  // the group's first rank
+  int64_t total = 0;  // the steps of this group's runs (all of them in one process)
+  for (size_t i = me; i < configs.size(); i += ranks) total += steps_per_run(configs[i], data);
   Progress progress(total, quiet);
   std::mutex mu;  // guards everything below that the workers share
   std::vector<std::optional<RunResult>> finished(n);
   std::vector<int64_t> steps_done(n, 0);
-  // In an mpirun job (compare, sweep, study over several processes) each rank trains every W-th
-  // run, from its rank on; the results are gathered afterwards (below).
-  const size_t ranks = static_cast<size_t>(dist::world_size()), me = static_cast<size_t>(dist::rank());
   size_t next = me, reused = 0;
   std::exception_ptr error;
   const auto report_steps = [&](size_t i, int64_t done, const std::string& name) {  // with mu held
@@ -107,7 +115,9 @@ Runs run_all(const std::vector<TrainConfig>& configs, const Splits& data, bool q
   // With several threads, runs train side by side, one thread each: their results do not depend
   // on the thread count, and at the studies' sizes two single-thread runs at once finish sooner
   // than two 2-thread runs in turn (a batch-2 MLP step gains nothing from a second thread).
-  const int workers = static_cast<int>(std::min<size_t>(static_cast<size_t>(autograd::num_threads()), n));
+  // Data-parallel runs: one at a time (MPI is called from the main thread only).
+  const int workers =
+      ranks_per_run > 1 ? 1 : static_cast<int>(std::min<size_t>(static_cast<size_t>(autograd::num_threads()), n));
   if (workers <= 1) {
     work();
   } else {
@@ -119,7 +129,8 @@ Runs run_all(const std::vector<TrainConfig>& configs, const Splits& data, bool q
   }
   if (error) std::rethrow_exception(error);
   progress.finish();
-  if (ranks > 1) gather_runs(configs, finished);
+  group.reset();
+  if (whole_job) gather_runs(configs, finished, sender);
   Runs runs;
   runs.total = n;
   runs.reused = reused;

@@ -30,9 +30,12 @@ struct Runs {
 // throws stops the others from starting and the error is rethrown. In an mpirun job of W
 // processes, rank r trains runs r, r + W, r + 2W, ... and every rank then holds every run's
 // results (their records exchanged: the same CSV files as one process writes).
+// With ranks_per_run = R > 1 (configs with distributed set), the W processes form W / R groups of
+// R consecutive ranks (dist::Group): group g trains runs g, g + W/R, ..., each data-parallel over
+// its R ranks, one run at a time; W must be a multiple of R.
 Runs run_all(const std::vector<TrainConfig>& configs, const Splits& data, bool quiet,
              const std::function<std::string(const TrainConfig&)>& label,
              const std::function<std::string(const RunResult&)>& outcome,
-             const std::vector<nlohmann::json>& previous = {});
+             const std::vector<nlohmann::json>& previous = {}, int ranks_per_run = 1);
 
 }  // namespace normlab::experiments

@@ -57,6 +57,20 @@ struct SweepConfig {
   std::vector<uint64_t> seeds{0, 1};
 };
 
+// The local-BatchNorm vs SyncBatchNorm experiment (sweep --distributed, in an mpirun job): for
+// each number of ranks W > 1 in `ranks` and each per-rank batch b, a data-parallel run over W ranks
+// with the global batch W*b, under each norm ("batch" is BatchNorm with each rank's own statistics,
+// "syncbatch" over the global batch); W = 1 is one process at every batch size b and W*b, the
+// reference. lr = base.lr * global batch / reference_batch.
+struct DdpSweepConfig {
+  TrainConfig base;
+  std::vector<int64_t> per_rank_batches{2, 4, 8};
+  std::vector<int> ranks{1, 2};
+  int64_t reference_batch = 128;
+  std::vector<std::string> norms{"batch", "syncbatch", "layer", "group"};
+  std::vector<uint64_t> seeds{0, 1};
+};
+
 // The default study: the comparison, and the batch-size sweep on the first sweep_train_limit
 // training samples (0: all).
 struct StudyConfig {
@@ -76,6 +90,15 @@ struct StudyConfig {
 std::vector<TrainConfig> compare_runs(const CompareConfig& config, const Splits& data);
 // The runs of a sweep (each norm, each point, each seed), each validated.
 std::vector<TrainConfig> sweep_runs(const SweepConfig& config, const Splits& data);
+// The runs of the local-vs-sync experiment, one list per number of ranks (config.ranks' order), each
+// validated.
+std::vector<std::vector<TrainConfig>> ddp_sweep_runs(const DdpSweepConfig& config, const Splits& data);
+// A sweep run's final value of an epoch field: the median over its last kFinalEpochs epochs (fewer
+// if it ran fewer; only those are evaluated); NaN for a run that diverged.
+inline constexpr int64_t kFinalEpochs = 3;
+double final_of(const RunResult& r, double EpochRecord::*field);
+// Accuracies (fractions) as a report cell: "mean ± std" in %, "diverged", or "not run".
+std::string accuracy_cell(const std::vector<double>& v);
 // Every run of the study's two parts, validated (the sweep on its limited training set).
 void validate(const StudyConfig& config, const Splits& data);
 
@@ -97,6 +120,8 @@ Report run_train(const TrainConfig& config, const Splits& data, const StudyConte
 Report run_compare(const CompareConfig& config, const Splits& data, const StudyContext& ctx);
 // Final accuracy against batch size (BatchNorm evaluated three ways) or learning rate.
 Report run_sweep(const SweepConfig& config, const Splits& data, const StudyContext& ctx);
+// The local-vs-sync experiment (every rank of the mpirun job calls it; rank 0's ctx writes the results).
+Report run_ddp_sweep(const DdpSweepConfig& config, const Splits& data, const StudyContext& ctx);
 // The comparison in ctx.out/compare, the sweep in ctx.out/sweep (and with config.cnn the CNN's in
 // cnn-compare and cnn-sweep, plus a table of MLP and CNN side by side), and one report.md over all;
 // every setting is validated before anything is written. spec describes the data in the reports.

@@ -20,23 +20,7 @@ namespace normlab::experiments {
 
 namespace {
 
-// The final accuracy of a run is the median over its last kFinalEpochs epochs (fewer if it ran fewer);
-// only those epochs are evaluated.
-constexpr int64_t kFinalEpochs = 3;
-
-double final_of(const RunResult& r, double EpochRecord::*field) {
-  if (r.diverged || r.epochs.empty()) return NAN;
-  std::vector<double> v;
-  const size_t n = r.epochs.size(), k = kFinalEpochs;
-  for (size_t i = n >= k ? n - k : 0; i < n; ++i) v.push_back(r.epochs[i].*field);
-  return median_of(v);
-}
-
-std::string pm(const std::vector<double>& v) {
-  if (v.empty()) return "not run";  // an interrupted sweep
-  if (!std::isfinite(mean_of(v))) return "diverged";
-  return fmt(100 * mean_of(v), 4) + (v.size() > 1 ? " ± " + fmt(100 * std_of(v), 2) : "");  // one seed: no std
-}
+std::string pm(const std::vector<double>& v) { return accuracy_cell(v); }
 
 // The seeds' final accuracies of one norm at one sweep point.
 struct Point {
@@ -308,6 +292,20 @@ std::string outcome(const RunResult& r) {
 }
 
 }  // namespace
+
+double final_of(const RunResult& r, double EpochRecord::*field) {
+  if (r.diverged || r.epochs.empty()) return NAN;
+  std::vector<double> v;
+  const size_t n = r.epochs.size(), k = kFinalEpochs;
+  for (size_t i = n >= k ? n - k : 0; i < n; ++i) v.push_back(r.epochs[i].*field);
+  return median_of(v);
+}
+
+std::string accuracy_cell(const std::vector<double>& v) {
+  if (v.empty()) return "not run";  // an interrupted sweep
+  if (!std::isfinite(mean_of(v))) return "diverged";
+  return fmt(100 * mean_of(v), 4) + (v.size() > 1 ? " ± " + fmt(100 * std_of(v), 2) : "");  // one seed: no std
+}
 
 std::vector<TrainConfig> sweep_runs(const SweepConfig& cfg, const Splits& data) {
   return sweep_configs(cfg, plan_of(cfg), data);

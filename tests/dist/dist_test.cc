@@ -2,12 +2,14 @@
 // -L mpi): every rank runs the same cases in the same order, so the collectives meet.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "autograd/generator.h"
 #include "autograd/tensor.h"
+#include "autograd/error.h"
 #include "dist/dist.h"
 
 using namespace normlab;
@@ -87,6 +89,42 @@ BOOST_AUTO_TEST_CASE(broadcast_and_allgather_of_strings) {
   BOOST_REQUIRE(names.size() == static_cast<size_t>(w));
   for (int k = 0; k < w; ++k) BOOST_TEST(names[k] == std::string(static_cast<size_t>(k), 'x') + "rank");
   dist::barrier();
+}
+
+BOOST_AUTO_TEST_CASE(groups_split_the_job_and_restore_it) {
+  const int job = dist::job_size(), me = dist::job_rank();
+  BOOST_TEST(me == dist::rank());
+  BOOST_TEST(job == dist::world_size());
+  for (const int size : {1, 2}) {
+    {
+      dist::Group group(me / size);  // ranks [k * size, (k + 1) * size) form group k
+      const int first = me / size * size, members = std::min(size, job - first);
+      BOOST_TEST(dist::world_size() == members);
+      BOOST_TEST(dist::rank() == me - first);
+      BOOST_TEST(dist::job_rank() == me);
+      BOOST_TEST(dist::job_size() == job);
+      // A collective meets the group's ranks only: the sum of their job ranks.
+      double x = me;
+      dist::allreduce_sum(&x, 1);
+      BOOST_TEST(x == members * first + members * (members - 1) / 2.0);
+      const std::vector<std::string> names = dist::allgather(std::to_string(me));
+      BOOST_REQUIRE(names.size() == static_cast<size_t>(members));
+      for (int k = 0; k < members; ++k) BOOST_TEST(names[k] == std::to_string(first + k));
+      {
+        dist::Group alone(static_cast<int>(dist::rank()));  // nested: every rank by itself
+        BOOST_TEST(dist::world_size() == 1);
+        BOOST_TEST(dist::rank() == 0);
+      }
+      BOOST_TEST(dist::world_size() == members);
+    }
+    // Back to the whole job.
+    BOOST_TEST(dist::world_size() == job);
+    BOOST_TEST(dist::rank() == me);
+    double y = 1;
+    dist::allreduce_sum(&y, 1);
+    BOOST_TEST(y == job);
+  }
+  BOOST_CHECK_THROW(dist::Group(-1), Error);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

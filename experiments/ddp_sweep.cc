@@ -1,0 +1,396 @@
+// `normlab sweep --distributed` in an mpirun job: BatchNorm with each rank's own statistics (local)
+// against SyncBatchNorm, LayerNorm and GroupNorm, at W ranks and per-rank batch b, beside one
+// process at batch b and at the global batch W*b: tables, plots and a report with a computed reading.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "dist/dist.h"
+#include "experiments/output.h"
+#include "experiments/plot.h"
+#include "experiments/records.h"
+#include "experiments/registry.h"
+#include "experiments/report.h"
+#include "experiments/runs.h"
+#include "experiments/stats.h"
+#include "experiments/study.h"
+#include "experiments/tidy.h"
+
+namespace normlab::experiments {
+
+namespace {
+
+// One cell of the experiment: a norm over `ranks` processes at `per_rank` samples each (ranks 1:
+// one process at batch per_rank).
+struct Cell {
+  std::string norm;
+  int ranks;
+  int64_t per_rank;
+  bool operator<(const Cell& o) const {
+    return std::tie(norm, ranks, per_rank) < std::tie(o.norm, o.ranks, o.per_rank);
+  }
+};
+using Cells = std::map<Cell, std::vector<double>>;  // final test accuracy of each seed (NaN: diverged)
+
+// SyncBatchNorm in one process is BatchNorm: it is run (and shown) as BatchNorm there.
+bool runs_in_one_process(const std::string& n) { return n != "syncbatch"; }
+
+// The batch sizes one process trains at: every per-rank batch b and every global batch W*b.
+std::vector<int64_t> one_process_batches(const DdpSweepConfig& cfg) {
+  std::set<int64_t> all;
+  for (int w : cfg.ranks)
+    for (int64_t b : cfg.per_rank_batches) all.insert(w * b);
+  return {all.begin(), all.end()};
+}
+
+TrainConfig run_config(const DdpSweepConfig& cfg, const std::string& n, int w, int64_t per_rank, uint64_t seed,
+                       const Splits& data) {
+  TrainConfig c = cfg.base;
+  c.model.norm = n;
+  c.seed = seed;
+  c.batch_size = w * per_rank;
+  c.lr = cfg.base.lr * double(c.batch_size) / double(cfg.reference_batch);
+  c.distributed = w > 1;
+  c.bn_three_ways = false;
+  c.eval_last = kFinalEpochs;
+  c.stats_every = 0;
+  if (w > 1 && n == "batch" && per_rank == 1)
+    throw Error(norm(n).display + " with each rank's own statistics needs more than one sample per rank (PyTorch: "
+                "\"Expected more than 1 value per channel when training\"): give per-rank batches of 2 or more, "
+                "or use syncbatch");
+  if (w == 1 && norm(n).batch_statistics && per_rank == 1)
+    throw Error(norm(n).display + " needs more than one sample per batch (PyTorch: \"Expected more than 1 value per "
+                "channel when training\"): give --batch-sizes of 2 or more");
+  if (w > 1 && data.train.size() < c.batch_size)
+    throw Error("the training set (" + std::to_string(data.train.size()) + " samples) is smaller than one global "
+                "batch of " + std::to_string(w) + " ranks x " + std::to_string(per_rank));
+  TrainConfig one = c;  // every other check is that of one process at the global batch
+  one.distributed = false;
+  validate(one, data);
+  c.loss_every = std::max<int64_t>(1, steps_per_run(c, data) / 200);
+  return c;
+}
+
+std::string label(const TrainConfig& c, int w) {
+  return "sweep --distributed: norm " + c.model.norm + ", " +
+         (w == 1 ? "one process, batch " + std::to_string(c.batch_size)
+                 : std::to_string(w) + " ranks x batch " + std::to_string(c.batch_size / w)) +
+         ", lr " + fmt(c.lr, 4) + ", seed " + std::to_string(c.seed);
+}
+
+std::string outcome(const RunResult& r) {
+  if (r.diverged) return "diverged at step " + std::to_string(r.diverged_step) + ", " + fmt(r.seconds, 3) + " s";
+  return "test accuracy " + fmt(100 * final_of(r, &EpochRecord::test_acc), 4) + "%, " + fmt(r.seconds, 3) + " s";
+}
+
+double mean_acc(const Cells& cells, const Cell& k) {
+  const auto it = cells.find(k);
+  return it == cells.end() ? NAN : mean_of(it->second);
+}
+
+std::string cell_text(const Cells& cells, const Cell& k) {
+  const auto it = cells.find(k);
+  return accuracy_cell(it == cells.end() ? std::vector<double>{} : it->second);
+}
+
+// The norms shown beside BatchNorm and SyncBatchNorm (LayerNorm, GroupNorm, ...), in cfg order.
+std::vector<std::string> other_norms(const DdpSweepConfig& cfg) {
+  std::vector<std::string> v;
+  for (const auto& n : cfg.norms)
+    if (n != "batch" && n != "syncbatch") v.push_back(n);
+  return v;
+}
+
+bool has(const DdpSweepConfig& cfg, const std::string& n) {
+  return std::find(cfg.norms.begin(), cfg.norms.end(), n) != cfg.norms.end();
+}
+
+// One table per W > 1: per-rank batch rows; BatchNorm in one process at b and at W*b, then each
+// norm over W ranks.
+std::string ranks_table(const DdpSweepConfig& cfg, const Cells& cells, int w) {
+  std::ostringstream md;
+  md << "**" << w << " ranks.**\n\n| per-rank batch | global batch |";
+  const bool bn = has(cfg, "batch") || has(cfg, "syncbatch");
+  if (bn) md << " BatchNorm, one process at the per-rank batch | BatchNorm, one process at the global batch |";
+  for (const auto& n : cfg.norms)
+    md << " " << (n == "batch" ? "BatchNorm, each rank's own statistics" : display_name(n)) << ", " << w << " ranks |";
+  md << "\n|---|---|";
+  for (size_t i = 0; i < cfg.norms.size() + (bn ? 2 : 0); ++i) md << "---|";
+  md << "\n";
+  for (int64_t b : cfg.per_rank_batches) {
+    md << "| " << b << " | " << w * b << " |";
+    if (bn) md << " " << cell_text(cells, {"batch", 1, b}) << " | " << cell_text(cells, {"batch", 1, w * b}) << " |";
+    for (const auto& n : cfg.norms) md << " " << cell_text(cells, {n, w, b}) << " |";
+    md << "\n";
+  }
+  return md.str() + "\n";
+}
+
+std::string one_process_table(const DdpSweepConfig& cfg, const Cells& cells) {
+  std::ostringstream md;
+  md << "**One process.**\n\n| batch |";
+  size_t cols = 0;
+  for (const auto& n : cfg.norms)
+    if (runs_in_one_process(n)) md << " " << display_name(n) << " |", ++cols;
+  md << "\n|---|";
+  for (size_t i = 0; i < cols; ++i) md << "---|";
+  md << "\n";
+  for (int64_t b : one_process_batches(cfg)) {
+    md << "| " << b << " |";
+    for (const auto& n : cfg.norms)
+      if (runs_in_one_process(n)) md << " " << cell_text(cells, {n, 1, b}) << " |";
+    md << "\n";
+  }
+  return md.str() + "\n";
+}
+
+// Mean absolute difference in points between the cells of `norm` over w ranks and BatchNorm in
+// one process at the per-rank batch (first) and at the global batch (second), over the per-rank
+// batches where all three finished; NaN when there are none.
+std::pair<double, double> distances(const DdpSweepConfig& cfg, const Cells& cells, const std::string& n, int w) {
+  std::vector<double> per, glob;
+  for (int64_t b : cfg.per_rank_batches) {
+    const double a = mean_acc(cells, {n, w, b}), at_b = mean_acc(cells, {"batch", 1, b}),
+                 at_g = mean_acc(cells, {"batch", 1, w * b});
+    if (!std::isfinite(a) || !std::isfinite(at_b) || !std::isfinite(at_g)) continue;
+    per.push_back(100 * std::abs(a - at_b));
+    glob.push_back(100 * std::abs(a - at_g));
+  }
+  return {mean_of(per), mean_of(glob)};
+}
+
+std::string reading(const DdpSweepConfig& cfg, const Cells& cells) {
+  std::ostringstream md;
+  const bool one = std::find(cfg.ranks.begin(), cfg.ranks.end(), 1) != cfg.ranks.end();
+  double noise = 0;
+  for (const auto& [k, v] : cells)
+    if (v.size() > 1 && std::isfinite(std_of(v))) noise = std::max(noise, 100 * std_of(v));
+  for (int w : cfg.ranks) {
+    if (w == 1) continue;
+    std::vector<std::string> said;
+    for (const std::string n : {"batch", "syncbatch"}) {
+      if (!has(cfg, n) || !one) continue;
+      const auto [d_per, d_glob] = distances(cfg, cells, n, w);
+      if (!std::isfinite(d_per)) continue;
+      said.push_back((n == "batch" ? "BatchNorm with each rank's own statistics" : "SyncBatchNorm") +
+                     std::string(" is on average ") + fmt(d_per, 3) +
+                     " points from BatchNorm in one process at the per-rank batch and " + fmt(d_glob, 3) +
+                     " points from it at the global batch, so it behaves like BatchNorm at the " +
+                     (d_per < d_glob ? "per-rank" : d_glob < d_per ? "global" : "per-rank and the global") + " batch");
+    }
+    if (has(cfg, "batch") && has(cfg, "syncbatch")) {
+      const int64_t b = cfg.per_rank_batches.front();
+      const double gap = 100 * (mean_acc(cells, {"syncbatch", w, b}) - mean_acc(cells, {"batch", w, b}));
+      if (std::isfinite(gap))
+        said.push_back("at per-rank batch " + std::to_string(b) + ", SyncBatchNorm scores " + fmt(std::abs(gap), 3) +
+                       " points " + (gap >= 0 ? "more" : "less") + " than BatchNorm with per-rank statistics");
+    }
+    for (const auto& n : other_norms(cfg)) {
+      if (!one) break;
+      double worst = NAN;
+      for (int64_t b : cfg.per_rank_batches) {
+        const double d = 100 * std::abs(mean_acc(cells, {n, w, b}) - mean_acc(cells, {n, 1, w * b}));
+        if (std::isfinite(d)) worst = std::isfinite(worst) ? std::max(worst, d) : d;
+      }
+      if (std::isfinite(worst))
+        said.push_back(display_name(n) + " over " + std::to_string(w) + " ranks is within " + fmt(worst, 3) +
+                       " points of one process at the global batch");
+    }
+    if (said.empty()) continue;
+    md << "At " << w << " ranks: ";
+    for (size_t i = 0; i < said.size(); ++i) md << (i ? "; " : "") << said[i];
+    md << ".\n\n";
+  }
+  if (!one) md << "No one-process runs (--ranks without 1): nothing to compare the ranks with. ";
+  md << "Data-parallel training computes the same gradients as one process on the global batch for every norm "
+        "that does not mix samples across ranks (none, LayerNorm, GroupNorm) and for SyncBatchNorm; BatchNorm "
+        "with each rank's own statistics normalizes over the per-rank batch only. ";
+  if (noise > 0) md << "The largest std over seeds of a cell is " << fmt(noise, 3) << " points. ";
+  md << "\n";
+  return md.str();
+}
+
+// Accuracy against the per-rank batch (first) or the global batch: BatchNorm in one process, and
+// BatchNorm local and SyncBatchNorm over each W > 1 ranks.
+PlotSpec bn_plot(const DdpSweepConfig& cfg, const Cells& cells, bool global) {
+  PlotSpec p{global ? "BatchNorm vs the global batch: SyncBatchNorm follows one process at the global batch?"
+                    : "BatchNorm vs the per-rank batch: local BatchNorm follows one process at the per-rank batch?",
+             global ? "global batch (ranks x per-rank batch)" : "per-rank batch (one process: its batch)",
+             "final test accuracy (" + final_accuracy_rule(cfg.base.epochs) + ")"};
+  p.log_x = 2;
+  p.error_bars = true;
+  p.percent_y = true;
+  Series one{"BatchNorm, one process"};
+  one.color = 8;  // grey, dotted, drawn last: visible where a ranks' curve lies on it
+  one.dash = 3;
+  for (int64_t b : one_process_batches(cfg)) {
+    const auto it = cells.find({"batch", 1, b});
+    if (it == cells.end()) continue;
+    one.x.push_back(double(b)), one.y.push_back(mean_of(it->second)), one.spread.push_back(std_of(it->second));
+  }
+  int colour = 1;
+  for (int w : cfg.ranks) {
+    if (w == 1) continue;
+    for (const std::string n : {"batch", "syncbatch"}) {
+      if (!has(cfg, n)) continue;
+      Series s{(n == "batch" ? "BatchNorm local, " : "SyncBatchNorm, ") + std::to_string(w) + " ranks"};
+      s.color = colour + (n == "batch" ? 0 : 1);
+      s.dash = n == "batch" ? 2 : 0;
+      for (int64_t b : cfg.per_rank_batches) {
+        const auto it = cells.find({n, w, b});
+        if (it == cells.end()) continue;
+        s.x.push_back(double(global ? w * b : b)), s.y.push_back(mean_of(it->second)), s.spread.push_back(std_of(it->second));
+      }
+      p.series.push_back(s);
+    }
+    colour += 2;
+  }
+  if (!one.x.empty()) p.series.push_back(one);
+  return p;
+}
+
+std::vector<std::string> plots(const DdpSweepConfig& cfg, const Cells& cells, const StudyContext& ctx) {
+  std::vector<std::string> made;
+  if (!gnuplot_available() || !(has(cfg, "batch") || has(cfg, "syncbatch"))) return made;
+  if (render_plot(bn_plot(cfg, cells, false), ctx.out, "accuracy_vs_per_rank_batch")) made.push_back("accuracy_vs_per_rank_batch");
+  if (render_plot(bn_plot(cfg, cells, true), ctx.out, "accuracy_vs_global_batch")) made.push_back("accuracy_vs_global_batch");
+  return made;
+}
+
+void write_tables(const DdpSweepConfig& cfg, const std::vector<RunResult>& runs, const std::vector<int>& ranks_of,
+                  const Cells& cells, const StudyContext& ctx, bool has_val) {
+  RunTable runs_csv({"ranks", "per_rank_batch", "diverged", "diverged_step", "final_test_acc", "final_test_loss"},
+                    ctx.dataset);
+  std::vector<std::string> epoch_cols{"ranks", "per_rank_batch"};
+  for (const auto& c : epoch_columns(has_val, false)) epoch_cols.push_back(c);
+  RunTable epochs_csv(epoch_cols, ctx.dataset);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const RunResult& r = runs[i];
+    const int w = ranks_of[i];
+    const std::string W = std::to_string(w), b = std::to_string(r.config.batch_size / w);
+    runs_csv.add(r, {W, b, r.diverged ? "1" : "0", std::to_string(r.diverged_step),
+                     fmt(final_of(r, &EpochRecord::test_acc)), fmt(final_of(r, &EpochRecord::test_loss))});
+    for (const auto& e : r.epochs) {
+      std::vector<std::string> cells_of{W, b};
+      for (const auto& c : epoch_cells(e, has_val, false)) cells_of.push_back(c);
+      epochs_csv.add(r, cells_of);
+    }
+  }
+  CsvTable summary(std::vector<std::string>{"norm", "ranks", "per_rank_batch", "global_batch", "runs", "diverged",
+                                            "test_acc_mean", "test_acc_std"});
+  for (const auto& [k, v] : cells) {
+    const int diverged = static_cast<int>(std::count_if(v.begin(), v.end(), [](double a) { return !std::isfinite(a); }));
+    summary.add_row({k.norm, std::to_string(k.ranks), std::to_string(k.per_rank), std::to_string(k.ranks * k.per_rank),
+                     std::to_string(v.size()), std::to_string(diverged), fmt(mean_of(v)), fmt(std_of(v))});
+  }
+  runs_csv.write(ctx.out / "runs.csv");
+  epochs_csv.write(ctx.out / "epochs.csv");
+  summary.write(ctx.out / "summary.csv");
+}
+
+}  // namespace
+
+std::vector<std::vector<TrainConfig>> ddp_sweep_runs(const DdpSweepConfig& cfg, const Splits& data) {
+  if (cfg.norms.empty() || cfg.seeds.empty()) throw Error("sweep --distributed: needs at least one norm and one seed");
+  if (cfg.per_rank_batches.empty()) throw Error("sweep --distributed: needs at least one per-rank batch size");
+  if (cfg.ranks.empty()) throw Error("sweep --distributed: needs at least one number of ranks (--ranks)");
+  if (cfg.reference_batch <= 0) throw Error("sweep --distributed: the reference batch must be positive");
+  for (int w : cfg.ranks)
+    if (w < 1 || dist::job_size() % w != 0)
+      throw Error("--ranks " + std::to_string(w) + ": every run's ranks come from this mpirun job of " +
+                  std::to_string(dist::job_size()) + " processes, so each number of ranks must divide " +
+                  std::to_string(dist::job_size()) + " (start mpirun -np " + std::to_string(std::max(w, 1)) +
+                  " or more, a multiple of each)");
+  for (const auto& n : cfg.norms) norm(n);  // throws for an unknown name
+  std::vector<std::vector<TrainConfig>> lists;
+  for (int w : cfg.ranks) {
+    std::vector<TrainConfig> list;
+    for (const auto& n : cfg.norms) {
+      if (w == 1 && !runs_in_one_process(n)) continue;
+      for (int64_t b : w == 1 ? one_process_batches(cfg) : cfg.per_rank_batches)
+        for (uint64_t seed : cfg.seeds) list.push_back(run_config(cfg, n, w, b, seed, data));
+    }
+    lists.push_back(std::move(list));
+  }
+  return lists;
+}
+
+Report run_ddp_sweep(const DdpSweepConfig& config, const Splits& data, const StudyContext& ctx) {
+  DdpSweepConfig cfg = config;
+  std::sort(cfg.ranks.begin(), cfg.ranks.end());
+  cfg.ranks.erase(std::unique(cfg.ranks.begin(), cfg.ranks.end()), cfg.ranks.end());
+  std::sort(cfg.per_rank_batches.begin(), cfg.per_rank_batches.end());
+  cfg.per_rank_batches.erase(std::unique(cfg.per_rank_batches.begin(), cfg.per_rank_batches.end()),
+                             cfg.per_rank_batches.end());
+  const std::vector<std::vector<TrainConfig>> lists = ddp_sweep_runs(cfg, data);
+  prepare_output_dir(ctx.out);
+  const std::vector<nlohmann::json> previous = previous_runs(ctx.resume_from);
+  Runs all;
+  std::vector<int> ranks_of;
+  size_t offset = 0;
+  for (size_t k = 0; k < lists.size(); ++k) {
+    const std::vector<TrainConfig>& list = lists[k];
+    const bool stopped = all.interrupted();  // Ctrl-C in an earlier part: the rest is not started
+    all.total += list.size();
+    if (stopped) continue;
+    const std::vector<nlohmann::json> prev(previous.begin() + static_cast<ptrdiff_t>(std::min(offset, previous.size())),
+                                           previous.begin() + static_cast<ptrdiff_t>(std::min(offset + list.size(), previous.size())));
+    const int w = cfg.ranks[k];
+    Runs part = run_all(list, data, ctx.quiet, [w](const TrainConfig& c) { return label(c, w); }, outcome, prev, w);
+    for (auto& r : part.results) all.results.push_back(std::move(r)), ranks_of.push_back(cfg.ranks[k]);
+    all.reused += part.reused;
+    all.wall_seconds += part.wall_seconds;
+    offset += list.size();
+  }
+  Cells cells;
+  for (size_t i = 0; i < all.results.size(); ++i) {
+    const RunResult& r = all.results[i];
+    cells[{r.config.model.norm, ranks_of[i], r.config.batch_size / ranks_of[i]}].push_back(
+        final_of(r, &EpochRecord::test_acc));
+  }
+  write_tables(cfg, all.results, ranks_of, cells, ctx, data.validation.size() > 0);
+  write_records(ctx.out / "records.json", all.results);
+  const TrainConfig& b = cfg.base;
+  std::ostringstream md;
+  if (all.interrupted())
+    md << "**Interrupted (Ctrl-C): " << all.results.size() << " of " << all.total
+       << " runs finished**; the tables below are of those runs only. The same command with `--resume` trains the "
+          "rest.\n\n";
+  md << "Model " << describe(b.model) << " (" << b.model.activation << "), data: " << ctx.dataset << ", "
+     << count_of(b.epochs, "epoch") << " per run, " << optimizer_text(b, false) << ", lr = " << fmt(b.lr)
+     << " x global batch / " << cfg.reference_batch << ", schedule " << b.schedule << " with "
+     << count_of(b.warmup_steps, "warmup step") << ", " << count_of(static_cast<int64_t>(cfg.seeds.size()), "seed")
+     << ". Data-parallel runs over W ranks: each rank takes its slice of every global batch of W x per-rank batch "
+        "samples, gradients are averaged over the ranks, BatchNorm's running statistics come from rank 0. "
+        "BatchNorm with each rank's own statistics normalizes each rank's slice; SyncBatchNorm the whole global "
+        "batch. Final accuracy = "
+     << final_accuracy_rule(b.epochs) << "; " << (cfg.seeds.size() > 1 ? "mean ± std over seeds, " : "") << "in %.\n\n";
+  for (int w : cfg.ranks)
+    if (w > 1) md << ranks_table(cfg, cells, w);
+  if (std::find(cfg.ranks.begin(), cfg.ranks.end(), 1) != cfg.ranks.end()) md << one_process_table(cfg, cells);
+  md << image_links(plots(cfg, cells, ctx)) << "**Reading.** " << reading(cfg, cells);
+  Report rep{"Local BatchNorm vs SyncBatchNorm over ranks", md.str()};
+  nlohmann::json base = to_json(cfg.base);
+  base["eval_last"] = kFinalEpochs;
+  nlohmann::json man = manifest(ctx,
+                                {{"study", "sweep --distributed"}, {"base", base}, {"per_rank_batches", cfg.per_rank_batches},
+                                 {"ranks", cfg.ranks}, {"job_processes", dist::job_size()},
+                                 {"reference_batch", cfg.reference_batch}, {"norms", cfg.norms}, {"seeds", cfg.seeds}},
+                                all.wall_seconds);
+  nlohmann::json timing = nlohmann::json::array();
+  for (size_t i = 0; i < all.results.size(); ++i) {
+    const RunResult& r = all.results[i];
+    timing.push_back({{"norm", r.config.model.norm}, {"ranks", ranks_of[i]}, {"batch_size", r.config.batch_size},
+                      {"seed", r.config.seed}, {"steps", r.total_steps}, {"seconds", r.seconds},
+                      {"step_seconds", r.step_seconds}, {"eval_seconds", r.eval_seconds}});
+  }
+  man["run_timing"] = timing;
+  record_progress(man, rep, all);
+  write_report(ctx, rep, man);
+  return rep;
+}
+
+}  // namespace normlab::experiments
