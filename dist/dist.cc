@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <vector>
 
 #include "autograd/error.h"
@@ -54,22 +55,31 @@ void bcast(T* x, int64_t n, int root) {
   }
 }
 
-// Gathers the ranks' n values to rank 0 (rank-major), sums them there in rank order, broadcasts.
+// Sums the ranks' n values in rank order, as a reduce-scatter then an allgather: the values are cut
+// into W chunks, rank r receives every rank's chunk r (MPI_Alltoall), adds them in rank order (in
+// double, rounded once) and every rank then gathers every sum (MPI_Allgather). Each rank sends and
+// receives 2n(W-1)/W values, where gathering to rank 0 made it receive n(W-1) and then send n(W-1);
+// the bits are the same either way (the same order of the same additions).
 template <typename T>
 void sum_in_rank_order(T* x, int64_t n) {
   if (g_size == 1 || n == 0) return;
-  if (n > (int64_t{1} << 30) / g_size) throw Error("dist: allreduce of " + std::to_string(n) + " values: too large");
-  std::vector<T> all(g_rank == 0 ? static_cast<size_t>(n * g_size) : 0);
-  check(MPI_Gather(x, static_cast<int>(n), type_of<T>(), all.data(), static_cast<int>(n), type_of<T>(), 0,
-                   g_comm),
-        "allreduce (gather)");
-  if (g_rank == 0)
-    for (int64_t i = 0; i < n; ++i) {
-      double s = 0;
-      for (int r = 0; r < g_size; ++r) s += static_cast<double>(all[static_cast<size_t>(r * n + i)]);
-      x[i] = static_cast<T>(s);
-    }
-  bcast(x, n, 0);
+  const int64_t w = g_size, chunk = (n + w - 1) / w;
+  if (chunk > (int64_t{1} << 30) / w) throw Error("dist: allreduce of " + std::to_string(n) + " values: too large");
+  // Scratch buffers kept between calls: no allocation per training step once they have grown.
+  thread_local std::vector<T> send, recv, mine;
+  send.assign(static_cast<size_t>(w * chunk), T(0));
+  std::copy(x, x + n, send.begin());
+  recv.resize(static_cast<size_t>(w * chunk));
+  mine.resize(static_cast<size_t>(chunk));
+  const int c = static_cast<int>(chunk);
+  check(MPI_Alltoall(send.data(), c, type_of<T>(), recv.data(), c, type_of<T>(), g_comm), "allreduce (reduce-scatter)");
+  for (int64_t i = 0; i < chunk; ++i) {
+    double s = 0;
+    for (int64_t r = 0; r < w; ++r) s += static_cast<double>(recv[static_cast<size_t>(r * chunk + i)]);
+    mine[static_cast<size_t>(i)] = static_cast<T>(s);
+  }
+  check(MPI_Allgather(mine.data(), c, type_of<T>(), send.data(), c, type_of<T>(), g_comm), "allreduce (allgather)");
+  std::copy(send.begin(), send.begin() + n, x);
 }
 #endif
 

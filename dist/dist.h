@@ -45,9 +45,9 @@ void barrier();
 void broadcast(float* x, int64_t n, int root = 0);
 void broadcast(double* x, int64_t n, int root = 0);
 void broadcast(int64_t* x, int64_t n, int root = 0);
-// Sums x (n values) over the ranks, in place on every rank: gathered to rank 0, added there in rank
-// order (float values in double, rounded once), then broadcast. The same bits on every rank, and
-// from run to run for a given world size.
+// Sums x (n values) over the ranks, in place on every rank: each value's W terms added in rank order
+// (float values in double, rounded once) by the rank that owns its chunk (a reduce-scatter), then
+// gathered by all. The same bits on every rank, and from run to run for a given world size.
 void allreduce_sum(float* x, int64_t n);
 void allreduce_sum(double* x, int64_t n);
 // Every rank's n values, in rank order (world_size() * n values), on every rank.

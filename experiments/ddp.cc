@@ -36,9 +36,11 @@ void broadcast_buffers(nn::Module& m) {
 void average_gradients(const std::vector<Tensor>& params) {
   const int w = dist::world_size();
   if (w == 1) return;
-  // float32 and float64 gradients in one flat buffer each, in parameter order.
-  std::vector<float> f;
-  std::vector<double> d;
+  // float32 and float64 gradients in one flat buffer each, in parameter order (kept between steps:
+  // no allocation once they have grown).
+  thread_local std::vector<float> f;
+  thread_local std::vector<double> d;
+  f.clear(), d.clear();
   for (const Tensor& p : params) {
     const Tensor g = p.grad();
     if (!g.defined()) continue;
