@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 FUZZ_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps bench-deps fuzz-deps configure build run test demo bench fuzz-build fuzz sanitize clean
+.PHONY: all deps bench-deps fuzz-deps configure build run test demo bench bench-dist fuzz-build fuzz sanitize clean
 
 all: build
 
@@ -42,6 +42,12 @@ test: build
 bench: bench-deps
 	@$(MAKE) --no-print-directory build
 	BUILD_DIR=$(BUILD_DIR) bash bench/run.sh
+
+# The data-parallel benchmark (bench/dist/run.sh): gradient allreduce and the training step over
+# mpirun -np 2 beside PyTorch's gloo DistributedDataParallel, and the distributed sweep's wall time.
+bench-dist: bench-deps
+	@$(MAKE) --no-print-directory build
+	BUILD_DIR=$(BUILD_DIR) bash bench/dist/run.sh
 
 # Fuzzing (fuzz/): clang builds the libraries with libFuzzer's coverage, AddressSanitizer and
 # UndefinedBehaviorSanitizer in $(FUZZ_DIR) (-O1, line tables for the reports); `make fuzz` runs

@@ -1,7 +1,9 @@
 // Data-parallel training over dist/: broadcasts, averaged gradients, batch shards.
 #include "experiments/ddp.h"
 
+#include <algorithm>
 #include <functional>
+#include <vector>
 
 #include "autograd/engine.h"
 #include "autograd/error.h"
@@ -14,10 +16,27 @@ using autograd::Tensor;
 
 namespace {
 
+// Rank 0's values of every tensor in ts: one broadcast per dtype, through a flat buffer (kept
+// between calls), not one per tensor: BatchNorm's buffers are small and a broadcast costs its latency.
 void broadcast_tensors(const autograd::NamedTensors& ts) {
+  thread_local std::vector<float> f;
+  thread_local std::vector<double> d;
+  f.clear(), d.clear();
   for (const auto& [name, t] : ts) {
-    if (t.dtype() == autograd::DType::Float64) dist::broadcast(t.data<double>(), t.numel());
-    else dist::broadcast(t.data<float>(), t.numel());
+    if (t.dtype() == autograd::DType::Float64) d.insert(d.end(), t.data<double>(), t.data<double>() + t.numel());
+    else f.insert(f.end(), t.data<float>(), t.data<float>() + t.numel());
+  }
+  dist::broadcast(f.data(), static_cast<int64_t>(f.size()));
+  dist::broadcast(d.data(), static_cast<int64_t>(d.size()));
+  size_t fi = 0, di = 0;
+  for (const auto& [name, t] : ts) {
+    if (t.dtype() == autograd::DType::Float64) {
+      std::copy(d.begin() + static_cast<ptrdiff_t>(di), d.begin() + static_cast<ptrdiff_t>(di + t.numel()), t.data<double>());
+      di += static_cast<size_t>(t.numel());
+    } else {
+      std::copy(f.begin() + static_cast<ptrdiff_t>(fi), f.begin() + static_cast<ptrdiff_t>(fi + t.numel()), t.data<float>());
+      fi += static_cast<size_t>(t.numel());
+    }
   }
 }
 

@@ -113,7 +113,8 @@ int run(int argc, char** argv) {
   for (const auto& [what, spec] : {std::pair{"mlp", mlp("batch")}, std::pair{"cnn", cnn("batch")}}) {
     const int64_t n = experiments::build_model(spec, gen).net->num_parameters();
     std::vector<float> g(static_cast<size_t>(n), 1.0f);
-    time_it(std::string("allreduce ") + what + " grads " + std::to_string(n), 3, reps * 3,
+    if (dist::world_size() > 1)  // one process has nothing to reduce
+      time_it(std::string("allreduce ") + what + " grads " + std::to_string(n), 3, reps * 3,
             [&] { dist::allreduce_sum(g.data(), n); });
   }
   for (const std::string norm : {"none", "batch", "syncbatch"})
