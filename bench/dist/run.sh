@@ -68,13 +68,13 @@ if [[ " $PARTS " == *" sweep "* ]]; then
   # time in one process (2 threads); the CSV files must be the same.
   args=(sweep --train-limit 10000 --epochs 1 --seeds 0,1 --batch-sizes 16,32,64,128 --norms none,batch,layer,group --quiet)
   echo
-  echo "| distributed sweep (\`normlab ${args[*]}\`), round | one process, 2 threads | mpirun -np 2, 1 thread each | ratio |"
+  echo "| distributed sweep (\`normlab ${args[*]}\`), round | one process, 2 threads | mpirun -np 2, 1 thread each | one process time / 2 processes time |"
   echo "|---|---|---|---|"
   for round in $(seq 1 "$ROUNDS"); do
     t0=$(date +%s%N)
-    "$BUILD_DIR/experiments/normlab" "${args[@]}" --threads 2 --out "$out/sweep-1"
+    "$BUILD_DIR/experiments/normlab" "${args[@]}" --threads 2 --out "$out/sweep-1" > /dev/null
     t1=$(date +%s%N)
-    mpirun --oversubscribe -np 2 "$BUILD_DIR/experiments/normlab" "${args[@]}" --threads 1 --out "$out/sweep-2"
+    mpirun --oversubscribe -np 2 "$BUILD_DIR/experiments/normlab" "${args[@]}" --threads 1 --out "$out/sweep-2" > /dev/null
     t2=$(date +%s%N)
     for f in summary.csv runs.csv epochs.csv; do
       cmp -s "$out/sweep-1/$f" "$out/sweep-2/$f" || { echo "bench/dist/run.sh: $f differs between 1 and 2 processes" >&2; exit 1; }
