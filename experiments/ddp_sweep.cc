@@ -54,6 +54,7 @@ TrainConfig run_config(const DdpSweepConfig& cfg, const std::string& n, int w, i
   c.batch_size = w * per_rank;
   c.lr = cfg.base.lr * double(c.batch_size) / double(cfg.reference_batch);
   c.distributed = w > 1;
+  c.ranks = c.distributed ? w : 0;  // recorded as such whether the records are written in its group or not
   c.bn_three_ways = false;
   c.eval_last = kFinalEpochs;
   c.stats_every = 0;
@@ -171,6 +172,23 @@ std::string reading(const DdpSweepConfig& cfg, const Cells& cells) {
   for (int w : cfg.ranks) {
     if (w == 1) continue;
     std::vector<std::string> said;
+    // How far apart the two references are: BatchNorm in one process at b and at W*b, against
+    // the seeds' spread in the cells compared. Closer than that, nothing can follow one of them.
+    std::vector<double> apart;
+    double spread = 0;
+    for (int64_t b : cfg.per_rank_batches) {
+      const double d = 100 * std::abs(mean_acc(cells, {"batch", 1, b}) - mean_acc(cells, {"batch", 1, w * b}));
+      if (std::isfinite(d)) apart.push_back(d);
+      for (const Cell& k : {Cell{"batch", 1, b}, Cell{"batch", 1, w * b}, Cell{"batch", w, b}, Cell{"syncbatch", w, b}})
+        if (const auto it = cells.find(k); it != cells.end() && it->second.size() > 1 && std::isfinite(std_of(it->second)))
+          spread = std::max(spread, 100 * std_of(it->second));
+    }
+    const bool separable = !apart.empty() && mean_of(apart) >= std::max(2 * spread, 0.5);
+    if (!apart.empty() && !separable)
+      said.push_back("BatchNorm in one process scores on average within " + fmt(mean_of(apart), 3) +
+                     " points at the per-rank and at the global batch, less than twice the seeds' largest std (" +
+                     fmt(spread, 3) + ") or 0.5 points, so with these settings and seeds the experiment cannot tell which "
+                     "batch local BatchNorm and SyncBatchNorm follow");
     for (const std::string n : {"batch", "syncbatch"}) {
       if (!has(cfg, n) || !one) continue;
       const auto [d_per, d_glob] = distances(cfg, cells, n, w);
@@ -178,8 +196,11 @@ std::string reading(const DdpSweepConfig& cfg, const Cells& cells) {
       said.push_back((n == "batch" ? "BatchNorm with each rank's own statistics" : "SyncBatchNorm") +
                      std::string(" is on average ") + fmt(d_per, 3) +
                      " points from BatchNorm in one process at the per-rank batch and " + fmt(d_glob, 3) +
-                     " points from it at the global batch, so it behaves like BatchNorm at the " +
-                     (d_per < d_glob ? "per-rank" : d_glob < d_per ? "global" : "per-rank and the global") + " batch");
+                     " points from it at the global batch" +
+                     (!separable ? ""
+                                 : std::string(", so it behaves like BatchNorm at the ") +
+                                       (d_per < d_glob ? "per-rank" : d_glob < d_per ? "global" : "per-rank and the global") +
+                                       " batch"));
     }
     if (has(cfg, "batch") && has(cfg, "syncbatch")) {
       const int64_t b = cfg.per_rank_batches.front();

@@ -29,7 +29,7 @@ nlohmann::json to_json(const TrainConfig& c) {
   if (!c.init_from.empty()) j["init_from"] = c.init_from;
   if (c.eval_every > 0) j["eval_every"] = c.eval_every;
   if (c.task != "classification") j["task"] = c.task;
-  if (c.distributed) j["distributed_ranks"] = dist::world_size();
+  if (c.distributed) j["distributed_ranks"] = c.ranks > 0 ? c.ranks : dist::world_size();
   if (c.optimizer != "sgd") j["optimizer"] = {{"name", c.optimizer}, {"betas", {c.beta1, c.beta2}}, {"eps", c.eps}};
   return j;
 }

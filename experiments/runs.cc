@@ -130,7 +130,12 @@ Runs run_all(const std::vector<TrainConfig>& configs, const Splits& data, bool q
   if (error) std::rethrow_exception(error);
   progress.finish();
   group.reset();
-  if (whole_job) gather_runs(configs, finished, sender);
+  if (whole_job) {
+    gather_runs(configs, finished, sender);
+    double taken = sender ? static_cast<double>(reused) : 0;  // every group's runs from the earlier records
+    dist::allreduce_sum(&taken, 1);
+    reused = static_cast<size_t>(taken);
+  }
   Runs runs;
   runs.total = n;
   runs.reused = reused;

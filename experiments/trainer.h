@@ -47,6 +47,8 @@ struct TrainConfig {
   int64_t eval_every = 0;         // also evaluate (validation, test) after every N steps (0: after epochs only)
   bool distributed = false;       // data-parallel over the ranks of an mpirun job (ddp.h); batch_size is the
                                   // global batch, each rank trains on batch_size / ranks of it
+  int ranks = 0;                  // distributed: how many ranks it trains over, as recorded (0: those of
+                                  // the job, dist::world_size(); sweep --distributed sets it per run)
   std::string init_from;          // start from these weights (a safetensors file of the model's state_dict;
                                   // "": the seeded initialization)
 };

@@ -12,7 +12,7 @@ for f in report.md summary.csv runs.csv epochs.csv records.json manifest.json; d
   test -s "$dir/np2/$f" || { echo "FAIL: no $f"; exit 1; }
 done
 grep -q "SyncBatchNorm, 2 ranks" "$dir/np2/report.md"
-grep -q "^\*\*Reading.\*\* At 2 ranks: BatchNorm with each rank's own statistics" "$dir/np2/report.md"
+grep -q "^\*\*Reading.\*\* At 2 ranks: .*SyncBatchNorm is on average" "$dir/np2/report.md"
 # summary.csv: norm,ranks,per_rank_batch,global_batch,runs,diverged,test_acc_mean,test_acc_std.
 # Each norm over 2 ranks at per-rank batch b against one process at 2b (SyncBatchNorm: BatchNorm).
 awk -F, 'NR > 1 { acc[$1 "," $2 "," $4] = $7; if ($2 == 2) over2[$1 "," $4] = $7 }
@@ -29,6 +29,14 @@ awk -F, 'NR > 1 { acc[$1 "," $2 "," $4] = $7; if ($2 == 2) over2[$1 "," $4] = $7
     if (n != 9) { print "FAIL: expected 9 comparisons, got " n; exit 1 }
     print "2 ranks vs one process at the global batch: " n " cells within 1 point"
   }' "$dir/np2/summary.csv"
+# --resume takes every run from the records (in their groups or not) and writes the same files.
+cp -r "$dir/np2" "$dir/again"
+"$mpiexec" --oversubscribe -np 2 "$normlab" sweep --distributed --quick --quiet --threads 1 --resume --out "$dir/again"
+total=$(grep -o '"runs_total": [0-9]*' "$dir/again/manifest.json" | grep -o '[0-9]*$')
+grep -q "\"runs_reused\": $total," "$dir/again/manifest.json" || { echo "FAIL: --resume retrained runs:"; grep runs_ "$dir/again/manifest.json"; exit 1; }
+echo "--resume: all $total runs from the records"
+
+for f in summary.csv runs.csv epochs.csv; do cmp "$dir/np2/$f" "$dir/again/$f"; done
 # 4 processes, runs over 2 ranks each: two groups side by side, the same results.
 "$mpiexec" --oversubscribe -np 4 "$normlab" sweep --distributed --quick --quiet --threads 1 --ranks 1,2 --out "$dir/np4"
 for f in summary.csv runs.csv epochs.csv; do
