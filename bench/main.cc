@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <thread>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -53,6 +55,19 @@ bool take_threads_flag(int& argc, char** argv) {
   return true;
 }
 
+// The first value of a /proc/cpuinfo field ("model name", "cpu family", "model"), "?" without one.
+std::string cpuinfo(const std::string& field) {
+  std::ifstream f("/proc/cpuinfo");
+  for (std::string line; std::getline(f, line);) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon);
+    while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.pop_back();
+    if (key == field) return colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+  }
+  return "?";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -61,6 +76,11 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
   benchmark::AddCustomContext("normlab_threads", std::to_string(normlab::autograd::num_threads()));
   benchmark::AddCustomContext("highway_target", normlab::autograd::kernels::active_target());
+  // Where it ran: figures from machines of the same kind differ (compare ratios, not times).
+  benchmark::AddCustomContext("cpu_model_name", cpuinfo("model name"));
+  benchmark::AddCustomContext("cpu_family", cpuinfo("cpu family"));
+  benchmark::AddCustomContext("cpu_model", cpuinfo("model"));
+  benchmark::AddCustomContext("cores", std::to_string(std::thread::hardware_concurrency()));
   normlab::bench::register_gemm();
   normlab::bench::register_kernels();
   normlab::bench::register_norms();

@@ -77,6 +77,7 @@ if [[ " $PARTS " == *" table "* ]]; then
   # Google Benchmark matches the filter against the registered name, which ends in /real_time:
   # an end anchor ($) of FILTER must also match before that suffix.
   NORMLAB_FILTER=$(sed -E 's#(^|[^\\])[$]#\1(/real_time)?$#g' <<<"$FILTER")
+
   # Which workloads the filter selects, on each side, before anything runs.
   normlab_names=$("$BUILD_DIR/bench/bench_kernels" --benchmark_list_tests --benchmark_filter="$NORMLAB_FILTER" 2>/dev/null |
                   sed 's|/real_time$||' || true)
@@ -92,6 +93,9 @@ if [[ " $PARTS " == *" table "* ]]; then
     echo "bench/run.sh: these workloads run on one side only (no ratio for them):" >&2
     sed 's/^\t/  PyTorch only: /; /^  PyTorch only/!s/^/  normlab only: /' <<<"$only_one" >&2
   fi
+  # STREAM always runs on normlab's side (a few seconds): the table's first lines give this
+  # machine's memory rate, the yardstick of every GB/s figure.
+  NORMLAB_FILTER="($NORMLAB_FILTER)|^stream "
 
   # Round r of thread count t: normlab, then PyTorch (A/B/A/B over the rounds, so that a slow
   # minute of a shared machine falls on both sides); table.py pairs the files into rounds in order.
@@ -117,7 +121,7 @@ if [[ " $PARTS " == *" table "* ]]; then
     done
   done
   echo >&2
-  "$PYTHON" bench/table.py ${MARKDOWN:+--markdown} "${files[@]}"
+  "$PYTHON" bench/table.py ${MARKDOWN:+--markdown} --json "$OUT_DIR/table.json" "${files[@]}"
 fi
 
 if [[ " $PARTS " == *" epoch "* ]]; then

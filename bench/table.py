@@ -10,11 +10,17 @@ order given: the k-th normlab file and the k-th PyTorch file of a thread count a
 more than one round, each time is the median over rounds, the ratio is the median of the rounds'
 ratios, and the range of the rounds' ratios (min-max) is shown beside it, as is every target's.
 
-usage: table.py [--markdown] FILE.json ...   (the file kinds are told apart by their content)
+The first lines say where it ran: CPU model, family and model number, cores, Highway target, and
+the STREAM rates measured in the same run (copy and triad, per thread count). With --json OUT, the
+table, the targets and that machine description are also written to OUT.
+
+usage: table.py [--markdown] [--json OUT] FILE.json ...   (the file kinds are told apart by their content)
 """
 import json
 import statistics
 import sys
+
+MACHINE = {}  # where the normlab side ran (bench_kernels' context), for the output and the JSON
 
 
 def load(paths):
@@ -33,11 +39,15 @@ def load(paths):
         if "benchmarks" in data:  # Google Benchmark
             ctx = data.get("context", {})
             threads = int(ctx.get("normlab_threads", 1))
-            if not any(c.startswith("normlab") for c in context):
+            if not any(c.startswith("Machine") for c in context):
                 caches = ", ".join(f"L{c['level']}{c['type'][0].lower() if c['type'] != 'Unified' else ''} "
                                    f"{c['size'] // 1024} KiB" for c in ctx.get("caches", []))
-                context.append(f"normlab: Highway target {ctx.get('highway_target', '?')}, "
-                               f"{ctx.get('num_cpus', '?')} CPUs at {ctx.get('mhz_per_cpu', '?')} MHz ({caches})")
+                context.append(f"Machine: {ctx.get('cpu_model_name', '?')} (family {ctx.get('cpu_family', '?')}, "
+                               f"model {ctx.get('cpu_model', '?')}), {ctx.get('cores', ctx.get('num_cpus', '?'))} "
+                               f"cores at {ctx.get('mhz_per_cpu', '?')} MHz ({caches}); normlab's Highway target "
+                               f"{ctx.get('highway_target', '?')}")
+                MACHINE.update({k: ctx.get(k) for k in ("cpu_model_name", "cpu_family", "cpu_model", "cores",
+                                                        "highway_target", "mhz_per_cpu")})
             for b in data["benchmarks"]:
                 if b.get("aggregate_name", "median") != "median" or b.get("error_occurred"):
                     continue
@@ -151,11 +161,32 @@ def print_table(header, table, markdown):
 
 def main(argv):
     markdown = "--markdown" in argv
-    paths = [a for a in argv if a != "--markdown"]
+    argv = [a for a in argv if a != "--markdown"]
+    json_out = None
+    if "--json" in argv:
+        i = argv.index("--json")
+        if i + 1 >= len(argv):
+            print("table.py: --json needs a file name", file=sys.stderr)
+            return 2
+        json_out = argv[i + 1]
+        argv = argv[:i] + argv[i + 2:]
+    paths = argv
     if not paths:
         print(__doc__, file=sys.stderr)
         return 2
     rows, context, order = load(paths)
+    # The STREAM rates of this run, beside the machine line.
+    stream = {}
+    for (name, threads), r in rows.items():
+        if name.startswith("stream ") and r.get("normlab") and r["normlab"][0][1] is not None:
+            stream.setdefault(name, {})[threads] = statistics.median(v[1] for v in r["normlab"])
+    if stream:
+        MACHINE["stream_gb_per_s"] = stream
+        line = "STREAM (this run, GB/s): " + "; ".join(
+            f"{name} " + ", ".join(f"{v:.1f} at {t} thread{'s' if t > 1 else ''}" for t, v in sorted(by_t.items()))
+            for name, by_t in sorted(stream.items()))
+        pos = next((i + 1 for i, c in enumerate(context) if c.startswith("Machine")), 0)
+        context.insert(pos, line)
     rounds = max(len(v) for r in rows.values() for v in r.values()) if rows else 0
     # Group by workload (in first-seen order), then by thread count.
     names = []
@@ -182,6 +213,11 @@ def main(argv):
     print("PyTorch/normlab > 1 means normlab is faster")
     print_table(header, table, markdown)
     targets = target_lines(rows)
+    if json_out:
+        with open(json_out, "w") as f:
+            json.dump({"machine": MACHINE, "context": context, "header": header, "rows": table,
+                       "targets": [dict(zip(["target", "threads", "value", "verdict", "rounds_met", "rounds"], t))
+                                   for t in targets]}, f, indent=1)
     if targets:
         print()
         print("performance targets (value = the ratio the target names" + (", median (min-max) over rounds)" if rounds > 1 else ")"))
