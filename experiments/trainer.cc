@@ -55,6 +55,13 @@ void validate(const TrainConfig& c, const Splits& s) {
   if (c.distributed && c.batch_size % dist::world_size() != 0)
     throw Error("--batch-size " + std::to_string(c.batch_size) + " is the global batch, split over " +
                 std::to_string(dist::world_size()) + " ranks: give a multiple of " + std::to_string(dist::world_size()));
+  if (c.distributed && norm(c.model.norm).batch_statistics && c.model.norm != "syncbatch" &&
+      c.batch_size == dist::world_size())
+    throw Error(norm(c.model.norm).display + " with each rank's own statistics needs more than one sample per rank "
+                "(PyTorch: \"Expected more than 1 value per channel when training\"): --batch-size " +
+                std::to_string(c.batch_size) + " over " + std::to_string(dist::world_size()) +
+                " ranks leaves one; give a multiple of the ranks of at least " + std::to_string(2 * dist::world_size()) +
+                ", or --norm syncbatch");
   if (c.distributed && c.batch_size < n && n / c.batch_size == 0)
     throw Error("the training set is smaller than one global batch");
   if (c.optimizer == "sgd") optim::SGD::check_options(sgd_options(c), "SGD");

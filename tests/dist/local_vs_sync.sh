@@ -55,6 +55,8 @@ expect_usage_error "each number of ranks must divide 2" \
   "$mpiexec" --oversubscribe -np 2 "$normlab" sweep --distributed --quick --ranks 4 --out "$dir/bad"
 expect_usage_error "needs more than one sample per rank" \
   "$mpiexec" --oversubscribe -np 2 "$normlab" sweep --distributed --quick --ranks 2 --batch-sizes 1,2 --out "$dir/bad"
+expect_usage_error "needs more than one sample per rank" \
+  "$mpiexec" --oversubscribe -np 2 "$normlab" train --distributed --quick --batch-size 2 --norm batch --out "$dir/bad"
 expect_usage_error "give --batch-sizes of 2 or more" \
   "$mpiexec" --oversubscribe -np 2 "$normlab" sweep --distributed --quick --batch-sizes 1,2 --out "$dir/bad"
 expect_usage_error "start it as mpirun -np 2 normlab sweep --distributed" "$normlab" sweep --distributed --quick --out "$dir/bad"
