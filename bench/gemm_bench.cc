@@ -16,7 +16,7 @@ namespace {
 // Times C = op(A) op(B) for one shape; reports GFLOP/s (2 M N K flops per product).
 void run_gemm(benchmark::State& state, k::GemmShape s) {
   const auto a = random_vec<float>(s.m * s.k, 1), b = random_vec<float>(s.k * s.n, 2);
-  std::vector<float> c(static_cast<size_t>(s.m * s.n));
+  AlignedVec<float> c(static_cast<size_t>(s.m * s.n));
   for (auto _ : state) {
     k::gemm(s, a.data(), b.data(), c.data());
     benchmark::DoNotOptimize(c.data());

@@ -22,7 +22,7 @@ void count_bytes(benchmark::State& state, double arrays) {
 
 void add_f32(benchmark::State& state) {  // z = x + y
   const auto x = random_vec<float>(kNumel, 1), y = random_vec<float>(kNumel, 2);
-  std::vector<float> z(kNumel);
+  AlignedVec<float> z(kNumel);
   k::BroadcastPlan p;
   p.rank = 1, p.size[0] = kNumel, p.sa[0] = 1, p.sb[0] = 1;
   for (auto _ : state) {
@@ -34,7 +34,7 @@ void add_f32(benchmark::State& state) {  // z = x + y
 
 void unary_f32(benchmark::State& state, k::UnaryOp op) {  // y = f(x)
   const auto x = random_vec<float>(kNumel, 1);
-  std::vector<float> y(kNumel);
+  AlignedVec<float> y(kNumel);
   for (auto _ : state) {
     k::unary(op, kNumel, x.data(), y.data());
     benchmark::ClobberMemory();
@@ -54,7 +54,7 @@ void axpy_f32(benchmark::State& state) {  // y += a x
 
 void sum_f32(benchmark::State& state, int dim) {  // sum over rows (dim 0) or within rows (dim 1)
   const auto x = random_vec<float>(kNumel, 1);
-  std::vector<float> out(dim == 0 ? kCols : kRows);
+  AlignedVec<float> out(dim == 0 ? kCols : kRows);
   for (auto _ : state) {
     if (dim == 0) k::reduce(k::ReduceOp::Sum, 1, kRows, kCols, x.data(), out.data());
     else k::reduce(k::ReduceOp::Sum, kRows, kCols, 1, x.data(), out.data());

@@ -63,6 +63,24 @@ void test_all_sizes_and_transposes() {
   });
 }
 
+// Few rows times B^T, the Linear forward at small batches: the dot-product tiles (1 row, 2-row
+// tiles with an odd row left), and rows 9..32 where C^T = B A^T is computed instead when its tiles
+// (2 vectors wide: 16 floats on AVX2, 32 on AVX-512) are at least 3/4 full, else the plain loops;
+// and C^T again for few columns (at most half a tile) and more rows.
+template <typename T>
+void test_few_rows_times_b_transposed() {
+  for_each_target([&] {
+    unsigned seed = 500;
+    for (int64_t m : {1, 2, 5, 8, 9, 12, 16, 24, 31, 32, 70})
+      for (int64_t n : {1, 9, 10, 16, 33, 70})
+        for (int64_t kk : {1, 15, 33, 100}) {
+          k::GemmShape s;
+          s.trans_b = true, s.m = m, s.n = n, s.k = kk;
+          compare<T>(s, seed += 3);
+        }
+  });
+}
+
 template <typename T>
 void test_batches_and_accumulate() {
   struct Case { int64_t m, n, k, batch; int sa, sb, sc; bool acc; };  // s*: 1 dense, 0 broadcast, 2 padded
@@ -94,6 +112,8 @@ BOOST_AUTO_TEST_SUITE(gemm_kernel)
 
 BOOST_AUTO_TEST_CASE(sizes_and_transposes_f32) { test_all_sizes_and_transposes<float>(); }
 BOOST_AUTO_TEST_CASE(sizes_and_transposes_f64) { test_all_sizes_and_transposes<double>(); }
+BOOST_AUTO_TEST_CASE(few_rows_times_b_transposed_f32) { test_few_rows_times_b_transposed<float>(); }
+BOOST_AUTO_TEST_CASE(few_rows_times_b_transposed_f64) { test_few_rows_times_b_transposed<double>(); }
 BOOST_AUTO_TEST_CASE(batches_and_accumulate_f32) { test_batches_and_accumulate<float>(); }
 BOOST_AUTO_TEST_CASE(batches_and_accumulate_f64) { test_batches_and_accumulate<double>(); }
 

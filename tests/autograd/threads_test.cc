@@ -48,6 +48,9 @@ void check_thread_independence() {
       {7, 3001, 300, 1, false, false, false},   // few rows: split by columns
       {11, 1001, 257, 1, true, true, false},
       {5, 3001, 301, 1, false, true, false},    // few rows times B^T: dot products, split by columns
+      {1, 3001, 301, 1, false, true, false},    // one row: its own tile of 8 columns
+      {16, 2001, 300, 1, false, true, false},   // 16 rows: C^T on AVX2, the plain loops on AVX-512
+      {300, 10, 256, 1, false, true, false},    // 10 columns times B^T: computed as C^T
       {3001, 3, 301, 1, true, false, false},    // A^T times 3 columns: vectors along M, split by rows
       {20, 2001, 300, 1, false, true, false},   // 20 rows times B^T: computed as C^T, split by C's columns
       {20, 999, 300, 3, false, true, true},
