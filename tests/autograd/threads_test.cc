@@ -51,6 +51,8 @@ void check_thread_independence() {
       {1, 3001, 301, 1, false, true, false},    // one row: its own tile of 8 columns
       {16, 2001, 300, 1, false, true, false},   // 16 rows: C^T on AVX2, the plain loops on AVX-512
       {300, 10, 256, 1, false, true, false},    // 10 columns times B^T: computed as C^T
+      {128, 784, 256, 1, false, false, false},  // one row block (batch 128): split by columns
+      {128, 256, 784, 1, false, true, false},
       {3001, 3, 301, 1, true, false, false},    // A^T times 3 columns: vectors along M, split by rows
       {20, 2001, 300, 1, false, true, false},   // 20 rows times B^T: computed as C^T, split by C's columns
       {20, 999, 300, 3, false, true, true},
