@@ -16,28 +16,35 @@ using autograd::Tensor;
 
 namespace {
 
-// Rank 0's values of every tensor in ts: one broadcast per dtype, through a flat buffer (kept
-// between calls), not one per tensor: BatchNorm's buffers are small and a broadcast costs its latency.
-void broadcast_tensors(const autograd::NamedTensors& ts) {
+// Runs `exchange` (a broadcast, a sum over the ranks) on the values of every tensor in ts, through
+// one flat buffer per dtype (kept between calls: no allocation once grown), not one collective per
+// tensor: many are small and a collective costs its latency. The values come back divided by
+// `divisor` (1: as they are).
+template <class Exchange>
+void through_flat_buffers(const std::vector<Tensor>& ts, const Exchange& exchange, int divisor) {
   thread_local std::vector<float> f;
   thread_local std::vector<double> d;
   f.clear(), d.clear();
-  for (const auto& [name, t] : ts) {
+  for (const Tensor& t : ts) {
     if (t.dtype() == autograd::DType::Float64) d.insert(d.end(), t.data<double>(), t.data<double>() + t.numel());
     else f.insert(f.end(), t.data<float>(), t.data<float>() + t.numel());
   }
-  dist::broadcast(f.data(), static_cast<int64_t>(f.size()));
-  dist::broadcast(d.data(), static_cast<int64_t>(d.size()));
+  exchange(f.data(), static_cast<int64_t>(f.size()));
+  exchange(d.data(), static_cast<int64_t>(d.size()));
   size_t fi = 0, di = 0;
-  for (const auto& [name, t] : ts) {
-    if (t.dtype() == autograd::DType::Float64) {
-      std::copy(d.begin() + static_cast<ptrdiff_t>(di), d.begin() + static_cast<ptrdiff_t>(di + t.numel()), t.data<double>());
-      di += static_cast<size_t>(t.numel());
-    } else {
-      std::copy(f.begin() + static_cast<ptrdiff_t>(fi), f.begin() + static_cast<ptrdiff_t>(fi + t.numel()), t.data<float>());
-      fi += static_cast<size_t>(t.numel());
-    }
+  for (const Tensor& t : ts) {
+    if (t.dtype() == autograd::DType::Float64)
+      for (int64_t i = 0; i < t.numel(); ++i) t.data<double>()[i] = d[di++] / divisor;
+    else
+      for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = f[fi++] / static_cast<float>(divisor);
   }
+}
+
+// Rank 0's values of every tensor in ts.
+void broadcast_tensors(const autograd::NamedTensors& ts) {
+  std::vector<Tensor> values;
+  for (const auto& [name, t] : ts) values.push_back(t);
+  through_flat_buffers(values, [](auto* x, int64_t n) { dist::broadcast(x, n); }, 1);
 }
 
 }  // namespace
@@ -53,30 +60,11 @@ void broadcast_buffers(nn::Module& m) {
 }
 
 void average_gradients(const std::vector<Tensor>& params) {
-  const int w = dist::world_size();
-  if (w == 1) return;
-  // float32 and float64 gradients in one flat buffer each, in parameter order (kept between steps:
-  // no allocation once they have grown).
-  thread_local std::vector<float> f;
-  thread_local std::vector<double> d;
-  f.clear(), d.clear();
-  for (const Tensor& p : params) {
-    const Tensor g = p.grad();
-    if (!g.defined()) continue;
-    if (g.dtype() == autograd::DType::Float64) d.insert(d.end(), g.data<double>(), g.data<double>() + g.numel());
-    else f.insert(f.end(), g.data<float>(), g.data<float>() + g.numel());
-  }
-  dist::allreduce_sum(f.data(), static_cast<int64_t>(f.size()));
-  dist::allreduce_sum(d.data(), static_cast<int64_t>(d.size()));
-  size_t fi = 0, di = 0;
-  for (const Tensor& p : params) {
-    const Tensor g = p.grad();
-    if (!g.defined()) continue;
-    if (g.dtype() == autograd::DType::Float64)
-      for (int64_t i = 0; i < g.numel(); ++i) g.data<double>()[i] = d[di++] / w;
-    else
-      for (int64_t i = 0; i < g.numel(); ++i) g.data<float>()[i] = f[fi++] / static_cast<float>(w);
-  }
+  if (dist::world_size() == 1) return;
+  std::vector<Tensor> grads;  // in parameter order
+  for (const Tensor& p : params)
+    if (p.grad().defined()) grads.push_back(p.grad());
+  through_flat_buffers(grads, [](auto* x, int64_t n) { dist::allreduce_sum(x, n); }, dist::world_size());
 }
 
 data::Batch shard(const data::Batch& b) {

@@ -35,6 +35,9 @@ struct Cell {
 };
 using Cells = std::map<Cell, std::vector<double>>;  // final test accuracy of each seed (NaN: diverged)
 
+// The ranks a run of the experiment trained over (run_config records it).
+int ranks_of(const TrainConfig& c) { return c.distributed ? c.ranks : 1; }
+
 // SyncBatchNorm in one process is BatchNorm: it is run (and shown) as BatchNorm there.
 bool runs_in_one_process(const std::string& n) { return n != "syncbatch"; }
 
@@ -281,16 +284,14 @@ std::vector<std::string> plots(const DdpSweepConfig& cfg, const Cells& cells, co
   return made;
 }
 
-void write_tables(const DdpSweepConfig& cfg, const std::vector<RunResult>& runs, const std::vector<int>& ranks_of,
-                  const Cells& cells, const StudyContext& ctx, bool has_val) {
+void write_tables(const DdpSweepConfig& cfg, const std::vector<RunResult>& runs, const Cells& cells, const StudyContext& ctx, bool has_val) {
   RunTable runs_csv({"ranks", "per_rank_batch", "diverged", "diverged_step", "final_test_acc", "final_test_loss"},
                     ctx.dataset);
   std::vector<std::string> epoch_cols{"ranks", "per_rank_batch"};
   for (const auto& c : epoch_columns(has_val, false)) epoch_cols.push_back(c);
   RunTable epochs_csv(epoch_cols, ctx.dataset);
-  for (size_t i = 0; i < runs.size(); ++i) {
-    const RunResult& r = runs[i];
-    const int w = ranks_of[i];
+  for (const RunResult& r : runs) {
+    const int w = ranks_of(r.config);
     const std::string W = std::to_string(w), b = std::to_string(r.config.batch_size / w);
     runs_csv.add(r, {W, b, r.diverged ? "1" : "0", std::to_string(r.diverged_step),
                      fmt(final_of(r, &EpochRecord::test_acc)), fmt(final_of(r, &EpochRecord::test_loss))});
@@ -350,7 +351,6 @@ Report run_ddp_sweep(const DdpSweepConfig& config, const Splits& data, const Stu
   prepare_output_dir(ctx.out);
   const std::vector<nlohmann::json> previous = previous_runs(ctx.resume_from);
   Runs all;
-  std::vector<int> ranks_of;
   size_t offset = 0;
   for (size_t k = 0; k < lists.size(); ++k) {
     const std::vector<TrainConfig>& list = lists[k];
@@ -361,18 +361,18 @@ Report run_ddp_sweep(const DdpSweepConfig& config, const Splits& data, const Stu
                                            previous.begin() + static_cast<ptrdiff_t>(std::min(offset + list.size(), previous.size())));
     const int w = cfg.ranks[k];
     Runs part = run_all(list, data, ctx.quiet, [w](const TrainConfig& c) { return label(c, w); }, outcome, prev, w);
-    for (auto& r : part.results) all.results.push_back(std::move(r)), ranks_of.push_back(cfg.ranks[k]);
+    for (auto& r : part.results) all.results.push_back(std::move(r));
     all.reused += part.reused;
     all.wall_seconds += part.wall_seconds;
     offset += list.size();
   }
   Cells cells;
-  for (size_t i = 0; i < all.results.size(); ++i) {
-    const RunResult& r = all.results[i];
-    cells[{r.config.model.norm, ranks_of[i], r.config.batch_size / ranks_of[i]}].push_back(
+  for (const RunResult& r : all.results) {
+    const int w = ranks_of(r.config);
+    cells[{r.config.model.norm, w, r.config.batch_size / w}].push_back(
         final_of(r, &EpochRecord::test_acc));
   }
-  write_tables(cfg, all.results, ranks_of, cells, ctx, data.validation.size() > 0);
+  write_tables(cfg, all.results, cells, ctx, data.validation.size() > 0);
   write_records(ctx.out / "records.json", all.results);
   const TrainConfig& b = cfg.base;
   std::ostringstream md;
@@ -402,9 +402,8 @@ Report run_ddp_sweep(const DdpSweepConfig& config, const Splits& data, const Stu
                                  {"reference_batch", cfg.reference_batch}, {"norms", cfg.norms}, {"seeds", cfg.seeds}},
                                 all.wall_seconds);
   nlohmann::json timing = nlohmann::json::array();
-  for (size_t i = 0; i < all.results.size(); ++i) {
-    const RunResult& r = all.results[i];
-    timing.push_back({{"norm", r.config.model.norm}, {"ranks", ranks_of[i]}, {"batch_size", r.config.batch_size},
+  for (const RunResult& r : all.results) {
+    timing.push_back({{"norm", r.config.model.norm}, {"ranks", ranks_of(r.config)}, {"batch_size", r.config.batch_size},
                       {"seed", r.config.seed}, {"steps", r.total_steps}, {"seconds", r.seconds},
                       {"step_seconds", r.step_seconds}, {"eval_seconds", r.eval_seconds}});
   }

@@ -48,12 +48,17 @@ Tensor BatchNorm::forward(const Tensor& x) {
   }
   // Batch statistics in training, and in eval too when no running statistics are kept.
   const bool use_batch_stats = is_training() || !track_running_stats_;
-  Tensor y = autograd::batch_norm(x, track_running_stats_ ? running_mean_ : Tensor(),
-                        track_running_stats_ ? running_var_ : Tensor(), weight_, bias_, use_batch_stats, f, eps_);
+  Tensor y = normalize(x, track_running_stats_ ? running_mean_ : Tensor(), track_running_stats_ ? running_var_ : Tensor(),
+                       use_batch_stats, f);
   // Counted only once batch_norm accepted the batch (PyTorch counts a refused batch too), so a
   // refused batch leaves the module as it was.
   if (update) num_batches_tracked_.set_flat(0, num_batches_tracked_.item() + 1);
   return y;
+}
+
+Tensor BatchNorm::normalize(const Tensor& x, const Tensor& rm, const Tensor& rv, bool use_batch_stats,
+                            double f) const {
+  return autograd::batch_norm(x, rm, rv, weight_, bias_, use_batch_stats, f, eps_);
 }
 
 std::string BatchNorm::repr() const {

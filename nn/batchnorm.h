@@ -53,6 +53,10 @@ class BatchNorm : public Module {
             bool track_running_stats, DType dtype);
   // Throws unless x has this module's rank and num_features channels, naming both shapes.
   virtual void check_input(const Tensor& x) const = 0;
+  // The normalization itself, with autograd::batch_norm's arguments (rm, rv: the running statistics
+  // or undefined; f: their update factor). SyncBatchNorm takes its statistics over every rank.
+  virtual Tensor normalize(const Tensor& x, const Tensor& rm, const Tensor& rv, bool use_batch_stats,
+                           double f) const;
   const std::string& name() const { return name_; }
 
  private:

@@ -142,21 +142,10 @@ void SyncBatchNorm::check_input(const Tensor& x) const {
                 std::to_string(num_features()) + ", *), but got input of size " + shape_str(x.shape()));
 }
 
-Tensor SyncBatchNorm::forward(const Tensor& x) {
-  if (!is_training() || dist::world_size() == 1) return BatchNorm::forward(x);  // PyTorch's fallback
-  check(x.defined(), [&] { return name() + ": the input is an undefined tensor"; });
-  check_input(x);
-  double f = 0;
-  if (track_running_stats()) {
-    const double batches = num_batches_tracked().item() + 1;
-    f = momentum() ? *momentum() : 1.0 / batches;
-  }
-  Tensor y = sync_batch_norm(x, running_mean(), running_var(), weight(), bias(), f, eps());
-  if (track_running_stats()) {
-    Tensor count = num_batches_tracked();
-    count.set_flat(0, count.item() + 1);
-  }
-  return y;
+Tensor SyncBatchNorm::normalize(const Tensor& x, const Tensor& rm, const Tensor& rv, bool use_batch_stats,
+                                double f) const {
+  if (!is_training() || dist::world_size() == 1) return BatchNorm::normalize(x, rm, rv, use_batch_stats, f);
+  return sync_batch_norm(x, rm, rv, weight(), bias(), f, eps());
 }
 
 }  // namespace normlab::nn

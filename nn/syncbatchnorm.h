@@ -20,10 +20,12 @@ class SyncBatchNorm : public BatchNorm {
  public:
   explicit SyncBatchNorm(int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1,
                          bool affine = true, bool track_running_stats = true, DType dtype = DType::Float32);
-  Tensor forward(const Tensor& x) override;
 
  protected:
   void check_input(const Tensor& x) const override;
+  // In training over more than one rank: sync_batch_norm; else BatchNorm's (PyTorch's fallback).
+  Tensor normalize(const Tensor& x, const Tensor& rm, const Tensor& rv, bool use_batch_stats,
+                   double f) const override;
 };
 
 // The training forward of SyncBatchNorm as a function, PyTorch's F.batch_norm arguments: updates
