@@ -1,5 +1,7 @@
-// The benchmark executable: `bench_kernels [--threads=N] [Google Benchmark flags]`. The thread
-// count (default: all cores) applies to every kernel and to the STREAM loops.
+// The benchmark executable: `bench_kernels [--threads=N] [--target=NAME] [Google Benchmark flags]`.
+// The thread count (default: all cores) applies to every kernel and to the STREAM loops. --target
+// pins the kernels' dispatch to one Highway target this CPU supports (AVX2 on an AVX-512 machine,
+// say), to see what a machine without the wider vectors runs.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -9,6 +11,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <hwy/targets.h>
 
 #include "autograd/error.h"
 #include "autograd/kernels/elementwise.h"
@@ -68,10 +72,41 @@ std::string cpuinfo(const std::string& field) {
   return "?";
 }
 
+// Removes --target=NAME from argv and pins dispatch to that target; a clear message when this CPU
+// or this build has no such target.
+bool take_target_flag(int& argc, char** argv) {
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--target=", 0) != 0) {
+      rest.push_back(argv[i]);
+      continue;
+    }
+    const std::string want = arg.substr(9);
+    std::string names;
+    bool found = false;
+    for (int64_t t : hwy::SupportedAndGeneratedTargets()) {
+      names += std::string(names.empty() ? "" : ", ") + hwy::TargetName(t);
+      if (want == hwy::TargetName(t)) {
+        hwy::SetSupportedTargetsForTest(t);
+        found = true;
+      }
+    }
+    if (!found) {
+      std::fprintf(stderr, "bench_kernels: --target: '%s' is not a target of this build on this CPU (one of: %s)\n",
+                   want.c_str(), names.c_str());
+      return false;
+    }
+  }
+  argc = static_cast<int>(rest.size());
+  for (int i = 0; i < argc; ++i) argv[i] = rest[static_cast<size_t>(i)];
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (!take_threads_flag(argc, argv)) return 2;
+  if (!take_threads_flag(argc, argv) || !take_target_flag(argc, argv)) return 2;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
   benchmark::AddCustomContext("normlab_threads", std::to_string(normlab::autograd::num_threads()));

@@ -474,10 +474,10 @@ void MacroKernel(D d, const Plan<T>& pl, const Operands<T>& o, int64_t ic, size_
 
 // One thread computes C[i0:i1, j0:j1] of batch items q0 .. q1-1 (in batch order) through the
 // BLIS loop nest at the top of this file.
-template <typename T>
+template <class D, typename T = hn::TFromD<D>>
 HWY_NOINLINE void GemmRegion(const GemmShape& s, const Plan<T>& pl, const T* a, const T* b, T* c, int64_t q0,
                              int64_t q1, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-  const hn::ScalableTag<T> d;
+  const D d;
   PackBuffers<T>& buf = ThreadBuffers<T>();
   T* bp = buf.get_b(pl.b_size(std::min(pl.NC, static_cast<size_t>(j1 - j0))));
   T* ap = pl.pack_a ? buf.get_a(pl.a_size()) : nullptr;
@@ -542,9 +542,9 @@ struct TeamSync {
 // When B's panel for all of K fits in 8 MiB (the MLP's and most shapes), it is packed at once
 // and a thread then runs all K blocks of its row block: one wait per call. Otherwise the panel
 // is packed per K block: two waits per K block (cheap next to a K block of that size).
-template <typename T>
+template <class D, typename T = hn::TFromD<D>>
 HWY_NOINLINE void GemmSharedB(const GemmShape& s, const Plan<T>& pl, const T* a, const T* b, T* c, int threads) {
-  const hn::ScalableTag<T> d;
+  const D d;
   const size_t width = std::min(pl.NC, static_cast<size_t>(s.n));
   const size_t ncp = pl.pack_b ? (width + pl.NR - 1) / pl.NR * pl.NR : pl.NR;  // packed panel width
   const size_t kblocks = (pl.K + pl.KC - 1) / pl.KC;
@@ -608,6 +608,8 @@ void ParallelParts(int threads, int64_t parts, const Part& part) {
 // stored row j, both read in place: a tile of R rows x C columns of vector accumulators along K
 // (every B vector loaded once for R rows), then each reduced across lanes and finished with a
 // scalar tail (a fixed order). Columns j0 .. j1-1.
+// Up to 8 rows; up to 16 unless C^T (below) has the fewer rows and fills its tiles at least 3/4
+// (Linear(256, 10) at batch 12..16: 1-2 us against 3-5 us for C^T's or C's half-empty tiles).
 constexpr int64_t kDotRows = 8;
 
 // One R x C tile of dot products: out[r][t] = sum_p x[r][p] w[t][p], as FMA chains per lane over
@@ -745,16 +747,17 @@ void GemmEmptyK(const GemmShape& s, T* c) {
   for (int64_t q = 0; q < items; ++q) std::fill(c + q * s.stride_c, c + q * s.stride_c + s.m * s.n, T(0));
 }
 
-// The BLIS loop nest for problem s (C^T's when pl.c_transposed), on `threads` threads.
-template <typename T>
+// The BLIS loop nest for problem s (C^T's when pl.c_transposed), on `threads` threads, with
+// vectors of tag D (pl.NR = 2 of them).
+template <class D, typename T = hn::TFromD<D>>
 void GemmBlocked(const GemmShape& s, Plan<T>& pl, const T* a, const T* b, T* c, int threads) {
   const int64_t MR = static_cast<int64_t>(kMR), NR = static_cast<int64_t>(pl.NR);
   const int64_t tiles_m = (s.m + MR - 1) / MR, tiles_n = (s.n + NR - 1) / NR;
-  if (threads <= 1) return GemmRegion(s, pl, a, b, c, 0, s.batch, 0, s.m, 0, s.n);
+  if (threads <= 1) return GemmRegion<D>(s, pl, a, b, c, 0, s.batch, 0, s.m, 0, s.n);
   // Which thread computes which tile never changes a result (see the top of this file).
   if (s.batch >= threads && s.stride_c >= s.m * s.n) {
     // Disjoint C blocks: whole batch items.
-    ParallelParts(threads, s.batch, [&](int64_t q) HWY_ATTR { GemmRegion(s, pl, a, b, c, q, q + 1, 0, s.m, 0, s.n); });
+    ParallelParts(threads, s.batch, [&](int64_t q) HWY_ATTR { GemmRegion<D>(s, pl, a, b, c, q, q + 1, 0, s.m, 0, s.n); });
   } else if (tiles_m >= 2 * threads && s.m > static_cast<int64_t>(kMC<T>)) {
     // Rows: a multiple of `threads` blocks of about equal height (at most MC), at least 4 per
     // thread for balance (M = 2048: 16 blocks of 132 rows, not 15 of 144).
@@ -762,7 +765,7 @@ void GemmBlocked(const GemmShape& s, Plan<T>& pl, const T* a, const T* b, T* c, 
                                                         (static_cast<int64_t>(pl.MC) * threads));
     const int64_t rows = (s.m + per_thread * threads - 1) / (per_thread * threads);
     pl.MC = std::min(pl.MC, static_cast<size_t>((rows + MR - 1) / MR * MR));
-    GemmSharedB(s, pl, a, b, c, threads);
+    GemmSharedB<D>(s, pl, a, b, c, threads);
   } else {
     // Few rows (at most one MC block: the MLP's batch of 128), many columns: ranges of NR-column
     // panels, about 4 per thread, each with its own packing of A's few rows and of its own part of
@@ -771,9 +774,47 @@ void GemmBlocked(const GemmShape& s, Plan<T>& pl, const T* a, const T* b, T* c, 
     const int64_t parts = std::min<int64_t>(tiles_n, 4 * threads);
     ParallelParts(threads, parts, [&](int64_t i) HWY_ATTR {
       const int64_t j0 = std::min(s.n, tiles_n * i / parts * NR), j1 = std::min(s.n, tiles_n * (i + 1) / parts * NR);
-      if (j0 < j1) GemmRegion(s, pl, a, b, c, 0, s.batch, 0, s.m, j0, j1);
+      if (j0 < j1) GemmRegion<D>(s, pl, a, b, c, 0, s.batch, 0, s.m, j0, j1);
     });
   }
+}
+
+// Whether m rows fill tiles nr wide at least 3/4 (the last tile's padding at most nr / 4).
+inline bool TileFits(int64_t m, int64_t nr) { return 4 * ((nr - m % nr) % nr) <= nr; }
+
+// Whether C^T's tiles for m rows of C are at least 3/4 full: 2 vectors wide (16 floats on AVX2),
+// or on AVX-512 also 2 half vectors (32 or 16 floats). Batch 16 runs AVX-512's 32-wide tiles half
+// empty (133 us for Linear(784, 256) on Zen 4, against 111 us unswapped) but fills 16-wide ones
+// (70 us).
+template <typename T>
+bool SwapTilesFit(int64_t m) {
+  const int64_t nr = static_cast<int64_t>(2 * hn::Lanes(hn::ScalableTag<T>()));
+#if HWY_TARGET <= HWY_AVX3 && HWY_ARCH_X86
+  if (TileFits(m, nr / 2)) return true;
+#endif
+  return TileFits(m, nr);
+}
+
+// The blocked GEMM of s (already swapped to C^T when pl.c_transposed) with vectors of tag D.
+template <class D, typename T = hn::TFromD<D>>
+void GemmWith(D d, const GemmShape& s, Plan<T>& pl, const T* a, const T* b, T* c, int threads) {
+  pl.NR = 2 * hn::Lanes(d);
+  pl.MC = kMC<T>;
+  pl.NC = std::max(pl.NR, kNC / pl.NR * pl.NR);
+  pl.K = static_cast<size_t>(s.k);
+  pl.KC = BlockK(pl.K);
+  // Packing pays when the operand is reused from a layout the micro-kernel reads badly
+  // (measured on AVX2 float, single thread, 32..2048):
+  // - A (M, K) is read in place (6 row streams) unless its rows are 4 KiB or more apart, where
+  //   the 6 rows of a tile fall into the same L1 sets (K >= 1024 floats: packed is 3% faster,
+  //   below it reading in place is 2-20% faster: no packing pass).
+  // - A stored (K, M) is packed unless M is small (then each tile reads one line per p).
+  // - B is packed when transposed (the micro-kernel needs rows of B), and otherwise unless M is
+  //   small (a few tiles per panel do not repay the packing; at large N the panel's rows, N
+  //   apart, would thrash L1).
+  pl.pack_a = s.trans_a ? s.m > 4 * static_cast<int64_t>(kMR) : s.k * static_cast<int64_t>(sizeof(T)) >= 4096;
+  pl.pack_b = s.trans_b || s.m > 2 * static_cast<int64_t>(kMR);
+  GemmBlocked<D>(s, pl, a, b, c, threads);
 }
 
 // Up to kSwapRows rows times a transposed B (Linear's forward at batch 9..32): packing B = W
@@ -805,7 +846,9 @@ void Gemm(const GemmShape& s_in, const T* a_in, const T* b_in, T* c) {
       });
       return;
     }
-    if (s.trans_b && !s.trans_a && (s.m <= kDotRows || s.n <= kNarrowCols)) {
+    if (s.trans_b && !s.trans_a &&
+        (s.m <= kDotRows || (s.m <= 2 * kDotRows && !(s.m < s.n && SwapTilesFit<T>(s.m))) ||
+         s.n <= kNarrowCols)) {
       if (threads <= 1) return GemmDotRows(s, a, b, c, 0, s.n);
       const int64_t groups = (s.n + 3) / 4, parts = std::min<int64_t>(groups, 4 * threads);
       ParallelParts(threads, parts, [&](int64_t i) HWY_ATTR {
@@ -818,36 +861,25 @@ void Gemm(const GemmShape& s_in, const T* a_in, const T* b_in, T* c) {
   Plan<T> pl;
   GemmShape s = s_in;
   const T *a = a_in, *b = b_in;
-  // ... and only where C^T's tiles, NR columns wide, are at least 3/4 full (AVX-512's NR of 32
-  // would run batch 16 half empty: 133 us swapped against 111 us on Zen 4).
-  const int64_t nr_full = static_cast<int64_t>(2 * hn::Lanes(d)), pad = (nr_full - s_in.m % nr_full) % nr_full;
-  const bool few_rows = s.m <= kSwapRows && s.m < s.n && 4 * pad <= nr_full;
+  // ... and only where C^T's tiles are at least 3/4 full (see SwapTilesFit).
+  const bool few_rows = s.m <= kSwapRows && s.m < s.n && SwapTilesFit<T>(s.m);
   // Few columns (the classifier Linear(256, 10) at batch 128): C's NR-wide tiles would be mostly
   // padding, C^T's MR-high ones are not (10 rows: 6 + 4).
+  const int64_t nr_full = static_cast<int64_t>(2 * hn::Lanes(d));
   const bool few_cols = 2 * s.n <= nr_full && s.n < s.m;
-  if (s.trans_b && !s.trans_a && (few_rows || few_cols)) {
+  const bool swap = s.trans_b && !s.trans_a && (few_rows || few_cols);
+  if (swap) {
     // C^T (N, M) = B (N, K) A^T: A = the stored B, read as (N, K); B = A stored (M, K), transposed.
     s.m = s_in.n, s.n = s_in.m, s.stride_a = s_in.stride_b, s.stride_b = s_in.stride_a;
     a = b_in, b = a_in;
     pl.c_transposed = true;
   }
-  pl.NR = 2 * hn::Lanes(d);
-  pl.MC = kMC<T>;
-  pl.NC = std::max(pl.NR, kNC / pl.NR * pl.NR);
-  pl.K = static_cast<size_t>(s.k);
-  pl.KC = BlockK(pl.K);
-  // Packing pays when the operand is reused from a layout the micro-kernel reads badly
-  // (measured on AVX2 float, single thread, 32..2048):
-  // - A (M, K) is read in place (6 row streams) unless its rows are 4 KiB or more apart, where
-  //   the 6 rows of a tile fall into the same L1 sets (K >= 1024 floats: packed is 3% faster,
-  //   below it reading in place is 2-20% faster: no packing pass).
-  // - A stored (K, M) is packed unless M is small (then each tile reads one line per p).
-  // - B is packed when transposed (the micro-kernel needs rows of B), and otherwise unless M is
-  //   small (a few tiles per panel do not repay the packing; at large N the panel's rows, N
-  //   apart, would thrash L1).
-  pl.pack_a = s.trans_a ? s.m > 4 * static_cast<int64_t>(kMR) : s.k * static_cast<int64_t>(sizeof(T)) >= 4096;
-  pl.pack_b = s.trans_b || s.m > 2 * static_cast<int64_t>(kMR);
-  GemmBlocked(s, pl, a, b, c, threads);
+#if HWY_TARGET <= HWY_AVX3 && HWY_ARCH_X86
+  // C^T's M columns fill only half-width tiles: 256-bit vectors, with AVX-512's instructions.
+  if (swap && few_rows && !TileFits(s_in.m, nr_full))
+    return GemmWith(hn::CappedTag<T, 32 / sizeof(T)>(), s, pl, a, b, c, threads);
+#endif
+  return GemmWith(d, s, pl, a, b, c, threads);
 }
 
 }  // namespace normlab::autograd::kernels::HWY_NAMESPACE

@@ -64,14 +64,15 @@ void test_all_sizes_and_transposes() {
 }
 
 // Few rows times B^T, the Linear forward at small batches: the dot-product tiles (1 row, 2-row
-// tiles with an odd row left), and rows 9..32 where C^T = B A^T is computed instead when its tiles
-// (2 vectors wide: 16 floats on AVX2, 32 on AVX-512) are at least 3/4 full, else the plain loops;
-// and C^T again for few columns (at most half a tile) and more rows.
+// tiles with an odd row left, up to 16 rows when C^T's tiles would not fill), and rows 9..32
+// where C^T = B A^T is computed instead when its tiles (2 vectors wide: 16 floats on AVX2, 32 or
+// 16 on AVX-512) are at least 3/4 full, else the plain loops; and C^T again for few columns (at
+// most half a tile) and more rows.
 template <typename T>
 void test_few_rows_times_b_transposed() {
   for_each_target([&] {
     unsigned seed = 500;
-    for (int64_t m : {1, 2, 5, 8, 9, 12, 16, 24, 31, 32, 70})
+    for (int64_t m : {1, 2, 5, 8, 9, 10, 12, 13, 16, 17, 24, 31, 32, 70})
       for (int64_t n : {1, 9, 10, 16, 33, 70})
         for (int64_t kk : {1, 15, 33, 100}) {
           k::GemmShape s;

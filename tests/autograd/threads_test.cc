@@ -49,7 +49,9 @@ void check_thread_independence() {
       {11, 1001, 257, 1, true, true, false},
       {5, 3001, 301, 1, false, true, false},    // few rows times B^T: dot products, split by columns
       {1, 3001, 301, 1, false, true, false},    // one row: its own tile of 8 columns
-      {16, 2001, 300, 1, false, true, false},   // 16 rows: C^T on AVX2, the plain loops on AVX-512
+      {16, 2001, 300, 1, false, true, false},   // 16 rows: C^T (on AVX-512 in 256-bit vectors)
+      {10, 2001, 300, 1, false, true, false},   // 10 rows: dot products (C^T's tiles would not fill)
+      {24, 2001, 300, 1, false, true, false},   // 24 rows: C^T (double on AVX-512: 256-bit vectors)
       {300, 10, 256, 1, false, true, false},    // 10 columns times B^T: computed as C^T
       {128, 784, 256, 1, false, false, false},  // one row block (batch 128): split by columns
       {128, 256, 784, 1, false, true, false},
