@@ -13,6 +13,8 @@
 #include <limits>
 
 #include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/loop-inl.h"
+#include "hwy/cache_control.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 
@@ -20,42 +22,67 @@ HWY_BEFORE_NAMESPACE();
 namespace normlab::autograd::kernels::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// y[i] = f(d, x[i]) for i < n; y may alias x.
-template <typename T, class F>
+// Stores v at p: a non-temporal store when kStream (p then vector-aligned), else a plain one.
+template <bool kStream, class D, class V, typename T = hn::TFromD<D>>
+HWY_INLINE void Put(D d, V v, T* HWY_RESTRICT p) {
+  if constexpr (kStream) hn::Stream(v, d, p);
+  else hn::StoreU(v, d, p);
+}
+
+// The start of a streamed output: one-lane steps body(d1, i) for i < n until out + i is
+// vector-aligned (non-temporal vector stores need it); returns that i (0 when !kStream).
+template <bool kStream, typename T, class Body>
+HWY_INLINE int64_t AlignHead(int64_t n, const T* out, const Body& body) {
+  int64_t i = 0;
+  if constexpr (kStream) {
+    const hn::CappedTag<T, 1> d1;
+    const uintptr_t align = hn::Lanes(hn::ScalableTag<T>()) * sizeof(T);
+    for (; i < n && reinterpret_cast<uintptr_t>(out + i) % align != 0; ++i) body(d1, i);
+  }
+  return i;
+}
+
+// y[i] = f(d, x[i]) for i < n; y may alias x. With kStream (a large output, stream.h) the vector
+// stores are non-temporal, and flushed at the end (before another thread may read y). Every lane
+// goes through the same f whichever store writes it.
+template <bool kStream, typename T, class F>
 HWY_INLINE void Map1(int64_t n, const T* x, T* y, const F& f) {
   const hn::ScalableTag<T> d;
+  const hn::CappedTag<T, 1> d1;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  int64_t i = 0;
+  int64_t i = AlignHead<kStream>(n, y, [&](auto dt, int64_t j) { hn::StoreU(f(dt, hn::LoadU(dt, x + j)), dt, y + j); });
   // Four vectors per iteration (all loads before the stores): one vector per iteration leaves
   // the loop's own overhead on the critical path when the data comes from L1/L2.
   for (; i + 4 * N <= n; i += 4 * N) {
     const auto v0 = hn::LoadU(d, x + i), v1 = hn::LoadU(d, x + i + N), v2 = hn::LoadU(d, x + i + 2 * N),
                v3 = hn::LoadU(d, x + i + 3 * N);
-    hn::StoreU(f(d, v0), d, y + i), hn::StoreU(f(d, v1), d, y + i + N);
-    hn::StoreU(f(d, v2), d, y + i + 2 * N), hn::StoreU(f(d, v3), d, y + i + 3 * N);
+    Put<kStream>(d, f(d, v0), y + i), Put<kStream>(d, f(d, v1), y + i + N);
+    Put<kStream>(d, f(d, v2), y + i + 2 * N), Put<kStream>(d, f(d, v3), y + i + 3 * N);
   }
-  for (; i + N <= n; i += N) hn::StoreU(f(d, hn::LoadU(d, x + i)), d, y + i);
-  const hn::CappedTag<T, 1> d1;
+  for (; i + N <= n; i += N) Put<kStream>(d, f(d, hn::LoadU(d, x + i)), y + i);
   for (; i < n; ++i) hn::StoreU(f(d1, hn::LoadU(d1, x + i)), d1, y + i);
+  if constexpr (kStream) hwy::FlushStream();
 }
 
-// z[i] = f(d, x[i], y[i]) for i < n; z may alias x or y.
-template <typename T, class F>
+// z[i] = f(d, x[i], y[i]) for i < n; z may alias x or y. kStream as for Map1.
+template <bool kStream, typename T, class F>
 HWY_INLINE void Map2(int64_t n, const T* x, const T* y, T* z, const F& f) {
   const hn::ScalableTag<T> d;
+  const hn::CappedTag<T, 1> d1;
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  int64_t i = 0;
+  int64_t i = AlignHead<kStream>(
+      n, z, [&](auto dt, int64_t j) { hn::StoreU(f(dt, hn::LoadU(dt, x + j), hn::LoadU(dt, y + j)), dt, z + j); });
   for (; i + 4 * N <= n; i += 4 * N) {  // four vectors per iteration, as Map1
     const auto x0 = hn::LoadU(d, x + i), x1 = hn::LoadU(d, x + i + N), x2 = hn::LoadU(d, x + i + 2 * N),
                x3 = hn::LoadU(d, x + i + 3 * N);
     const auto y0 = hn::LoadU(d, y + i), y1 = hn::LoadU(d, y + i + N), y2 = hn::LoadU(d, y + i + 2 * N),
                y3 = hn::LoadU(d, y + i + 3 * N);
-    hn::StoreU(f(d, x0, y0), d, z + i), hn::StoreU(f(d, x1, y1), d, z + i + N);
-    hn::StoreU(f(d, x2, y2), d, z + i + 2 * N), hn::StoreU(f(d, x3, y3), d, z + i + 3 * N);
+    Put<kStream>(d, f(d, x0, y0), z + i), Put<kStream>(d, f(d, x1, y1), z + i + N);
+    Put<kStream>(d, f(d, x2, y2), z + i + 2 * N), Put<kStream>(d, f(d, x3, y3), z + i + 3 * N);
   }
-  for (; i + N <= n; i += N) hn::StoreU(f(d, hn::LoadU(d, x + i), hn::LoadU(d, y + i)), d, z + i);
-  const hn::CappedTag<T, 1> d1;
+  for (; i + N <= n; i += N) Put<kStream>(d, f(d, hn::LoadU(d, x + i), hn::LoadU(d, y + i)), z + i);
   for (; i < n; ++i) hn::StoreU(f(d1, hn::LoadU(d1, x + i), hn::LoadU(d1, y + i)), d1, z + i);
+  if constexpr (kStream) hwy::FlushStream();
 }
 
 // ---- math with NaN/overflow handled (Highway 1.0.3's contrib/math does not propagate NaN) ----
@@ -146,25 +173,25 @@ HWY_INLINE V GeluGrad(D d, V x, V g) {
 
 // ---- Kernels -------------------------------------------------------------------------------------
 
-template <typename T, class F>
+template <bool kStream, typename T, class F>
 HWY_INLINE void BinaryRow(int64_t n, const T* a, int64_t sa, const T* b, int64_t sb, T* out, const F& f) {
   const hn::CappedTag<T, 1> d1;
   if (n == 0) return;  // nothing to read: a scalar operand may be absent (empty, null)
   if (sa == 1 && sb == 1) {
-    Map2(n, a, b, out, f);
+    Map2<kStream>(n, a, b, out, f);
   } else if (sa == 1 && sb == 0) {
     const T bv = b[0];
-    Map1(n, a, out, [&](auto d, auto va) { return f(d, va, hn::Set(d, bv)); });
+    Map1<kStream>(n, a, out, [&](auto d, auto va) { return f(d, va, hn::Set(d, bv)); });
   } else if (sa == 0 && sb == 1) {
     const T av = a[0];
-    Map1(n, b, out, [&](auto d, auto vb) { return f(d, hn::Set(d, av), vb); });
+    Map1<kStream>(n, b, out, [&](auto d, auto vb) { return f(d, hn::Set(d, av), vb); });
   } else {
     for (int64_t i = 0; i < n; ++i)
       hn::StoreU(f(d1, hn::Set(d1, a[i * sa]), hn::Set(d1, b[i * sb])), d1, out + i);
   }
 }
 
-template <typename T, class F>
+template <bool kStream, typename T, class F>
 HWY_INLINE void BinaryPlanLoop(const BroadcastPlan& p, const T* a, const T* b, T* out, const F& f) {
   const int last = p.rank - 1;
   const int64_t n = p.size[last];
@@ -174,62 +201,73 @@ HWY_INLINE void BinaryPlanLoop(const BroadcastPlan& p, const T* a, const T* b, T
   for (int64_t o = 0; o < outer; ++o) {
     int64_t oa = 0, ob = 0;
     for (int d = 0; d < last; ++d) oa += idx[d] * p.sa[d], ob += idx[d] * p.sb[d];
-    BinaryRow(n, a + oa, p.sa[last], b + ob, p.sb[last], out + o * n, f);
+    BinaryRow<kStream>(n, a + oa, p.sa[last], b + ob, p.sb[last], out + o * n, f);
     for (int d = last - 1; d >= 0 && ++idx[d] == p.size[d]; --d) idx[d] = 0;
   }
 }
 
+// With stream, vector stores of the output are non-temporal (a large output: stream.h).
 template <typename T>
-void Binary(BinaryOp op, const BroadcastPlan& p, const T* a, const T* b, T* out) {
-  switch (op) {
-    case BinaryOp::Add: return BinaryPlanLoop(p, a, b, out, [](auto, auto x, auto y) { return hn::Add(x, y); });
-    case BinaryOp::Sub: return BinaryPlanLoop(p, a, b, out, [](auto, auto x, auto y) { return hn::Sub(x, y); });
-    case BinaryOp::Mul: return BinaryPlanLoop(p, a, b, out, [](auto, auto x, auto y) { return hn::Mul(x, y); });
-    case BinaryOp::Div: return BinaryPlanLoop(p, a, b, out, [](auto, auto x, auto y) { return hn::Div(x, y); });
-    case BinaryOp::Eq:
-      return BinaryPlanLoop(p, a, b, out,
-                            [](auto d, auto x, auto y) { return hn::IfThenElseZero(hn::Eq(x, y), hn::Set(d, 1)); });
-  }
+void Binary(BinaryOp op, const BroadcastPlan& p, const T* a, const T* b, T* out, bool stream) {
+  WithFlag(stream, [&](auto ks) {
+    constexpr bool kS = decltype(ks)::value;
+    switch (op) {
+      case BinaryOp::Add: return BinaryPlanLoop<kS>(p, a, b, out, [](auto, auto x, auto y) { return hn::Add(x, y); });
+      case BinaryOp::Sub: return BinaryPlanLoop<kS>(p, a, b, out, [](auto, auto x, auto y) { return hn::Sub(x, y); });
+      case BinaryOp::Mul: return BinaryPlanLoop<kS>(p, a, b, out, [](auto, auto x, auto y) { return hn::Mul(x, y); });
+      case BinaryOp::Div: return BinaryPlanLoop<kS>(p, a, b, out, [](auto, auto x, auto y) { return hn::Div(x, y); });
+      case BinaryOp::Eq:
+        return BinaryPlanLoop<kS>(
+            p, a, b, out, [](auto d, auto x, auto y) { return hn::IfThenElseZero(hn::Eq(x, y), hn::Set(d, 1)); });
+    }
+  });
 }
 
 template <typename T>
-void Unary(UnaryOp op, int64_t n, const T* x, T* y, double p) {
-  switch (op) {
-    case UnaryOp::Neg: return Map1(n, x, y, [](auto, auto v) { return hn::Neg(v); });
-    case UnaryOp::Exp: return Map1(n, x, y, [](auto d, auto v) { return SafeExp(d, v); });
-    case UnaryOp::Log: return Map1(n, x, y, [](auto d, auto v) { return SafeLog(d, v); });
-    case UnaryOp::Sqrt: return Map1(n, x, y, [](auto, auto v) { return hn::Sqrt(v); });
-    case UnaryOp::Relu:  // x < 0 ? 0 : x, so NaN passes through as in PyTorch
-      return Map1(n, x, y, [](auto d, auto v) { return hn::IfThenElse(hn::Lt(v, hn::Zero(d)), hn::Zero(d), v); });
-    case UnaryOp::Tanh: return Map1(n, x, y, [](auto d, auto v) { return SafeTanh(d, v); });
-    case UnaryOp::Sigmoid: return Map1(n, x, y, [](auto d, auto v) { return Sigmoid(d, v); });
-    case UnaryOp::Gelu: return Map1(n, x, y, [](auto d, auto v) { return Gelu(d, v); });
-    case UnaryOp::Pow: return Map1(n, x, y, [p](auto d, auto v) { return PowScalar(d, v, p); });
-    case UnaryOp::Scale:
-      return Map1(n, x, y, [p](auto d, auto v) { return hn::Mul(v, hn::Set(d, static_cast<T>(p))); });
-  }
+void Unary(UnaryOp op, int64_t n, const T* x, T* y, double p, bool stream) {
+  WithFlag(stream, [&](auto ks) {
+    constexpr bool kS = decltype(ks)::value;
+    switch (op) {
+      case UnaryOp::Neg: return Map1<kS>(n, x, y, [](auto, auto v) { return hn::Neg(v); });
+      case UnaryOp::Exp: return Map1<kS>(n, x, y, [](auto d, auto v) { return SafeExp(d, v); });
+      case UnaryOp::Log: return Map1<kS>(n, x, y, [](auto d, auto v) { return SafeLog(d, v); });
+      case UnaryOp::Sqrt: return Map1<kS>(n, x, y, [](auto, auto v) { return hn::Sqrt(v); });
+      case UnaryOp::Relu:  // x < 0 ? 0 : x, so NaN passes through as in PyTorch
+        return Map1<kS>(n, x, y, [](auto d, auto v) { return hn::IfThenElse(hn::Lt(v, hn::Zero(d)), hn::Zero(d), v); });
+      case UnaryOp::Tanh: return Map1<kS>(n, x, y, [](auto d, auto v) { return SafeTanh(d, v); });
+      case UnaryOp::Sigmoid: return Map1<kS>(n, x, y, [](auto d, auto v) { return Sigmoid(d, v); });
+      case UnaryOp::Gelu: return Map1<kS>(n, x, y, [](auto d, auto v) { return Gelu(d, v); });
+      case UnaryOp::Pow: return Map1<kS>(n, x, y, [p](auto d, auto v) { return PowScalar(d, v, p); });
+      case UnaryOp::Scale:
+        return Map1<kS>(n, x, y, [p](auto d, auto v) { return hn::Mul(v, hn::Set(d, static_cast<T>(p))); });
+    }
+  });
 }
 
 template <typename T>
-void UnaryGrad(UnaryGradOp op, int64_t n, const T* v, const T* g, T* dx, double p) {
-  switch (op) {
-    case UnaryGradOp::Relu:  // PyTorch: the gradient at exactly 0 is 0
-      return Map2(n, v, g, dx, [](auto d, auto x, auto gv) { return hn::IfThenElseZero(hn::Gt(x, hn::Zero(d)), gv); });
-    case UnaryGradOp::Gelu: return Map2(n, v, g, dx, [](auto d, auto x, auto gv) { return GeluGrad(d, x, gv); });
-    case UnaryGradOp::Tanh:  // g (1 - y^2)
-      return Map2(n, v, g, dx, [](auto d, auto y, auto gv) { return hn::Mul(gv, hn::NegMulAdd(y, y, hn::Set(d, 1))); });
-    case UnaryGradOp::Sigmoid:  // g y (1 - y)
-      return Map2(n, v, g, dx, [](auto d, auto y, auto gv) { return hn::Mul(hn::Mul(gv, y), hn::Sub(hn::Set(d, 1), y)); });
-    case UnaryGradOp::Pow:  // g p x^(p-1)
-      return Map2(n, v, g, dx, [p](auto d, auto x, auto gv) {
-        return hn::Mul(hn::Mul(gv, hn::Set(d, static_cast<T>(p))), PowScalar(d, x, p - 1));
-      });
-  }
+void UnaryGrad(UnaryGradOp op, int64_t n, const T* v, const T* g, T* dx, double p, bool stream) {
+  WithFlag(stream, [&](auto ks) {
+    constexpr bool kS = decltype(ks)::value;
+    switch (op) {
+      case UnaryGradOp::Relu:  // PyTorch: the gradient at exactly 0 is 0
+        return Map2<kS>(n, v, g, dx, [](auto d, auto x, auto gv) { return hn::IfThenElseZero(hn::Gt(x, hn::Zero(d)), gv); });
+      case UnaryGradOp::Gelu: return Map2<kS>(n, v, g, dx, [](auto d, auto x, auto gv) { return GeluGrad(d, x, gv); });
+      case UnaryGradOp::Tanh:  // g (1 - y^2)
+        return Map2<kS>(n, v, g, dx, [](auto d, auto y, auto gv) { return hn::Mul(gv, hn::NegMulAdd(y, y, hn::Set(d, 1))); });
+      case UnaryGradOp::Sigmoid:  // g y (1 - y)
+        return Map2<kS>(n, v, g, dx,
+                        [](auto d, auto y, auto gv) { return hn::Mul(hn::Mul(gv, y), hn::Sub(hn::Set(d, 1), y)); });
+      case UnaryGradOp::Pow:  // g p x^(p-1)
+        return Map2<kS>(n, v, g, dx, [p](auto d, auto x, auto gv) {
+          return hn::Mul(hn::Mul(gv, hn::Set(d, static_cast<T>(p))), PowScalar(d, x, p - 1));
+        });
+    }
+  });
 }
 
 template <typename T>
-void Axpy(int64_t n, double alpha, const T* x, T* y) {
-  Map2(n, x, y, y, [alpha](auto d, auto vx, auto vy) { return hn::MulAdd(hn::Set(d, static_cast<T>(alpha)), vx, vy); });
+void Axpy(int64_t n, double alpha, const T* x, T* y) {  // y is read anyway: never streamed
+  Map2<false>(n, x, y, y, [alpha](auto d, auto vx, auto vy) { return hn::MulAdd(hn::Set(d, static_cast<T>(alpha)), vx, vy); });
 }
 
 }  // namespace normlab::autograd::kernels::HWY_NAMESPACE

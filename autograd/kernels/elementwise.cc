@@ -11,18 +11,27 @@
 #include <algorithm>
 
 #include "autograd/kernels/pool.h"
+#include "autograd/kernels/stream.h"
 #include "autograd/parallel.h"
 #endif
 
 HWY_BEFORE_NAMESPACE();
 namespace normlab::autograd::kernels::HWY_NAMESPACE {
 // Non-template wrappers: Highway exports functions, not templates.
-void BinaryF32(BinaryOp op, const BroadcastPlan& p, const float* a, const float* b, float* o) { Binary(op, p, a, b, o); }
-void BinaryF64(BinaryOp op, const BroadcastPlan& p, const double* a, const double* b, double* o) { Binary(op, p, a, b, o); }
-void UnaryF32(UnaryOp op, int64_t n, const float* x, float* y, double p) { Unary(op, n, x, y, p); }
-void UnaryF64(UnaryOp op, int64_t n, const double* x, double* y, double p) { Unary(op, n, x, y, p); }
-void UnaryGradF32(UnaryGradOp op, int64_t n, const float* v, const float* g, float* dx, double p) { UnaryGrad(op, n, v, g, dx, p); }
-void UnaryGradF64(UnaryGradOp op, int64_t n, const double* v, const double* g, double* dx, double p) { UnaryGrad(op, n, v, g, dx, p); }
+void BinaryF32(BinaryOp op, const BroadcastPlan& p, const float* a, const float* b, float* o, bool stream) {
+  Binary(op, p, a, b, o, stream);
+}
+void BinaryF64(BinaryOp op, const BroadcastPlan& p, const double* a, const double* b, double* o, bool stream) {
+  Binary(op, p, a, b, o, stream);
+}
+void UnaryF32(UnaryOp op, int64_t n, const float* x, float* y, double p, bool stream) { Unary(op, n, x, y, p, stream); }
+void UnaryF64(UnaryOp op, int64_t n, const double* x, double* y, double p, bool stream) { Unary(op, n, x, y, p, stream); }
+void UnaryGradF32(UnaryGradOp op, int64_t n, const float* v, const float* g, float* dx, double p, bool stream) {
+  UnaryGrad(op, n, v, g, dx, p, stream);
+}
+void UnaryGradF64(UnaryGradOp op, int64_t n, const double* v, const double* g, double* dx, double p, bool stream) {
+  UnaryGrad(op, n, v, g, dx, p, stream);
+}
 void AxpyF32(int64_t n, double alpha, const float* x, float* y) { Axpy(n, alpha, x, y); }
 void AxpyF64(int64_t n, double alpha, const double* x, double* y) { Axpy(n, alpha, x, y); }
 int64_t TargetId() { return HWY_TARGET; }
@@ -63,6 +72,13 @@ void in_parts(int64_t n, const Fn& fn) {
   });
 }
 
+// The number of output elements of plan p.
+int64_t plan_elems(const BroadcastPlan& p) {
+  int64_t total = 1;
+  for (int d = 0; d < p.rank; ++d) total *= p.size[d];
+  return total;
+}
+
 // A broadcast binary op split along its outermost dim (the plan's rows are independent).
 template <typename T, class Kernel>
 void binary_in_parts(const BroadcastPlan& p, const T* a, const T* b, T* out, const Kernel& kernel) {
@@ -90,27 +106,39 @@ void binary_in_parts(const BroadcastPlan& p, const T* a, const T* b, T* out, con
 
 }  // namespace
 
+// Large outputs are written with non-temporal stores (stream.h); the decision depends on the
+// whole output, never on the parts.
 void binary(BinaryOp op, const BroadcastPlan& p, const float* a, const float* b, float* out) {
-  binary_in_parts(p, a, b, out, [op](const BroadcastPlan& q, const float* x, const float* y, float* z) {
-    HWY_DYNAMIC_DISPATCH(BinaryF32)(op, q, x, y, z);
+  const bool stream = stream_output(plan_elems(p), sizeof(float));
+  binary_in_parts(p, a, b, out, [op, stream](const BroadcastPlan& q, const float* x, const float* y, float* z) {
+    HWY_DYNAMIC_DISPATCH(BinaryF32)(op, q, x, y, z, stream);
   });
 }
 void binary(BinaryOp op, const BroadcastPlan& p, const double* a, const double* b, double* out) {
-  binary_in_parts(p, a, b, out, [op](const BroadcastPlan& q, const double* x, const double* y, double* z) {
-    HWY_DYNAMIC_DISPATCH(BinaryF64)(op, q, x, y, z);
+  const bool stream = stream_output(plan_elems(p), sizeof(double));
+  binary_in_parts(p, a, b, out, [op, stream](const BroadcastPlan& q, const double* x, const double* y, double* z) {
+    HWY_DYNAMIC_DISPATCH(BinaryF64)(op, q, x, y, z, stream);
   });
 }
 void unary(UnaryOp op, int64_t n, const float* x, float* y, double p) {
-  in_parts(n, [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(UnaryF32)(op, e - b, x + b, y + b, p); });
+  const bool stream = stream_output(n, sizeof(float));
+  in_parts(n, [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(UnaryF32)(op, e - b, x + b, y + b, p, stream); });
 }
 void unary(UnaryOp op, int64_t n, const double* x, double* y, double p) {
-  in_parts(n, [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(UnaryF64)(op, e - b, x + b, y + b, p); });
+  const bool stream = stream_output(n, sizeof(double));
+  in_parts(n, [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(UnaryF64)(op, e - b, x + b, y + b, p, stream); });
 }
 void unary_grad(UnaryGradOp op, int64_t n, const float* v, const float* g, float* dx, double p) {
-  in_parts(n, [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(UnaryGradF32)(op, e - b, v + b, g + b, dx + b, p); });
+  const bool stream = stream_output(n, sizeof(float));
+  in_parts(n, [&](int64_t b, int64_t e) {
+    HWY_DYNAMIC_DISPATCH(UnaryGradF32)(op, e - b, v + b, g + b, dx + b, p, stream);
+  });
 }
 void unary_grad(UnaryGradOp op, int64_t n, const double* v, const double* g, double* dx, double p) {
-  in_parts(n, [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(UnaryGradF64)(op, e - b, v + b, g + b, dx + b, p); });
+  const bool stream = stream_output(n, sizeof(double));
+  in_parts(n, [&](int64_t b, int64_t e) {
+    HWY_DYNAMIC_DISPATCH(UnaryGradF64)(op, e - b, v + b, g + b, dx + b, p, stream);
+  });
 }
 void axpy(int64_t n, double alpha, const float* x, float* y) {
   in_parts(n, [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(AxpyF32)(e - b, alpha, x + b, y + b); });

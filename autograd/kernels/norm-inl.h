@@ -20,6 +20,7 @@
 #include "autograd/kernels/loop-inl.h"
 #include "autograd/kernels/norm.h"
 #include "autograd/kernels/norm_parallel.h"
+#include "autograd/kernels/stream.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace normlab::autograd::kernels::HWY_NAMESPACE {
@@ -27,14 +28,9 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // ---- Loop helpers (ForRow, WithFlag: loop-inl.h) -----------------------------------------------------
 
-// Outputs of at least this many bytes are written with non-temporal stores: they would not stay in
-// the caches anyway, and streaming them skips reading each line before it is overwritten (a
-// memory-bound kernel then moves 8 bytes per element instead of 12) and keeps the inputs cached.
-constexpr int64_t kStreamBytes = int64_t(4) << 20;
-
-// Stores f(d, j) at y + j for a row of n outputs: full vectors, then one-lane tails. With stream,
-// the full vectors at vector-aligned addresses are non-temporal (the head before the first aligned
-// address goes through one-lane stores). f computes each lane with the same operations on any tag,
+// Stores f(d, j) at y + j for a row of n outputs: full vectors, then one-lane tails. With stream
+// (stream.h), the full vectors at vector-aligned addresses are non-temporal (the head before the
+// first aligned address goes through one-lane stores). f computes each lane with the same operations on any tag,
 // so the values never depend on how the row was cut.
 template <typename T, class F>
 HWY_INLINE void StoreRow(int64_t n, T* HWY_RESTRICT y, bool stream, const F& f) {
@@ -197,7 +193,7 @@ void LayerNormForwardT(int64_t r0, int64_t r1, int64_t n, const T* HWY_RESTRICT 
 template <typename T>
 void LayerNormForward(int64_t rows, int64_t n, const T* x, const T* gamma, const T* beta, double eps, T* y,
                       T* mean, T* mean_lo, T* rstd) {
-  const bool stream = rows * n * static_cast<int64_t>(sizeof(T)) >= kStreamBytes;
+  const bool stream = stream_output(rows * n, sizeof(T));
   const int64_t per = RowsPerPart(n), parts = (rows + per - 1) / per;
   WithFlag(gamma != nullptr, [&](auto kg) {
     WithFlag(beta != nullptr, [&](auto kb) {
@@ -272,7 +268,7 @@ void RowNormBackwardT(int64_t r0, int64_t r1, int64_t n, const T* HWY_RESTRICT d
 template <typename T>
 void RowNormBackward(bool center, int64_t rows, int64_t n, const T* dy, const T* x, const T* mean,
                      const T* mean_lo, const T* rstd, const T* gamma, T* dx, T* dgamma, T* dbeta) {
-  const bool stream = dx && rows * n * static_cast<int64_t>(sizeof(T)) >= kStreamBytes;
+  const bool stream = dx && stream_output(rows * n, sizeof(T));
   const int64_t per = std::max<int64_t>(RowsPerPart(n), (rows + 31) / 32);
   const int64_t parts = std::max<int64_t>(1, (rows + per - 1) / per);
   // parts x (dgamma, dbeta) when several parts: one allocation per call, not zeroed (each part
@@ -537,7 +533,7 @@ void BatchNormNormalize(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT x
     shift[c] = beta ? beta[c] : T(0);
     lo[c] = mean_lo ? mean_lo[c] : T(0);
   }
-  const bool stream = N * C * L * static_cast<int64_t>(sizeof(T)) >= kStreamBytes;
+  const bool stream = stream_output(N * C * L, sizeof(T));
   ParallelRowsReversed(N, C * L, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       if (L == 1) {
@@ -651,7 +647,7 @@ void BatchNormBackward(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT dy
     if (!training) return hn::Mul(dyv, kv);
     return hn::Mul(kv, hn::NegMulAdd(center(xv, mv, lv), bv, hn::Sub(dyv, av)));
   };
-  const bool stream = m * C * static_cast<int64_t>(sizeof(T)) >= kStreamBytes;
+  const bool stream = stream_output(m * C, sizeof(T));
   ParallelRowsReversed(N, C * L, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       if (L == 1) {

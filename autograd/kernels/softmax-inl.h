@@ -157,7 +157,7 @@ double CrossEntropyForward(int64_t rows, int64_t c, const T* x, const int64_t* t
 template <typename T>
 void CrossEntropyBackward(int64_t rows, int64_t c, const T* p, const int64_t* target, double scale, T* dx) {
   const T s = static_cast<T>(scale);
-  Map1(rows * c, p, dx, [s](auto d, auto v) { return hn::Mul(v, hn::Set(d, s)); });
+  Map1<false>(rows * c, p, dx, [s](auto d, auto v) { return hn::Mul(v, hn::Set(d, s)); });
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t k = i * c + target[i];
     dx[k] = (p[k] - 1) * s;

@@ -7,6 +7,8 @@
 
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/reduce.h"
+#include "autograd/kernels/stream.h"
+#include "autograd/parallel.h"
 #include "tests/support/compare.h"
 #include "tests/support/random.h"
 #include "tests/support/targets.h"
@@ -181,9 +183,63 @@ void test_axpy() {
   });
 }
 
+// Outputs past kStreamBytes are written with non-temporal stores after a one-lane head up to the
+// first vector-aligned address: outputs starting 0..3 elements past an aligned address, flat and
+// in rows of 1003 (each row its own head and tail), on 1 and 2 threads, against the reference
+// bit for bit, and nothing written past the end.
+template <typename T>
+void test_streamed_outputs() {
+  const int64_t n = k::kStreamBytes / static_cast<int64_t>(sizeof(T)) + 37, cols = 1003, rows = n / cols + 1;
+  BOOST_REQUIRE(k::stream_output(n, sizeof(T)));
+  BOOST_REQUIRE(!k::stream_output(n / 2, sizeof(T)));
+  const auto a = random_vec<T>(rows * cols, -2, 2, 91), b = random_vec<T>(rows * cols, -2, 2, 92);
+  const int saved = normlab::autograd::num_threads();
+  for_each_target([&] {
+    for (int threads : {1, 2})
+      for (int64_t offset : {0, 1, 3}) {
+        normlab::autograd::set_num_threads(threads);
+        BOOST_TEST_CONTEXT("threads " << threads << " output offset " << offset) {
+          std::vector<T> buf(rows * cols + 64 + 1), want(rows * cols);
+          T* out = buf.data() + offset;
+          auto check = [&](int64_t total, const char* what) {
+            BOOST_TEST_CONTEXT(what) {
+              BOOST_TEST(std::equal(want.begin(), want.begin() + total, out));
+              BOOST_TEST(out[total] == T(-7));
+            }
+          };
+          auto reset = [&] { std::fill(buf.begin(), buf.end(), T(-7)); };
+          reset();
+          k::unary(k::UnaryOp::Relu, n, a.data(), out, 0);
+          k::ref::unary(k::UnaryOp::Relu, n, a.data(), want.data(), 0);
+          check(n, "relu");
+          reset();
+          k::unary_grad(k::UnaryGradOp::Relu, n, a.data(), b.data(), out, 0);
+          k::ref::unary_grad(k::UnaryGradOp::Relu, n, a.data(), b.data(), want.data(), 0);
+          check(n, "relu grad");
+          k::BroadcastPlan flat;
+          flat.rank = 1, flat.size[0] = n, flat.sa[0] = 1, flat.sb[0] = 1;
+          reset();
+          k::binary(k::BinaryOp::Add, flat, a.data(), b.data(), out);
+          k::ref::binary(k::BinaryOp::Add, flat, a.data(), b.data(), want.data());
+          check(n, "add");
+          k::BroadcastPlan bias;  // (rows, cols) * (cols): the rows broadcast b
+          bias.rank = 2, bias.size[0] = rows, bias.size[1] = cols, bias.sa[0] = cols, bias.sa[1] = 1, bias.sb[1] = 1;
+          reset();
+          k::binary(k::BinaryOp::Mul, bias, a.data(), b.data(), out);
+          k::ref::binary(k::BinaryOp::Mul, bias, a.data(), b.data(), want.data());
+          check(rows * cols, "row-broadcast mul");
+        }
+      }
+  });
+  normlab::autograd::set_num_threads(saved);
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(kernels)
+
+BOOST_AUTO_TEST_CASE(streamed_outputs_f32) { test_streamed_outputs<float>(); }
+BOOST_AUTO_TEST_CASE(streamed_outputs_f64) { test_streamed_outputs<double>(); }
 
 BOOST_AUTO_TEST_CASE(reduce_columns_bitwise_f32) { test_reduce_columns_bitwise<float>(); }
 BOOST_AUTO_TEST_CASE(reduce_columns_bitwise_f64) { test_reduce_columns_bitwise<double>(); }
