@@ -24,11 +24,19 @@ void cpu_relax() {
 // Waits until v != old: about 20-50 us of spinning (a training step's next kernel is usually that
 // close), then yields for a while, then sleeps until notified.
 // (int, not a wider type: std::atomic<int>::wait is a futex on the value itself.)
-void wait_change(const std::atomic<int>& v, int old) {
+// With `spinning`, the count is lowered when the spin ends (it was raised by the caller).
+void wait_change(const std::atomic<int>& v, int old, std::atomic<int>* spinning = nullptr) {
+  struct SpinEnd {
+    std::atomic<int>* count;
+    void operator()() {
+      if (count) count->fetch_sub(1, std::memory_order_relaxed), count = nullptr;
+    }
+  } spin_end{spinning};
   for (int i = 0; i < 2000; ++i) {
-    if (v.load(std::memory_order_acquire) != old) return;
+    if (v.load(std::memory_order_acquire) != old) return spin_end();
     cpu_relax();
   }
+  spin_end();
   for (int i = 0; i < 50; ++i) {
     if (v.load(std::memory_order_acquire) != old) return;
     std::this_thread::yield();
@@ -98,6 +106,10 @@ class Pool {
     while (job->finished.load(std::memory_order_acquire) < parts) std::this_thread::yield();
   }
 
+  // Workers spinning for the next job right now (they take a job within a microsecond; a
+  // sleeping one takes a wake-up, tens of microseconds on a virtual machine).
+  int spinning() const { return spinning_.load(std::memory_order_relaxed); }
+
  private:
   // Starts workers up to `workers`, then makes job the current one under a new number.
   void publish(const std::shared_ptr<Job>& job, int workers) {
@@ -119,7 +131,8 @@ class Pool {
   void loop(int id, int seen) {
     in_job = true;
     for (;;) {
-      wait_change(number_, seen);
+      spinning_.fetch_add(1, std::memory_order_relaxed);
+      wait_change(number_, seen, &spinning_);
       std::shared_ptr<Job> job;
       {
         std::lock_guard<std::mutex> lock(job_mu_);
@@ -143,6 +156,7 @@ class Pool {
   std::mutex job_mu_;  // job_, number_'s increments, workers_, stop_
   std::vector<std::thread> workers_;
   std::atomic<int> number_{0};  // the current job's number (wraps around; only compared)
+  std::atomic<int> spinning_{0};  // workers in the spinning phase of their wait
   std::shared_ptr<Job> job_;
   bool stop_ = false;
 };
@@ -158,6 +172,8 @@ void parallel_run(int threads, const std::function<void(int t, int nt)>& fn) {
   if (threads <= 1 || in_job) return fn(0, 1);
   pool().run_team(threads, fn);
 }
+
+int spinning_workers() { return pool().spinning(); }
 
 void parallel_parts_on_pool(int threads, int64_t parts, const std::function<void(int64_t)>& part) {
   if (threads <= 1 || parts <= 1 || in_job) {

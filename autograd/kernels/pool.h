@@ -21,6 +21,11 @@ namespace normlab::autograd::kernels {
 // job at a time. fn must not throw.
 void parallel_run(int threads, const std::function<void(int t, int nt)>& fn);
 
+// How many pool workers are spinning for a job right now (0 when all sleep, or none was started):
+// for work small enough that waking a sleeping worker would cost more than it saves. Only a hint
+// for speed: which thread runs a part must never change a result.
+int spinning_workers();
+
 // parallel_parts with more than one thread and part (a std::function of a reference_wrapper does
 // not allocate).
 void parallel_parts_on_pool(int threads, int64_t parts, const std::function<void(int64_t)>& part);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/parallel.h"
 #include "optim/kernels/sgd.h"
 #include "tests/support/compare.h"
 #include "tests/support/random.h"
@@ -66,9 +67,42 @@ void test_sgd_kernel() {
   });
 }
 
+// A large parameter is updated in parts on the thread pool: on 1, 2 and 3 threads the same bits,
+// and within the reference's rounding, on every target, with momentum and without.
+template <typename T>
+void test_sgd_kernel_threads() {
+  const int64_t n = (int64_t(1) << 17) + 37;
+  const auto theta = random_vec<T>(n, -1, 1, 31), grad = random_vec<T>(n, -2, 2, 32), buf = random_vec<T>(n, -1, 1, 33);
+  const int saved = normlab::autograd::num_threads();
+  for_each_target([&] {
+    for (const k::SGDStep s : {k::SGDStep{.lr = 0.03}, k::SGDStep{.lr = 0.03, .momentum = 0.9, .weight_decay = 0.01}}) {
+      const bool momentum = s.momentum != 0;
+      std::vector<T> want_theta(theta), want_buf(buf);
+      k::ref::sgd_step(s, n, want_theta.data(), grad.data(), momentum ? want_buf.data() : nullptr);
+      std::vector<std::vector<T>> thetas, bufs;
+      for (int threads : {1, 2, 3}) {
+        normlab::autograd::set_num_threads(threads);
+        thetas.push_back(theta), bufs.push_back(buf);
+        k::sgd_step(s, n, thetas.back().data(), grad.data(), momentum ? bufs.back().data() : nullptr);
+      }
+      BOOST_TEST_CONTEXT("momentum " << s.momentum) {
+        const double tol = sizeof(T) == 4 ? 1e-6 : 1e-14;
+        check_close(thetas[0], want_theta, n, tol, tol);
+        check_close(bufs[0], want_buf, n, tol, tol);
+        BOOST_TEST((thetas[1] == thetas[0] && thetas[2] == thetas[0]), "theta differs between 1, 2 and 3 threads");
+        BOOST_TEST((bufs[1] == bufs[0] && bufs[2] == bufs[0]), "buf differs between 1, 2 and 3 threads");
+      }
+    }
+  });
+  normlab::autograd::set_num_threads(saved);
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(sgd_kernel)
+
+BOOST_AUTO_TEST_CASE(large_parameters_split_over_threads_float32) { test_sgd_kernel_threads<float>(); }
+BOOST_AUTO_TEST_CASE(large_parameters_split_over_threads_float64) { test_sgd_kernel_threads<double>(); }
 
 BOOST_AUTO_TEST_CASE(matches_scalar_reference_on_every_target_float32) { test_sgd_kernel<float>(); }
 BOOST_AUTO_TEST_CASE(matches_scalar_reference_on_every_target_float64) { test_sgd_kernel<double>(); }
