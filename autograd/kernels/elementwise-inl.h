@@ -42,9 +42,9 @@ HWY_INLINE int64_t AlignHead(int64_t n, const T* out, const Body& body) {
   return i;
 }
 
-// y[i] = f(d, x[i]) for i < n; y may alias x. With kStream (a large output, stream.h) the vector
-// stores are non-temporal, and flushed at the end (before another thread may read y). Every lane
-// goes through the same f whichever store writes it.
+// y[i] = f(d, x[i]) for i < n; y may alias x. With kStream (an output too large to stay cached,
+// stream.h) the vector stores are non-temporal, and flushed at the end (before another thread may
+// read y). Every lane goes through the same f whichever store writes it.
 template <bool kStream, typename T, class F>
 HWY_INLINE void Map1(int64_t n, const T* x, T* y, const F& f) {
   const hn::ScalableTag<T> d;
@@ -206,7 +206,7 @@ HWY_INLINE void BinaryPlanLoop(const BroadcastPlan& p, const T* a, const T* b, T
   }
 }
 
-// With stream, vector stores of the output are non-temporal (a large output: stream.h).
+// With stream, vector stores of the output are non-temporal (stream.h).
 template <typename T>
 void Binary(BinaryOp op, const BroadcastPlan& p, const T* a, const T* b, T* out, bool stream) {
   WithFlag(stream, [&](auto ks) {

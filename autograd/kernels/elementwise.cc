@@ -79,6 +79,17 @@ int64_t plan_elems(const BroadcastPlan& p) {
   return total;
 }
 
+// The operands of plan p that are as large as its output (a broadcast one, a bias row or a
+// scalar, is small: it stays cached).
+int full_inputs(const BroadcastPlan& p) {
+  auto full = [&](const int64_t* stride) {
+    for (int d = 0; d < p.rank; ++d)
+      if (stride[d] == 0 && p.size[d] > 1) return false;
+    return true;
+  };
+  return int(full(p.sa)) + int(full(p.sb));
+}
+
 // A broadcast binary op split along its outermost dim (the plan's rows are independent).
 template <typename T, class Kernel>
 void binary_in_parts(const BroadcastPlan& p, const T* a, const T* b, T* out, const Kernel& kernel) {
@@ -106,36 +117,36 @@ void binary_in_parts(const BroadcastPlan& p, const T* a, const T* b, T* out, con
 
 }  // namespace
 
-// Large outputs are written with non-temporal stores (stream.h); the decision depends on the
-// whole output, never on the parts.
+// Outputs that cannot stay cached beside their inputs are written with non-temporal stores
+// (stream.h); the decision depends on the whole op, never on the parts.
 void binary(BinaryOp op, const BroadcastPlan& p, const float* a, const float* b, float* out) {
-  const bool stream = stream_output(plan_elems(p), sizeof(float));
+  const bool stream = stream_elementwise(plan_elems(p), full_inputs(p), sizeof(float));
   binary_in_parts(p, a, b, out, [op, stream](const BroadcastPlan& q, const float* x, const float* y, float* z) {
     HWY_DYNAMIC_DISPATCH(BinaryF32)(op, q, x, y, z, stream);
   });
 }
 void binary(BinaryOp op, const BroadcastPlan& p, const double* a, const double* b, double* out) {
-  const bool stream = stream_output(plan_elems(p), sizeof(double));
+  const bool stream = stream_elementwise(plan_elems(p), full_inputs(p), sizeof(double));
   binary_in_parts(p, a, b, out, [op, stream](const BroadcastPlan& q, const double* x, const double* y, double* z) {
     HWY_DYNAMIC_DISPATCH(BinaryF64)(op, q, x, y, z, stream);
   });
 }
 void unary(UnaryOp op, int64_t n, const float* x, float* y, double p) {
-  const bool stream = stream_output(n, sizeof(float));
+  const bool stream = stream_elementwise(n, 1, sizeof(float));
   in_parts(n, [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(UnaryF32)(op, e - b, x + b, y + b, p, stream); });
 }
 void unary(UnaryOp op, int64_t n, const double* x, double* y, double p) {
-  const bool stream = stream_output(n, sizeof(double));
+  const bool stream = stream_elementwise(n, 1, sizeof(double));
   in_parts(n, [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(UnaryF64)(op, e - b, x + b, y + b, p, stream); });
 }
 void unary_grad(UnaryGradOp op, int64_t n, const float* v, const float* g, float* dx, double p) {
-  const bool stream = stream_output(n, sizeof(float));
+  const bool stream = stream_elementwise(n, 2, sizeof(float));
   in_parts(n, [&](int64_t b, int64_t e) {
     HWY_DYNAMIC_DISPATCH(UnaryGradF32)(op, e - b, v + b, g + b, dx + b, p, stream);
   });
 }
 void unary_grad(UnaryGradOp op, int64_t n, const double* v, const double* g, double* dx, double p) {
-  const bool stream = stream_output(n, sizeof(double));
+  const bool stream = stream_elementwise(n, 2, sizeof(double));
   in_parts(n, [&](int64_t b, int64_t e) {
     HWY_DYNAMIC_DISPATCH(UnaryGradF64)(op, e - b, v + b, g + b, dx + b, p, stream);
   });

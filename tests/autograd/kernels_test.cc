@@ -183,15 +183,17 @@ void test_axpy() {
   });
 }
 
-// Outputs past kStreamBytes are written with non-temporal stores after a one-lane head up to the
-// first vector-aligned address: outputs starting 0..3 elements past an aligned address, flat and
-// in rows of 1003 (each row its own head and tail), on 1 and 2 threads, against the reference
-// bit for bit, and nothing written past the end.
+// Outputs that cannot stay cached beside their inputs are written with non-temporal stores after
+// a one-lane head up to the first vector-aligned address (here with the last-level cache taken
+// as 1 MiB): outputs starting 0..3 elements past an aligned address, flat and in rows of 1003
+// (each row its own head and tail), on 1 and 2 threads, against the reference bit for bit, and
+// nothing written past the end.
 template <typename T>
 void test_streamed_outputs() {
-  const int64_t n = k::kStreamBytes / static_cast<int64_t>(sizeof(T)) + 37, cols = 1003, rows = n / cols + 1;
-  BOOST_REQUIRE(k::stream_output(n, sizeof(T)));
-  BOOST_REQUIRE(!k::stream_output(n / 2, sizeof(T)));
+  const int64_t n = (int64_t(1) << 20) / static_cast<int64_t>(sizeof(T)) + 37, cols = 1003, rows = n / cols + 1;
+  k::set_last_level_cache_bytes_for_test(int64_t(1) << 20);
+  BOOST_REQUIRE(k::stream_elementwise(n, 1, sizeof(T)));
+  BOOST_REQUIRE(!k::stream_elementwise(n / 4, 1, sizeof(T)));
   const auto a = random_vec<T>(rows * cols, -2, 2, 91), b = random_vec<T>(rows * cols, -2, 2, 92);
   const int saved = normlab::autograd::num_threads();
   for_each_target([&] {
@@ -232,11 +234,22 @@ void test_streamed_outputs() {
       }
   });
   normlab::autograd::set_num_threads(saved);
+  k::set_last_level_cache_bytes_for_test(0);
 }
 
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(kernels)
+
+BOOST_AUTO_TEST_CASE(elementwise_streams_only_what_cannot_stay_cached) {
+  k::set_last_level_cache_bytes_for_test(int64_t(32) << 20);
+  const int64_t four_mib = int64_t(1) << 20;  // floats
+  BOOST_TEST(!k::stream_elementwise(4 * four_mib, 1, sizeof(float)));  // relu of 16 MiB: 32 MiB in all
+  BOOST_TEST(k::stream_elementwise(4 * four_mib, 2, sizeof(float)));   // add of 16 MiB: 48 MiB
+  BOOST_TEST(!k::stream_elementwise(four_mib, 2, sizeof(float)));
+  k::set_last_level_cache_bytes_for_test(0);
+  BOOST_TEST(k::last_level_cache_bytes() > 0);
+}
 
 BOOST_AUTO_TEST_CASE(streamed_outputs_f32) { test_streamed_outputs<float>(); }
 BOOST_AUTO_TEST_CASE(streamed_outputs_f64) { test_streamed_outputs<double>(); }
