@@ -59,17 +59,10 @@ namespace {
 // results do not depend on the thread count.
 constexpr int64_t kParallelElems = int64_t(1) << 16;
 
-// Runs fn(begin, end) over [0, n): in one call when small, else in 4 parts per thread, each a
-// whole number of 64-element blocks (no two threads write one cache line).
+// Runs fn(begin, end) over [0, n): in one call when small, else in 4 parts per thread.
 template <class Fn>
 void in_parts(int64_t n, const Fn& fn) {
-  const int threads = n < kParallelElems ? 1 : autograd::num_threads();
-  if (threads <= 1) return fn(int64_t{0}, n);
-  const int64_t blocks = (n + 63) / 64, parts = std::min<int64_t>(4 * threads, blocks);
-  parallel_parts(threads, parts, [&](int64_t q) {
-    const int64_t b = blocks * q / parts * 64, e = std::min(n, blocks * (q + 1) / parts * 64);
-    if (b < e) fn(b, e);
-  });
+  parallel_blocks(n < kParallelElems ? 1 : autograd::num_threads(), n, 4, fn);
 }
 
 // The number of output elements of plan p.
@@ -93,8 +86,8 @@ int full_inputs(const BroadcastPlan& p) {
 // A broadcast binary op split along its outermost dim (the plan's rows are independent).
 template <typename T, class Kernel>
 void binary_in_parts(const BroadcastPlan& p, const T* a, const T* b, T* out, const Kernel& kernel) {
-  int64_t total = 1, inner = 1;
-  for (int d = 0; d < p.rank; ++d) total *= p.size[d];
+  const int64_t total = plan_elems(p);
+  int64_t inner = 1;
   for (int d = 1; d < p.rank; ++d) inner *= p.size[d];
   if (p.rank == 0 || total < kParallelElems) return kernel(p, a, b, out);
   if (p.rank == 1) {  // flat: split the one loop

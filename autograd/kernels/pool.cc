@@ -26,17 +26,10 @@ void cpu_relax() {
 // (int, not a wider type: std::atomic<int>::wait is a futex on the value itself.)
 // With `spinning`, the count is lowered when the spin ends (it was raised by the caller).
 void wait_change(const std::atomic<int>& v, int old, std::atomic<int>* spinning = nullptr) {
-  struct SpinEnd {
-    std::atomic<int>* count;
-    void operator()() {
-      if (count) count->fetch_sub(1, std::memory_order_relaxed), count = nullptr;
-    }
-  } spin_end{spinning};
-  for (int i = 0; i < 2000; ++i) {
-    if (v.load(std::memory_order_acquire) != old) return spin_end();
-    cpu_relax();
-  }
-  spin_end();
+  bool changed = false;
+  for (int i = 0; i < 2000 && !(changed = v.load(std::memory_order_acquire) != old); ++i) cpu_relax();
+  if (spinning) spinning->fetch_sub(1, std::memory_order_relaxed);
+  if (changed) return;
   for (int i = 0; i < 50; ++i) {
     if (v.load(std::memory_order_acquire) != old) return;
     std::this_thread::yield();

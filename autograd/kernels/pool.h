@@ -10,6 +10,7 @@
 // Which thread runs what never changes a result: every caller gives each team member or part its
 // own outputs and combines partial sums afterwards in a fixed order.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 
@@ -44,6 +45,18 @@ void parallel_parts(int threads, int64_t parts, const Part& part) {
     return;
   }
   parallel_parts_on_pool(threads, parts, std::function<void(int64_t)>(std::cref(part)));
+}
+
+// Runs fn(begin, end) over [0, n) as parts_per_thread ranges per thread, each a whole number of
+// 64-element blocks (no two threads write one cache line), claimed as in parallel_parts.
+template <class Fn>
+void parallel_blocks(int threads, int64_t n, int64_t parts_per_thread, const Fn& fn) {
+  const int64_t blocks = (n + 63) / 64, parts = threads <= 1 ? 1 : std::min<int64_t>(parts_per_thread * threads, blocks);
+  if (parts <= 1) return fn(int64_t{0}, n);
+  parallel_parts(threads, parts, [&](int64_t q) {
+    const int64_t b = blocks * q / parts * 64, e = std::min(n, blocks * (q + 1) / parts * 64);
+    if (b < e) fn(b, e);
+  });
 }
 
 }  // namespace normlab::autograd::kernels

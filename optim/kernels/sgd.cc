@@ -16,8 +16,6 @@ int64_t TargetId() { return HWY_TARGET; }
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include <algorithm>
-
 #include "autograd/kernels/pool.h"
 #include "autograd/parallel.h"
 
@@ -37,19 +35,12 @@ namespace {
 // Each element's update is independent: the result never depends on the split.
 constexpr int64_t kParallelElems = int64_t(1) << 16;
 
-// step(b, e) over [0, n): one call when small or no worker is awake, else 8 parts per thread of
-// whole 64-element blocks (no two threads write one cache line; a worker that joins late holds
-// the caller up by one small part at most).
+// step(b, e) over [0, n): one call when small or no worker is awake, else 8 parts per thread (a
+// worker that joins late holds the caller up by one small part at most).
 template <class Step>
 void in_parts(int64_t n, const Step& step) {
-  const int threads =
-      n < kParallelElems || autograd::kernels::spinning_workers() == 0 ? 1 : autograd::num_threads();
-  if (threads <= 1) return step(int64_t{0}, n);
-  const int64_t blocks = (n + 63) / 64, parts = std::min<int64_t>(8 * threads, blocks);
-  autograd::kernels::parallel_parts(threads, parts, [&](int64_t q) {
-    const int64_t b = blocks * q / parts * 64, e = std::min(n, blocks * (q + 1) / parts * 64);
-    if (b < e) step(b, e);
-  });
+  const bool split = n >= kParallelElems && autograd::kernels::spinning_workers() > 0;
+  autograd::kernels::parallel_blocks(split ? autograd::num_threads() : 1, n, 8, step);
 }
 
 }  // namespace
