@@ -10,11 +10,16 @@
 #include <string>
 #include <vector>
 
+#include "autograd/allocator.h"
+
 namespace normlab::bench {
 
-// An allocator of 64-byte aligned memory, as normlab's tensors (and PyTorch's) have: a std::vector's
-// 16-byte alignment would split every 64-byte AVX-512 access over two cache lines, which no tensor
-// ever does.
+// An allocator that takes its memory where normlab's tensors take theirs (the storage allocator:
+// 64-byte aligned, and from 2 MiB on aligned to a huge page and marked for transparent huge pages),
+// so that a kernel row measures the kernel on the memory a tensor would give it. A std::vector's
+// 16-byte alignment would split every 64-byte AVX-512 access over two cache lines, and 4 KiB pages
+// would stop the hardware prefetchers at every page (a row of sum dim1 is one 4 KiB page: 245-280 us
+// on 4 KiB pages against 200-210 us on huge pages, Zen 4), neither of which a tensor ever has.
 template <typename T>
 struct AlignedAllocator {
   using value_type = T;
@@ -22,12 +27,11 @@ struct AlignedAllocator {
   template <typename U>
   AlignedAllocator(const AlignedAllocator<U>&) {}
   T* allocate(size_t n) {
-    const size_t bytes = (n * sizeof(T) + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, bytes == 0 ? 64 : bytes);
+    void* p = autograd::detail::allocate_storage(n * sizeof(T));
     if (!p) throw std::bad_alloc();
     return static_cast<T*>(p);
   }
-  void deallocate(T* p, size_t) { std::free(p); }
+  void deallocate(T* p, size_t n) { autograd::detail::free_storage(p, n * sizeof(T)); }
   template <typename U>
   bool operator==(const AlignedAllocator<U>&) const { return true; }
   template <typename U>
