@@ -612,6 +612,18 @@ void ParallelParts(int threads, int64_t parts, const Part& part) {
 // (Linear(256, 10) at batch 12..16: 1-2 us against 3-5 us for C^T's or C's half-empty tiles).
 constexpr int64_t kDotRows = 8;
 
+// Keeps v in a register. In a dot tile each B vector feeds R FMAs; GCC folds the load into every
+// one of them instead (a 2 x 8 tile issued 16 loads of B per 16 FMAs, a 4 x 4 one 32, and the
+// loads, not the FMAs, set the pace: Linear(784, 256) at batch 4 took 20 us instead of 16).
+template <class V>
+HWY_INLINE void KeepInRegister(V& v) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_SSE4 && (defined(__GNUC__) || defined(__clang__))
+  asm("" : "+v"(v.raw));
+#else
+  (void)v;
+#endif
+}
+
 // One R x C tile of dot products: out[r][t] = sum_p x[r][p] w[t][p], as FMA chains per lane over
 // p in order, the lanes' sum, then the scalar tail. The same arithmetic for every element
 // whatever R and C, so the tile shape is only a matter of speed.
@@ -631,7 +643,8 @@ HWY_INLINE void DotTile(D d, size_t K, const T* const* x, const T* const* w, T (
     for (int r = 0; r < R; ++r) xv[r] = hn::LoadU(d, x[r] + p);
 #pragma GCC unroll 16
     for (int t = 0; t < C; ++t) {
-      const V wv = hn::LoadU(d, w[t] + p);
+      V wv = hn::LoadU(d, w[t] + p);
+      KeepInRegister(wv);
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) acc[r][t] = hn::MulAdd(xv[r], wv, acc[r][t]);
     }
@@ -666,28 +679,35 @@ HWY_INLINE void DotRowBlock(const GemmShape& s, const T* A, const T* B, T* Cm, b
   }
 }
 
-// The tile: 2 rows x 8 columns where there are 32 vector registers (AVX-512: 16 accumulators;
-// on Zen 4 this beat 2 x 4, 4 x 2 and 4 x 4 at batch 4: 20.8 us against 23.0, 21.3 and 26.1 for
-// Linear(784, 256)), else 2 x 4 (16 registers: 8 accumulators). A single row takes 8 columns.
+// The tiles, for 32 vector registers (AVX-512): 4 rows x 6 columns (24 accumulators, 4 A and 1 B
+// vector; 10 loads per 24 FMAs), 2 x 6 for two rows left, 1 x 8 for one. On Zen 4, Linear(784,
+// 256): 4 x 6 took 16.4 us at batch 4 and 33 at batch 8, against 20 and 40 for 2 x 8 (4 x 4:
+// 21 us, 4 x 5: 16.6). For 16 registers (AVX2, SSE4): 2 x 4 (8 accumulators) and 1 x 8.
 #if HWY_TARGET <= HWY_AVX3 && HWY_ARCH_X86
-constexpr int kDotTileCols = 8;
+constexpr bool kDotQuads = true;
+constexpr int kDotPairCols = 6;
 #else
-constexpr int kDotTileCols = 4;
+constexpr bool kDotQuads = false;
+constexpr int kDotPairCols = 4;
 #endif
 
-template <typename T>
+// Columns of a 4-row tile: 5 for a multiple of 5 that is not one of 6 (the classifier's 10
+// outputs: 2 full tiles, not 2 of 6 with 2 padding columns), else 6.
+inline int64_t DotQuadCols(int64_t n) { return n % 6 != 0 && n % 5 == 0 ? 5 : 6; }
+
+// Columns j0 .. j1-1 of C through 4-row tiles of QC columns, then 2- and 1-row tiles.
+template <int QC, typename T>
 HWY_NOINLINE void GemmDotRows(const GemmShape& s, const T* a, const T* b, T* c, int64_t j0, int64_t j1) {
   for (int64_t q = 0; q < s.batch; ++q) {
     const T* A = a + q * s.stride_a;
     const T* B = b + q * s.stride_b;
     T* C = c + q * s.stride_c;
     const bool add = s.accumulate || (s.stride_c == 0 && q > 0);
-    if (s.m == 1) {
-      DotRowBlock<1, 8>(s, A, B, C, add, 0, 1, j0, j1);
-      continue;
-    }
-    for (int64_t i = 0; i < s.m; i += 2)
-      DotRowBlock<2, kDotTileCols>(s, A, B, C, add, i, std::min<int64_t>(2, s.m - i), j0, j1);
+    int64_t i = 0;
+    if constexpr (kDotQuads)
+      for (; i + 4 <= s.m; i += 4) DotRowBlock<4, QC>(s, A, B, C, add, i, 4, j0, j1);
+    for (; i + 2 <= s.m; i += 2) DotRowBlock<2, kDotPairCols>(s, A, B, C, add, i, 2, j0, j1);
+    if (i < s.m) DotRowBlock<1, 8>(s, A, B, C, add, i, 1, j0, j1);
   }
 }
 
@@ -795,6 +815,43 @@ bool SwapTilesFit(int64_t m) {
   return TileFits(m, nr);
 }
 
+// Whether C = A B^T runs as dot products rather than through the blocked GEMM (which packs B):
+// - up to kDotRows rows, B with up to kNarrowCols rows, or up to 2 * kDotRows rows when C^T's
+//   tiles would not fill;
+// - with 4-row tiles (AVX-512), also up to 64 rows when K >= 768, and few columns (C's tiles
+//   would be mostly padding) when K >= 256. On Zen 4: Linear(784, 256) at batch 24 / 48 / 64 in
+//   100 / 204 / 266 us against 137 / 217 / 287 (batch 32 even; 128 and K = 256 or 512 at 32-64
+//   rows slower as dot products: 74 against 93-101 GFLOP/s); Linear(256, 10) at batch 128 in
+//   10.4 us against 14.2 (K = 64 or 128: slower, 7.7 against 5.9 us).
+template <typename T>
+bool UseDotRows(const GemmShape& s) {
+  if (!s.trans_b || s.trans_a) return false;
+  if (s.m <= kDotRows || s.n <= kNarrowCols) return true;
+  if (s.m <= 2 * kDotRows && !(s.m < s.n && SwapTilesFit<T>(s.m))) return true;
+  if constexpr (kDotQuads) {
+    const int64_t nr_full = static_cast<int64_t>(2 * hn::Lanes(hn::ScalableTag<T>()));
+    if (s.m <= 64 && s.k >= 768) return true;
+    if (2 * s.n <= nr_full && s.n < s.m && s.k >= 256) return true;
+  }
+  return false;
+}
+
+// C = A B^T as dot products on `threads` threads: ranges of whole tile columns, about 4 per thread.
+template <typename T>
+void DotRows(const GemmShape& s, const T* a, const T* b, T* c, int threads) {
+  const int64_t unit = kDotQuads ? DotQuadCols(s.n) : kDotPairCols;
+  const auto run = [&](int64_t j0, int64_t j1) HWY_ATTR {
+    if (kDotQuads && unit == 5) GemmDotRows<5>(s, a, b, c, j0, j1);
+    else GemmDotRows<6>(s, a, b, c, j0, j1);
+  };
+  if (threads <= 1) return run(0, s.n);
+  const int64_t groups = (s.n + unit - 1) / unit, parts = std::min<int64_t>(groups, 4 * threads);
+  ParallelParts(threads, parts, [&](int64_t i) HWY_ATTR {
+    const int64_t j0 = std::min(s.n, groups * i / parts * unit), j1 = std::min(s.n, groups * (i + 1) / parts * unit);
+    if (j0 < j1) run(j0, j1);
+  });
+}
+
 // The blocked GEMM of s (already swapped to C^T when pl.c_transposed) with vectors of tag D.
 template <class D, typename T = hn::TFromD<D>>
 void GemmWith(D d, const GemmShape& s, Plan<T>& pl, const T* a, const T* b, T* c, int threads) {
@@ -846,17 +903,7 @@ void Gemm(const GemmShape& s_in, const T* a_in, const T* b_in, T* c) {
       });
       return;
     }
-    if (s.trans_b && !s.trans_a &&
-        (s.m <= kDotRows || (s.m <= 2 * kDotRows && !(s.m < s.n && SwapTilesFit<T>(s.m))) ||
-         s.n <= kNarrowCols)) {
-      if (threads <= 1) return GemmDotRows(s, a, b, c, 0, s.n);
-      const int64_t groups = (s.n + 3) / 4, parts = std::min<int64_t>(groups, 4 * threads);
-      ParallelParts(threads, parts, [&](int64_t i) HWY_ATTR {
-        const int64_t j0 = std::min(s.n, groups * i / parts * 4), j1 = std::min(s.n, groups * (i + 1) / parts * 4);
-        if (j0 < j1) GemmDotRows(s, a, b, c, j0, j1);
-      });
-      return;
-    }
+    if (UseDotRows<T>(s)) return DotRows(s, a, b, c, threads);
   }
   Plan<T> pl;
   GemmShape s = s_in;

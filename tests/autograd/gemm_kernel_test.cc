@@ -63,11 +63,13 @@ void test_all_sizes_and_transposes() {
   });
 }
 
-// Few rows times B^T, the Linear forward at small batches: the dot-product tiles (1 row, 2-row
-// tiles with an odd row left, up to 16 rows when C^T's tiles would not fill), and rows 9..32
-// where C^T = B A^T is computed instead when its tiles (2 vectors wide: 16 floats on AVX2, 32 or
-// 16 on AVX-512) are at least 3/4 full, else the plain loops; and C^T again for few columns (at
-// most half a tile) and more rows.
+// Few rows times B^T, the Linear forward at small batches: the dot-product tiles (4-row tiles of
+// 5 or 6 columns on AVX-512, 2-row tiles, a single row; up to 16 rows when C^T's tiles would not
+// fill), and rows 9..32 where C^T = B A^T is computed instead when its tiles (2 vectors wide: 16
+// floats on AVX2, 32 or 16 on AVX-512) are at least 3/4 full, else the plain loops; and C^T
+// again for few columns (at most half a tile) and more rows. On AVX-512 dot products also take
+// up to 64 rows at K >= 768 and few columns at K >= 256 (the second list: 4-row tiles with 1-3
+// rows left, 5 columns for n = 10, 25; 6 for 30, 33; K with a scalar tail or none).
 template <typename T>
 void test_few_rows_times_b_transposed() {
   for_each_target([&] {
@@ -75,6 +77,13 @@ void test_few_rows_times_b_transposed() {
     for (int64_t m : {1, 2, 5, 8, 9, 10, 12, 13, 16, 17, 24, 31, 32, 70})
       for (int64_t n : {1, 9, 10, 16, 33, 70})
         for (int64_t kk : {1, 15, 33, 100}) {
+          k::GemmShape s;
+          s.trans_b = true, s.m = m, s.n = n, s.k = kk;
+          compare<T>(s, seed += 3);
+        }
+    for (int64_t m : {3, 6, 7, 23, 64, 65, 130})
+      for (int64_t n : {10, 25, 30, 33})
+        for (int64_t kk : {256, 300, 768, 790}) {
           k::GemmShape s;
           s.trans_b = true, s.m = m, s.n = n, s.k = kk;
           compare<T>(s, seed += 3);

@@ -52,7 +52,10 @@ void check_thread_independence() {
       {16, 2001, 300, 1, false, true, false},   // 16 rows: C^T (on AVX-512 in 256-bit vectors)
       {10, 2001, 300, 1, false, true, false},   // 10 rows: dot products (C^T's tiles would not fill)
       {24, 2001, 300, 1, false, true, false},   // 24 rows: C^T (double on AVX-512: 256-bit vectors)
-      {300, 10, 256, 1, false, true, false},    // 10 columns times B^T: computed as C^T
+      {300, 10, 256, 1, false, true, false},    // 10 columns times B^T: C^T (AVX-512: dot products)
+      {300, 10, 100, 1, false, true, false},    // the same at K = 100: C^T on every target
+      {64, 2001, 790, 1, false, true, false},   // 64 rows, K >= 768: dot products on AVX-512
+      {23, 999, 800, 1, false, true, false},
       {128, 784, 256, 1, false, false, false},  // one row block (batch 128): split by columns
       {128, 256, 784, 1, false, true, false},
       {3001, 3, 301, 1, true, false, false},    // A^T times 3 columns: vectors along M, split by rows
