@@ -98,6 +98,28 @@ HWY_INLINE void PutRow(D d, V v0, V v1, T* HWY_RESTRICT c, bool add) {
   hn::StoreU(v1, d, c + N);
 }
 
+// Whether edge tiles write their valid columns with masked loads and stores (x86 AVX2 and
+// AVX-512: true masked instructions, which touch no memory in the masked-off lanes, so another
+// thread's columns next to the tile are left alone).
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+constexpr bool kMaskedEdges = true;
+#else
+constexpr bool kMaskedEdges = false;
+#endif
+
+// PutRow for the first nr (< 2 vectors) columns only; kMaskedEdges targets only.
+template <class D, class V, typename T = hn::TFromD<D>>
+HWY_INLINE void PutRowMasked(D d, V v0, V v1, T* HWY_RESTRICT c, bool add, size_t nr) {
+  const size_t N = hn::Lanes(d);
+  const auto m0 = hn::FirstN(d, nr), m1 = hn::FirstN(d, nr > N ? nr - N : 0);
+  if (add) {
+    v0 = hn::Add(hn::MaskedLoad(m0, d, c), v0);
+    v1 = hn::Add(hn::MaskedLoad(m1, d, c + N), v1);
+  }
+  hn::BlendedStore(v0, m0, d, c);
+  hn::BlendedStore(v1, m1, d, c + N);
+}
+
 // The micro-kernel: acc (MR x NR) = sum_{p < kc} a(:, p) b(p, :) as FMA chains in registers,
 // then C[r, j] = (add ? C[r, j] : 0) + acc[r, j] for the valid mr x nr part of the tile.
 // kPackedA / kPackedB: the operand is packed (steps MR and NR known at compile time: one pointer,
@@ -159,17 +181,26 @@ HWY_INLINE void MicroKernel(D d, size_t kc, const TileOperands<T>& op, T* HWY_RE
     for (size_t p = 0, o = 0; p < kc; ++p, o += a_step) NORMLAB_GEMM_STEP(a0[o], a1[o], a2[o], a3[o], a4[o], a5[o]);
   }
 #undef NORMLAB_GEMM_STEP
-  if (mr == kMR && nr == 2 * N && c_cs == 1) {
+  if (c_cs == 1 && nr == 2 * N) {  // whole rows: the first mr of them
     PutRow(d, c00, c01, c, add);
-    PutRow(d, c10, c11, c + ldc, add);
-    PutRow(d, c20, c21, c + 2 * ldc, add);
-    PutRow(d, c30, c31, c + 3 * ldc, add);
-    PutRow(d, c40, c41, c + 4 * ldc, add);
-    PutRow(d, c50, c51, c + 5 * ldc, add);
+    if (mr > 1) PutRow(d, c10, c11, c + ldc, add);
+    if (mr > 2) PutRow(d, c20, c21, c + 2 * ldc, add);
+    if (mr > 3) PutRow(d, c30, c31, c + 3 * ldc, add);
+    if (mr > 4) PutRow(d, c40, c41, c + 4 * ldc, add);
+    if (mr > 5) PutRow(d, c50, c51, c + 5 * ldc, add);
     return;
   }
-  // Edge tile, or C written transposed (c_cs != 1): spill the registers and write back only the
-  // valid mr x nr part, element (r, j) at c[r * ldc + j * c_cs] (same arithmetic).
+  if (kMaskedEdges && c_cs == 1) {  // the first nr columns of the first mr rows
+    PutRowMasked(d, c00, c01, c, add, nr);
+    if (mr > 1) PutRowMasked(d, c10, c11, c + ldc, add, nr);
+    if (mr > 2) PutRowMasked(d, c20, c21, c + 2 * ldc, add, nr);
+    if (mr > 3) PutRowMasked(d, c30, c31, c + 3 * ldc, add, nr);
+    if (mr > 4) PutRowMasked(d, c40, c41, c + 4 * ldc, add, nr);
+    if (mr > 5) PutRowMasked(d, c50, c51, c + 5 * ldc, add, nr);
+    return;
+  }
+  // Edge columns on other targets, or C written transposed (c_cs != 1): spill the registers and
+  // write back only the valid mr x nr part, element (r, j) at c[r * ldc + j * c_cs] (same arithmetic).
   HWY_ALIGN T tile[kMR * 2 * hn::MaxLanes(d)];
   const size_t w = 2 * N;
   hn::Store(c00, d, tile + 0 * w), hn::Store(c01, d, tile + 0 * w + N);

@@ -11,19 +11,30 @@
 
 HWY_BEFORE_NAMESPACE();
 namespace normlab::autograd::kernels::winograd::HWY_NAMESPACE {
-// Non-template wrappers (Highway exports functions, not templates); at most kSlack lanes.
+// Non-template wrappers (Highway exports functions, not templates). Lanes run along a row of
+// tiles: the fewest of 4, 8 or kSlack (16) lanes that cover one (14x14 images: 7 tiles, 8 lanes),
+// so that short rows do not spend most of each instruction on empty lanes (on Zen 4 a 256-bit
+// operation also issues at twice the rate of a 512-bit one). The lanes are independent, so the
+// width changes no result.
+template <typename T, class Call>
+void ByWidth(const Plan& p, const Call& call) {
+  const int64_t tw = p.tiles_w();
+  if (tw <= 4) call(hn::CappedTag<T, 4>());
+  else if (tw <= 8) call(hn::CappedTag<T, 8>());
+  else call(hn::CappedTag<T, kSlack>());
+}
 #define NORMLAB_WINOGRAD_WRAPPERS(T, S)                                                                         \
   void Input##S(const Plan& p, const T* x, int64_t x_stride, int64_t r0, int64_t r1, T* v, int64_t xs,        \
                 T* scratch) {                                                                                  \
-    InputTransformBlock(hn::CappedTag<T, kSlack>(), p, x, x_stride, r0, r1, v, xs, scratch);                    \
+    ByWidth<T>(p, [&](auto d) HWY_ATTR { InputTransformBlock(d, p, x, x_stride, r0, r1, v, xs, scratch); });  \
   }                                                                                                            \
   void Output##S(const Plan& p, const T* m, int64_t xs, const T* bias, T* y, int64_t y_stride, int64_t r0,    \
                  int64_t r1) {                                                                                 \
-    OutputTransformBlock(hn::CappedTag<T, kSlack>(), p, m, xs, bias, y, y_stride, r0, r1);                      \
+    ByWidth<T>(p, [&](auto d) HWY_ATTR { OutputTransformBlock(d, p, m, xs, bias, y, y_stride, r0, r1); });    \
   }                                                                                                            \
   void Grad##S(const Plan& p, const T* dy, int64_t dy_stride, int64_t r0, int64_t r1, T* dd, int64_t xs,      \
                T* scratch) {                                                                                   \
-    GradTransformBlock(hn::CappedTag<T, kSlack>(), p, dy, dy_stride, r0, r1, dd, xs, scratch);                  \
+    ByWidth<T>(p, [&](auto d) HWY_ATTR { GradTransformBlock(d, p, dy, dy_stride, r0, r1, dd, xs, scratch); }); \
   }
 NORMLAB_WINOGRAD_WRAPPERS(float, F32)
 NORMLAB_WINOGRAD_WRAPPERS(double, F64)
