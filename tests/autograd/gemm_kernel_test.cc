@@ -63,6 +63,23 @@ void test_all_sizes_and_transposes() {
   });
 }
 
+// K of 1 to 8 with B not transposed (rows of C swept with A's K values in registers): every K,
+// both layouts of A, widths around the vector lengths and narrow ones (n <= 4 goes its own way).
+template <typename T>
+void test_small_k() {
+  for_each_target([&] {
+    unsigned seed = 900;
+    for (int64_t kk = 1; kk <= 9; ++kk)
+      for (bool ta : {false, true})
+        for (int64_t m : {1, 7, 40})
+          for (int64_t n : {3, 5, 16, 31, 33, 70}) {
+            k::GemmShape s;
+            s.trans_a = ta, s.m = m, s.n = n, s.k = kk;
+            compare<T>(s, seed += 3);
+          }
+  });
+}
+
 // Few rows times B^T, the Linear forward at small batches: the dot-product tiles (4-row tiles of
 // 5 or 6 columns on AVX-512, 2-row tiles, a single row; up to 16 rows when C^T's tiles would not
 // fill), and rows 9..32 where C^T = B A^T is computed instead when its tiles (2 vectors wide: 16
@@ -124,6 +141,8 @@ BOOST_AUTO_TEST_CASE(sizes_and_transposes_f32) { test_all_sizes_and_transposes<f
 BOOST_AUTO_TEST_CASE(sizes_and_transposes_f64) { test_all_sizes_and_transposes<double>(); }
 BOOST_AUTO_TEST_CASE(few_rows_times_b_transposed_f32) { test_few_rows_times_b_transposed<float>(); }
 BOOST_AUTO_TEST_CASE(few_rows_times_b_transposed_f64) { test_few_rows_times_b_transposed<double>(); }
+BOOST_AUTO_TEST_CASE(small_k_f32) { test_small_k<float>(); }
+BOOST_AUTO_TEST_CASE(small_k_f64) { test_small_k<double>(); }
 BOOST_AUTO_TEST_CASE(batches_and_accumulate_f32) { test_batches_and_accumulate<float>(); }
 BOOST_AUTO_TEST_CASE(batches_and_accumulate_f64) { test_batches_and_accumulate<double>(); }
 

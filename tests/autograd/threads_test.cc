@@ -61,6 +61,9 @@ void check_thread_independence() {
       {3001, 3, 301, 1, true, false, false},    // A^T times 3 columns: vectors along M, split by rows
       {20, 2001, 300, 1, false, true, false},   // 20 rows times B^T: computed as C^T, split by C's columns
       {20, 999, 300, 3, false, true, true},
+      {256, 784, 2, 1, true, false, false},     // K <= 8, B not transposed: rows swept, split by rows
+      {301, 33, 8, 1, false, false, false},
+      {67, 65, 5, 3, true, false, true},        // ... with the batch summed into one C
       {67, 65, 129, 5, false, true, false},     // split by batch items
       {67, 65, 129, 3, true, false, true},      // the batch sums into one C: split within it
   };
