@@ -37,6 +37,7 @@
 #include <cstddef>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 #include "autograd/kernels/gemm.h"
 #include "autograd/parallel.h"
@@ -790,14 +791,23 @@ HWY_NOINLINE void GemmNarrowTransA(const GemmShape& s, const T* a, const T* b, T
   }
 }
 
-// Tiny K with B not transposed (dW = dY^T X at batch <= kSmallK, dX = dY W of a layer with
-// <= kSmallK outputs): C is mostly written, not computed, and the register tile's fixed costs
-// per tile (packing, the C prefetch, the write-back after a few FMA steps) dominated: Linear(784,
-// 256)'s dW at batch 2 ran at 37 GFLOP/s, at batch 8 at 39. Here each row of C is swept once,
-// its K values of A broadcast in registers: C[i, j..] = sum_p a(i, p) B[p, j..] as the FMA chain
-// from 0 over p in order and the final add of the blocked GEMM, so each element gets the bits
-// the blocked GEMM would give it. Rows i0 .. i1-1.
-constexpr int64_t kSmallK = 8;
+// Tiny K with B not transposed (dW = dY^T X at batch <= 16, dX = dY W of a layer with <= 16
+// outputs): C is mostly written, not computed, and the register tile's fixed costs per tile
+// (packing, the C prefetch, the write-back after a few FMA steps) dominated: on Zen 4 Linear(784,
+// 256)'s dW took 19 / 23 / 29 / 44 us at batch 1 / 2 / 4 / 8 (21-73 GFLOP/s), Linear(256, 10)'s
+// dX 8.9 us. Here each row of C is swept once, its K values of A broadcast in registers: C[i, j..]
+// = sum_p a(i, p) B[p, j..] as the FMA chain from 0 over p in order and the final add of the
+// blocked GEMM, so each element gets the bits the blocked GEMM would give it: 9 / 10 / 19 / 34 us
+// and 7 us. Up to 8 rows of B always; up to 16 while B stays in L1 (16 KiB: at K = 16, N = 784
+// the sweep re-read B from L2 and took 118 us against 78). Rows i0 .. i1-1.
+constexpr int64_t kSmallK = 8, kSmallKMax = 16;
+constexpr size_t kSmallKBytes = size_t(16) << 10;
+
+template <typename T>
+bool UseSmallK(const GemmShape& s) {
+  if (s.trans_b || s.n <= kNarrowCols || s.k > kSmallKMax) return false;
+  return s.k <= kSmallK || static_cast<size_t>(s.k * s.n) * sizeof(T) <= kSmallKBytes;
+}
 
 template <int K, typename T>
 HWY_NOINLINE void GemmSmallK(const GemmShape& s, const T* a, const T* b, T* c, int64_t i0, int64_t i1) {
@@ -811,12 +821,14 @@ HWY_NOINLINE void GemmSmallK(const GemmShape& s, const T* a, const T* b, T* c, i
     T* C = c + q * s.stride_c;
     const bool add = s.accumulate || (s.stride_c == 0 && q > 0);
     for (int64_t i = i0; i < i1; ++i) {
-      hn::Vec<decltype(d)> av[K];
+      hn::Vec<decltype(d)> av[K];  // (the loops over p are unrolled: av stays in registers)
+#pragma GCC unroll 16
       for (int p = 0; p < K; ++p) av[p] = hn::Set(d, A[i * a_rs + p * a_cs]);
       T* HWY_RESTRICT ci = C + i * n;
       int64_t j = 0;
       for (; j + 2 * N <= n; j += 2 * N) {
         auto c0 = hn::Zero(d), c1 = hn::Zero(d);
+#pragma GCC unroll 16
         for (int p = 0; p < K; ++p) {
           c0 = hn::MulAdd(av[p], hn::LoadU(d, B + p * n + j), c0);
           c1 = hn::MulAdd(av[p], hn::LoadU(d, B + p * n + j + N), c1);
@@ -825,6 +837,7 @@ HWY_NOINLINE void GemmSmallK(const GemmShape& s, const T* a, const T* b, T* c, i
       }
       for (; j + N <= n; j += N) {
         auto c0 = hn::Zero(d);
+#pragma GCC unroll 16
         for (int p = 0; p < K; ++p) c0 = hn::MulAdd(av[p], hn::LoadU(d, B + p * n + j), c0);
         if (add) c0 = hn::Add(hn::LoadU(d, ci + j), c0);
         hn::StoreU(c0, d, ci + j);
@@ -840,20 +853,17 @@ HWY_NOINLINE void GemmSmallK(const GemmShape& s, const T* a, const T* b, T* c, i
   }
 }
 
-// GemmSmallK for s.k = 1 .. kSmallK, rows split into about 4 ranges per thread.
+// GemmSmallK for s.k = 1 .. kSmallKMax, rows split into about 4 ranges per thread.
+template <typename T, int... Ks>
+void SmallKRows(const GemmShape& s, const T* a, const T* b, T* c, int64_t i0, int64_t i1,
+                std::integer_sequence<int, Ks...>) {
+  ((s.k == Ks + 1 ? GemmSmallK<Ks + 1>(s, a, b, c, i0, i1) : void()), ...);
+}
+
 template <typename T>
 void SmallK(const GemmShape& s, const T* a, const T* b, T* c, int threads) {
   const auto run = [&](int64_t i0, int64_t i1) HWY_ATTR {
-    switch (s.k) {
-      case 1: return GemmSmallK<1>(s, a, b, c, i0, i1);
-      case 2: return GemmSmallK<2>(s, a, b, c, i0, i1);
-      case 3: return GemmSmallK<3>(s, a, b, c, i0, i1);
-      case 4: return GemmSmallK<4>(s, a, b, c, i0, i1);
-      case 5: return GemmSmallK<5>(s, a, b, c, i0, i1);
-      case 6: return GemmSmallK<6>(s, a, b, c, i0, i1);
-      case 7: return GemmSmallK<7>(s, a, b, c, i0, i1);
-      default: return GemmSmallK<8>(s, a, b, c, i0, i1);
-    }
+    SmallKRows(s, a, b, c, i0, i1, std::make_integer_sequence<int, kSmallKMax>());
   };
   if (threads <= 1) return run(0, s.m);
   const int64_t parts = std::min<int64_t>(s.m, 4 * threads);  // each row's items still in batch order
@@ -993,7 +1003,7 @@ void Gemm(const GemmShape& s_in, const T* a_in, const T* b_in, T* c) {
   {
     const GemmShape& s = s_in;
     const T *a = a_in, *b = b_in;
-    if (!s.trans_b && s.k <= kSmallK && s.n > kNarrowCols) return SmallK(s, a, b, c, threads);
+    if (UseSmallK<T>(s)) return SmallK(s, a, b, c, threads);
     if (s.trans_a && !s.trans_b && s.n <= kNarrowCols) {
       if (threads <= 1) return GemmNarrowTransA(s, a, b, c, 0, s.m);
       const int64_t unit = static_cast<int64_t>(2 * hn::Lanes(d)), groups = (s.m + unit - 1) / unit;

@@ -63,16 +63,17 @@ void test_all_sizes_and_transposes() {
   });
 }
 
-// K of 1 to 8 with B not transposed (rows of C swept with A's K values in registers): every K,
-// both layouts of A, widths around the vector lengths and narrow ones (n <= 4 goes its own way).
+// K of 1 to 16 with B not transposed (rows of C swept with A's K values in registers; K > 8
+// only while B takes at most 16 KiB, else the blocked GEMM): every K, both layouts of A, widths
+// around the vector lengths, narrow ones (n <= 4 goes its own way) and wide ones.
 template <typename T>
 void test_small_k() {
   for_each_target([&] {
     unsigned seed = 900;
-    for (int64_t kk = 1; kk <= 9; ++kk)
+    for (int64_t kk = 1; kk <= 17; ++kk)
       for (bool ta : {false, true})
         for (int64_t m : {1, 7, 40})
-          for (int64_t n : {3, 5, 16, 31, 33, 70}) {
+          for (int64_t n : {3, 5, 16, 31, 33, 70, 300}) {
             k::GemmShape s;
             s.trans_a = ta, s.m = m, s.n = n, s.k = kk;
             compare<T>(s, seed += 3);

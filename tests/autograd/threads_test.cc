@@ -63,6 +63,7 @@ void check_thread_independence() {
       {20, 999, 300, 3, false, true, true},
       {256, 784, 2, 1, true, false, false},     // K <= 8, B not transposed: rows swept, split by rows
       {301, 33, 8, 1, false, false, false},
+      {300, 256, 10, 1, false, false, false},   // K = 10 (dX of a 10-output layer), B in L1
       {67, 65, 5, 3, true, false, true},        // ... with the batch summed into one C
       {67, 65, 129, 5, false, true, false},     // split by batch items
       {67, 65, 129, 3, true, false, true},      // the batch sums into one C: split within it
