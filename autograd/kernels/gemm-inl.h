@@ -12,8 +12,9 @@
 //           ir: MR rows at a time       -> micro-kernel: an MR x NR tile of C in registers
 // Packing is where op() happens: transposed operands are read in their stored layout and written
 // into the same packed layout, so no transpose is ever materialized. Where packing does not pay
-// (see Gemm), the micro-kernel reads A, or a non-transposed B, in place. Two shapes the tile fits
-// badly have their own loops: few rows times B^T (dot products) and A^T times 1..4 columns.
+// (see Gemm), the micro-kernel reads A, or a non-transposed B, in place. Three shapes the tile
+// fits badly have their own loops: few rows times B^T (dot products), A^T times 1..4 columns, and
+// K of at most 16 with B not transposed (each row of C swept once).
 //
 // Threads (Gemm, GemmSharedB): batch items, row blocks (sharing the packed B panels) or column
 // ranges, claimed dynamically.
