@@ -41,6 +41,7 @@
 #include <utility>
 
 #include "autograd/kernels/gemm.h"
+#include "autograd/kernels/loop-inl.h"
 #include "autograd/parallel.h"
 #include "hwy/aligned_allocator.h"
 #include "hwy/cache_control.h"
@@ -100,16 +101,8 @@ HWY_INLINE void PutRow(D d, V v0, V v1, T* HWY_RESTRICT c, bool add) {
   hn::StoreU(v1, d, c + N);
 }
 
-// Whether edge tiles write their valid columns with masked loads and stores (x86 AVX2 and
-// AVX-512: true masked instructions, which touch no memory in the masked-off lanes, so another
-// thread's columns next to the tile are left alone).
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
-constexpr bool kMaskedEdges = true;
-#else
-constexpr bool kMaskedEdges = false;
-#endif
-
-// PutRow for the first nr (< 2 vectors) columns only; kMaskedEdges targets only.
+// PutRow for the first nr (< 2 vectors) columns only; kMaskedAccessIsSafe targets only (loop-inl.h:
+// the lanes past the tile may be another thread's columns, or past the end of C).
 template <class D, class V, typename T = hn::TFromD<D>>
 HWY_INLINE void PutRowMasked(D d, V v0, V v1, T* HWY_RESTRICT c, bool add, size_t nr) {
   const size_t N = hn::Lanes(d);
@@ -192,7 +185,7 @@ HWY_INLINE void MicroKernel(D d, size_t kc, const TileOperands<T>& op, T* HWY_RE
     if (mr > 5) PutRow(d, c50, c51, c + 5 * ldc, add);
     return;
   }
-  if (kMaskedEdges && c_cs == 1) {  // the first nr columns of the first mr rows
+  if (kMaskedAccessIsSafe && c_cs == 1) {  // the first nr columns of the first mr rows
     PutRowMasked(d, c00, c01, c, add, nr);
     if (mr > 1) PutRowMasked(d, c10, c11, c + ldc, add, nr);
     if (mr > 2) PutRowMasked(d, c20, c21, c + 2 * ldc, add, nr);

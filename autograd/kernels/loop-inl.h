@@ -30,6 +30,16 @@ HWY_INLINE void ForRow(int64_t n, const Body& body) {
   for (; i < n; ++i) body(d1, i);
 }
 
+// Whether masked loads and stores never touch their masked-off lanes, so that a vector may be
+// masked at the end of an array: AVX-512's mask registers suppress faults there; AVX2's vmaskmov
+// may fault on AMD (its manual leaves masked-off elements to the implementation), and the other
+// targets emulate masking with full-width accesses.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+constexpr bool kMaskedAccessIsSafe = true;
+#else
+constexpr bool kMaskedAccessIsSafe = false;
+#endif
+
 // Turns a runtime flag into a compile-time one: f(std::true_type{}) or f(std::false_type{}).
 template <class F>
 HWY_INLINE void WithFlag(bool flag, const F& f) {

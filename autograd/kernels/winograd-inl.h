@@ -15,6 +15,7 @@
 
 #include <algorithm>
 
+#include "autograd/kernels/loop-inl.h"
 #include "autograd/kernels/winograd.h"
 #include "hwy/highway.h"
 
@@ -83,20 +84,20 @@ void InputTransformBlock(D d, const Plan& p, const T* x, int64_t x_stride, int64
 }
 
 // Writes a[0], b[0], a[1], b[1], ... to out[0 .. min(count, 2N)), count > 0. A row's last,
-// partial pairs go through masked stores where they are true masked instructions (x86 AVX2 and
-// AVX-512: nothing past the row is touched), else element by element.
+// partial pairs go through masked stores where those touch nothing past the row (loop-inl.h),
+// else element by element.
 template <class D, typename T = hn::TFromD<D>>
 HWY_INLINE void StorePairs(D d, hn::Vec<D> a, hn::Vec<D> b, int64_t count, T* out) {
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   if (count >= 2 * N) return hn::StoreInterleaved2(a, b, d, out);
   HWY_ALIGN T tmp[2 * hn::MaxLanes(d)];
   hn::StoreInterleaved2(a, b, d, tmp);
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
-  hn::BlendedStore(hn::Load(d, tmp), hn::FirstN(d, static_cast<size_t>(std::min(count, N))), d, out);
-  if (count > N) hn::BlendedStore(hn::Load(d, tmp + N), hn::FirstN(d, static_cast<size_t>(count - N)), d, out + N);
-#else
-  for (int64_t j = 0; j < count; ++j) out[j] = tmp[j];
-#endif
+  if constexpr (kernels::HWY_NAMESPACE::kMaskedAccessIsSafe) {
+    hn::BlendedStore(hn::Load(d, tmp), hn::FirstN(d, static_cast<size_t>(std::min(count, N))), d, out);
+    if (count > N) hn::BlendedStore(hn::Load(d, tmp + N), hn::FirstN(d, static_cast<size_t>(count - N)), d, out + N);
+  } else {
+    for (int64_t j = 0; j < count; ++j) out[j] = tmp[j];
+  }
 }
 
 template <class D, typename T = hn::TFromD<D>>

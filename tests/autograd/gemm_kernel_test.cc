@@ -1,6 +1,9 @@
 // kernels::gemm on every Highway target against kernels::ref::gemm: all four transpose
 // combinations, sizes that exercise every vector tail in M, N and K, batches with strides
 // (including stride 0 broadcast and stride_c 0 accumulation), and accumulate onto C.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <boost/test/unit_test.hpp>
 #include <random>
 #include <vector>
@@ -137,6 +140,29 @@ void test_batches_and_accumulate() {
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(gemm_kernel)
+
+// C ending exactly at a page boundary with no access allowed to the next page: edge tiles must
+// not touch the lanes past C's last element (a masked-off lane that faults would crash here).
+BOOST_AUTO_TEST_CASE(c_at_the_end_of_a_page) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* mem = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  BOOST_REQUIRE(mem != MAP_FAILED);
+  BOOST_REQUIRE(mprotect(static_cast<char*>(mem) + page, page, PROT_NONE) == 0);
+  for_each_target([&] {
+    for (bool acc : {false, true}) {
+      k::GemmShape s;
+      s.m = 13, s.n = 37, s.k = 40, s.accumulate = acc;  // edge tiles in both directions
+      const auto a = random_vec<float>(s.m * s.k, 1), b = random_vec<float>(s.k * s.n, 2);
+      float* c = reinterpret_cast<float*>(static_cast<char*>(mem) + page) - s.m * s.n;
+      std::vector<float> want(static_cast<size_t>(s.m * s.n), 0.5f);
+      std::fill(c, c + s.m * s.n, 0.5f);
+      k::gemm(s, a.data(), b.data(), c);
+      k::ref::gemm(s, a.data(), b.data(), want.data());
+      check_close(std::vector<float>(c, c + s.m * s.n), want, s.m * s.n, 0, tolerance<float>(s.k));
+    }
+  });
+  munmap(mem, 2 * page);
+}
 
 BOOST_AUTO_TEST_CASE(sizes_and_transposes_f32) { test_all_sizes_and_transposes<float>(); }
 BOOST_AUTO_TEST_CASE(sizes_and_transposes_f64) { test_all_sizes_and_transposes<double>(); }
