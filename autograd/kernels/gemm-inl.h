@@ -118,8 +118,11 @@ HWY_INLINE void PutRowMasked(D d, V v0, V v1, T* HWY_RESTRICT c, bool add, size_
 // The micro-kernel: acc (MR x NR) = sum_{p < kc} a(:, p) b(p, :) as FMA chains in registers,
 // then C[r, j] = (add ? C[r, j] : 0) + acc[r, j] for the valid mr x nr part of the tile.
 // kPackedA / kPackedB: the operand is packed (steps MR and NR known at compile time: one pointer,
-// fixed offsets) rather than read in place with run-time steps.
-template <bool kPackedA, bool kPackedB, class D, typename T = hn::TFromD<D>>
+// fixed offsets) rather than read in place with run-time steps. Only the first R rows are
+// computed (R = 4 for an edge tile of at most 4 valid rows: 8 FMA chains still cover both FMA
+// ports' latency, and no FMA is spent on padding rows); each computed element gets the same FMA
+// chain whatever R is.
+template <size_t R, bool kPackedA, bool kPackedB, class D, typename T = hn::TFromD<D>>
 HWY_INLINE void MicroKernel(D d, size_t kc, const TileOperands<T>& op, T* HWY_RESTRICT c, size_t ldc, size_t c_cs,
                             size_t mr, size_t nr, bool add) {
   const size_t N = hn::Lanes(d);
@@ -129,36 +132,30 @@ HWY_INLINE void MicroKernel(D d, size_t kc, const TileOperands<T>& op, T* HWY_RE
   // Start fetching the C tile now: with C larger than L2 its rows (N apart, often 4 KiB apart,
   // one L1 set) come from L3, and waiting for them at the write-back costs ~10% at 1024x1024.
   if (c_cs == 1)
-    for (size_t r = 0; r < kMR; ++r) {
+    for (size_t r = 0; r < R; ++r) {
       hwy::Prefetch(c + r * ldc);
       hwy::Prefetch(c + r * ldc + 2 * N - 1);
     }
   const T* HWY_RESTRICT b = op.b;
   const size_t b_step = kPackedB ? 2 * N : op.b_step;
-  // One step p: two vectors of B, each broadcast a(r, p) times both, into the 12 accumulators.
-#define NORMLAB_GEMM_STEP(A0, A1, A2, A3, A4, A5)  \
-  {                                                \
-    const auto b0 = hn::LoadU(d, b);               \
-    const auto b1 = hn::LoadU(d, b + N);           \
-    b += b_step;                                   \
-    auto av = hn::Set(d, A0);                      \
-    c00 = hn::MulAdd(av, b0, c00);                 \
-    c01 = hn::MulAdd(av, b1, c01);                 \
-    av = hn::Set(d, A1);                           \
-    c10 = hn::MulAdd(av, b0, c10);                 \
-    c11 = hn::MulAdd(av, b1, c11);                 \
-    av = hn::Set(d, A2);                           \
-    c20 = hn::MulAdd(av, b0, c20);                 \
-    c21 = hn::MulAdd(av, b1, c21);                 \
-    av = hn::Set(d, A3);                           \
-    c30 = hn::MulAdd(av, b0, c30);                 \
-    c31 = hn::MulAdd(av, b1, c31);                 \
-    av = hn::Set(d, A4);                           \
-    c40 = hn::MulAdd(av, b0, c40);                 \
-    c41 = hn::MulAdd(av, b1, c41);                 \
-    av = hn::Set(d, A5);                           \
-    c50 = hn::MulAdd(av, b0, c50);                 \
-    c51 = hn::MulAdd(av, b1, c51);                 \
+  // One step p: two vectors of B, each broadcast a(r, p) times both, into the 2 R accumulators.
+#define NORMLAB_GEMM_ROW(r, Ar)                   \
+  if constexpr (R > r) {                          \
+    const auto av = hn::Set(d, Ar);               \
+    c##r##0 = hn::MulAdd(av, b0, c##r##0);        \
+    c##r##1 = hn::MulAdd(av, b1, c##r##1);        \
+  }
+#define NORMLAB_GEMM_STEP(A0, A1, A2, A3, A4, A5) \
+  {                                               \
+    const auto b0 = hn::LoadU(d, b);              \
+    const auto b1 = hn::LoadU(d, b + N);          \
+    b += b_step;                                  \
+    NORMLAB_GEMM_ROW(0, A0)                       \
+    NORMLAB_GEMM_ROW(1, A1)                       \
+    NORMLAB_GEMM_ROW(2, A2)                       \
+    NORMLAB_GEMM_ROW(3, A3)                       \
+    NORMLAB_GEMM_ROW(4, A4)                       \
+    NORMLAB_GEMM_ROW(5, A5)                       \
   }
   if constexpr (kPackedA) {
     // Not unrolled: GCC then keeps all 12 accumulators in registers (unrolled by hand, it
@@ -176,6 +173,7 @@ HWY_INLINE void MicroKernel(D d, size_t kc, const TileOperands<T>& op, T* HWY_RE
     for (size_t p = 0, o = 0; p < kc; ++p, o += a_step) NORMLAB_GEMM_STEP(a0[o], a1[o], a2[o], a3[o], a4[o], a5[o]);
   }
 #undef NORMLAB_GEMM_STEP
+#undef NORMLAB_GEMM_ROW
   if (c_cs == 1 && nr == 2 * N) {  // whole rows: the first mr of them
     PutRow(d, c00, c01, c, add);
     if (mr > 1) PutRow(d, c10, c11, c + ldc, add);
@@ -209,6 +207,19 @@ HWY_INLINE void MicroKernel(D d, size_t kc, const TileOperands<T>& op, T* HWY_RE
       T& out = c[r * ldc + j * c_cs];
       out = add ? out + tile[r * w + j] : tile[r * w + j];
     }
+}
+
+// MicroKernel<R> with the packing flags made compile-time.
+template <size_t R, class D, typename T = hn::TFromD<D>>
+HWY_INLINE void Tile(D d, bool packed_a, bool packed_b, size_t kc, const TileOperands<T>& t, T* HWY_RESTRICT c,
+                     size_t ldc, size_t c_cs, size_t mr, size_t nr, bool add) {
+  if (packed_a) {
+    if (packed_b) MicroKernel<R, true, true>(d, kc, t, c, ldc, c_cs, mr, nr, add);
+    else MicroKernel<R, true, false>(d, kc, t, c, ldc, c_cs, mr, nr, add);
+  } else {
+    if (packed_b) MicroKernel<R, false, true>(d, kc, t, c, ldc, c_cs, mr, nr, add);
+    else MicroKernel<R, false, false>(d, kc, t, c, ldc, c_cs, mr, nr, add);
+  }
 }
 
 // One matrix of the batch, with op() resolved into strides: a(i, p) = A[i * a_rs + p * a_cs],
@@ -487,13 +498,9 @@ void MacroKernel(D d, const Plan<T>& pl, const Operands<T>& o, int64_t ic, size_
         t.a_step = static_cast<size_t>(o.a_cs);
       }
       T* ct = o.C + (ic + static_cast<int64_t>(ir)) * o.c_rs + (jc + static_cast<int64_t>(jr)) * o.c_cs;
-      if (pl.pack_a) {
-        if (packed_b) MicroKernel<true, true>(d, kc, t, ct, c_rs, c_cs, mr, nr, add);
-        else MicroKernel<true, false>(d, kc, t, ct, c_rs, c_cs, mr, nr, add);
-      } else {
-        if (packed_b) MicroKernel<false, true>(d, kc, t, ct, c_rs, c_cs, mr, nr, add);
-        else MicroKernel<false, false>(d, kc, t, ct, c_rs, c_cs, mr, nr, add);
-      }
+      // Edge tiles of at most 4 rows compute 4 rows, not 6.
+      if (mr > 4) Tile<kMR>(d, pl.pack_a, packed_b, kc, t, ct, c_rs, c_cs, mr, nr, add);
+      else Tile<4>(d, pl.pack_a, packed_b, kc, t, ct, c_rs, c_cs, mr, nr, add);
     }
   }
 }

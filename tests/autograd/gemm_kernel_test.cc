@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -137,6 +138,42 @@ void test_batches_and_accumulate() {
   });
 }
 
+// An edge tile of 1-5 rows (computed as a 4-row tile up to 4 rows, else a 6-row one) gives each
+// element the same bits as a full 6-row tile: C for m rows equals the first m rows of C for 12
+// rows whose first m rows of A are the same. Both layouts of A, K in one block and in several
+// (A packed at K >= 1024 when not transposed), with and without accumulation.
+template <typename T>
+void test_edge_row_tiles_bitwise() {
+  constexpr int64_t kFull = 12, n = 45;
+  for_each_target([&] {
+    unsigned seed = 700;
+    for (int64_t kk : {100, 1100})
+      for (bool ta : {false, true})
+        for (bool acc : {false, true})
+          for (int64_t m = 7; m <= 11; ++m) {
+            const auto vals = random_vec<T>(kFull * kk, seed++), b = random_vec<T>(kk * n, seed++);
+            const auto c0 = random_vec<T>(kFull * n, seed++);
+            // a(i, p) = vals[i K + p], stored as A (M, K) or as A^T (K, M) for M rows.
+            auto layout = [&](int64_t rows) {
+              std::vector<T> a(static_cast<size_t>(rows * kk));
+              for (int64_t i = 0; i < rows; ++i)
+                for (int64_t p = 0; p < kk; ++p) a[static_cast<size_t>(ta ? p * rows + i : i * kk + p)] = vals[i * kk + p];
+              return a;
+            };
+            k::GemmShape s;
+            s.trans_a = ta, s.n = n, s.k = kk, s.accumulate = acc;
+            std::vector<T> part(c0.begin(), c0.begin() + m * n), full = c0;
+            s.m = m;
+            k::gemm(s, layout(m).data(), b.data(), part.data());
+            s.m = kFull;
+            k::gemm(s, layout(kFull).data(), b.data(), full.data());
+            BOOST_TEST_CONTEXT("m " << m << " k " << kk << " trans_a " << ta << " accumulate " << acc) {
+              BOOST_TEST(std::memcmp(part.data(), full.data(), part.size() * sizeof(T)) == 0);
+            }
+          }
+  });
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(gemm_kernel)
@@ -172,6 +209,8 @@ BOOST_AUTO_TEST_CASE(small_k_f32) { test_small_k<float>(); }
 BOOST_AUTO_TEST_CASE(small_k_f64) { test_small_k<double>(); }
 BOOST_AUTO_TEST_CASE(batches_and_accumulate_f32) { test_batches_and_accumulate<float>(); }
 BOOST_AUTO_TEST_CASE(batches_and_accumulate_f64) { test_batches_and_accumulate<double>(); }
+BOOST_AUTO_TEST_CASE(edge_row_tiles_bitwise_f32) { test_edge_row_tiles_bitwise<float>(); }
+BOOST_AUTO_TEST_CASE(edge_row_tiles_bitwise_f64) { test_edge_row_tiles_bitwise<double>(); }
 
 // The reference itself, on a product worked by hand: [[1, 2], [3, 4]] [[5, 6], [7, 8]] and its
 // transposed forms, so that the kernels are not only checked against a wrong reference.
