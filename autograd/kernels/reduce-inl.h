@@ -13,6 +13,7 @@
 #include "autograd/kernels/pool.h"
 #include "autograd/kernels/reduce.h"
 #include "autograd/parallel.h"
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -49,7 +50,12 @@ HWY_INLINE T ReduceRow(ReduceOp op, int64_t r, const T* x) {
   }
   for (; j + N <= r; j += N) a0 = f(a0, hn::LoadU(d, x + j));
   a0 = f(f(a0, a1), f(a2, a3));
-  // Lanes in a fixed order (not SumOfLanes, whose order differs between targets' shuffles).
+  if (op == ReduceOp::Sum) {  // lanes added as a tree in registers (a fixed order per target)
+    T acc = hn::GetLane(hn::SumOfLanes(d, a0));
+    for (; j < r; ++j) acc += x[j];
+    return acc;
+  }
+  // Max: lanes in order, with Combine's NaN rule.
   HWY_ALIGN T lanes[hn::MaxLanes(d)];
   hn::Store(a0, d, lanes);
   T acc = lanes[0];
