@@ -44,6 +44,7 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 #include <algorithm>
+#include <cstring>
 
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/pool.h"
@@ -199,12 +200,15 @@ int64_t xi_stride(int64_t rows, int64_t nb) {
 // The transforms' padded rows: 2 per tile row of a block plus 2, of at most 2 tiles_w() + 2 kSlack + 2.
 int64_t scratch_size(const Plan& p) { return (2 * block_rows(p) + 2) * (2 * p.tiles_w() + 2 * kSlack + 2); }
 
-// u = G f G^T for one 3x3 filter f (rows f[0..2], element (i, j) at f[3 i + j]); u[xi] at u[xi * step].
-template <typename T>
+// u = G f G^T for one 3x3 filter f (rows f[0..2], element (i, j) at f[3 i + j]; with kFlip the
+// filter turned by 180 degrees, element (i, j) at f[8 - 3 i - j], read in place); u[xi] at
+// u[xi * step].
+template <bool kFlip, typename T>
 void filter_tile(const T* f, T* u, int64_t step) {
+  auto tap = [f](int i) { return f[kFlip ? 8 - i : i]; };
   T h[4][3];  // G f
   for (int j = 0; j < 3; ++j) {
-    const T a = f[j], b = f[3 + j], c = f[6 + j];
+    const T a = tap(j), b = tap(3 + j), c = tap(6 + j);
     h[0][j] = a;
     h[1][j] = T(0.5) * (a + b + c);
     h[2][j] = T(0.5) * (a - b + c);
@@ -228,47 +232,67 @@ void over_outputs(int64_t o, int64_t c, const Body& body) {
   parallel_parts(threads, parts, [&](int64_t q) { body(o * q / parts, o * (q + 1) / parts); });
 }
 
+// The filters go through the transforms in runs of up to kRun whose 16 transformed values lie
+// side by side in each of u's 16 planes, staged in a local buffer. The planes are o c elements
+// apart, often a multiple of 4 KiB (one L1 set): one element per plane and filter at a time kept
+// 16 lines of one set in play and missed L1 on nearly every access.
+constexpr int64_t kRun = 16;
+
+// n <= kRun filters w + l * wstep -> u[xi * plane + l].
+template <bool kFlip, typename T>
+void transform_run(const T* w, int64_t wstep, int64_t n, T* u, int64_t plane) {
+  T buf[16][kRun];
+  for (int64_t l = 0; l < n; ++l) filter_tile<kFlip>(w + l * wstep, &buf[0][l], kRun);
+  for (int xi = 0; xi < 16; ++xi) std::memcpy(u + xi * plane, buf[xi], static_cast<size_t>(n) * sizeof(T));
+}
+
 template <typename T>
 void transform_filter_impl(int64_t o, int64_t c, const T* w, T* u) {
   over_outputs(o, c, [&](int64_t a0, int64_t a1) {
     for (int64_t a = a0; a < a1; ++a)
-      for (int64_t b = 0; b < c; ++b) filter_tile(w + (a * c + b) * 9, u + a * c + b, o * c);
+      for (int64_t b = 0; b < c; b += kRun)
+        transform_run<false>(w + (a * c + b) * 9, 9, std::min(kRun, c - b), u + a * c + b, o * c);
   });
 }
 
 template <typename T>
 void transform_filter_flipped_impl(int64_t o, int64_t c, const T* w, T* u) {
-  // u (16, C, O): the writes of consecutive a are adjacent, so a is the inner loop.
+  // u (16, C, O): the values of consecutive a are adjacent, so runs go along a.
   over_outputs(c, o, [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b)
-      for (int64_t a = 0; a < o; ++a) {
-        const T* f = w + (a * c + b) * 9;
-        T r[9];
-        for (int i = 0; i < 9; ++i) r[i] = f[8 - i];  // turned by 180 degrees
-        filter_tile(r, u + b * o + a, o * c);
-      }
+      for (int64_t a = 0; a < o; a += kRun)
+        transform_run<true>(w + (a * c + b) * 9, c * 9, std::min(kRun, o - a), u + b * o + a, o * c);
   });
+}
+
+// f = G^T q G for the 16 values q[xi * step] (the transform's adjoint: the filter's gradient).
+template <typename T>
+void filter_grad_tile(const T* q_in, int64_t step, T* f) {
+  T q[16];
+  for (int xi = 0; xi < 16; ++xi) q[xi] = q_in[xi * step];
+  T h[3][4];  // G^T q
+  for (int j = 0; j < 4; ++j) {
+    h[0][j] = q[j] + T(0.5) * (q[4 + j] + q[8 + j]);
+    h[1][j] = T(0.5) * (q[4 + j] - q[8 + j]);
+    h[2][j] = T(0.5) * (q[4 + j] + q[8 + j]) + q[12 + j];
+  }
+  for (int i = 0; i < 3; ++i) {  // (G^T q) G
+    f[3 * i + 0] = h[i][0] + T(0.5) * (h[i][1] + h[i][2]);
+    f[3 * i + 1] = T(0.5) * (h[i][1] - h[i][2]);
+    f[3 * i + 2] = T(0.5) * (h[i][1] + h[i][2]) + h[i][3];
+  }
 }
 
 template <typename T>
 void filter_grad_impl(int64_t o, int64_t c, const T* du, T* dw) {
   over_outputs(o, c, [&](int64_t a0, int64_t a1) {
+    T buf[16][kRun];  // a run of du's values, staged as in transform_run
     for (int64_t a = a0; a < a1; ++a)
-      for (int64_t b = 0; b < c; ++b) {
-        T q[16];
-        for (int xi = 0; xi < 16; ++xi) q[xi] = du[(xi * o + a) * c + b];
-        T h[3][4];  // G^T q
-        for (int j = 0; j < 4; ++j) {
-          h[0][j] = q[j] + T(0.5) * (q[4 + j] + q[8 + j]);
-          h[1][j] = T(0.5) * (q[4 + j] - q[8 + j]);
-          h[2][j] = T(0.5) * (q[4 + j] + q[8 + j]) + q[12 + j];
-        }
-        T* f = dw + (a * c + b) * 9;
-        for (int i = 0; i < 3; ++i) {  // (G^T q) G
-          f[3 * i + 0] = h[i][0] + T(0.5) * (h[i][1] + h[i][2]);
-          f[3 * i + 1] = T(0.5) * (h[i][1] - h[i][2]);
-          f[3 * i + 2] = T(0.5) * (h[i][1] + h[i][2]) + h[i][3];
-        }
+      for (int64_t b = 0; b < c; b += kRun) {
+        const int64_t n = std::min(kRun, c - b);
+        for (int xi = 0; xi < 16; ++xi)
+          std::memcpy(buf[xi], du + (xi * o + a) * c + b, static_cast<size_t>(n) * sizeof(T));
+        for (int64_t l = 0; l < n; ++l) filter_grad_tile(&buf[0][l], kRun, dw + (a * c + b + l) * 9);
       }
   });
 }

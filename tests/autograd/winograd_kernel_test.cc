@@ -1,9 +1,12 @@
 // The Winograd F(2x2, 3x3) kernels (autograd/kernels/winograd.h): the Highway block transforms
 // give the scalar references' bits on every compiled target, in float and double, for row widths
 // around the vector lengths, every padding, blocks that start and end inside images and tiles cut
-// off by odd output sizes; the output transform writes nothing outside the output; and the whole
-// convolution and weight gradient agree with direct sums.
+// off by odd output sizes; the output transform writes nothing outside the output; the whole
+// convolution and weight gradient agree with direct sums; and the filter transforms agree with the
+// matrix products.
 #include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -161,6 +164,50 @@ BOOST_AUTO_TEST_CASE(convolution_and_weight_gradient_match_direct_sums) {
         BOOST_TEST(ew < 1e-13, "weight gradient differs from the direct sum by " << ew);
       }
   });
+}
+
+// The filter transforms on more filters than one staging run (16) in both directions, with
+// partial runs (O = 21, C = 35) and with planes a multiple of 4 KiB apart (O = 64, C = 32): every
+// value equals G g G^T (or G^T q G) written out with the matrices, and the flipped transform is
+// the transform of the filter turned by 180 degrees, with O and C swapped.
+BOOST_AUTO_TEST_CASE(filter_transforms_match_the_matrix_products) {
+  const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  for (auto [O, C] : {std::pair<int64_t, int64_t>{21, 35}, {64, 32}})
+    BOOST_TEST_CONTEXT("O " << O << " C " << C) {
+      const auto wt = values<double>(static_cast<size_t>(O * C * 9), 8);
+      const auto du = values<double>(static_cast<size_t>(16 * O * C), 9);
+      std::vector<double> u(static_cast<size_t>(16 * O * C)), uf(u.size()), dw(wt.size());
+      w::transform_filter(O, C, wt.data(), u.data());
+      w::transform_filter_flipped(O, C, wt.data(), uf.data());
+      w::filter_grad(O, C, du.data(), dw.data());
+      double eu = 0, ef = 0, eg = 0;
+      for (int64_t a = 0; a < O; ++a)
+        for (int64_t b = 0; b < C; ++b) {
+          const double* g = wt.data() + (a * C + b) * 9;
+          for (int i = 0; i < 4; ++i)
+            for (int j = 0; j < 4; ++j) {
+              double v = 0, vf = 0;  // (G g G^T)[i][j], and the same for g turned by 180 degrees
+              for (int r = 0; r < 3; ++r)
+                for (int t = 0; t < 3; ++t) {
+                  v += G[i][r] * g[3 * r + t] * G[j][t];
+                  vf += G[i][r] * g[8 - 3 * r - t] * G[j][t];
+                }
+              const int64_t xi = 4 * i + j;
+              eu = std::max(eu, std::abs(u[static_cast<size_t>((xi * O + a) * C + b)] - v));
+              ef = std::max(ef, std::abs(uf[static_cast<size_t>((xi * C + b) * O + a)] - vf));
+            }
+          for (int r = 0; r < 3; ++r)
+            for (int t = 0; t < 3; ++t) {
+              double v = 0;  // (G^T q G)[r][t]
+              for (int i = 0; i < 4; ++i)
+                for (int j = 0; j < 4; ++j) v += G[i][r] * du[static_cast<size_t>(((4 * i + j) * O + a) * C + b)] * G[j][t];
+              eg = std::max(eg, std::abs(dw[static_cast<size_t>((a * C + b) * 9 + 3 * r + t)] - v));
+            }
+        }
+      BOOST_TEST(eu < 1e-14, "transform_filter differs by " << eu);
+      BOOST_TEST(ef < 1e-14, "transform_filter_flipped differs by " << ef);
+      BOOST_TEST(eg < 1e-14, "filter_grad differs by " << eg);
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
