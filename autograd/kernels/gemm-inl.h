@@ -684,7 +684,7 @@ HWY_INLINE void DotTile(D d, size_t K, const T* const* x, const T* const* w, T (
   }
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < C; ++t) {
-      T v = hn::GetLane(hn::SumOfLanes(d, acc[r][t]));
+      T v = LaneSum(d, acc[r][t]);
       for (size_t p = kv; p < K; ++p) v += x[r][p] * w[t][p];
       out[r][t] = v;
     }

@@ -1,6 +1,6 @@
 // Loop helpers for per-target Highway kernel bodies (included by the -inl.h files of autograd's and
-// optim's kernels): a row of n elements as full vectors and a one-lane tail, and a run-time flag
-// made a compile-time one.
+// optim's kernels): a row of n elements as full vectors and a one-lane tail, a run-time flag
+// made a compile-time one, and the sum of a vector's lanes.
 
 #if defined(NORMLAB_AUTOGRAD_KERNELS_LOOP_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef NORMLAB_AUTOGRAD_KERNELS_LOOP_INL_H_
@@ -39,6 +39,14 @@ constexpr bool kMaskedAccessIsSafe = true;
 #else
 constexpr bool kMaskedAccessIsSafe = false;
 #endif
+
+// The sum of v's lanes, added as a tree in registers (SumOfLanes: a fixed order per target, so a
+// row's sum never depends on the thread count or on which rows share a part; log2(lanes) shuffles
+// and adds instead of a store and a chain of lanes - 1 dependent scalar adds).
+template <class D, class V>
+HWY_INLINE hn::TFromD<D> LaneSum(D d, V v) {
+  return hn::GetLane(hn::SumOfLanes(d, v));
+}
 
 // Turns a runtime flag into a compile-time one: f(std::true_type{}) or f(std::false_type{}).
 template <class F>

@@ -51,14 +51,6 @@ HWY_INLINE void StoreRow(int64_t n, T* HWY_RESTRICT y, bool stream, const F& f) 
 // Parts of `rows` rows of n elements for row-parallel loops: about 64 KiB of input each.
 HWY_INLINE int64_t RowsPerPart(int64_t n) { return std::max<int64_t>(1, (int64_t(16) << 10) / std::max<int64_t>(n, 1)); }
 
-// The sum of v's lanes, added as a tree in registers (SumOfLanes: a fixed order per target, so a
-// row's sum never depends on the thread count or on which rows share a part; log2(lanes) shuffles
-// and adds instead of a store and a chain of lanes - 1 dependent scalar adds).
-template <class D, class V>
-HWY_INLINE hn::TFromD<D> LaneSum(D d, V v) {
-  return hn::GetLane(hn::SumOfLanes(d, v));
-}
-
 // Sum over i < n of a term of x[i], accumulated as acc = f(d, acc, x_vector). Four independent
 // accumulators: one chain of dependent adds would wait 3-4 cycles per add, four keep both FP ports
 // busy. The accumulators, their lanes and the tail are then added in a fixed order. With

@@ -16,6 +16,7 @@
 #define NORMLAB_AUTOGRAD_KERNELS_POOLING_INL_H_
 #endif
 
+#include "autograd/kernels/loop-inl.h"
 #include "autograd/kernels/pooling.h"
 #include "hwy/highway.h"
 
@@ -224,7 +225,7 @@ inline void GlobalAvgPool(int64_t planes, int64_t n, const float* x, float* y) {
     auto acc = hn::Zero(d);
     int64_t i = 0;
     for (; i + N <= n; i += N) acc = hn::Add(acc, hn::LoadU(d, p + i));
-    float sum = hn::GetLane(hn::SumOfLanes(d, acc));
+    float sum = LaneSum(d, acc);
     for (; i < n; ++i) sum += p[i];
     y[q] = sum / static_cast<float>(n);
   }

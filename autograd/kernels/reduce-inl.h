@@ -10,10 +10,10 @@
 #include <algorithm>
 #include <limits>
 
+#include "autograd/kernels/loop-inl.h"
 #include "autograd/kernels/pool.h"
 #include "autograd/kernels/reduce.h"
 #include "autograd/parallel.h"
-#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -50,8 +50,8 @@ HWY_INLINE T ReduceRow(ReduceOp op, int64_t r, const T* x) {
   }
   for (; j + N <= r; j += N) a0 = f(a0, hn::LoadU(d, x + j));
   a0 = f(f(a0, a1), f(a2, a3));
-  if (op == ReduceOp::Sum) {  // lanes added as a tree in registers (a fixed order per target)
-    T acc = hn::GetLane(hn::SumOfLanes(d, a0));
+  if (op == ReduceOp::Sum) {  // lanes added as a tree (LaneSum, loop-inl.h)
+    T acc = LaneSum(d, a0);
     for (; j < r; ++j) acc += x[j];
     return acc;
   }
