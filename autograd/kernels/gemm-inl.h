@@ -879,6 +879,18 @@ void GemmEmptyK(const GemmShape& s, T* c) {
   for (int64_t q = 0; q < items; ++q) std::fill(c + q * s.stride_c, c + q * s.stride_c + s.m * s.n, T(0));
 }
 
+// Up to this many bytes of an A read in place (not packed), C is split into column ranges on 2 or
+// more threads even when A has more than MC rows: every range reads all of A, which then comes
+// from the L2 or L3, and nobody waits for a shared B. The row blocks that share B's panels are cut
+// to MC / threads / 4 rows or fewer for balance (36 rows for M = 256), and those short blocks ran
+// at 135-185 GFLOP/s on Zen 4 at 2 threads where column ranges ran at 200-220: Linear(784, 256)
+// forward at batch 256 (A 784 KiB) 566-577 -> 490-511 us, 256 x 256 x 256 183-184 -> 152-161 us,
+// 512 x 512 x 512 1280-1577 -> 1239-1254 us. A packed A would be packed again by every range:
+// 256 x 256 x 256 with A transposed took 208 us against 191, and 512 x 1024 x 1024 (2 MiB packed)
+// was 8% slower; at 3-6 MiB read in place (1024-2048 x 256 x 784) column ranges were even to 5%
+// slower.
+constexpr int64_t kColumnsMaxA = int64_t(1) << 20;
+
 // The BLIS loop nest for problem s (C^T's when pl.c_transposed), on `threads` threads, with
 // vectors of tag D (pl.NR = 2 of them).
 template <class D, typename T = hn::TFromD<D>>
@@ -887,10 +899,12 @@ void GemmBlocked(const GemmShape& s, Plan<T>& pl, const T* a, const T* b, T* c, 
   const int64_t tiles_m = (s.m + MR - 1) / MR, tiles_n = (s.n + NR - 1) / NR;
   if (threads <= 1) return GemmRegion<D>(s, pl, a, b, c, 0, s.batch, 0, s.m, 0, s.n);
   // Which thread computes which tile never changes a result (see the top of this file).
+  const bool small_a_columns = !pl.pack_a && s.m * s.k * static_cast<int64_t>(sizeof(T)) <= kColumnsMaxA &&
+                               tiles_n >= 2 * threads;
   if (s.batch >= threads && s.stride_c >= s.m * s.n) {
     // Disjoint C blocks: whole batch items.
     ParallelParts(threads, s.batch, [&](int64_t q) HWY_ATTR { GemmRegion<D>(s, pl, a, b, c, q, q + 1, 0, s.m, 0, s.n); });
-  } else if (tiles_m >= 2 * threads && s.m > static_cast<int64_t>(kMC<T>)) {
+  } else if (tiles_m >= 2 * threads && s.m > static_cast<int64_t>(kMC<T>) && !small_a_columns) {
     // Rows: a multiple of `threads` blocks of about equal height (at most MC), at least 4 per
     // thread for balance (M = 2048: 16 blocks of 132 rows, not 15 of 144).
     const int64_t per_thread = std::max<int64_t>(4, (s.m + static_cast<int64_t>(pl.MC) * threads - 1) /
@@ -899,10 +913,11 @@ void GemmBlocked(const GemmShape& s, Plan<T>& pl, const T* a, const T* b, T* c, 
     pl.MC = std::min(pl.MC, static_cast<size_t>((rows + MR - 1) / MR * MR));
     GemmSharedB<D>(s, pl, a, b, c, threads);
   } else {
-    // Few rows (at most one MC block: the MLP's batch of 128), many columns: ranges of NR-column
-    // panels, about 4 per thread, each with its own packing of A's few rows and of its own part of
-    // B, and no waiting for a shared B. On Zen 4 at 2 threads, Linear(784, 256) at batch 128:
-    // forward 305 -> 265 us, dX 315 -> 260 us; at 512 or 1024 rows the shared B panels win.
+    // Few rows (at most one MC block: the MLP's batch of 128), or an A read in place of at most
+    // kColumnsMaxA, many columns: ranges of NR-column panels, about 4 per thread, each with its own
+    // packing of A's few rows (or A read in place) and of its own part of B, and no waiting for a
+    // shared B. On Zen 4 at 2 threads, Linear(784, 256) at batch 128: forward 305 -> 265 us, dX
+    // 315 -> 260 us.
     const int64_t parts = std::min<int64_t>(tiles_n, 4 * threads);
     ParallelParts(threads, parts, [&](int64_t i) HWY_ATTR {
       const int64_t j0 = std::min(s.n, tiles_n * i / parts * NR), j1 = std::min(s.n, tiles_n * (i + 1) / parts * NR);

@@ -41,7 +41,10 @@ template <typename T>
 void check_thread_independence() {
   struct Case { int64_t m, n, k, batch; bool ta, tb, sum_batch; };
   const std::vector<Case> cases = {
-      {301, 257, 300, 1, false, false, false},  // split by rows
+      {301, 257, 300, 1, false, false, false},  // A of at most 1 MiB: split by columns
+      {700, 257, 400, 1, false, false, false},  // A over 1 MiB: split by rows sharing B's panels
+      {256, 256, 784, 1, false, true, false},   // A 784 KiB, B^T packed: split by columns
+      {256, 784, 128, 1, true, false, false},   // A^T packed once: split by rows
       {700, 5, 301, 1, false, true, false},     // thin: B read in place but for its ragged panel
       {130, 65, 300, 1, true, false, false},
       {65, 300, 130, 1, true, true, false},
