@@ -881,14 +881,15 @@ void GemmEmptyK(const GemmShape& s, T* c) {
 
 // Up to this many bytes of an A read in place (not packed), C is split into column ranges on 2 or
 // more threads even when A has more than MC rows: every range reads all of A, which then comes
-// from the L2 or L3, and nobody waits for a shared B. The row blocks that share B's panels are cut
-// to MC / threads / 4 rows or fewer for balance (36 rows for M = 256), and those short blocks ran
-// at 135-185 GFLOP/s on Zen 4 at 2 threads where column ranges ran at 200-220: Linear(784, 256)
-// forward at batch 256 (A 784 KiB) 566-577 -> 490-511 us, 256 x 256 x 256 183-184 -> 152-161 us,
-// 512 x 512 x 512 1280-1577 -> 1239-1254 us. A packed A would be packed again by every range:
-// 256 x 256 x 256 with A transposed took 208 us against 191, and 512 x 1024 x 1024 (2 MiB packed)
-// was 8% slower; at 3-6 MiB read in place (1024-2048 x 256 x 784) column ranges were even to 5%
-// slower.
+// from the L2 or L3, and nobody waits for a shared B. Row blocks sharing B's panels are short at
+// such sizes (66 rows at M = 256 on 2 threads), and each streams all of B's panels. On Zen 4 at 2
+// threads, column ranges against row blocks of 66 rows: Linear(784, 256) forward at batch 256 (A
+// 784 KiB) 491-492 against 527-534 us, 256 x 256 x 256 151-155 against 170, 512 x 512 x 512
+// 1216-1224 against 1264-1270 (and against the 36-row blocks of 4 per thread used before:
+// 490-511 against 566-577 us, 152-161 against 183-184). A packed A would be packed again by every
+// range: 256 x 256 x 256 with A transposed took 208 us against 191, and 512 x 1024 x 1024 (2 MiB
+// packed) was 8% slower; at 3-6 MiB read in place (1024-2048 x 256 x 784) column ranges were even
+// to 5% slower.
 constexpr int64_t kColumnsMaxA = int64_t(1) << 20;
 
 // The BLIS loop nest for problem s (C^T's when pl.c_transposed), on `threads` threads, with
