@@ -235,23 +235,26 @@ std::string compare_markdown(const CompareConfig& cfg, const std::vector<RunResu
 
 }  // namespace
 
-std::vector<TrainConfig> compare_runs(const CompareConfig& cfg, const Splits& data) {
+std::vector<CheckedRun> compare_runs(const CompareConfig& cfg, const Splits& data) {
   if (cfg.norms.empty() || cfg.seeds.empty()) throw Error("compare: needs at least one norm and one seed");
-  std::vector<TrainConfig> configs;
+  std::vector<CheckedRun> configs;
   for (const auto& norm : cfg.norms) {
     TrainConfig c = cfg.base;
     c.model.norm = norm;
-    validate(c, data);
     for (uint64_t seed : cfg.seeds) {
       c.seed = seed;
-      configs.push_back(c);
+      configs.push_back(check_run(c, data));
     }
   }
   return configs;
 }
 
 Report run_compare(const CompareConfig& cfg, const Splits& data, const StudyContext& ctx) {
-  const std::vector<TrainConfig> configs = compare_runs(cfg, data);
+  return run_compare(cfg, compare_runs(cfg, data), data, ctx);
+}
+
+Report run_compare(const CompareConfig& cfg, const std::vector<CheckedRun>& configs, const Splits& data,
+                   const StudyContext& ctx) {
   prepare_output_dir(ctx.out);
   const Runs runs = run_all(
       configs, data, ctx.quiet,

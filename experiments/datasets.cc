@@ -9,12 +9,12 @@
 #include "data/csv.h"
 #include "data/fashion_mnist.h"
 #include "data/synthetic.h"
+#include "experiments/entries.h"
 
 namespace normlab::experiments {
 
 namespace {
 
-// A split of one file (or synthetic set) must train on every class it evaluates on.
 // True when class labels look like numbers to predict: many classes, all numbers, some not whole.
 bool looks_continuous(const data::Dataset& d) {
   if (d.class_names.size() <= 20) return false;
@@ -28,6 +28,7 @@ bool looks_continuous(const data::Dataset& d) {
   return fraction;
 }
 
+// A split of one file (or synthetic set) must train on every class it evaluates on.
 void check_split_classes(const Splits& s) {
   if (!s.train.is_classification()) return;  // regression targets
   try {
@@ -41,47 +42,107 @@ void check_split_classes(const Splits& s) {
   }
 }
 
+
+Splits load_fashion(const DataSpec& spec) {
+  auto lim = [](int64_t n) { return n > 0 ? std::optional<int64_t>(n) : std::nullopt; };
+  data::Dataset train = data::load_fashion_mnist(data::FashionMnistSplit::Train, spec.fashion_dir, lim(spec.train_limit));
+  Splits s;
+  s.test = data::load_fashion_mnist(data::FashionMnistSplit::Test, spec.fashion_dir, lim(spec.test_limit));
+  const int64_t nval = static_cast<int64_t>(spec.validation_fraction * train.size() + 0.5);
+  data::Splits t = data::split_counts(train, nval, 0, spec.seed, true);
+  s.train = std::move(t.train);
+  s.validation = std::move(t.validation);
+  return s;
+}
+
+Splits load_csv(const DataSpec& spec) {
+  if (spec.csv_path.empty()) throw Error("--dataset csv needs --csv FILE (and --label COLUMN)");
+  if (spec.label.empty()) throw Error("--dataset csv needs --label COLUMN, the name of the label column");
+  data::CsvOptions o = spec.csv_format;
+  o.label_column = spec.label;
+  data::Dataset all = data::read_csv(spec.csv_path, o);
+  Splits s;
+  if (!spec.csv_test_path.empty()) {
+    s.test = data::read_csv(spec.csv_test_path, o, all);
+    data::Splits t = data::split_fractions(all, spec.validation_fraction, 0, spec.seed, true);
+    s.train = std::move(t.train), s.validation = std::move(t.validation);
+  } else {
+    s = data::split_fractions(all, spec.validation_fraction, spec.test_fraction, spec.seed, true);
+  }
+  return s;
+}
+
+Splits load_synthetic(const DataSpec& spec) {
+  data::Dataset all = data::make_synthetic(spec.name, spec.samples, spec.noise, spec.seed);
+  return data::split_fractions(all, spec.validation_fraction, spec.test_fraction, spec.seed, true);
+}
+
+std::vector<DatasetEntry> builtin_datasets() {
+  std::vector<DatasetEntry> t;
+  t.push_back({.name = "fashion-mnist",
+               .flags = {"--data-dir"},
+               .reads_limits = true,
+               .own_test_set = true,
+               .hidden = {256, 256},
+               .warmup = 50,
+               .image_shape = {1, 28, 28},
+               .input_rule = "the 28x28 uint8 image, row-major, each pixel / 255 (784 features in [0, 1])",
+               .load = load_fashion,
+               .test_split = [](const DataSpec& spec) {
+                 return data::load_fashion_mnist(data::FashionMnistSplit::Test, spec.fashion_dir);
+               }});
+  t.push_back({.name = "csv",
+               .flags = {"--csv", "--csv-test", "--label", "--csv-sep", "--csv-comment", "--csv-no-header",
+                         "--csv-skip-rows", "--csv-drop", "--csv-columns", "--csv-na", "--missing", "--task",
+                         "--categorical"},
+               .input_rule = "the CSV's feature columns in the order of feature_names, as numbers; a column of "
+                             "categories (\"categories\") as one 0/1 feature \"<column>=<category>\" per category",
+               .load = load_csv});
+  // A synthetic set is regenerated from its recipe for eval: the same arguments give the same bits.
+  for (const std::string& name : data::synthetic_names())
+    t.push_back({.name = name,
+                 .family = "a synthetic data set",
+                 .flags = {"--samples", "--noise"},
+                 .input_rule = "the 2 coordinates of a point of the synthetic set",
+                 .load = load_synthetic,
+                 .test_split = [](const DataSpec& spec) { return load_synthetic(spec).test; },
+                 .recipe = [](const DataSpec& spec) -> nlohmann::json {
+                   return {{"samples", spec.samples}, {"noise", spec.noise}, {"seed", spec.seed},
+                           {"validation_fraction", spec.validation_fraction}, {"test_fraction", spec.test_fraction}};
+                 },
+                 .read_recipe = [](DataSpec& spec, const nlohmann::json& j) {
+                   spec.samples = j.at("samples").get<int64_t>();
+                   spec.noise = j.at("noise").get<double>();
+                   spec.seed = j.at("seed").get<uint64_t>();
+                   spec.validation_fraction = j.at("validation_fraction").get<double>();
+                   spec.test_fraction = j.at("test_fraction").get<double>();
+                 }});
+  return t;
+}
+
+std::vector<DatasetEntry>& dataset_table() {
+  static std::vector<DatasetEntry> t = builtin_datasets();
+  return t;
+}
+
 }  // namespace
+
+const std::vector<DatasetEntry>& datasets() { return dataset_table(); }
+const DatasetEntry& dataset(const std::string& name) { return find_entry(datasets(), name, "dataset"); }
+void register_dataset(DatasetEntry entry) {
+  if (!entry.load) throw Error("register_dataset: the data set '" + entry.name + "' needs a load function");
+  add_entry(dataset_table(), std::move(entry), "register_dataset", "dataset");
+}
+std::string dataset_names() { return names_of(datasets()); }
 
 Splits load_data(const DataSpec& spec) {
   if (spec.train_limit < 0 || spec.test_limit < 0) throw Error("sample limits must be >= 0");
   if (spec.validation_fraction < 0 || spec.validation_fraction >= 1)
     throw Error("the validation fraction must be in [0, 1), got " + std::to_string(spec.validation_fraction));
-  Splits s;
-  if (spec.name == "fashion-mnist") {
-    auto lim = [](int64_t n) { return n > 0 ? std::optional<int64_t>(n) : std::nullopt; };
-    data::Dataset train = data::load_fashion_mnist(data::FashionMnistSplit::Train, spec.fashion_dir, lim(spec.train_limit));
-    s.test = data::load_fashion_mnist(data::FashionMnistSplit::Test, spec.fashion_dir, lim(spec.test_limit));
-    const int64_t nval = static_cast<int64_t>(spec.validation_fraction * train.size() + 0.5);
-    data::Splits t = data::split_counts(train, nval, 0, spec.seed, true);
-    s.train = std::move(t.train);
-    s.validation = std::move(t.validation);
-  } else if (spec.name == "csv") {
-    if (spec.csv_path.empty()) throw Error("--dataset csv needs --csv FILE (and --label COLUMN)");
-    if (spec.label.empty()) throw Error("--dataset csv needs --label COLUMN, the name of the label column");
-    data::CsvOptions o = spec.csv_format;
-    o.label_column = spec.label;
-    data::Dataset all = data::read_csv(spec.csv_path, o);
-    if (!spec.csv_test_path.empty()) {
-      s.test = data::read_csv(spec.csv_test_path, o, all);
-      data::Splits t = data::split_fractions(all, spec.validation_fraction, 0, spec.seed, true);
-      s.train = std::move(t.train), s.validation = std::move(t.validation);
-    } else {
-      s = data::split_fractions(all, spec.validation_fraction, spec.test_fraction, spec.seed, true);
-    }
+  const DatasetEntry& entry = dataset(spec.name);
+  Splits s = entry.load(spec);
+  if (!entry.reads_limits) {
     check_split_classes(s);  // held-out classes, of the split or of the test file, must be trained on
-  } else {
-    const auto& names = data::synthetic_names();
-    if (std::find(names.begin(), names.end(), spec.name) == names.end()) {
-      std::string known = "fashion-mnist, csv";
-      for (const auto& n : names) known += ", " + n;
-      throw Error("unknown dataset '" + spec.name + "' (expected one of: " + known + ")");
-    }
-    data::Dataset all = data::make_synthetic(spec.name, spec.samples, spec.noise, spec.seed);
-    s = data::split_fractions(all, spec.validation_fraction, spec.test_fraction, spec.seed, true);
-    check_split_classes(s);
-  }
-  if (spec.name != "fashion-mnist") {  // (Fashion-MNIST reads only the first N images of its files)
     if (spec.train_limit > 0 && spec.train_limit < s.train.size()) s.train = data::first_n(s.train, spec.train_limit);
     if (spec.test_limit > 0 && spec.test_limit < s.test.size()) s.test = data::first_n(s.test, spec.test_limit);
     check_split_classes(s);

@@ -1,8 +1,16 @@
-// The data sets the experiments train on: Fashion-MNIST, any CSV file, or a synthetic set, split
-// into train / validation / test and standardized with training-set statistics.
+// The data set registry: Fashion-MNIST, any CSV file and the synthetic sets, one entry each, split
+// into train / validation / test and standardized with training-set statistics. The command line
+// (--dataset, the flags each set reads, its defaults), the reports, the checkpoints and `normlab
+// eval` read it, so adding a data set is its loader plus one entry in datasets.cc, or one
+// register_dataset() call from a program of your own.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "data/csv.h"
 #include "experiments/trainer.h"
@@ -22,6 +30,37 @@ struct DataSpec {
   double noise = 0.1;              // synthetic: noise
   uint64_t seed = 0;               // synthetic generation and splits
 };
+
+// One data set.
+struct DatasetEntry {
+  std::string name;     // as typed and recorded: "moons"
+  std::string family;   // sets sharing flags say so in messages: "a synthetic data set" ("": none)
+  // The flags only this data set (and others listing them) reads; given with another data set they
+  // are a usage error, e.g. {"--samples", "--noise"}.
+  std::vector<std::string> flags;
+  bool reads_limits = false;  // applies --train-limit and --test-limit itself while reading
+  bool own_test_set = false;  // comes with its test set: --test-fraction does not apply
+  std::vector<int64_t> hidden;       // the MLP's hidden widths when --hidden is not given (empty: 64,64)
+  std::optional<int64_t> warmup;     // warmup steps when --warmup is not given (none: 0)
+  std::vector<int64_t> image_shape;  // one sample as C,H,W for --arch cnn without --image-shape (empty: none)
+  std::string input_rule;            // how a raw sample becomes the feature vector (checkpoint metadata)
+  // Training, validation and test splits as read, not standardized (limits applied when reads_limits).
+  std::function<Splits(const DataSpec&)> load;
+  // `normlab eval` without --csv: the test split again, from the spec the checkpoint's recipe gave
+  // (and eval's --data-dir), not standardized. Empty: eval needs a labelled file.
+  std::function<data::Dataset(const DataSpec&)> test_split;
+  // What a checkpoint records to rebuild the test split with test_split (null: nothing), and reading it back.
+  std::function<nlohmann::json(const DataSpec&)> recipe;
+  std::function<void(DataSpec&, const nlohmann::json&)> read_recipe;
+};
+
+// Every registered data set: fashion-mnist, csv, spirals, moons, circles, blobs, xor, then any added.
+const std::vector<DatasetEntry>& datasets();
+// The entry called `name`; throws normlab::Error "unknown dataset 'x' (expected one of: ...)".
+const DatasetEntry& dataset(const std::string& name);
+void register_dataset(DatasetEntry entry);
+// "fashion-mnist, csv, spirals, moons, circles, blobs, xor".
+std::string dataset_names();
 
 // Loads and splits the data set; features standardized with the training set's mean and std.
 // Errors (unknown name, missing file, bad CSV) are normlab::Error naming the file, line, column.

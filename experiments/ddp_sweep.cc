@@ -49,7 +49,7 @@ std::vector<int64_t> one_process_batches(const DdpSweepConfig& cfg) {
   return {all.begin(), all.end()};
 }
 
-TrainConfig run_config(const DdpSweepConfig& cfg, const std::string& n, int w, int64_t per_rank, uint64_t seed,
+CheckedRun run_config(const DdpSweepConfig& cfg, const std::string& n, int w, int64_t per_rank, uint64_t seed,
                        const Splits& data) {
   TrainConfig c = cfg.base;
   c.model.norm = n;
@@ -71,11 +71,8 @@ TrainConfig run_config(const DdpSweepConfig& cfg, const std::string& n, int w, i
   if (w > 1 && data.train.size() < c.batch_size)
     throw Error("the training set (" + std::to_string(data.train.size()) + " samples) is smaller than one global "
                 "batch of " + std::to_string(w) + " ranks x " + std::to_string(per_rank));
-  TrainConfig one = c;  // every other check is that of one process at the global batch
-  one.distributed = false;
-  validate(one, data);
   c.loss_every = std::max<int64_t>(1, steps_per_run(c, data) / 200);
-  return c;
+  return check_run(c, data);  // the other checks: those of a run over c.ranks ranks at the global batch
 }
 
 std::string label(const TrainConfig& c, int w) {
@@ -315,7 +312,7 @@ void write_tables(const DdpSweepConfig& cfg, const std::vector<RunResult>& runs,
 
 }  // namespace
 
-std::vector<std::vector<TrainConfig>> ddp_sweep_runs(const DdpSweepConfig& cfg, const Splits& data) {
+std::vector<std::vector<CheckedRun>> ddp_sweep_runs(const DdpSweepConfig& cfg, const Splits& data) {
   if (cfg.norms.empty() || cfg.seeds.empty()) throw Error("sweep --distributed: needs at least one norm and one seed");
   if (cfg.per_rank_batches.empty()) throw Error("sweep --distributed: needs at least one per-rank batch size");
   if (cfg.ranks.empty()) throw Error("sweep --distributed: needs at least one number of ranks (--ranks)");
@@ -327,9 +324,9 @@ std::vector<std::vector<TrainConfig>> ddp_sweep_runs(const DdpSweepConfig& cfg, 
                   std::to_string(dist::job_size()) + " (start mpirun -np " + std::to_string(std::max(w, 1)) +
                   " or more, a multiple of each)");
   for (const auto& n : cfg.norms) norm(n);  // throws for an unknown name
-  std::vector<std::vector<TrainConfig>> lists;
+  std::vector<std::vector<CheckedRun>> lists;
   for (int w : cfg.ranks) {
-    std::vector<TrainConfig> list;
+    std::vector<CheckedRun> list;
     for (const auto& n : cfg.norms) {
       if (w == 1 && !runs_in_one_process(n)) continue;
       for (int64_t b : w == 1 ? one_process_batches(cfg) : cfg.per_rank_batches)
@@ -340,20 +337,28 @@ std::vector<std::vector<TrainConfig>> ddp_sweep_runs(const DdpSweepConfig& cfg, 
   return lists;
 }
 
-Report run_ddp_sweep(const DdpSweepConfig& config, const Splits& data, const StudyContext& ctx) {
-  DdpSweepConfig cfg = config;
+DdpSweepConfig normalize(DdpSweepConfig cfg) {
   std::sort(cfg.ranks.begin(), cfg.ranks.end());
   cfg.ranks.erase(std::unique(cfg.ranks.begin(), cfg.ranks.end()), cfg.ranks.end());
   std::sort(cfg.per_rank_batches.begin(), cfg.per_rank_batches.end());
   cfg.per_rank_batches.erase(std::unique(cfg.per_rank_batches.begin(), cfg.per_rank_batches.end()),
                              cfg.per_rank_batches.end());
-  const std::vector<std::vector<TrainConfig>> lists = ddp_sweep_runs(cfg, data);
+  return cfg;
+}
+
+Report run_ddp_sweep(const DdpSweepConfig& config, const Splits& data, const StudyContext& ctx) {
+  const DdpSweepConfig cfg = normalize(config);
+  return run_ddp_sweep(cfg, ddp_sweep_runs(cfg, data), data, ctx);
+}
+
+Report run_ddp_sweep(const DdpSweepConfig& cfg, const std::vector<std::vector<CheckedRun>>& lists, const Splits& data,
+                     const StudyContext& ctx) {
   prepare_output_dir(ctx.out);
   const std::vector<nlohmann::json> previous = previous_runs(ctx.resume_from);
   Runs all;
   size_t offset = 0;
   for (size_t k = 0; k < lists.size(); ++k) {
-    const std::vector<TrainConfig>& list = lists[k];
+    const std::vector<CheckedRun>& list = lists[k];
     const bool stopped = all.interrupted();  // Ctrl-C in an earlier part: the rest is not started
     all.total += list.size();
     if (stopped) continue;

@@ -12,6 +12,7 @@
 #include "data/fashion_mnist.h"
 #include "experiments/output.h"
 #include "experiments/plot.h"
+#include "experiments/datasets.h"
 #include "experiments/evaluate.h"
 #include "experiments/report.h"
 #include "experiments/saved_model.h"
@@ -29,12 +30,26 @@ data::Dataset eval_data(const EvalOptions& opt, const SavedModel& m) {
     o.label_column = m.label;
     o.task = m.task == "regression" ? data::Task::Regression : data::Task::Classification;
     raw = data::read_csv(opt.csv, o, train);
-  } else if (m.dataset == "fashion-mnist") {
-    raw = data::load_fashion_mnist(data::FashionMnistSplit::Test, opt.fashion_dir);
+  } else if (const DatasetEntry& entry = dataset(m.dataset); entry.test_split) {
+    // The data set's own test split: Fashion-MNIST's test images, a synthetic set regenerated
+    // from the recipe its checkpoint recorded (the same arguments give the same bits).
+    DataSpec spec;
+    spec.name = m.dataset;
+    spec.fashion_dir = opt.fashion_dir;
+    if (entry.read_recipe) {
+      if (m.data_recipe.is_null())
+        throw Error(opt.checkpoint + " was trained on " + m.dataset + " but records no \"data_recipe\" to rebuild "
+                    "its test split (a checkpoint of an older normlab): give labelled data with --csv FILE");
+      try {
+        entry.read_recipe(spec, m.data_recipe);
+      } catch (const nlohmann::json::exception& e) {
+        throw Error(opt.checkpoint + ": the checkpoint's metadata \"data_recipe\" is not valid: " + e.what());
+      }
+    }
+    raw = entry.test_split(spec);
   } else {
     throw Error(opt.checkpoint + " was trained on " + m.dataset + ": give the labelled data to evaluate with --csv FILE" +
-                (m.dataset == "csv" ? " (a file with the training columns and the label column \"" + m.label + "\")"
-                                    : " (synthetic sets are not saved; evaluate a model trained on a CSV file or Fashion-MNIST)"));
+                (m.dataset == "csv" ? " (a file with the training columns and the label column \"" + m.label + "\")" : ""));
   }
   if (m.task == "classification" && raw.class_names != m.class_names)
     throw Error(raw.name + ": its classes differ from the model's (" + std::to_string(raw.class_names.size()) + " vs " +
@@ -68,9 +83,18 @@ Report eval_regression(const EvalOptions& opt, const StudyContext& ctx, const Sa
 
 }  // namespace
 
-Report run_eval(const EvalOptions& opt, const StudyContext& ctx) {
-  const SavedModel m = load_saved_model(opt.checkpoint);
-  const data::Dataset d = eval_data(opt, m);
+EvalPlan plan_eval(const EvalOptions& opt) {
+  EvalPlan p{opt, load_saved_model(opt.checkpoint), {}};
+  p.data = eval_data(opt, p.model);
+  return p;
+}
+
+Report run_eval(const EvalOptions& opt, const StudyContext& ctx) { return run_eval(plan_eval(opt), ctx); }
+
+Report run_eval(const EvalPlan& plan, const StudyContext& ctx) {
+  const EvalOptions& opt = plan.options;
+  const SavedModel& m = plan.model;
+  const data::Dataset& d = plan.data;
   if (m.task == "regression") return eval_regression(opt, ctx, m, d);
   const int64_t n = d.size(), k = m.spec.outputs;
   // Loss (mean cross-entropy), argmax predictions (the first maximum on ties) and the counts.

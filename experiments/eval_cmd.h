@@ -5,6 +5,7 @@
 #include <string>
 
 #include "data/csv.h"
+#include "experiments/saved_model.h"
 #include "experiments/study.h"
 
 namespace normlab::experiments {
@@ -17,8 +18,21 @@ struct EvalOptions {
   data::CsvOptions csv_format;  // how --csv is laid out (separator, comments, header, skipped rows)
 };
 
+// What an evaluation reads, read once: the options, the checkpoint's model and the labelled data
+// (standardized with the checkpoint's statistics).
+struct EvalPlan {
+  EvalOptions options;
+  SavedModel model;
+  data::Dataset data;
+};
+// Reads the checkpoint and the data; errors (a damaged checkpoint, a file without the model's
+// columns) are normlab::Error naming the file.
+EvalPlan plan_eval(const EvalOptions& opt);
+Report run_eval(const EvalPlan& plan, const StudyContext& ctx);
+
 // Evaluates the checkpoint's model on the CSV file (with the training columns and label) or, for a
-// Fashion-MNIST model without --csv, on the 10,000 test images. Writes into ctx.out: metrics.csv
+// Fashion-MNIST model without --csv, on the 10,000 test images (a synthetic set's: its test split,
+// regenerated from the checkpoint's recipe). Writes into ctx.out: metrics.csv
 // (samples, loss, accuracy), per_class.csv (class, samples, correct, accuracy), confusion.csv
 // (true class x predicted class counts), confusion.png/.svg, report.md and manifest.json.
 Report run_eval(const EvalOptions& opt, const StudyContext& ctx);

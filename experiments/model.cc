@@ -3,9 +3,11 @@
 // list, tracking the shape of one sample's activations ({F} or {C, H, W}).
 #include "experiments/model.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "autograd/error.h"
+#include "experiments/entries.h"
 #include "experiments/registry.h"
 #include "nn/conv.h"
 #include "nn/flatten.h"
@@ -96,25 +98,13 @@ std::vector<Token> parse_layers(const std::string& layers) {
   return tokens;
 }
 
-// The layer list of an MLP: linear<h>-norm-act for every hidden width.
-std::vector<Token> mlp_layers(const ModelSpec& s) {
-  std::vector<Token> tokens;
-  for (int64_t h : s.hidden) {
-    if (h <= 0) throw Error("hidden widths must be positive, got " + std::to_string(h));
-    tokens.push_back({"linear" + std::to_string(h), 0, "linear", h, {}});
-    tokens.push_back({"norm", 0, "norm", -1, {}});
-    tokens.push_back({"act", 0, "act", -1, {}});
-  }
-  return tokens;
-}
-
 // Walks a layer list, building the modules (with a generator) or only checking that they fit
 // (without), and tracking the shape of one sample's activations.
 class Builder {
  public:
   Builder(const ModelSpec& s, autograd::Generator* gen, Model* m)
       : s_(s), norm_(experiments::norm(s.norm)), gen_(gen), m_(m), shape_(input_shape(s)) {
-    if (m_ && s.arch == "cnn") add(std::make_shared<nn::Unflatten>(1, autograd::Shape(s.image.begin(), s.image.end())));
+    if (m_ && arch(s.arch).image) add(std::make_shared<nn::Unflatten>(1, autograd::Shape(s.image.begin(), s.image.end())));
   }
 
   void layer(const Token& t) {
@@ -139,7 +129,7 @@ class Builder {
 
  private:
   static std::vector<int64_t> input_shape(const ModelSpec& s) {
-    if (s.arch != "cnn") return {s.inputs};
+    if (!arch(s.arch).image) return {s.inputs};
     if (s.image.size() != 3 || s.image[0] < 1 || s.image[1] < 1 || s.image[2] < 1)
       throw Error("--arch cnn needs the image shape of a sample as C,H,W (--image-shape), got '" + shape_text(s.image) + "'");
     if (s.image[0] * s.image[1] * s.image[2] != s.inputs)
@@ -244,7 +234,7 @@ class Builder {
       try {
         norm_.check(ls);
       } catch (const Error& e) {
-        if (s_.arch == "cnn") token_error(t, e.what());
+        if (arch(s_.arch).image) token_error(t, e.what());
         throw;
       }
     }
@@ -275,13 +265,78 @@ void assemble(const ModelSpec& s, autograd::Generator* gen, Model* m) {
   activation(s.activation);  // throws for an unknown name
   experiments::norm(s.norm);
   if (s.inputs <= 0 || s.outputs <= 0) throw Error("the model needs at least one input and one output");
-  if (s.arch != "cnn" && s.arch != "mlp") throw Error("unknown --arch '" + s.arch + "' (expected mlp or cnn)");
+  const ArchEntry& a = arch(s.arch);  // throws for an unknown name
   Builder b(s, gen, m);
-  for (const Token& t : s.arch == "cnn" ? parse_layers(s.layers) : mlp_layers(s)) b.layer(t);
+  const std::string layers = a.layers(s);
+  if (!layers.empty() || a.image)  // an empty list: the classifier alone
+    for (const Token& t : parse_layers(layers)) b.layer(t);
   b.finish();
 }
 
+std::string widths_text(const std::vector<int64_t>& widths, const std::string& sep) {
+  std::string t;
+  for (int64_t h : widths) t += (t.empty() ? "" : sep) + std::to_string(h);
+  return t;
+}
+
+std::vector<ArchEntry> builtin_archs() {
+  std::vector<ArchEntry> t;
+  t.push_back({.name = "mlp",
+               .help = "mlp (--hidden)",
+               .flags = {"--hidden"},
+               // linear<h>-norm-act for every hidden width
+               .layers = [](const ModelSpec& s) {
+                 std::string l;
+                 for (int64_t h : s.hidden) {
+                   if (h <= 0) throw Error("hidden widths must be positive, got " + std::to_string(h));
+                   l += (l.empty() ? "" : "-") + ("linear" + std::to_string(h)) + "-norm-act";
+                 }
+                 return l;
+               },
+               .describe = [](const ModelSpec& s) {
+                 std::string d = std::to_string(s.inputs);
+                 for (int64_t h : s.hidden) d += "-" + std::to_string(h);
+                 return d + "-" + std::to_string(s.outputs);
+               },
+               .metadata = [](const ModelSpec& s) -> std::map<std::string, std::string> {
+                 return {{"hidden", widths_text(s.hidden, ",")}};
+               },
+               .read_metadata = [](ModelSpec& s, const MetadataGet& get, const MetadataList& list) {
+                 const std::string h = get("hidden");
+                 if (!h.empty()) s.hidden = list("hidden", h, ',');
+               }});
+  t.push_back({.name = "cnn",
+               .help = "cnn (--model, on images)",
+               .flags = {"--model", "--image-shape"},
+               .image = true,
+               .layers = [](const ModelSpec& s) { return s.layers; },
+               .describe = [](const ModelSpec& s) {
+                 return shape_text(s.image) + "-" + s.layers + "-" + std::to_string(s.outputs);
+               },
+               .metadata = [](const ModelSpec& s) -> std::map<std::string, std::string> {
+                 return {{"layers", s.layers}, {"image_shape", shape_text(s.image)}};
+               },
+               .read_metadata = [](ModelSpec& s, const MetadataGet& get, const MetadataList& list) {
+                 s.layers = get("layers");
+                 s.image = list("image_shape", get("image_shape"), 'x');
+               }});
+  return t;
+}
+
+std::vector<ArchEntry>& arch_table() {
+  static std::vector<ArchEntry> t = builtin_archs();
+  return t;
+}
+
 }  // namespace
+
+const std::vector<ArchEntry>& archs() { return arch_table(); }
+const ArchEntry& arch(const std::string& name) { return find_entry(archs(), name, "--arch"); }
+void register_arch(ArchEntry entry) {
+  if (!entry.layers || !entry.describe) throw Error("register_arch: the arch '" + entry.name + "' needs layers and describe");
+  add_entry(arch_table(), std::move(entry), "register_arch", "arch");
+}
+std::string arch_names() { return names_of(archs()); }
 
 void validate(const ModelSpec& s) { assemble(s, nullptr, nullptr); }
 
@@ -293,29 +348,17 @@ Model build_model(const ModelSpec& s, autograd::Generator& gen) {
   return m;
 }
 
-std::string describe(const ModelSpec& s) {
-  if (s.arch == "cnn") return shape_text(s.image) + "-" + s.layers + "-" + std::to_string(s.outputs);
-  std::string d = std::to_string(s.inputs);
-  for (int64_t h : s.hidden) d += "-" + std::to_string(h);
-  return d + "-" + std::to_string(s.outputs);
-}
+std::string describe(const ModelSpec& s) { return arch(s.arch).describe(s); }
 
 std::map<std::string, std::string> checkpoint_metadata(const ModelSpec& s) {
+  const ArchEntry& a = arch(s.arch);
   std::map<std::string, std::string> md{{"model", describe(s)},         {"norm", s.norm},
                                         {"activation", s.activation},   {"arch", s.arch},
                                         {"inputs", std::to_string(s.inputs)}, {"outputs", std::to_string(s.outputs)}};
-  if (s.arch == "mlp") {
-    std::string hidden;
-    for (int64_t h : s.hidden) hidden += (hidden.empty() ? "" : ",") + std::to_string(h);
-    md["hidden"] = hidden;
-  }
-  if (s.arch == "cnn") {
-    md["layers"] = s.layers;
-    md["image_shape"] = shape_text(s.image);
-  }
+  if (a.metadata) md.merge(a.metadata(s));
   const NormEntry& norm = experiments::norm(s.norm);
-  if (norm.metadata && (s.arch == "cnn" || !s.hidden.empty())) {
-    const int64_t width = s.arch == "cnn" ? s.image.at(0) : s.hidden.front();
+  if (norm.metadata && (a.image || !s.hidden.empty())) {  // the first normalized width
+    const int64_t width = a.image ? s.image.at(0) : s.hidden.front();
     for (const auto& [k, v] : norm.metadata({.features = width, .groups = s.groups, .shape = {width}}))
       md["norm." + k] = v;
   }
@@ -354,15 +397,10 @@ ModelSpec model_spec_from_metadata(const std::map<std::string, std::string>& md,
   s.norm = get("norm");
   s.activation = get("activation");
   if (md.count("norm.num_groups")) s.groups = whole("norm.num_groups", md.at("norm.num_groups"));
-  if (s.arch == "mlp") {
-    const std::string h = get("hidden");
-    if (!h.empty()) s.hidden = list("hidden", h, ',');
-  } else if (s.arch == "cnn") {
-    s.layers = get("layers");
-    s.image = list("image_shape", get("image_shape"), 'x');
-  } else {
-    throw Error(file + ": metadata \"arch\" is \"" + s.arch + "\", expected mlp or cnn");
-  }
+  const auto found = std::find_if(archs().begin(), archs().end(), [&](const ArchEntry& a) { return a.name == s.arch; });
+  if (found == archs().end())
+    throw Error(file + ": metadata \"arch\" is \"" + s.arch + "\", expected one of: " + arch_names());
+  if (found->read_metadata) found->read_metadata(s, get, list);
   return s;
 }
 

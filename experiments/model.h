@@ -2,6 +2,7 @@
 // convolutional networks described by a layer string, each ending in a plain Linear for the logits
 // (never normalized). Norms and activations come from the registry.
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -27,7 +28,7 @@ inline constexpr const char* kDefaultCnn = "conv32k3p1-norm-act-maxpool2-conv64k
 //   act, relu, tanh, gelu, sigmoid                    the activation of --activation, or that one
 // The classifier Linear to the number of classes is appended (after a flatten if needed).
 struct ModelSpec {
-  std::string arch = "mlp";         // "mlp" or "cnn"
+  std::string arch = "mlp";         // a registered arch: "mlp" or "cnn"
   int64_t inputs = 0;               // features per sample (from the data)
   std::vector<int64_t> hidden;      // mlp: widths of the hidden layers
   std::vector<int64_t> image;       // cnn: one sample as (C, H, W); C H W must equal inputs
@@ -53,6 +54,35 @@ struct Model {
   // The weight of every Linear and Conv2d, in order (the output layer last), with its state_dict name.
   std::vector<std::pair<std::string, autograd::Tensor>> weights;
 };
+
+// A value of a checkpoint's metadata by key (throws naming the file when it is missing), and a
+// list of whole numbers in a value ("256,256" with ',').
+using MetadataGet = std::function<std::string(const std::string& key)>;
+using MetadataList = std::function<std::vector<int64_t>(const std::string& key, const std::string& text, char sep)>;
+
+// One kind of model (--arch). Adding one is an entry here (register_arch) whose layers are a
+// string of the grammar above: the builder, the checks, the observers and the checkpoints follow.
+struct ArchEntry {
+  std::string name;                // as typed and recorded: "mlp"
+  std::string help;                // for --help: "mlp (--hidden)"
+  std::vector<std::string> flags;  // the flags only it reads: given with another arch, a usage error
+  bool image = false;              // reads samples as images (C, H, W): --image-shape or the data set's shape
+  // Its layers as a layer string, without the classifier Linear ("": the classifier alone; an image
+  // arch needs at least one layer).
+  std::function<std::string(const ModelSpec&)> layers;
+  std::function<std::string(const ModelSpec&)> describe;  // "784-256-256-10"
+  // What a checkpoint records to rebuild it beside arch, inputs, outputs, norm and activation (may
+  // be empty), and reading that back into a spec.
+  std::function<std::map<std::string, std::string>(const ModelSpec&)> metadata;
+  std::function<void(ModelSpec&, const MetadataGet&, const MetadataList&)> read_metadata;
+};
+
+// Every registered arch: mlp, cnn, then any added.
+const std::vector<ArchEntry>& archs();
+// The entry called `name`; throws normlab::Error "unknown --arch 'x' (expected one of: ...)".
+const ArchEntry& arch(const std::string& name);
+void register_arch(ArchEntry entry);
+std::string arch_names();
 
 // Throws normlab::Error for an unknown norm or activation, widths that do not fit the norm, an
 // image shape that does not match the inputs, or a layer string that cannot be built (naming the

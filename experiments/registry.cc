@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "autograd/error.h"
+#include "experiments/entries.h"
 #include "nn/activation.h"
 #include "nn/batchnorm.h"
 #include "nn/groupnorm.h"
@@ -72,6 +73,7 @@ std::vector<NormEntry> builtin_norms() {
   n.push_back({.name = "syncbatch",
                .display = "SyncBatchNorm",
                .batch_statistics = true,
+               .synchronized = true,
                .make = [](const LayerSpec& s) -> std::shared_ptr<nn::Module> {
                  return std::make_shared<nn::SyncBatchNorm>(s.features);
                }});
@@ -88,33 +90,15 @@ std::vector<NormEntry>& norm_table() {
   return t;
 }
 
-template <class Entry>
-std::string names_of(const std::vector<Entry>& v) {
-  std::string s;
-  for (const Entry& e : v) s += (s.empty() ? "" : ", ") + e.name;
-  return s;
-}
-
-template <class Entry>
-const Entry& find(const std::vector<Entry>& v, const std::string& name, const char* what) {
-  for (const Entry& e : v)
-    if (e.name == name) return e;
-  throw Error("unknown " + std::string(what) + " '" + name + "' (expected one of: " + names_of(v) + ")");
-}
-
 }  // namespace
 
 const std::vector<NormEntry>& norms() { return norm_table(); }
 
-const NormEntry& norm(const std::string& name) { return find(norms(), name, "norm"); }
+const NormEntry& norm(const std::string& name) { return find_entry(norms(), name, "norm"); }
 
 void register_norm(NormEntry entry) {
-  auto& t = norm_table();
-  if (entry.name.empty()) throw Error("register_norm: the norm needs a name");
-  if (std::any_of(t.begin(), t.end(), [&](const NormEntry& e) { return e.name == entry.name; }))
-    throw Error("register_norm: a norm named '" + entry.name + "' is registered already");
   if (entry.display.empty()) entry.display = entry.name;
-  t.push_back(std::move(entry));
+  add_entry(norm_table(), std::move(entry), "register_norm", "norm");
 }
 
 std::string norm_names() { return names_of(norms()); }
@@ -125,7 +109,7 @@ const std::vector<ActivationEntry>& activations() {
   return a;
 }
 
-const ActivationEntry& activation(const std::string& name) { return find(activations(), name, "activation"); }
+const ActivationEntry& activation(const std::string& name) { return find_entry(activations(), name, "activation"); }
 
 std::string activation_names() { return names_of(activations()); }
 

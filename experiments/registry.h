@@ -30,6 +30,9 @@ struct NormEntry {
   // batch of one sample is an error, and the batch-size sweep also evaluates it with precise
   // population statistics and with the test batches' own statistics.
   bool batch_statistics = false;
+  // Its batch statistics span every rank of a data-parallel run (SyncBatchNorm), so one sample per
+  // rank is enough.
+  bool synchronized = false;
   // Throws normlab::Error when the spec cannot be built (e.g. groups that do not divide C); may be empty.
   std::function<void(const LayerSpec&)> check;
   // The layer for a spec; empty for "none" (no layer: the hidden layer is Linear -> activation).

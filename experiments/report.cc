@@ -9,6 +9,7 @@
 #include "autograd/kernels/elementwise.h"
 #include "autograd/parallel.h"
 #include "experiments/git_commit.h"
+#include "experiments/optimizers.h"
 #include "experiments/output.h"
 #include "experiments/plot.h"
 #include "experiments/registry.h"
@@ -30,7 +31,7 @@ nlohmann::json to_json(const TrainConfig& c) {
   if (c.eval_every > 0) j["eval_every"] = c.eval_every;
   if (c.task != "classification") j["task"] = c.task;
   if (c.distributed) j["distributed_ranks"] = c.ranks > 0 ? c.ranks : dist::world_size();
-  if (c.optimizer != "sgd") j["optimizer"] = {{"name", c.optimizer}, {"betas", {c.beta1, c.beta2}}, {"eps", c.eps}};
+  if (const OptimizerEntry& o = optimizer(c.optimizer); o.json) j["optimizer"] = o.json(c);
   return j;
 }
 

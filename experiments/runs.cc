@@ -21,7 +21,7 @@ namespace {
 // (records.h: numbers that round-trip exactly, so the CSV files are those of one process) and
 // every rank rebuilds them. A run a rank did not finish (Ctrl-C) stays missing. Only a group's
 // first rank sends (the others of a data-parallel run hold the same results).
-void gather_runs(const std::vector<TrainConfig>& configs, std::vector<std::optional<RunResult>>& finished, bool send) {
+void gather_runs(const std::vector<CheckedRun>& configs, std::vector<std::optional<RunResult>>& finished, bool send) {
   nlohmann::json mine = nlohmann::json::array();
   for (size_t i = 0; send && i < finished.size(); ++i)
     if (finished[i] && !finished[i]->interrupted) mine.push_back({{"index", i}, {"records", records_json(*finished[i])}});
@@ -29,7 +29,7 @@ void gather_runs(const std::vector<TrainConfig>& configs, std::vector<std::optio
     for (const auto& run : nlohmann::json::parse(part)) {
       const size_t i = run.at("index").get<size_t>();
       if (finished[i]) continue;  // this rank's own
-      std::optional<RunResult> r = stored_run(run.at("records"), configs[i]);
+      std::optional<RunResult> r = stored_run(run.at("records"), configs[i].config());
       if (!r) throw Error("the results of run " + std::to_string(i) + " from another rank could not be read back");
       finished[i] = std::move(*r);
     }
@@ -50,7 +50,7 @@ class ThreadCount {
 
 }  // namespace
 
-Runs run_all(const std::vector<TrainConfig>& configs, const Splits& data, bool quiet,
+Runs run_all(const std::vector<CheckedRun>& configs, const Splits& data, bool quiet,
              const std::function<std::string(const TrainConfig&)>& label,
              const std::function<std::string(const RunResult&)>& outcome,
              const std::vector<nlohmann::json>& previous, int ranks_per_run) {
@@ -67,7 +67,7 @@ Runs run_all(const std::vector<TrainConfig>& configs, const Splits& data, bool q
   if (whole_job) group.emplace(static_cast<int>(me));
   const bool sender = dist::rank() == 0;  // the group's first rank
   int64_t total = 0;  // the steps of this group's runs (all of them in one process)
-  for (size_t i = me; i < configs.size(); i += ranks) total += steps_per_run(configs[i], data);
+  for (size_t i = me; i < configs.size(); i += ranks) total += steps_per_run(configs[i].config(), data);
   Progress progress(total, quiet);
   std::mutex mu;  // guards everything below that the workers share
   std::vector<std::optional<RunResult>> finished(n);
@@ -91,10 +91,10 @@ Runs run_all(const std::vector<TrainConfig>& configs, const Splits& data, bool q
         next += ranks;
       }
       try {
-        const TrainConfig& c = configs[i];
+        const TrainConfig& c = configs[i].config();
         const std::string name = label(c);
         std::optional<RunResult> kept = i < previous.size() ? stored_run(previous[i], c) : std::nullopt;
-        RunResult r = kept ? std::move(*kept) : train_run(c, data, [&](int64_t done, int64_t) {
+        RunResult r = kept ? std::move(*kept) : train_run(configs[i], data, [&](int64_t done, int64_t) {
           std::lock_guard<std::mutex> lock(mu);
           report_steps(i, done, name);
         });

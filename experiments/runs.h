@@ -20,7 +20,7 @@ struct Runs {
   bool interrupted() const { return results.size() < total; }
 };
 
-// Trains every configuration, taking a run from `previous` (the records of an earlier command
+// Trains every run (checked when its command was planned), taking a run from `previous` (the records of an earlier command
 // with the same settings, records.h) instead of training it when that holds it. With
 // autograd::num_threads() = T > 1, T runs train at once, each on one thread (claimed in order;
 // the results are the same bits as one after another). The progress bar shows label(config);
@@ -33,7 +33,7 @@ struct Runs {
 // With ranks_per_run = R > 1 (configs with distributed set), the W processes form W / R groups of
 // R consecutive ranks (dist::Group): group g trains runs g, g + W/R, ..., each data-parallel over
 // its R ranks, one run at a time; W must be a multiple of R.
-Runs run_all(const std::vector<TrainConfig>& configs, const Splits& data, bool quiet,
+Runs run_all(const std::vector<CheckedRun>& configs, const Splits& data, bool quiet,
              const std::function<std::string(const TrainConfig&)>& label,
              const std::function<std::string(const RunResult&)>& outcome,
              const std::vector<nlohmann::json>& previous = {}, int ranks_per_run = 1);

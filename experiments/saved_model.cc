@@ -12,16 +12,6 @@ namespace normlab::experiments {
 
 namespace {
 
-// How a raw sample of each data set becomes the feature vector x before standardization.
-std::string input_rule(const DataSpec& spec) {
-  if (spec.name == "fashion-mnist")
-    return "the 28x28 uint8 image, row-major, each pixel / 255 (784 features in [0, 1])";
-  if (spec.name == "csv")
-    return "the CSV's feature columns in the order of feature_names, as numbers; a column of categories "
-           "(\"categories\") as one 0/1 feature \"<column>=<category>\" per category";
-  return "the 2 coordinates of a point of the synthetic set";
-}
-
 }  // namespace
 
 std::map<std::string, std::string> data_metadata(const DataSpec& spec, const data::Splits& splits) {
@@ -36,6 +26,8 @@ std::map<std::string, std::string> data_metadata(const DataSpec& spec, const dat
                                   {"std", splits.standardizer.y_std}}
                        .dump();
   md["dataset"] = spec.name;
+  const DatasetEntry& entry = dataset(spec.name);
+  if (entry.recipe) md["data_recipe"] = entry.recipe(spec).dump();
   if (spec.name == "csv") md["label"] = spec.label;
   md["class_names"] = nlohmann::json(train.class_names).dump();
   if (!train.feature_names.empty()) md["feature_names"] = nlohmann::json(train.feature_names).dump();
@@ -46,7 +38,7 @@ std::map<std::string, std::string> data_metadata(const DataSpec& spec, const dat
     md["categories"] = cats.dump();
   }
   nlohmann::json pre;
-  pre["input"] = input_rule(spec);
+  pre["input"] = entry.input_rule;
   pre["standardize"] = "x' = (x - mean) / std, per feature, with the training split's mean and population std; "
                        "a std of 0 (a constant feature) is read as 1";
   pre["mean"] = splits.standardizer.mean;
@@ -76,6 +68,13 @@ SavedModel load_saved_model(const std::string& path) {
   if (m.task != "classification" && m.task != "regression")
     throw Error(path + ": the checkpoint's task is \"" + m.task + "\" (expected classification or regression)");
   if (md.count("label")) m.label = md.at("label");
+  if (md.count("data_recipe")) {
+    try {
+      m.data_recipe = nlohmann::json::parse(md.at("data_recipe"));
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(path + ": the checkpoint's metadata \"data_recipe\" is not valid JSON: " + e.what());
+    }
+  }
   try {
     m.class_names = nlohmann::json::parse(get("class_names")).get<std::vector<std::string>>();
     if (md.count("feature_names"))
@@ -110,7 +109,7 @@ SavedModel load_saved_model(const std::string& path) {
                 std::to_string(m.spec.outputs) + " outputs");
   autograd::Generator gen(0);  // the initial weights are replaced by the file's
   m.net = build_model(m.spec, gen).net;
-  nn::load_module(path, *m.net);
+  nn::load_module(file, path, *m.net);  // the file read above: one read of the checkpoint
   m.net->eval();
   return m;
 }

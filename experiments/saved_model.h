@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "data/dataset.h"
 #include "data/split.h"
 #include "experiments/datasets.h"
@@ -18,7 +20,8 @@ namespace normlab::experiments {
 // Metadata entries for the data side (all strings; lists and numbers as JSON text):
 //   "task": "classification" or "regression"; for regression "target": JSON {"name", "mean", "std"}
 //   (the model predicts (y - mean) / std); "dataset": "fashion-mnist", "csv" or a synthetic set's name;
-//   "label": the CSV's label column; "class_names": JSON list, index order (the logits' order);
+//   "data_recipe": JSON, what rebuilds the data set's test split for eval (a synthetic set's samples,
+//   noise, seed and split fractions); "label": the CSV's label column; "class_names": JSON list, index order (the logits' order);
 //   with --categorical: "columns", the file's feature columns, and "categories", [[column,
 //   [category, ...]], ...]: a categorical column's features "<column>=<category>" are 1 for the row's
 //   category, else 0;
@@ -35,6 +38,7 @@ struct SavedModel {
   ModelSpec spec;
   std::shared_ptr<nn::Sequential> net;  // in eval mode
   std::string dataset, label;
+  nlohmann::json data_recipe;  // what rebuilds the data set's test split (DatasetEntry::recipe; null: none)
   std::string task;  // "classification" or "regression" (standardizer.y_mean/y_std: the target's scaling)
   std::vector<std::string> class_names, feature_names;
   data::Standardizer standardizer;

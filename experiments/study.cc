@@ -89,37 +89,40 @@ std::string side_by_side(const Report& mlp, const Report& cnn) {
 
 }  // namespace
 
-void validate(const StudyConfig& cfg, const Splits& data) {
-  compare_runs(cfg.compare, data);
-  sweep_runs(cfg.sweep, sweep_data(data, cfg.sweep_train_limit));
+StudyPlan plan_study(const StudyConfig& cfg, const Splits& data) {
+  StudyPlan p{cfg, sweep_data(data, cfg.sweep_train_limit)};
+  p.compare = compare_runs(cfg.compare, data);
+  p.sweep = sweep_runs(cfg.sweep, p.sweep_data);
   if (cfg.cnn) {
-    const Splits cnn = sweep_data(data, cfg.cnn_train_limit);
-    compare_runs(cfg.cnn_compare, cnn);
-    sweep_runs(cfg.cnn_sweep, cnn);
+    p.cnn_data = sweep_data(data, cfg.cnn_train_limit);
+    p.cnn_compare = compare_runs(cfg.cnn_compare, p.cnn_data);
+    p.cnn_sweep = sweep_runs(cfg.cnn_sweep, p.cnn_data);
   }
+  return p;
 }
 
-Report run_study(const StudyConfig& cfg, const DataSpec& spec, const Splits& data, const StudyContext& ctx) {
+Report run_study(const StudyPlan& plan, const DataSpec& spec, const Splits& data, const StudyContext& ctx) {
   const auto t0 = std::chrono::steady_clock::now();
-  const Splits sweep = sweep_data(data, cfg.sweep_train_limit);
-  validate(cfg, data);
+  const StudyConfig& cfg = plan.config;
+  const Splits& sweep = plan.sweep_data;
   prepare_output_dir(ctx.out);
   StudyContext part = ctx;
   part.out = ctx.out / "compare";
   if (!ctx.resume_from.empty()) part.resume_from = ctx.resume_from / "compare";
-  const Report a = run_compare(cfg.compare, data, part);
+  const Report a = run_compare(cfg.compare, plan.compare, data, part);
   part.out = ctx.out / "sweep";
   if (!ctx.resume_from.empty()) part.resume_from = ctx.resume_from / "sweep";
   part.dataset = describe(spec, sweep);
-  const Report b = run_sweep(cfg.sweep, sweep, part);
+  const Report b = run_sweep(cfg.sweep, plan.sweep, sweep, part);
   Report c, d;  // the CNN part, if any
-  const Splits cnn = sweep_data(data, cfg.cnn_train_limit);
+  const Splits& cnn = plan.cnn_data;
   if (cfg.cnn) {
     for (auto [rep, sub] : {std::pair{&c, "cnn-compare"}, std::pair{&d, "cnn-sweep"}}) {
       part.out = ctx.out / sub;
       part.resume_from = ctx.resume_from.empty() ? ctx.resume_from : ctx.resume_from / sub;
       part.dataset = describe(spec, cnn);
-      *rep = rep == &c ? run_compare(cfg.cnn_compare, cnn, part) : run_sweep(cfg.cnn_sweep, cnn, part);
+      *rep = rep == &c ? run_compare(cfg.cnn_compare, plan.cnn_compare, cnn, part)
+                       : run_sweep(cfg.cnn_sweep, plan.cnn_sweep, cnn, part);
     }
   }
   Report rep{"normlab study: BatchNorm vs LayerNorm", "", false, a.interrupted || b.interrupted || c.interrupted ||

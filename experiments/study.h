@@ -85,22 +85,29 @@ struct StudyConfig {
   int64_t cnn_train_limit = 0;
 };
 
-// The runs of a comparison (each norm, each seed), each validated: throws normlab::Error for
+// The runs of a comparison (each norm, each seed), each checked: throws normlab::Error for
 // settings that cannot train.
-std::vector<TrainConfig> compare_runs(const CompareConfig& config, const Splits& data);
-// The runs of a sweep (each norm, each point, each seed), each validated.
-std::vector<TrainConfig> sweep_runs(const SweepConfig& config, const Splits& data);
+std::vector<CheckedRun> compare_runs(const CompareConfig& config, const Splits& data);
+// The runs of a sweep (each norm, each point, each seed), each checked.
+std::vector<CheckedRun> sweep_runs(const SweepConfig& config, const Splits& data);
+// The local-vs-sync experiment's settings with its ranks and per-rank batches sorted, duplicates removed.
+DdpSweepConfig normalize(DdpSweepConfig config);
 // The runs of the local-vs-sync experiment, one list per number of ranks (config.ranks' order), each
-// validated.
-std::vector<std::vector<TrainConfig>> ddp_sweep_runs(const DdpSweepConfig& config, const Splits& data);
+// checked.
+std::vector<std::vector<CheckedRun>> ddp_sweep_runs(const DdpSweepConfig& config, const Splits& data);
 // A sweep run's final value of an epoch field: the median over its last kFinalEpochs epochs (fewer
 // if it ran fewer; only those are evaluated); NaN for a run that diverged.
 inline constexpr int64_t kFinalEpochs = 3;
 double final_of(const RunResult& r, double EpochRecord::*field);
 // Accuracies (fractions) as a report cell: "mean ± std" in %, "diverged", or "not run".
 std::string accuracy_cell(const std::vector<double>& v);
-// Every run of the study's two parts, validated (the sweep on its limited training set).
-void validate(const StudyConfig& config, const Splits& data);
+// The study's runs, each part's checked against its data (the sweep on its limited training set).
+struct StudyPlan {
+  StudyConfig config;
+  Splits sweep_data, cnn_data;  // the sweep's and the CNN part's training sets (the test set the same)
+  std::vector<CheckedRun> compare, sweep, cnn_compare, cnn_sweep;
+};
+StudyPlan plan_study(const StudyConfig& config, const Splits& data);
 
 // A study's markdown report section, for a combined report.
 struct Report {
@@ -112,19 +119,29 @@ struct Report {
   std::map<std::string, std::vector<std::pair<double, double>>> sweep_accuracy;
 };
 
-// One run: steps.csv, epochs.csv, activations.csv, grad_norms.csv, model.safetensors, plots,
+// One run (checked): steps.csv, epochs.csv, activations.csv, grad_norms.csv, model.safetensors, plots,
 // report.md, manifest.json. A run that diverged saves its weights as model.diverged.safetensors
 // (not as a model) and says so in the report; Report::diverged is set.
-Report run_train(const TrainConfig& config, const Splits& data, const StudyContext& ctx);
+Report run_train(const CheckedRun& run, const Splits& data, const StudyContext& ctx);
 // Convergence of the same model under each norm over several seeds.
+Report run_compare(const CompareConfig& config, const std::vector<CheckedRun>& runs, const Splits& data,
+                   const StudyContext& ctx);
+// The same after compare_runs(config, data).
 Report run_compare(const CompareConfig& config, const Splits& data, const StudyContext& ctx);
 // Final accuracy against batch size (BatchNorm evaluated three ways) or learning rate.
+Report run_sweep(const SweepConfig& config, const std::vector<CheckedRun>& runs, const Splits& data,
+                 const StudyContext& ctx);
+// The same after sweep_runs(config, data).
 Report run_sweep(const SweepConfig& config, const Splits& data, const StudyContext& ctx);
 // The local-vs-sync experiment (every rank of the mpirun job calls it; rank 0's ctx writes the results).
+// config normalized, runs from ddp_sweep_runs.
+Report run_ddp_sweep(const DdpSweepConfig& config, const std::vector<std::vector<CheckedRun>>& runs,
+                     const Splits& data, const StudyContext& ctx);
+// The same after normalize and ddp_sweep_runs.
 Report run_ddp_sweep(const DdpSweepConfig& config, const Splits& data, const StudyContext& ctx);
 // The comparison in ctx.out/compare, the sweep in ctx.out/sweep (and with config.cnn the CNN's in
 // cnn-compare and cnn-sweep, plus a table of MLP and CNN side by side), and one report.md over all;
 // every setting is validated before anything is written. spec describes the data in the reports.
-Report run_study(const StudyConfig& config, const DataSpec& spec, const Splits& data, const StudyContext& ctx);
+Report run_study(const StudyPlan& plan, const DataSpec& spec, const Splits& data, const StudyContext& ctx);
 
 }  // namespace normlab::experiments

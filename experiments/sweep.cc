@@ -48,12 +48,12 @@ Plan plan_of(const SweepConfig& cfg) {
 }
 
 // Every configuration, validated before anything trains.
-std::vector<TrainConfig> sweep_configs(const SweepConfig& cfg, const Plan& plan, const Splits& data) {
+std::vector<CheckedRun> sweep_configs(const SweepConfig& cfg, const Plan& plan, const Splits& data) {
   if (!plan.by_batch && cfg.over != "lr") throw Error("sweep: --over must be 'batch' or 'lr', got '" + cfg.over + "'");
   if (cfg.norms.empty() || cfg.seeds.empty()) throw Error("sweep: needs at least one norm and one seed");
   if (plan.points == 0) throw Error(plan.by_batch ? "sweep: needs at least one batch size" : "sweep: needs at least one learning rate");
   if (cfg.reference_batch <= 0) throw Error("sweep: the reference batch must be positive");
-  std::vector<TrainConfig> configs;
+  std::vector<CheckedRun> configs;
   for (const auto& n : cfg.norms)
     for (size_t i = 0; i < plan.points; ++i)
       for (uint64_t seed : cfg.seeds) {
@@ -68,9 +68,8 @@ std::vector<TrainConfig> sweep_configs(const SweepConfig& cfg, const Plan& plan,
         }
         c.bn_three_ways = plan.by_batch && norm(n).batch_statistics;
         c.eval_last = kFinalEpochs;
-        validate(c, data);
         c.loss_every = std::max<int64_t>(1, steps_per_run(c, data) / 200);
-        configs.push_back(c);
+        configs.push_back(check_run(c, data));
       }
   return configs;
 }
@@ -307,13 +306,17 @@ std::string accuracy_cell(const std::vector<double>& v) {
   return fmt(100 * mean_of(v), 4) + (v.size() > 1 ? " ± " + fmt(100 * std_of(v), 2) : "");  // one seed: no std
 }
 
-std::vector<TrainConfig> sweep_runs(const SweepConfig& cfg, const Splits& data) {
+std::vector<CheckedRun> sweep_runs(const SweepConfig& cfg, const Splits& data) {
   return sweep_configs(cfg, plan_of(cfg), data);
 }
 
 Report run_sweep(const SweepConfig& cfg, const Splits& data, const StudyContext& ctx) {
+  return run_sweep(cfg, sweep_runs(cfg, data), data, ctx);
+}
+
+Report run_sweep(const SweepConfig& cfg, const std::vector<CheckedRun>& configs, const Splits& data,
+                 const StudyContext& ctx) {
   const Plan plan = plan_of(cfg);
-  const std::vector<TrainConfig> configs = sweep_configs(cfg, plan, data);
   prepare_output_dir(ctx.out);
   const Runs runs = run_all(
       configs, data, ctx.quiet,

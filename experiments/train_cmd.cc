@@ -127,8 +127,8 @@ std::string train_markdown(const RunResult& r, const StudyContext& ctx, bool has
 
 }  // namespace
 
-Report run_train(const TrainConfig& config, const Splits& data, const StudyContext& ctx) {
-  validate(config, data);
+Report run_train(const CheckedRun& run, const Splits& data, const StudyContext& ctx) {
+  const TrainConfig& config = run.config();
   prepare_output_dir(ctx.out);
   Progress progress(steps_per_run(config, data), ctx.quiet);
   const std::string label = "train: norm " + config.model.norm + ", seed " + std::to_string(config.seed);
@@ -136,7 +136,7 @@ Report run_train(const TrainConfig& config, const Splits& data, const StudyConte
   const RunControl control{.checkpoint_dir = ctx.out / "checkpoint", .checkpoint_every = ctx.checkpoint_every,
                            .resume = ctx.resume_checkpoint};
   RunResult r = train_run(
-      config, data, [&](int64_t done, int64_t) { progress.update(done, label); },
+      run, data, [&](int64_t done, int64_t) { progress.update(done, label); },
       [&](const EpochRecord& e) { progress.line(epoch_line(e, score_text(config))); }, control);
   if (r.diverged) progress.line("diverged at step " + std::to_string(r.diverged_step) + " (loss is not finite)");
   progress.finish();

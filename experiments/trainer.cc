@@ -13,11 +13,11 @@
 #include "experiments/evaluate.h"
 #include "experiments/interrupt.h"
 #include "experiments/observer.h"
+#include "experiments/optimizers.h"
 #include "experiments/records.h"
 #include "experiments/registry.h"
 #include "experiments/report.h"
 #include "nn/checkpoint.h"
-#include "optim/adam.h"
 #include "optim/checkpoint.h"
 
 namespace normlab::experiments {
@@ -46,30 +46,31 @@ void validate(const TrainConfig& c, const Splits& s) {
                 "(PyTorch: \"Expected more than 1 value per channel when training\"); use --batch-size 2 or more");
   if (c.epochs <= 0) throw Error("epochs must be at least 1, got " + std::to_string(c.epochs));
   if (!(c.lr >= 0) || !std::isfinite(c.lr)) throw Error("the learning rate must be a finite number >= 0");
-  if (c.schedule != "none" && c.schedule != "cosine" && c.schedule != "step")
-    throw Error("unknown schedule '" + c.schedule + "' (expected none, cosine or step)");
-  if (c.schedule == "step" && c.step_every <= 0) throw Error("schedule 'step' needs a positive step interval");
+  const ScheduleEntry& sched = schedule(c.schedule);  // throws for an unknown name
+  if (sched.check) sched.check(c);
   if (c.warmup_steps < 0) throw Error("warmup steps must be >= 0");
   if (c.eval_batch <= 0) throw Error("the evaluation batch must be at least 1");
   if (c.eval_every < 0) throw Error("--eval-every must be 0 (off) or a number of steps");
-  if (c.distributed && c.batch_size % dist::world_size() != 0)
+  const int ranks = c.ranks > 0 ? c.ranks : dist::world_size();
+  if (c.distributed && c.batch_size % ranks != 0)
     throw Error("--batch-size " + std::to_string(c.batch_size) + " is the global batch, split over " +
-                std::to_string(dist::world_size()) + " ranks: give a multiple of " + std::to_string(dist::world_size()));
-  if (c.distributed && norm(c.model.norm).batch_statistics && c.model.norm != "syncbatch" &&
-      c.batch_size == dist::world_size())
+                std::to_string(ranks) + " ranks: give a multiple of " + std::to_string(ranks));
+  if (c.distributed && norm(c.model.norm).batch_statistics && !norm(c.model.norm).synchronized && c.batch_size == ranks)
     throw Error(norm(c.model.norm).display + " with each rank's own statistics needs more than one sample per rank "
                 "(PyTorch: \"Expected more than 1 value per channel when training\"): --batch-size " +
-                std::to_string(c.batch_size) + " over " + std::to_string(dist::world_size()) +
-                " ranks leaves one; give a multiple of the ranks of at least " + std::to_string(2 * dist::world_size()) +
+                std::to_string(c.batch_size) + " over " + std::to_string(ranks) +
+                " ranks leaves one; give a multiple of the ranks of at least " + std::to_string(2 * ranks) +
                 ", or --norm syncbatch");
   if (c.distributed && c.batch_size < n && n / c.batch_size == 0)
     throw Error("the training set is smaller than one global batch");
-  if (c.optimizer == "sgd") optim::SGD::check_options(sgd_options(c), "SGD");
-  else if (c.optimizer == "adam" || c.optimizer == "adamw")
-    optim::Adam::check_options({.lr = c.lr, .betas = {c.beta1, c.beta2}, .eps = c.eps, .weight_decay = c.weight_decay},
-                               c.optimizer == "adam" ? "Adam" : "AdamW");
-  else throw Error("unknown optimizer '" + c.optimizer + "' (expected sgd, adam or adamw)");
+  const OptimizerEntry& opt = optimizer(c.optimizer);  // throws for an unknown name
+  if (opt.check) opt.check(c);
   schedule_of(c, steps_per_run(c, s));  // throws for a bad decay factor
+}
+
+CheckedRun check_run(TrainConfig config, const Splits& data) {
+  validate(config, data);
+  return CheckedRun(std::move(config));
 }
 
 bool drops_last_batch(const TrainConfig& c, int64_t n) {
@@ -83,17 +84,16 @@ std::string last_batch_note(const TrainConfig& c, int64_t n) {
          " cannot normalize a batch of one.";
 }
 
-int64_t steps_per_run(const TrainConfig& c, const Splits& s) {
+int64_t steps_per_run(const TrainConfig& c, const Splits& s) { return steps_per_run(c, s.train.size()); }
+
+int64_t steps_per_run(const TrainConfig& c, int64_t n) {
   if (c.batch_size <= 0) return 0;  // invalid: validate() says why
-  const int64_t n = s.train.size();
   return c.epochs * (drops_last_batch(c, n) ? n / c.batch_size : (n + c.batch_size - 1) / c.batch_size);
 }
 
 optim::Schedule schedule_of(const TrainConfig& c, int64_t total) {
   const int64_t w = c.warmup_steps;
-  const optim::Schedule after = c.schedule == "cosine" ? optim::CosineAnnealingLR(std::max<int64_t>(1, total - w))
-                                : c.schedule == "step" ? optim::StepLR(c.step_every, c.step_gamma)
-                                                       : optim::Constant();
+  const optim::Schedule after = schedule(c.schedule).make(c, total - w);
   return w > 0 ? optim::Chain(optim::Warmup(w), after, w) : after;
 }
 
@@ -102,28 +102,18 @@ optim::SGDOptions sgd_options(const TrainConfig& c) {
 }
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& c, std::vector<Tensor> params) {
-  if (c.optimizer == "adam")
-    return std::make_unique<optim::Adam>(
-        std::move(params), optim::AdamOptions{.lr = c.lr, .betas = {c.beta1, c.beta2}, .eps = c.eps,
-                                              .weight_decay = c.weight_decay});
-  if (c.optimizer == "adamw")
-    return std::make_unique<optim::AdamW>(
-        std::move(params), optim::AdamWOptions{.lr = c.lr, .betas = {c.beta1, c.beta2}, .eps = c.eps,
-                                               .weight_decay = c.weight_decay});
-  return std::make_unique<optim::SGD>(std::move(params), sgd_options(c));
+  return optimizer(c.optimizer).make(c, std::move(params));
 }
 
 std::string optimizer_text(const TrainConfig& c, bool with_lr) {
+  const OptimizerEntry& o = optimizer(c.optimizer);
   std::ostringstream s;
   s.precision(6);
-  s << (c.optimizer == "sgd" ? "SGD" : c.optimizer == "adam" ? "Adam" : "AdamW");
+  s << o.display;
   if (with_lr) s << " lr " << c.lr << ",";
-  if (c.optimizer == "sgd")
-    s << " momentum " << c.momentum << (c.nesterov ? " (Nesterov)" : "");
-  else
-    s << " betas (" << c.beta1 << ", " << c.beta2 << "), eps " << c.eps;
-  if (c.weight_decay > 0 || c.optimizer == "adamw")
-    s << ", weight decay " << c.weight_decay << (c.optimizer == "adamw" ? " (decoupled)" : "");
+  if (o.options_text) s << o.options_text(c);
+  if (c.weight_decay > 0 || o.decoupled_weight_decay)
+    s << ", weight decay " << c.weight_decay << (o.decoupled_weight_decay ? " (decoupled)" : "");
   return s.str();
 }
 
@@ -243,7 +233,12 @@ RunPosition resume_from(const std::filesystem::path& dir, RunResult& r, nn::Modu
 
 RunResult train_run(const TrainConfig& config, const Splits& s, const StepCallback& on_step,
                     const EpochCallback& on_epoch, const RunControl& control) {
-  validate(config, s);
+  return train_run(check_run(config, s), s, on_step, on_epoch, control);
+}
+
+RunResult train_run(const CheckedRun& run, const Splits& s, const StepCallback& on_step,
+                    const EpochCallback& on_epoch, const RunControl& control) {
+  const TrainConfig& config = run.config();
   const auto t0 = Clock::now();
   const std::clock_t cpu0 = std::clock();
   RunResult r;

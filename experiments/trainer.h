@@ -1,5 +1,5 @@
-// One training run: an MLP trained with SGD under optim's learning-rate schedule (linear warmup,
-// then cosine or step decay), as a loop over one training step, watched by observers (observer.h)
+// One training run: a model from the arch registry trained with an optimizer and a learning-rate
+// schedule from their registries (optimizers.h; linear warmup first), as a loop over one training step, watched by observers (observer.h)
 // that record the loss, activation statistics, gradient norms and the per-epoch evaluation.
 #pragma once
 #include <cstdint>
@@ -27,14 +27,14 @@ struct TrainConfig {
   std::string task = "classification";  // or "regression" (a CSV's numeric label; MSE loss, R^2): as the data
   int64_t epochs = 5;
   int64_t batch_size = 128;
-  std::string optimizer = "sgd";  // sgd | adam | adamw (PyTorch's update rules, optim/)
+  std::string optimizer = "sgd";  // a registered optimizer (optimizers.h): sgd | adam | adamw
   double lr = 0.05;               // peak learning rate (after warmup)
   double momentum = 0.9;          // sgd
   double weight_decay = 0;        // sgd and adam: L2 added to the gradient; adamw: decoupled
   bool nesterov = false;          // sgd
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adam, adamw
   int64_t warmup_steps = 0;       // linear warmup: lr (t + 1) / warmup_steps at step t < warmup_steps
-  std::string schedule = "cosine";  // after warmup: none | cosine (to 0 at the end) | step
+  std::string schedule = "cosine";  // after warmup, a registered schedule: none | cosine (to 0 at the end) | step
   int64_t step_every = 0;         // schedule "step": multiply by step_gamma every this many steps
   double step_gamma = 0.1;
   uint64_t seed = 0;
@@ -47,8 +47,8 @@ struct TrainConfig {
   int64_t eval_every = 0;         // also evaluate (validation, test) after every N steps (0: after epochs only)
   bool distributed = false;       // data-parallel over the ranks of an mpirun job (ddp.h); batch_size is the
                                   // global batch, each rank trains on batch_size / ranks of it
-  int ranks = 0;                  // distributed: how many ranks it trains over, as recorded (0: those of
-                                  // the job, dist::world_size(); sweep --distributed sets it per run)
+  int ranks = 0;                  // distributed: how many ranks it trains over, as recorded and checked
+                                  // (0: those of the job, dist::world_size(); sweep --distributed sets it per run)
   std::string init_from;          // start from these weights (a safetensors file of the model's state_dict;
                                   // "": the seeded initialization)
 };
@@ -56,6 +56,22 @@ struct TrainConfig {
 // Throws normlab::Error for settings that cannot train (batch 0, a norm with batch statistics at
 // batch size 1 or on a single training sample, non-positive epochs, a bad schedule, ...).
 void validate(const TrainConfig& c, const Splits& s);
+
+// A run's settings that validate() accepted against the data it trains on: what train_run trains.
+// Only check_run makes one, so a command checks each of its runs once, when it plans them, and
+// nothing checks them again.
+class CheckedRun {
+ public:
+  const TrainConfig& config() const { return config_; }
+
+ private:
+  explicit CheckedRun(TrainConfig c) : config_(std::move(c)) {}
+  friend CheckedRun check_run(TrainConfig config, const Splits& data);
+  TrainConfig config_;
+};
+
+// Validates the settings against the data (validate) and returns them checked.
+CheckedRun check_run(TrainConfig config, const Splits& data);
 
 struct StepRecord {
   int64_t step, epoch;
@@ -143,11 +159,15 @@ struct RunControl {
 // Ctrl-C (interrupt.h) stops it after the current step, marked interrupted. With control.resume,
 // the run continues from that checkpoint (made with the same config and data: else a
 // normlab::Error says what differs) and ends with the same bits as if it had never stopped.
+RunResult train_run(const CheckedRun& run, const Splits& data, const StepCallback& on_step = {},
+                    const EpochCallback& on_epoch = {}, const RunControl& control = {});
+// The same after check_run(config, data): for programs that train one configuration directly.
 RunResult train_run(const TrainConfig& config, const Splits& data, const StepCallback& on_step = {},
                     const EpochCallback& on_epoch = {}, const RunControl& control = {});
 
-// Steps one run of this configuration takes.
+// Steps one run of this configuration takes (on a training set of train_samples samples).
 int64_t steps_per_run(const TrainConfig& config, const Splits& data);
+int64_t steps_per_run(const TrainConfig& config, int64_t train_samples);
 
 // Whether the epochs drop their last partial batch. Training sets of at least 4 batches do (every
 // step at the batch size the study is about), and so does data-parallel training (every rank's

@@ -19,7 +19,10 @@ void save_module(const std::string& path, const Module& m,
 void load_module(const std::string& path, Module& m) {
   // load_safetensors validates the whole file first; load_state_dict checks every name and shape
   // before it copies anything. Either failing leaves m as it was.
-  serialize::SafetensorsFile file = serialize::load_safetensors(path);
+  load_module(serialize::load_safetensors(path), path, m);
+}
+
+void load_module(const serialize::SafetensorsFile& file, const std::string& path, Module& m) {
   try {
     m.load_state_dict(file.tensors);
   } catch (const Error& e) {

@@ -20,5 +20,7 @@ void save_module(const std::string& path, const Module& m,
 // so on any error (a corrupt file, a missing, unexpected or wrongly shaped tensor) m is unchanged.
 // Values are converted to each tensor's dtype (an F64 or I64 entry into a float32 buffer).
 void load_module(const std::string& path, Module& m);
+// The same from a file read already (serialize::load_safetensors(path)).
+void load_module(const serialize::SafetensorsFile& file, const std::string& path, Module& m);
 
 }  // namespace normlab::nn

@@ -363,7 +363,7 @@ BOOST_AUTO_TEST_CASE(version_and_help_subcommand) {
     BOOST_TEST(one == captured(1, [&] { run({sub, "--help"}); }), sub);
     BOOST_TEST(one.find(std::string("Usage: normlab ") + sub + " [OPTIONS]") != std::string::npos, one);
   }
-  expect_error({"help", "traine"}, "traine not in {demo,train,compare,sweep,study,eval,predict,help}");
+  expect_error({"help", "traine"}, "traine not in {help,demo,train,compare,sweep,study,predict,eval}");
 }
 
 BOOST_AUTO_TEST_CASE(help_states_the_preset_defaults) {
@@ -598,9 +598,9 @@ BOOST_AUTO_TEST_CASE(bad_values_are_usage_errors_naming_the_flag_before_anything
       // Convolutional models: flags of the other architecture, image shapes, layer strings.
       {{"train", "--quick", "--arch", "cnn"}, {"--arch cnn needs the image shape", "--image-shape C,H,W"}},
       {{"train", "--quick", "--arch", "resnet"}, {"--arch", "resnet"}},
-      {{"train", "--quick", "--model", "conv8"}, {"--model describes a convolutional model", "--arch cnn"}},
+      {{"train", "--quick", "--model", "conv8"}, {"--model goes with --arch cnn", "--arch mlp (the default)"}},
       {{"train", "--quick", "--image-shape", "1,1,2"}, {"--image-shape goes with --arch cnn"}},
-      {{"train", "--quick", "--arch", "cnn", "--image-shape", "1,1,2", "--hidden", "4"}, {"--hidden sets the widths of an MLP"}},
+      {{"train", "--quick", "--arch", "cnn", "--image-shape", "1,1,2", "--hidden", "4"}, {"--hidden goes with --arch mlp, not --arch cnn"}},
       {{"train", "--quick", "--arch", "cnn", "--image-shape", "1,2"}, {"--image-shape"}},
       {{"train", "--quick", "--arch", "cnn", "--image-shape", "1,2,2"}, {"holds 4 values", "2 features"}},
       {{"train", "--quick", "--arch", "cnn", "--image-shape", "1,1,2", "--model", "conv4k3"},

@@ -1,0 +1,47 @@
+// `normlab compare`: convergence of the same model under each norm, over several seeds.
+#include <limits>
+
+#include "experiments/commands/training.h"
+#include "experiments/flags.h"
+#include "experiments/registry.h"
+
+namespace normlab::experiments {
+
+namespace {
+
+class CompareCommand : public TrainingCommand {
+ public:
+  CompareCommand() : TrainingCommand("compare") {}
+
+ protected:
+  void add_own_flags(CLI::App& a) override {
+    a.add_option("--norms", cfg_.norms, "norms to compare: " + norm_names())->delimiter(',');
+    a.add_option("--seeds", cfg_.seeds, "seeds")->delimiter(',')->check(seed_value());
+    a.add_option("--target", cfg_.target_accuracy, "target accuracy for steps/epochs-to-target")->check(real(0, 1));
+  }
+
+  void own_presets(const Given& given) override {
+    if (o_.quick && !given("--target")) cfg_.target_accuracy = 0.85;
+  }
+
+  std::vector<std::string> norms_run() const override { return cfg_.norms; }
+
+  void make_plan(const Splits& data) override {
+    cfg_.base = o_.train;
+    if (cfg_.base.stats_every == 0)  // activation statistics about 50 times per run
+      cfg_.base.stats_every = std::max<int64_t>(1, steps_per_run(cfg_.base, data) / 50);
+    runs_ = compare_runs(cfg_, data);
+  }
+
+  Report run_plan(const Splits& data, const StudyContext& ctx) override { return run_compare(cfg_, runs_, data, ctx); }
+
+ private:
+  CompareConfig cfg_;
+  std::vector<CheckedRun> runs_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_compare_command() { return std::make_unique<CompareCommand>(); }
+
+}  // namespace normlab::experiments

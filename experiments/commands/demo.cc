@@ -1,0 +1,25 @@
+// `normlab demo`: a tiny network trained by hand on XOR, its loss printed as it falls.
+#include "experiments/commands/command.h"
+#include "experiments/demo.h"
+#include "experiments/flags.h"
+
+namespace normlab::experiments {
+
+namespace {
+
+class DemoCommand : public Command {
+ public:
+  void add_flags(CLI::App& a) override {
+    a.add_option("--steps", steps_, "SGD steps")->check(whole(1, 10000000));
+  }
+  int run(const Invocation&) override { return run_demo(steps_); }
+
+ private:
+  int steps_ = 300;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_demo_command() { return std::make_unique<DemoCommand>(); }
+
+}  // namespace normlab::experiments

@@ -1,0 +1,38 @@
+// `normlab predict`: a saved model's class probabilities for each row of a CSV file.
+#include "experiments/commands/training.h"
+#include "experiments/flags.h"
+#include "experiments/predict.h"
+
+namespace normlab::experiments {
+
+namespace {
+
+class PredictCommand : public Command {
+ public:
+  void add_flags(CLI::App& a) override {
+    a.add_option("--checkpoint", checkpoint_, "model.safetensors written by normlab train (trained with --csv)")
+        ->required()
+        ->check(non_empty());
+    a.add_option("--csv", csv_, "CSV file with the model's feature columns (the label column optional)")
+        ->required()
+        ->check(non_empty());
+    a.add_option("--out", out_, "output CSV file: line, predicted class, label, p_<class>")
+        ->check(non_empty())
+        ->default_str("out/predict/predictions.csv");
+    a.add_flag("--quiet", quiet_, "print nothing");
+    add_csv_format_flags(a, format_);
+  }
+
+  int run(const Invocation&) override { return run_predict(checkpoint_, csv_, format_, out_, quiet_); }
+
+ private:
+  std::string checkpoint_, csv_, out_ = "out/predict/predictions.csv";
+  data::CsvOptions format_;
+  bool quiet_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_predict_command() { return std::make_unique<PredictCommand>(); }
+
+}  // namespace normlab::experiments

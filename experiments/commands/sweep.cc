@@ -1,0 +1,136 @@
+// `normlab sweep`: final accuracy against the batch size or the learning rate; with --distributed
+// in an mpirun job, BatchNorm with each rank's statistics against SyncBatchNorm.
+#include <limits>
+#include <optional>
+
+#include "dist/dist.h"
+#include "experiments/commands/training.h"
+#include "experiments/flags.h"
+#include "experiments/registry.h"
+
+namespace normlab::experiments {
+
+namespace {
+
+constexpr int64_t kMaxBatch = std::numeric_limits<int32_t>::max();
+
+class SweepCommand : public TrainingCommand {
+ public:
+  SweepCommand() : TrainingCommand("sweep") {}
+
+ protected:
+  void add_own_flags(CLI::App& a) override {
+    a.add_option("--over", over_, "what to sweep: batch or lr")->check(CLI::IsMember({"batch", "lr"}));
+    preset_default(a.add_option("--batch-sizes", batch_sizes_, "batch sizes (--over batch)")
+                       ->delimiter(',')
+                       ->check(whole(1, kMaxBatch)),
+                   "2,8,32,128 with --quick, else 2,4,8,16,32,64,128,256");
+    preset_default(a.add_option("--lrs", lrs_, "learning rates (--over lr)")->delimiter(',')->check(non_negative()),
+                   "0.01,0.1,1 with --quick, else 0.01,0.03,0.1,0.3,1,3");
+    a.add_option("--reference-batch", reference_batch_, "lr = --lr x batch / this (linear scaling)")->check(whole(1, kMaxBatch));
+    a.add_option("--norms", norms_, "norms to compare: " + norm_names())->delimiter(',');
+    preset_default(a.add_option("--seeds", seeds_, "seeds")->delimiter(',')->check(seed_value()),
+                   "0,1,2,3,4 with --full, else 0,1");
+    a.add_flag("--distributed", o_.train.distributed,
+               "in an mpirun job: BatchNorm with each rank's own statistics against SyncBatchNorm (and the "
+               "other --norms) in data-parallel runs over --ranks processes at per-rank batches --batch-sizes, "
+               "beside one process at the per-rank and the global batch (default --norms "
+               "batch,syncbatch,layer,group, --batch-sizes 2,4,8)");
+    a.add_option("--ranks", ranks_,
+                 "--distributed: the numbers of processes a run trains over, each dividing the mpirun job's "
+                 "(1: one process)")
+        ->delimiter(',')
+        ->check(whole(1, 1 << 20))
+        ->default_str("every divisor of the job's size, e.g. 1,2,4 for mpirun -np 4");
+    a.add_flag("--full", full_, "the complete protocol: all 60k images, 5 seeds, batch 2..256");
+  }
+
+  // The full sweep protocol (--full): all 60k images, 5 seeds, batch 2..256, 5 epochs; --quick's sizes.
+  void own_presets(const Given& given) override {
+    if (full_) {
+      if (!given("--train-limit")) o_.data.train_limit = 0;
+      if (!given("--seeds")) seeds_ = {0, 1, 2, 3, 4};
+      if (!given("--batch-sizes")) batch_sizes_ = kSweepBatches;
+      if (!given("--epochs")) o_.train.epochs = 5;
+    }
+    if (o_.quick) {
+      if (!given("--batch-sizes")) batch_sizes_ = kQuickSweepBatches;
+      if (!given("--lrs")) lrs_ = {0.01, 0.1, 1.0};
+    }
+  }
+
+  void check_own(const Given& given) override {
+    if (o_.quick && full_) throw Error("--quick and --full cannot be used together");
+    const std::string over = "--over " + over_ + (given("--over") ? "" : " (the default)");
+    auto reject = [&](const char* flag, const std::string& why) {
+      if (given(flag)) throw Error(std::string(flag) + " cannot be used with " + over + ": " + why);
+    };
+    if (over_ == "lr") {
+      reject("--batch-sizes", "it sets the batch sizes of --over batch (--batch-size sets the batch of every run)");
+      reject("--reference-batch", "it scales the learning rate with the batch size of --over batch");
+    } else {
+      reject("--lrs", "it sets the learning rates of --over lr (--lr sets the rate at --reference-batch)");
+      reject("--batch-size", "every run trains at one of --batch-sizes");
+    }
+    if (full_ && over_ != "batch") throw Error("--full cannot be used with " + over + ": --full is the batch-size protocol");
+    const bool distributed = o_.train.distributed;
+    if (distributed && over_ != "batch")
+      throw Error("--distributed cannot be used with " + over + ": it sweeps the per-rank batch size");
+    if (distributed && full_)
+      throw Error("--full cannot be used with --distributed: --full is the one-process protocol (give --train-limit, "
+                  "--epochs, --seeds and --batch-sizes for a larger local-vs-sync experiment)");
+    if (!distributed && given("--ranks"))
+      throw Error("--ranks goes with --distributed (the local-BatchNorm vs SyncBatchNorm experiment)");
+    if (full_ && o_.data.name != "fashion-mnist")
+      throw Error("--full cannot be used with --dataset " + o_.data.name + ": --full is the Fashion-MNIST protocol "
+                  "(all 60k training images)");
+    if (distributed && dist::launched()) {  // the local-vs-sync experiment's defaults
+      if (!given("--batch-sizes")) batch_sizes_ = {2, 4, 8};
+      if (!given("--norms")) norms_ = {"batch", "syncbatch", "layer", "group"};
+      if (ranks_.empty())
+        for (int w = 1; w <= dist::job_size(); ++w)
+          if (dist::job_size() % w == 0) ranks_.push_back(w);
+    }
+  }
+
+  std::vector<std::string> norms_run() const override { return norms_; }
+
+  void make_plan(const Splits& data) override {
+    TrainConfig base = o_.train;
+    base.stats_every = 0;  // the sweep records no activation statistics
+    if (o_.train.distributed) {
+      base.distributed = false;  // set per run (more than one rank)
+      ddp_ = normalize(DdpSweepConfig{.base = base, .per_rank_batches = batch_sizes_, .ranks = ranks_,
+                                      .reference_batch = reference_batch_, .norms = norms_, .seeds = seeds_});
+      ddp_runs_ = ddp_sweep_runs(*ddp_, data);
+    } else {
+      sweep_ = SweepConfig{.base = base, .over = over_, .batch_sizes = batch_sizes_, .lrs = lrs_,
+                           .reference_batch = reference_batch_, .norms = norms_, .seeds = seeds_};
+      runs_ = sweep_runs(*sweep_, data);
+    }
+  }
+
+  Report run_plan(const Splits& data, const StudyContext& ctx) override {
+    return ddp_ ? run_ddp_sweep(*ddp_, ddp_runs_, data, ctx) : run_sweep(*sweep_, runs_, data, ctx);
+  }
+
+ private:
+  std::string over_ = "batch";
+  std::vector<int64_t> batch_sizes_ = kSweepBatches;
+  std::vector<double> lrs_{0.01, 0.03, 0.1, 0.3, 1.0, 3.0};
+  int64_t reference_batch_ = 128;
+  std::vector<std::string> norms_{"none", "batch", "layer"};
+  std::vector<uint64_t> seeds_{0, 1};
+  std::vector<int> ranks_;  // --distributed (empty: every divisor of the job's size)
+  bool full_ = false;
+  std::optional<SweepConfig> sweep_;
+  std::vector<CheckedRun> runs_;
+  std::optional<DdpSweepConfig> ddp_;
+  std::vector<std::vector<CheckedRun>> ddp_runs_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_sweep_command() { return std::make_unique<SweepCommand>(); }
+
+}  // namespace normlab::experiments

@@ -1,0 +1,410 @@
+// The flags, presets, checks and run flow the training commands share (training.h).
+#include "experiments/commands/training.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+
+#include "autograd/parallel.h"
+#include "dist/dist.h"
+#include "experiments/cli.h"
+#include "experiments/entries.h"
+#include "experiments/flags.h"
+#include "experiments/interrupt.h"
+#include "experiments/optimizers.h"
+#include "experiments/output.h"
+#include "experiments/registry.h"
+#include "experiments/result_set.h"
+#include "experiments/saved_model.h"
+
+namespace normlab::experiments {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
+constexpr int64_t kMaxBatch = std::numeric_limits<int32_t>::max();
+constexpr int64_t kMaxThreads = 256;
+
+// "a, b or c".
+std::string or_list(const std::vector<std::string>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i == 0 ? "" : i + 1 == v.size() ? " or " : ", ") + v[i];
+  return s;
+}
+
+// The entries that list `flag` among theirs.
+template <class Entry>
+std::vector<const Entry*> owners_of(const std::vector<Entry>& entries, const std::string& flag) {
+  std::vector<const Entry*> owners;
+  for (const Entry& e : entries)
+    if (std::find(e.flags.begin(), e.flags.end(), flag) != e.flags.end()) owners.push_back(&e);
+  return owners;
+}
+
+// Every flag some entry of a registry reads: given while the chosen entry does not read it, a
+// usage error "<flag> goes with <select> a or b; <chosen phrase>".
+template <class Entry>
+void check_entry_flags(const std::vector<Entry>& entries, const Entry& chosen, const Given& given,
+                       const std::string& select, const std::string& phrase) {
+  std::vector<std::string> seen;
+  for (const Entry& e : entries)
+    for (const std::string& flag : e.flags) {
+      if (std::find(seen.begin(), seen.end(), flag) != seen.end()) continue;
+      seen.push_back(flag);
+      if (!given(flag) || std::find(chosen.flags.begin(), chosen.flags.end(), flag) != chosen.flags.end()) continue;
+      std::vector<std::string> names;
+      for (const Entry* o : owners_of(entries, flag)) names.push_back(o->name);
+      throw Error(flag + " goes with " + select + " " + or_list(names) + ", not " + phrase);
+    }
+}
+
+}  // namespace
+
+CLI::Option* preset_default(CLI::Option* opt, const std::string& defaults) {
+  opt->description(opt->get_description() + " (default: " + defaults + ")");
+  opt->default_str("");
+  return opt;
+}
+
+std::string dataset_phrase(const TrainingOptions& o, const Given& given) {
+  return "the dataset is '" + o.data.name + "'" +
+         (given("--dataset") ? "" : given("--csv") ? ", named by --csv" : o.quick ? ", the --quick default" : ", the default");
+}
+
+void add_csv_format_flags(CLI::App& a, data::CsvOptions& f) {
+  a.add_option_function<std::string>(
+       "--csv-sep",
+       [&f](const std::string& v) {
+         if (v == "\\t" || v == "tab" || v == "\t") f.delimiter = '\t';
+         else if (v.size() == 1 && v != "\"" && v != "\n" && v != "\r") f.delimiter = v[0];
+         else throw CLI::ValidationError("--csv-sep", "expected one character (or tab, \\t), got '" + v + "'");
+       },
+       "CSV field separator: one character, or tab (default ,)");
+  a.add_option_function<std::string>(
+       "--csv-comment",
+       [&f](const std::string& v) {
+         if (v.size() != 1 || v == " " || v == "\"") throw CLI::ValidationError("--csv-comment", "expected one character, got '" + v + "'");
+         f.comment = v[0];
+       },
+       "CSV lines starting with this character are skipped (e.g. #)");
+  a.add_flag_callback("--csv-no-header", [&f] { f.header = false; },
+                      "the CSV file has no header row: its columns are named 0, 1, 2, ... (--label 4)");
+  a.add_option("--csv-skip-rows", f.skip_rows, "lines to skip at the top of the CSV file, before the header")
+      ->check(whole(0, kMaxInt));
+  a.add_option("--csv-na", f.na_values,
+               "more CSV strings read as a missing value, e.g. ?,-999 (always: an empty cell, NA, N/A, NaN, "
+               "null, None and pandas's other defaults)")
+      ->delimiter(',')
+      ->default_str("");
+  a.add_option_function<std::string>(
+       "--missing",
+       [&f](const std::string& v) {
+         f.missing = v == "drop" ? data::Missing::Drop : v == "mean" ? data::Missing::Mean : data::Missing::Error;
+       },
+       "a missing CSV cell: error (default), drop (its row), mean (the column's mean over the training file)")
+      ->check(CLI::IsMember({"error", "drop", "mean"}));
+  a.add_option("--csv-drop", f.drop, "CSV columns to leave out, e.g. id,date")->delimiter(',')->default_str("");
+  a.add_option("--csv-columns", f.keep, "the only CSV columns to use as features (the label besides)")->delimiter(',')->default_str("");
+}
+
+void add_output_flags(CLI::App& a, std::string& out, bool& quiet, int& threads) {
+  a.add_option("--out", out, "output folder")->check(non_empty())->default_str("out/" + a.get_name());
+  a.add_flag("--quiet", quiet, "no progress output");
+  a.add_option("--threads", threads, "worker threads (default: all cores); results do not depend on it")
+      ->check(whole(1, kMaxThreads));
+}
+
+// ---- flags ----
+
+void TrainingCommand::add_flags(CLI::App& app) {
+  app_ = &app;
+  add_data_flags(app);
+  add_train_flags(app);
+  add_own_flags(app);
+  app.add_flag("--quick", o_.quick, "a small synthetic preset (seconds)");
+  add_output_flags(app);
+}
+
+void TrainingCommand::add_data_flags(CLI::App& a) {
+  DataSpec& d = o_.data;
+  preset_default(a.add_option("--dataset", d.name, or_list(names_in(datasets()))),
+                 "moons with --quick, else fashion-mnist");
+  a.add_option("--csv", d.csv_path, "CSV file (--dataset csv, implied): header row, numeric features")->check(non_empty());
+  a.add_option("--csv-test", d.csv_test_path, "CSV test file (else a fraction of --csv is held out)")->check(non_empty());
+  a.add_option("--label", d.label, "the label column of the CSV file")->check(non_empty());
+  add_csv_format_flags(a, d.csv_format);
+  a.add_option_function<std::string>(
+       "--task",
+       [&d](const std::string& v) { d.csv_format.task = v == "regression" ? data::Task::Regression : data::Task::Classification; },
+       "what the CSV's label column holds: classification (classes) or regression (numbers: MSE loss, R^2 and "
+       "RMSE in place of accuracy; train and compare)")
+      ->check(CLI::IsMember({"classification", "regression"}));
+  a.add_option_function<std::vector<std::string>>(
+       "--categorical",
+       [&d](const std::vector<std::string>& v) {
+         for (const std::string& name : v)
+           if (name == "auto") d.csv_format.categorical_auto = true;
+           else d.csv_format.categorical.push_back(name);
+       },
+       "CSV columns of categories to one-hot encode: names (e.g. city,zip), or auto (every column with a "
+       "non-numeric cell in the first 1000 rows), or both")
+      ->delimiter(',')
+      ->default_str("");
+  a.add_option("--data-dir", d.fashion_dir, "folder of the Fashion-MNIST files (*-ubyte.gz)")->check(non_empty());
+  a.add_option("--train-limit", d.train_limit, "use only the first N training samples (0: all; of any data set)")->check(whole(0, kMaxInt));
+  a.add_option("--test-limit", d.test_limit, "use only the first N test samples (0: all; of any data set)")->check(whole(0, kMaxInt));
+  auto* val = a.add_option("--val-fraction", d.validation_fraction, "fraction of the training samples held out for validation")
+                  ->check(real(0, 1, false, true));
+  if (name_ == "study") preset_default(val, "0.1 on fashion-mnist without --quick, else 0");
+  a.add_option("--test-fraction", d.test_fraction, "test fraction for CSV without a test file and synthetic sets")
+      ->check(real(0, 1, false, true));
+  a.add_option("--samples", d.samples, "synthetic sets: number of samples")->check(whole(1, 10000000));
+  preset_default(a.add_option("--noise", d.noise, "synthetic sets: noise")->check(non_negative()), "0.25 with --quick, else 0.1");
+  a.add_option("--data-seed", d.seed, "seed of synthetic data and of the splits")->check(seed_value());
+}
+
+void TrainingCommand::add_train_flags(CLI::App& a) {
+  TrainConfig& t = o_.train;
+  const std::string& cmd = name_;
+  preset_default(a.add_option("--hidden", t.model.hidden, "hidden widths, e.g. 256,256")->delimiter(',')->check(whole(1, 1 << 20)),
+                 "32,32 with --quick, 256,256 on fashion-mnist, else 64,64");
+  std::vector<std::string> arch_help;
+  for (const ArchEntry& e : archs()) arch_help.push_back(e.help);
+  a.add_option("--arch", t.model.arch, "model kind: " + or_list(arch_help))->check(CLI::IsMember(names_in(archs())));
+  preset_default(a.add_option("--model", t.model.layers,
+                              "--arch cnn: the layers, joined by '-': conv<C>[k<K>][s<S>][p<P>][d<D>][g<G>], "
+                              "maxpool<K>[s<S>][p<P>], avgpool<K>, gap, flatten, linear<N>, norm (the --norm), "
+                              "act (the --activation) or relu/tanh/gelu/sigmoid; the classifier Linear is added")
+                     ->check(non_empty()),
+                 kDefaultCnn);
+  preset_default(a.add_option("--image-shape", t.model.image, "--arch cnn: one sample as C,H,W")
+                     ->delimiter(',')
+                     ->expected(3)
+                     ->check(whole(1, 1 << 20)),
+                 "1,28,28 on fashion-mnist");
+  a.add_option("--activation", t.model.activation, "activation in the hidden layers: " + activation_names());
+  a.add_option("--groups", t.model.groups, "GroupNorm: number of groups")->check(whole(1, 1 << 20));
+  preset_default(a.add_option("--epochs", t.epochs, "epochs per run")->check(whole(1, 1000000)), "3 with --quick, else 5");
+  preset_default(a.add_option("--batch-size", t.batch_size, cmd == "sweep" ? "training batch size (--over lr)" : "training batch size")
+                     ->check(whole(1, kMaxBatch)),
+                 "32 with --quick, else 128");
+  const std::string lr = cmd == "sweep"   ? "peak learning rate (--over batch: at --reference-batch)"
+                         : cmd == "study" ? "peak learning rate (the sweep: at batch 128, scaled linearly)"
+                                          : "peak learning rate";
+  preset_default(a.add_option("--lr", t.lr, lr)->check(non_negative()), "0.001 with --optimizer adam or adamw, 0.1 with --quick, else 0.05");
+  a.add_option("--optimizer", t.optimizer,
+               optimizer_names() + " (PyTorch's update rules; adam and adamw default to --lr 0.001, adamw to "
+               "--weight-decay 0.01, as PyTorch)")
+      ->check(CLI::IsMember(names_in(optimizers())));
+  a.add_option("--momentum", t.momentum, "SGD momentum")->check(real(0, 1, false, true));
+  preset_default(a.add_option("--weight-decay", t.weight_decay, "weight decay: L2 added to the gradient (sgd, adam), decoupled (adamw)")
+                     ->check(non_negative()),
+                 "0.01 with --optimizer adamw, else 0");
+  a.add_flag("--nesterov", t.nesterov, "SGD: Nesterov momentum");
+  a.add_option("--betas", o_.betas, "adam, adamw: the decay rates of the moments, e.g. 0.9,0.999")
+      ->delimiter(',')
+      ->expected(2)
+      ->check(real(0, 1, false, true))
+      ->default_str("0.9,0.999");
+  a.add_option("--eps", t.eps, "adam, adamw: added to the denominator")->check(non_negative());
+  preset_default(a.add_option("--warmup", t.warmup_steps, "linear warmup steps")->check(whole(0, kMaxInt)),
+                 "10 with --quick, 50 on fashion-mnist, else 0");
+  a.add_option("--schedule", t.schedule, "after warmup: " + or_list(names_in(schedules())));
+  a.add_option("--step-every", t.step_every, "schedule step: decay every N steps")->check(whole(0, kMaxInt));
+  a.add_option("--step-gamma", t.step_gamma, "schedule step: decay factor")
+      ->check(real(0, std::numeric_limits<double>::infinity(), true));
+  if (cmd == "train" || cmd == "compare")
+    a.add_option("--eval-every", t.eval_every,
+                 "also evaluate (validation, test) every N steps, into evals.csv; compare: steps to the target "
+                 "as fine as N steps, instead of an epoch")
+        ->check(whole(1, kMaxInt))
+        ->default_str("");
+  if (cmd != "sweep")  // the sweep records no activation statistics
+    preset_default(a.add_option("--stats-every", t.stats_every, "record activation statistics and gradient norms every N steps")
+                       ->check(whole(0, kMaxInt)),
+                   std::string("10 with --quick, else 0, which records about 50 times per run") +
+                       (cmd == "study" ? "; the comparison only" : ""));
+  preset_default(a.add_option("--eval-batch", t.eval_batch, "evaluation batch size")->check(whole(1, kMaxBatch)),
+                 "1000, 100 with --arch cnn and in the study's CNN part");
+}
+
+void TrainingCommand::add_output_flags(CLI::App& a) {
+  experiments::add_output_flags(a, o_.out, o_.quiet, o_.threads);
+  if (name_ != "train")
+    a.add_flag("--resume", o_.resume,
+               "continue the interrupted results in --out: keep their finished runs, train the rest (same flags)");
+}
+
+// ---- presets and checks ----
+
+// The quick preset: a synthetic two-moons set and a small MLP, seconds per study.
+void TrainingCommand::apply_quick(const Given& given) {
+  if (!given("--dataset") && !given("--csv")) o_.data.name = "moons";
+  if (!given("--samples")) o_.data.samples = 2000;
+  if (!given("--noise")) o_.data.noise = 0.25;
+  if (!given("--hidden")) o_.train.model.hidden = {32, 32};
+  if (!given("--epochs")) o_.train.epochs = 3;
+  if (!given("--batch-size")) o_.train.batch_size = 32;
+  if (!given("--lr")) o_.train.lr = 0.1;
+  if (!given("--warmup")) o_.train.warmup_steps = 10;
+  if (!given("--stats-every")) o_.train.stats_every = 10;
+}
+
+// The data set's preferred model and warmup (Fashion-MNIST: MLP 784-256-256-10, 50 warmup steps).
+void TrainingCommand::apply_dataset_defaults(const Given& given) {
+  const DatasetEntry& d = dataset(o_.data.name);
+  if (!given("--hidden") && !d.hidden.empty()) o_.train.model.hidden = d.hidden;
+  if (!given("--warmup") && d.warmup) o_.train.warmup_steps = *d.warmup;
+}
+
+// The optimizer's own flags, and its defaults (PyTorch's for Adam and AdamW).
+void TrainingCommand::apply_optimizer_defaults(const Given& given) {
+  TrainConfig& t = o_.train;
+  const OptimizerEntry& opt = optimizer(t.optimizer);
+  check_entry_flags(optimizers(), opt, given, "--optimizer",
+                    "--optimizer " + t.optimizer + (given("--optimizer") ? "" : " (the default)"));
+  if (opt.default_lr && !given("--lr")) t.lr = *opt.default_lr;
+  if (!given("--weight-decay") && opt.default_weight_decay != 0) t.weight_decay = opt.default_weight_decay;
+  if (!o_.betas.empty()) t.beta1 = o_.betas[0], t.beta2 = o_.betas[1];
+}
+
+// Flags that the data set, the schedule or the norms would leave without effect are errors: a
+// flag given is a flag used. (The data set is final here: --quick and --csv have set it.)
+void TrainingCommand::check_applicable(const Given& given) const {
+  const DatasetEntry& ds = dataset(o_.data.name);
+  const std::string phrase = dataset_phrase(o_, given);
+  for (const DatasetEntry& e : datasets())
+    for (const std::string& flag : e.flags) {
+      if (!given(flag) || std::find(ds.flags.begin(), ds.flags.end(), flag) != ds.flags.end()) continue;
+      const auto owners = owners_of(datasets(), flag);
+      std::vector<std::string> names;
+      for (const DatasetEntry* o : owners) names.push_back(o->name);
+      if (owners.size() > 1 && !owners.front()->family.empty())
+        throw Error(flag + " sets " + owners.front()->family + " (" + or_list(names) + "); " + phrase);
+      throw Error(flag + " goes with --dataset " + or_list(names) + "; " + phrase);
+    }
+  if (ds.own_test_set && given("--test-fraction"))
+    throw Error("--test-fraction splits a CSV file or a synthetic set: " + ds.name + " has its own test set " +
+                "(--test-limit uses fewer)");
+  if (!o_.data.csv_test_path.empty() && given("--test-fraction"))
+    throw Error("--test-fraction cannot be used with --csv-test: the test set is the --csv-test file");
+  check_entry_flags(schedules(), schedule(o_.train.schedule), given, "--schedule",
+                    "the schedule is '" + o_.train.schedule + "'" + (given("--schedule") ? "" : ", the default"));
+  if (given("--groups")) {
+    const auto norms = norms_run();
+    if (std::find(norms.begin(), norms.end(), "group") == norms.end())
+      throw Error("--groups sets GroupNorm's number of groups, but no run uses GroupNorm (" +
+                  std::string(name_ == "train" ? "--norm group" : "add group to --norms") + ")");
+  }
+}
+
+// --arch and the flags that go with one kind of model only.
+void TrainingCommand::check_architecture(const Given& given) {
+  ModelSpec& m = o_.train.model;
+  const ArchEntry& a = arch(m.arch);
+  check_entry_flags(archs(), a, given, "--arch", "--arch " + m.arch + (given("--arch") ? "" : " (the default)"));
+  if (!a.image) return;
+  if (name_ == "study")
+    throw Error("study runs its MLP and its CNN parts itself: --arch " + m.arch + " goes with train, compare and sweep");
+  if (m.image.empty()) {
+    const DatasetEntry& d = dataset(o_.data.name);
+    if (d.image_shape.empty())
+      throw Error("--arch " + m.arch + " needs the image shape of a sample: give --image-shape C,H,W (e.g. 1,28,28 for "
+                  "784 grayscale pixels); the " + o_.data.name + " data set has no image shape of its own");
+    m.image = d.image_shape;
+  }
+  if (!o_.eval_batch_given) o_.train.eval_batch = kCnnEvalBatch;
+}
+
+void TrainingCommand::check(const Given& given) {
+  if (o_.out.empty()) o_.out = "out/" + name_;
+  o_.eval_batch_given = given("--eval-batch");
+  if (given("--csv") && !given("--dataset")) o_.data.name = "csv";  // --csv FILE alone names the data set
+  dataset(o_.data.name);  // an unknown name is an error before anything else
+  own_presets(given);
+  if (o_.quick) apply_quick(given);
+  else apply_dataset_defaults(given);
+  check_own(given);
+  check_applicable(given);
+  if (o_.train.distributed && !dist::launched())
+    throw Error("--distributed trains over the processes of an mpirun job: start it as mpirun -np 2 normlab " + name_ +
+                " --distributed ... (as root also with OMPI_ALLOW_RUN_AS_ROOT=1 "
+                "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1, and --oversubscribe for more ranks than cores)");
+  apply_optimizer_defaults(given);
+  if (o_.train.model.hidden.empty()) o_.train.model.hidden = {64, 64};
+  check_architecture(given);
+  final_checks(given);
+}
+
+void TrainingCommand::final_checks(const Given&) {
+  if (!o_.resume) return;
+  const fs::path records = fs::path(o_.out) / (name_ == "study" ? "compare/records.json" : "records.json");
+  if (!fs::exists(records))
+    throw Error("--resume: " + o_.out + " holds no results to continue (" + records.string() + " is missing)");
+}
+
+// ---- the run ----
+
+void TrainingCommand::plan(const Invocation&) {
+  autograd::set_num_threads(o_.threads);
+  if (o_.data.csv_format.task == data::Task::Regression && (name_ == "sweep" || name_ == "study"))
+    throw UsageError("--task regression goes with train and compare (and eval, predict): the " + name_ +
+                     " reports accuracy against batch size, a classification protocol");
+  data_ = load_data(o_.data);
+  o_.train.model.inputs = data_.train.features();
+  o_.train.model.outputs = data_.train.is_classification() ? data_.train.num_classes : 1;
+  o_.train.task = data_.train.is_classification() ? "classification" : "regression";
+  try {
+    make_plan(data_);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+}
+
+std::string TrainingCommand::interrupted_message(const Report& rep) const {
+  return "normlab: interrupted: " + std::to_string(rep.runs_done) + " of " + std::to_string(rep.runs_total) +
+         " runs finished, written to " + o_.out + "; the same command with --resume trains the rest\n";
+}
+
+int TrainingCommand::run(const Invocation& inv) {
+  install_interrupt_handler();
+  StudyContext ctx;
+  ctx.quiet = o_.quiet;
+  ctx.command_line = inv.text();
+  ctx.dataset = describe(o_.data, data_);
+  ctx.checkpoint_data = data_metadata(o_.data, data_);
+  if (dist::rank() != 0) {  // this rank's share of the work; rank 0 writes the results
+    ctx.quiet = true;
+    ctx.out = fs::temp_directory_path() / ("normlab-rank" + std::to_string(dist::rank()) + "-" + std::to_string(::getpid()));
+    if (o_.resume) ctx.resume_from = fs::absolute(o_.out);
+    prepare_output_dir(ctx.out);
+    run_other_rank(data_, ctx);
+    std::error_code ec;
+    fs::remove_all(ctx.out, ec);
+    return kExitOk;
+  }
+  ResultSet set(o_.out);
+  ctx.out = set.dir();
+  if (o_.resume) ctx.resume_from = set.out();
+  complete_context(ctx);
+  const Report rep = run_plan(data_, ctx);
+  set.commit();
+  after_commit(ctx);
+  std::printf("normlab: results in %s%s\n", o_.out.c_str(), name_ == "train" ? "" : " (report.md)");
+  if (rep.interrupted) {
+    std::fputs(interrupted_message(rep).c_str(), stderr);
+    return kExitInterrupted;
+  }
+  if (!rep.diverged) return kExitOk;
+  std::fprintf(stderr, "normlab: the run diverged (its loss became NaN or infinite): no model was saved; its "
+               "weights are in model.diverged.safetensors (exit status %d)\n", kExitDiverged);
+  return kExitDiverged;
+}
+
+}  // namespace normlab::experiments

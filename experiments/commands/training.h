@@ -1,0 +1,101 @@
+// What the training commands (train, compare, sweep, study) share: the flags of the data set, the
+// model, the optimizer, the schedule and the output folder; the presets (--quick, the data set's
+// defaults, the optimizer's); the checks of flags against each other; and the flow of a run:
+// load the data once, plan every run against it, train in this process's share of an mpirun job,
+// and write the results as one set into --out.
+#pragma once
+#include <algorithm>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "experiments/commands/command.h"
+#include "experiments/datasets.h"
+#include "experiments/study.h"
+
+namespace normlab::experiments {
+
+// The flags every training command has, parsed into the settings they name.
+struct TrainingOptions {
+  DataSpec data;
+  TrainConfig train;
+  std::vector<double> betas;  // --betas (empty: the optimizer's defaults)
+  bool quick = false;
+  bool eval_batch_given = false;  // --eval-batch typed (else the CNN default for convolutional models)
+  bool resume = false;        // continue the results in --out (train: from its checkpoint)
+  std::string out;
+  bool quiet = false;
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+};
+
+// The evaluation batch of convolutional models unless --eval-batch is given: a CNN's activations
+// for 1000 images (100 MB per layer of the study's CNN) stream through memory, at 100 they stay
+// in cache (the test set's evaluation 40% faster; accuracies the same, the summed test loss
+// differs in the last digits).
+inline constexpr int64_t kCnnEvalBatch = 100;
+
+class TrainingCommand : public Command {
+ public:
+  void add_flags(CLI::App& app) final;
+  void check(const Given& given) final;
+  void plan(const Invocation& inv) final;
+  int run(const Invocation& inv) final;
+  bool runs_under_mpirun() const override { return true; }
+
+ protected:
+  explicit TrainingCommand(std::string name) : name_(std::move(name)) {}
+  const std::string& name() const { return name_; }
+
+  // The command's own flags, added after the shared ones (before --out).
+  virtual void add_own_flags(CLI::App& app) = 0;
+  // The command's own presets and defaults, after --quick and the data set's (given: the flags typed).
+  virtual void own_presets(const Given& given) {}
+  // The command's own checks of flags against each other, after the shared ones.
+  virtual void check_own(const Given& given) {}
+  // The norms its runs use (the --groups check).
+  virtual std::vector<std::string> norms_run() const = 0;
+  // Every run of the command, validated against the data: the typed plan run_plan executes.
+  virtual void make_plan(const Splits& data) = 0;
+  // Runs the plan with its outputs in ctx.out; returns its report.
+  virtual Report run_plan(const Splits& data, const StudyContext& ctx) = 0;
+  // In a process of an mpirun job other than rank 0 (which writes the results): this rank's share.
+  virtual void run_other_rank(const Splits& data, const StudyContext& ctx) { run_plan(data, ctx); }
+  // The context's command-specific settings (train: checkpoints), once --out's result set exists.
+  virtual void complete_context(StudyContext& ctx) {}
+  // After the results replaced --out.
+  virtual void after_commit(const StudyContext& ctx) {}
+  // The checks that need the whole settings, last (compare, sweep, study: --resume needs results to continue).
+  virtual void final_checks(const Given& given);
+  // What to say when Ctrl-C stopped the command.
+  virtual std::string interrupted_message(const Report& rep) const;
+
+  TrainingOptions o_;
+  const CLI::App* app_ = nullptr;
+
+ private:
+  void add_data_flags(CLI::App& a);
+  void add_train_flags(CLI::App& a);
+  void add_output_flags(CLI::App& a);
+  void apply_quick(const Given& given);
+  void apply_dataset_defaults(const Given& given);
+  void apply_optimizer_defaults(const Given& given);
+  void check_applicable(const Given& given) const;
+  void check_architecture(const Given& given);
+
+  std::string name_;
+  Splits data_;
+};
+
+// "the dataset is 'moons', the --quick default": what a message about a data-set flag says.
+std::string dataset_phrase(const TrainingOptions& o, const Given& given);
+
+// The flags of a CSV file's layout (pandas's names): separator, comment lines, header, leading
+// rows, missing values, columns; also for eval and predict.
+void add_csv_format_flags(CLI::App& a, data::CsvOptions& f);
+// --out, --quiet and --threads.
+void add_output_flags(CLI::App& a, std::string& out, bool& quiet, int& threads);
+// An option whose default depends on the data set or a preset (applied after parsing): its
+// description states each default, instead of the value CLI11 captured before the presets.
+CLI::Option* preset_default(CLI::Option* opt, const std::string& defaults);
+
+}  // namespace normlab::experiments
