@@ -15,6 +15,12 @@ namespace normlab::experiments {
 
 namespace {
 
+using commands::Command;
+using commands::CommandEntry;
+using commands::Given;
+using commands::Invocation;
+using commands::command_table;
+
 // The command line: every command with its flags, the one the user chose, parsed and checked.
 struct Parsed {
   CLI::App app{"normlab: train small models on a CPU and see how BatchNorm and LayerNorm behave", "normlab"};
@@ -30,7 +36,7 @@ void parse(Parsed& p, int argc, char** argv) {
   p.app.option_defaults()->always_capture_default();
   p.app.set_version_flag("--version", std::string("normlab ") + NORMLAB_VERSION + " (commit " + git_commit() + ")",
                          "print the version and the git commit it was built from, and exit");
-  for (const CommandEntry& e : commands()) {
+  for (const CommandEntry& e : command_table()) {
     CLI::App* sub = p.app.add_subcommand(e.name, e.help);
     std::unique_ptr<Command> c = e.make();
     c->add_flags(*sub);

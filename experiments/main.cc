@@ -10,7 +10,7 @@
 #include "autograd/error.h"
 #include "dist/dist.h"
 #include "experiments/cli.h"
-#include "experiments/demo.h"
+#include "experiments/studies/demo.h"
 
 int main(int argc, char** argv) {
   namespace ex = normlab::experiments;

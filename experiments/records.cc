@@ -6,7 +6,8 @@
 #include <sstream>
 
 #include "experiments/output.h"
-#include "experiments/report.h"
+#include "dist/dist.h"
+#include "experiments/optimizers.h"
 
 namespace normlab::experiments {
 
@@ -24,6 +25,25 @@ double val(const nlohmann::json& j) {
 }
 
 }  // namespace
+
+nlohmann::json to_json(const TrainConfig& c) {
+  nlohmann::json model = {{"inputs", c.model.inputs}, {"hidden", c.model.hidden}, {"outputs", c.model.outputs},
+                          {"activation", c.model.activation}, {"norm", c.model.norm}, {"groups", c.model.groups}};
+  if (c.model.arch != "mlp") model["arch"] = c.model.arch, model["image"] = c.model.image, model["layers"] = c.model.layers;
+  nlohmann::json j = {{"model", model},
+          {"epochs", c.epochs}, {"batch_size", c.batch_size}, {"lr", c.lr}, {"momentum", c.momentum},
+          {"weight_decay", c.weight_decay}, {"nesterov", c.nesterov}, {"warmup_steps", c.warmup_steps},
+          {"schedule", c.schedule}, {"step_every", c.step_every}, {"step_gamma", c.step_gamma},
+          {"seed", c.seed}, {"loss_every", c.loss_every}, {"stats_every", c.stats_every},
+          {"bn_three_ways", c.bn_three_ways}, {"precise_bn_samples", c.precise_bn_samples},
+          {"eval_batch", c.eval_batch}};
+  if (!c.init_from.empty()) j["init_from"] = c.init_from;
+  if (c.eval_every > 0) j["eval_every"] = c.eval_every;
+  if (c.task != "classification") j["task"] = c.task;
+  if (c.distributed) j["distributed_ranks"] = c.ranks > 0 ? c.ranks : dist::world_size();
+  if (const OptimizerEntry& o = optimizer(c.optimizer); o.json) j["optimizer"] = o.json(c);
+  return j;
+}
 
 nlohmann::json records_json(const RunResult& r) {
   nlohmann::json steps = nlohmann::json::array(), epochs = nlohmann::json::array(),

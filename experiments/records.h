@@ -12,6 +12,9 @@
 
 namespace normlab::experiments {
 
+// A run's settings as JSON (records, manifests, the settings check of a resumed run).
+nlohmann::json to_json(const TrainConfig& c);
+
 // The records of a run (its config, losses, epochs, statistics, divergence, timing).
 nlohmann::json records_json(const RunResult& r);
 // Writes the runs' records to path atomically: {"runs": [...]}.

@@ -16,7 +16,7 @@
 #include "experiments/optimizers.h"
 #include "experiments/records.h"
 #include "experiments/registry.h"
-#include "experiments/report.h"
+#include "experiments/report/report.h"
 #include "nn/checkpoint.h"
 #include "optim/checkpoint.h"
 

@@ -1,6 +1,6 @@
 // A subcommand of `normlab` as an object: the flags it adds to the command line, a plan made from
 // them once (defaults applied, names looked up in the registries, every run checked against the
-// data), and running that plan. The commands are registered in one table (commands()), which
+// data), and running that plan. The commands are registered in one table (command_table()), which
 // main(), `normlab help` and --help read; adding a command is its file plus one entry there.
 #pragma once
 #include <functional>
@@ -10,7 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
-namespace normlab::experiments {
+namespace normlab::experiments::commands {
 
 // Which flags the user gave on the command line (as opposed to defaults and presets).
 class Given {
@@ -58,7 +58,7 @@ struct CommandEntry {
 
 // Every command, in the order of `normlab --help`: help, demo, train, compare, sweep, study,
 // predict, eval.
-const std::vector<CommandEntry>& commands();
+const std::vector<CommandEntry>& command_table();
 
 // The factories of the built-in commands (commands/<name>.cc).
 std::unique_ptr<Command> make_help_command();
@@ -70,4 +70,4 @@ std::unique_ptr<Command> make_study_command();
 std::unique_ptr<Command> make_predict_command();
 std::unique_ptr<Command> make_eval_command();
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::commands

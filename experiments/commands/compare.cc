@@ -2,10 +2,12 @@
 #include <limits>
 
 #include "experiments/commands/training.h"
-#include "experiments/flags.h"
+#include "experiments/commands/flags.h"
 #include "experiments/registry.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::commands {
+
+using namespace studies;  // what the commands run
 
 namespace {
 
@@ -44,4 +46,4 @@ class CompareCommand : public TrainingCommand {
 
 std::unique_ptr<Command> make_compare_command() { return std::make_unique<CompareCommand>(); }
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::commands

@@ -1,9 +1,11 @@
 // `normlab demo`: a tiny network trained by hand on XOR, its loss printed as it falls.
 #include "experiments/commands/command.h"
-#include "experiments/demo.h"
-#include "experiments/flags.h"
+#include "experiments/studies/demo.h"
+#include "experiments/commands/flags.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::commands {
+
+using namespace studies;  // what the commands run
 
 namespace {
 
@@ -22,4 +24,4 @@ class DemoCommand : public Command {
 
 std::unique_ptr<Command> make_demo_command() { return std::make_unique<DemoCommand>(); }
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::commands

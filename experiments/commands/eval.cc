@@ -6,11 +6,13 @@
 #include "autograd/parallel.h"
 #include "experiments/cli.h"
 #include "experiments/commands/training.h"
-#include "experiments/eval_cmd.h"
-#include "experiments/flags.h"
+#include "experiments/studies/eval.h"
+#include "experiments/commands/flags.h"
 #include "experiments/result_set.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::commands {
+
+using namespace studies;  // what the commands run
 
 namespace {
 
@@ -63,4 +65,4 @@ class EvalCommand : public Command {
 
 std::unique_ptr<Command> make_eval_command() { return std::make_unique<EvalCommand>(); }
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::commands

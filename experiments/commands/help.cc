@@ -3,7 +3,7 @@
 
 #include "experiments/commands/command.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::commands {
 
 namespace {
 
@@ -11,7 +11,7 @@ class HelpCommand : public Command {
  public:
   void add_flags(CLI::App& a) override {
     std::vector<std::string> names;
-    for (const CommandEntry& e : commands()) names.push_back(e.name);
+    for (const CommandEntry& e : command_table()) names.push_back(e.name);
     a.add_option("subcommand", topic_, "the subcommand: demo, train, compare, sweep or study")->check(CLI::IsMember(names));
   }
   int run(const Invocation& inv) override {
@@ -32,4 +32,4 @@ class HelpCommand : public Command {
 
 std::unique_ptr<Command> make_help_command() { return std::make_unique<HelpCommand>(); }
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::commands

@@ -1,9 +1,11 @@
 // `normlab predict`: a saved model's class probabilities for each row of a CSV file.
 #include "experiments/commands/training.h"
-#include "experiments/flags.h"
-#include "experiments/predict.h"
+#include "experiments/commands/flags.h"
+#include "experiments/studies/predict.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::commands {
+
+using namespace studies;  // what the commands run
 
 namespace {
 
@@ -35,4 +37,4 @@ class PredictCommand : public Command {
 
 std::unique_ptr<Command> make_predict_command() { return std::make_unique<PredictCommand>(); }
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::commands

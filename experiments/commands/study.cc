@@ -4,10 +4,12 @@
 #include <limits>
 
 #include "experiments/commands/training.h"
-#include "experiments/flags.h"
+#include "experiments/commands/flags.h"
 #include "experiments/registry.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::commands {
+
+using namespace studies;  // what the commands run
 
 namespace {
 
@@ -140,4 +142,4 @@ class StudyCommand : public TrainingCommand {
 
 std::unique_ptr<Command> make_study_command() { return std::make_unique<StudyCommand>(); }
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::commands

@@ -5,10 +5,12 @@
 
 #include "dist/dist.h"
 #include "experiments/commands/training.h"
-#include "experiments/flags.h"
+#include "experiments/commands/flags.h"
 #include "experiments/registry.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::commands {
+
+using namespace studies;  // what the commands run
 
 namespace {
 
@@ -133,4 +135,4 @@ class SweepCommand : public TrainingCommand {
 
 std::unique_ptr<Command> make_sweep_command() { return std::make_unique<SweepCommand>(); }
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::commands

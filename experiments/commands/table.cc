@@ -1,7 +1,7 @@
 // The table of normlab's commands: main(), `normlab help` and --help read it.
 #include "experiments/commands/command.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::commands {
 
 std::string Invocation::text() const {
   std::string t;
@@ -9,7 +9,7 @@ std::string Invocation::text() const {
   return t;
 }
 
-const std::vector<CommandEntry>& commands() {
+const std::vector<CommandEntry>& command_table() {
   static const std::vector<CommandEntry> table{
       {"help", "print the help of normlab or of one subcommand (normlab help train)", make_help_command},
       {"demo", "train an MLP on XOR by hand and print the loss going down", make_demo_command},
@@ -23,4 +23,4 @@ const std::vector<CommandEntry>& commands() {
   return table;
 }
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::commands

@@ -8,11 +8,13 @@
 #include "dist/dist.h"
 #include "experiments/checkpointing.h"
 #include "experiments/commands/training.h"
-#include "experiments/flags.h"
+#include "experiments/commands/flags.h"
 #include "experiments/registry.h"
 #include "nn/checkpoint.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::commands {
+
+using namespace studies;  // what the commands run
 
 namespace {
 
@@ -125,4 +127,4 @@ class TrainCommand : public TrainingCommand {
 
 std::unique_ptr<Command> make_train_command() { return std::make_unique<TrainCommand>(); }
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::commands

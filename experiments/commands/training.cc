@@ -11,7 +11,7 @@
 #include "dist/dist.h"
 #include "experiments/cli.h"
 #include "experiments/entries.h"
-#include "experiments/flags.h"
+#include "experiments/commands/flags.h"
 #include "experiments/interrupt.h"
 #include "experiments/optimizers.h"
 #include "experiments/output.h"
@@ -19,7 +19,9 @@
 #include "experiments/result_set.h"
 #include "experiments/saved_model.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::commands {
+
+using namespace studies;  // what the commands run
 
 namespace fs = std::filesystem;
 
@@ -233,7 +235,7 @@ void TrainingCommand::add_train_flags(CLI::App& a) {
 }
 
 void TrainingCommand::add_output_flags(CLI::App& a) {
-  experiments::add_output_flags(a, o_.out, o_.quiet, o_.threads);
+  commands::add_output_flags(a, o_.out, o_.quiet, o_.threads);
   if (name_ != "train")
     a.add_flag("--resume", o_.resume,
                "continue the interrupted results in --out: keep their finished runs, train the rest (same flags)");
@@ -407,4 +409,4 @@ int TrainingCommand::run(const Invocation& inv) {
   return kExitDiverged;
 }
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::commands

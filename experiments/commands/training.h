@@ -11,9 +11,9 @@
 
 #include "experiments/commands/command.h"
 #include "experiments/datasets.h"
-#include "experiments/study.h"
+#include "experiments/studies/study.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::commands {
 
 // The flags every training command has, parsed into the settings they name.
 struct TrainingOptions {
@@ -98,4 +98,4 @@ void add_output_flags(CLI::App& a, std::string& out, bool& quiet, int& threads);
 // description states each default, instead of the value CLI11 captured before the presets.
 CLI::Option* preset_default(CLI::Option* opt, const std::string& defaults);
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::commands

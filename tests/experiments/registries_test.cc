@@ -28,6 +28,8 @@
 namespace fs = std::filesystem;
 using namespace normlab;
 using namespace normlab::experiments;
+using normlab::experiments::commands::CommandEntry;
+using normlab::experiments::commands::command_table;
 
 namespace {
 
@@ -197,7 +199,7 @@ BOOST_AUTO_TEST_CASE(eval_rebuilds_a_synthetic_sets_test_split_from_the_checkpoi
 
 BOOST_AUTO_TEST_CASE(the_command_table_lists_each_subcommand_once) {
   std::vector<std::string> names;
-  for (const CommandEntry& e : commands()) {
+  for (const CommandEntry& e : command_table()) {
     BOOST_TEST(std::count(names.begin(), names.end(), e.name) == 0, e.name);
     BOOST_TEST(!e.help.empty());
     BOOST_TEST(e.make() != nullptr);

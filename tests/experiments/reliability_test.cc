@@ -14,10 +14,11 @@
 #include <vector>
 
 #include "experiments/cli.h"
-#include "experiments/plot.h"
+#include "experiments/report/plot.h"
 
 namespace fs = std::filesystem;
 using namespace normlab::experiments;
+using namespace normlab::experiments::report;
 
 namespace {
 

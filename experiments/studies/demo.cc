@@ -1,12 +1,12 @@
 // `normlab demo`: a 2-layer network trained by hand on a synthetic XOR problem, printing its loss.
 // It uses only the autograd core, as the README's API example does.
-#include "experiments/demo.h"
+#include "experiments/studies/demo.h"
 
 #include <cstdio>
 
 #include "autograd/autograd.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::studies {
 
 using namespace autograd;
 
@@ -46,4 +46,4 @@ int run_demo(int steps, uint64_t seed) {
   return last < first ? 0 : 1;
 }
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::studies

@@ -1,5 +1,5 @@
 // `normlab predict` (predict.h).
-#include "experiments/predict.h"
+#include "experiments/studies/predict.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -11,7 +11,7 @@
 #include "experiments/output.h"
 #include "experiments/saved_model.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::studies {
 
 namespace {
 
@@ -101,4 +101,4 @@ int run_predict(const std::string& checkpoint, const std::string& csv, const dat
   return 0;
 }
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::studies

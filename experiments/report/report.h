@@ -6,14 +6,14 @@
 #include <nlohmann/json.hpp>
 
 #include "experiments/runs.h"
-#include "experiments/study.h"
+#include "experiments/context.h"
+#include "experiments/runs.h"
+#include "experiments/trainer.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::report {
 
 // The manifest common to every study: configuration, git commit, Highway target, threads, wall time.
 nlohmann::json manifest(const StudyContext& ctx, const nlohmann::json& config, double wall_seconds);
-// TrainConfig as JSON (for manifests).
-nlohmann::json to_json(const TrainConfig& c);
 // Writes ctx.out/report.md ("# title", the command line, the markdown) and ctx.out/manifest.json.
 void write_report(const StudyContext& ctx, const Report& rep, const nlohmann::json& manifest_json);
 
@@ -52,4 +52,4 @@ std::string display_name(const std::string& norm);
 // Markdown image links for plots written as <name>.png; a sentence saying why there are none.
 std::string image_links(const std::vector<std::string>& plots);
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::report

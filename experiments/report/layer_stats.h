@@ -4,10 +4,10 @@
 #include <string>
 #include <vector>
 
-#include "experiments/plot.h"
+#include "experiments/report/plot.h"
 #include "experiments/trainer.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::report {
 
 // Two panels per hidden layer, row by row: the mean and the std of its activations over steps,
 // before the norm (dashed) and after it (solid), one colour per norm, each the mean over seeds.
@@ -29,4 +29,4 @@ std::string activation_reading(const std::vector<RunResult>& runs, const std::ve
 // gradients. Empty without gradient norms.
 std::string grad_norm_reading(const std::vector<RunResult>& runs, const std::vector<std::string>& norms);
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::report

@@ -2,7 +2,7 @@
 #pragma once
 #include <vector>
 
-namespace normlab::experiments {
+namespace normlab::experiments::report {
 
 // Mean of the finite values (NaN if there are none).
 double mean_of(const std::vector<double>& v);
@@ -11,4 +11,4 @@ double std_of(const std::vector<double>& v);
 // Median of the finite values (NaN if there are none).
 double median_of(std::vector<double> v);
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::report

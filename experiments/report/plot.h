@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace normlab::experiments {
+namespace normlab::experiments::report {
 
 // One curve: y over x, with an optional spread (same length as y) drawn as a band or error bars.
 struct Series {
@@ -47,4 +47,4 @@ void render_confusion(const std::string& title, const std::vector<std::string>& 
                       const std::vector<std::vector<int64_t>>& counts, const std::filesystem::path& dir,
                       const std::string& stem);
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::report

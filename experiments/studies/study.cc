@@ -9,10 +9,12 @@
 #include "data/split.h"
 #include "experiments/output.h"
 #include "experiments/registry.h"
-#include "experiments/report.h"
-#include "experiments/study.h"
+#include "experiments/report/report.h"
+#include "experiments/studies/study.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::studies {
+
+using namespace report;  // the tables, plots and report text every study writes
 
 namespace {
 
@@ -157,4 +159,4 @@ Report run_study(const StudyPlan& plan, const DataSpec& spec, const Splits& data
   return rep;
 }
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::studies

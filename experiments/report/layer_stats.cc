@@ -1,6 +1,6 @@
 // Activation statistics and gradient norms of the comparison: seed means as plot panels, and
 // report sentences whose every number and verdict comes from the recorded values.
-#include "experiments/layer_stats.h"
+#include "experiments/report/layer_stats.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,9 +9,9 @@
 
 #include "experiments/output.h"
 #include "experiments/registry.h"
-#include "experiments/stats.h"
+#include "experiments/report/stats.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::report {
 
 namespace {
 
@@ -170,4 +170,4 @@ std::string grad_norm_reading(const std::vector<RunResult>& runs, const std::vec
   return md.str();
 }
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::report

@@ -1,5 +1,5 @@
 // Checks of command-line values as typed.
-#include "experiments/flags.h"
+#include "experiments/commands/flags.h"
 
 #include <charconv>
 #include <cmath>
@@ -8,7 +8,7 @@
 
 #include "experiments/output.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::commands {
 
 namespace {
 
@@ -67,4 +67,4 @@ CLI::Validator non_empty() {
   return CLI::Validator([](std::string& s) -> std::string { return s.empty() ? "must not be empty" : ""; }, "");
 }
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::commands

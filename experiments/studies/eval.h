@@ -6,9 +6,9 @@
 
 #include "data/csv.h"
 #include "experiments/saved_model.h"
-#include "experiments/study.h"
+#include "experiments/studies/study.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::studies {
 
 struct EvalOptions {
   std::string checkpoint;  // model.safetensors of `normlab train`
@@ -37,4 +37,4 @@ Report run_eval(const EvalPlan& plan, const StudyContext& ctx);
 // (true class x predicted class counts), confusion.png/.svg, report.md and manifest.json.
 Report run_eval(const EvalOptions& opt, const StudyContext& ctx);
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::studies

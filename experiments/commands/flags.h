@@ -6,7 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
-namespace normlab::experiments {
+namespace normlab::experiments::commands {
 
 // A whole number in [lo, hi], e.g. "--batch-size: expected a whole number from 1 to 2147483647,
 // got '99999999999999999999'".
@@ -20,4 +20,4 @@ CLI::Validator non_negative();
 // Text that is not empty.
 CLI::Validator non_empty();
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::commands

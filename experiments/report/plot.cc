@@ -1,6 +1,6 @@
 // Plots rendered with gnuplot: a script with inline data, run once per output format, without a
 // shell (posix_spawn with an argument vector, in the output folder, in its own process group).
-#include "experiments/plot.h"
+#include "experiments/report/plot.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -19,7 +19,7 @@
 #include "autograd/error.h"
 #include "experiments/output.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::report {
 
 namespace fs = std::filesystem;
 
@@ -268,4 +268,4 @@ void render_confusion(const std::string& title, const std::vector<std::string>& 
   render(title, b, side + 160, side, dir, stem);
 }
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::report

@@ -10,16 +10,18 @@
 
 #include "dist/dist.h"
 #include "experiments/output.h"
-#include "experiments/plot.h"
+#include "experiments/report/plot.h"
 #include "experiments/records.h"
 #include "experiments/registry.h"
-#include "experiments/report.h"
+#include "experiments/report/report.h"
 #include "experiments/runs.h"
-#include "experiments/stats.h"
-#include "experiments/study.h"
-#include "experiments/tidy.h"
+#include "experiments/report/stats.h"
+#include "experiments/studies/study.h"
+#include "experiments/report/tidy.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::studies {
+
+using namespace report;  // the tables, plots and report text every study writes
 
 namespace {
 
@@ -418,4 +420,4 @@ Report run_ddp_sweep(const DdpSweepConfig& cfg, const std::vector<std::vector<Ch
   return rep;
 }
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::studies

@@ -1,10 +1,10 @@
 // Small statistics over runs.
-#include "experiments/stats.h"
+#include "experiments/report/stats.h"
 
 #include <algorithm>
 #include <cmath>
 
-namespace normlab::experiments {
+namespace normlab::experiments::report {
 
 namespace {
 std::vector<double> finite(const std::vector<double>& v) {
@@ -41,4 +41,4 @@ double median_of(std::vector<double> v) {
   return n % 2 ? f[n / 2] : 0.5 * (f[n / 2 - 1] + f[n / 2]);
 }
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::report

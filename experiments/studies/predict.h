@@ -5,7 +5,7 @@
 
 #include "data/csv.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::studies {
 
 // Reads the checkpoint (saved_model.h) and the CSV file (its feature columns by name, in any
 // order, laid out as `format` says; the label column optional: with it, the accuracy is printed),
@@ -17,4 +17,4 @@ namespace normlab::experiments {
 int run_predict(const std::string& checkpoint, const std::string& csv, const data::CsvOptions& format,
                 const std::string& out, bool quiet);
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::studies

@@ -1,5 +1,5 @@
-// `normlab eval` (eval_cmd.h).
-#include "experiments/eval_cmd.h"
+// `normlab eval`: a saved model on labelled data (eval.h).
+#include "experiments/studies/eval.h"
 
 #include <cmath>
 #include <sstream>
@@ -11,13 +11,15 @@
 #include "data/csv.h"
 #include "data/fashion_mnist.h"
 #include "experiments/output.h"
-#include "experiments/plot.h"
+#include "experiments/report/plot.h"
 #include "experiments/datasets.h"
 #include "experiments/evaluate.h"
-#include "experiments/report.h"
+#include "experiments/report/report.h"
 #include "experiments/saved_model.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::studies {
+
+using namespace report;  // the tables, plots and report text every study writes
 
 namespace {
 
@@ -158,4 +160,4 @@ Report run_eval(const EvalPlan& plan, const StudyContext& ctx) {
   return rep;
 }
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::studies

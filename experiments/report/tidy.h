@@ -8,7 +8,7 @@
 #include "experiments/output.h"
 #include "experiments/trainer.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::report {
 
 // The settings columns every tidy CSV starts with, and their values for a run.
 std::vector<std::string> settings_header();
@@ -41,4 +41,4 @@ class RunTable {
 void write_run_records(const std::vector<RunResult>& runs, const std::string& dataset, bool validation,
                        const std::filesystem::path& dir);
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::report

@@ -11,28 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "experiments/context.h"
 #include "experiments/datasets.h"
 #include "experiments/trainer.h"
 
-namespace normlab::experiments {
-
-// What every study needs besides its own settings.
-struct StudyContext {
-  std::filesystem::path out;   // the study's folder (created if missing)
-  bool quiet = false;          // no progress output
-  std::string command_line;    // as typed, for the manifest and report
-  std::string dataset;         // e.g. "fashion-mnist (20000 train / 10000 test)"
-  nlohmann::json extra;        // more settings to record in the manifest
-  // train: the data side of the checkpoint's metadata (saved_model.h: classes, features, preprocessing).
-  std::map<std::string, std::string> checkpoint_data;
-  // --resume: the folder of an earlier command with the same settings, whose records.json holds
-  // the runs to reuse (empty: train every run).
-  std::filesystem::path resume_from;
-  // train: a checkpoint after every N epochs (0: only when Ctrl-C stops the run), in out/checkpoint;
-  // and the checkpoint folder to continue from (train --resume; empty: start afresh).
-  int64_t checkpoint_every = 0;
-  std::filesystem::path resume_checkpoint;
-};
+namespace normlab::experiments::studies {
 
 // The batch sizes of the batch-size sweep: the default, and with --quick.
 inline const std::vector<int64_t> kSweepBatches{2, 4, 8, 16, 32, 64, 128, 256};
@@ -109,16 +92,6 @@ struct StudyPlan {
 };
 StudyPlan plan_study(const StudyConfig& config, const Splits& data);
 
-// A study's markdown report section, for a combined report.
-struct Report {
-  std::string title, markdown;
-  bool diverged = false;     // train: the run diverged (no usable model)
-  bool interrupted = false;  // Ctrl-C: only the runs finished before it are in the results
-  size_t runs_done = 0, runs_total = 0;
-  // A batch-size sweep's results: norm -> (batch size, mean final test accuracy) in sweep order.
-  std::map<std::string, std::vector<std::pair<double, double>>> sweep_accuracy;
-};
-
 // One run (checked): steps.csv, epochs.csv, activations.csv, grad_norms.csv, model.safetensors, plots,
 // report.md, manifest.json. A run that diverged saves its weights as model.diverged.safetensors
 // (not as a model) and says so in the report; Report::diverged is set.
@@ -144,4 +117,4 @@ Report run_ddp_sweep(const DdpSweepConfig& config, const Splits& data, const Stu
 // every setting is validated before anything is written. spec describes the data in the reports.
 Report run_study(const StudyPlan& plan, const DataSpec& spec, const Splits& data, const StudyContext& ctx);
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::studies

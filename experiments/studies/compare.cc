@@ -7,17 +7,19 @@
 #include <map>
 #include <sstream>
 
-#include "experiments/layer_stats.h"
+#include "experiments/report/layer_stats.h"
 #include "experiments/output.h"
-#include "experiments/plot.h"
+#include "experiments/report/plot.h"
 #include "experiments/records.h"
-#include "experiments/report.h"
+#include "experiments/report/report.h"
 #include "experiments/runs.h"
-#include "experiments/stats.h"
-#include "experiments/study.h"
-#include "experiments/tidy.h"
+#include "experiments/report/stats.h"
+#include "experiments/studies/study.h"
+#include "experiments/report/tidy.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::studies {
+
+using namespace report;  // the tables, plots and report text every study writes
 
 namespace {
 
@@ -282,4 +284,4 @@ Report run_compare(const CompareConfig& cfg, const std::vector<CheckedRun>& conf
   return rep;
 }
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::studies

@@ -4,15 +4,18 @@
 #include <sstream>
 
 #include "experiments/output.h"
-#include "experiments/plot.h"
+#include "experiments/records.h"
+#include "experiments/report/plot.h"
 #include "experiments/progress.h"
-#include "experiments/report.h"
+#include "experiments/report/report.h"
 #include "experiments/git_commit.h"
-#include "experiments/study.h"
-#include "experiments/tidy.h"
+#include "experiments/studies/study.h"
+#include "experiments/report/tidy.h"
 #include "nn/checkpoint.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::studies {
+
+using namespace report;  // the tables, plots and report text every study writes
 
 namespace {
 
@@ -164,4 +167,4 @@ Report run_train(const CheckedRun& run, const Splits& data, const StudyContext& 
   return rep;
 }
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::studies

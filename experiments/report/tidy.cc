@@ -1,9 +1,9 @@
 // Tidy CSV tables of runs: the settings columns, the epoch columns, the per-run records.
-#include "experiments/tidy.h"
+#include "experiments/report/tidy.h"
 
-#include "experiments/report.h"
+#include "experiments/report/report.h"
 
-namespace normlab::experiments {
+namespace normlab::experiments::report {
 
 std::vector<std::string> settings_header() {
   return {"dataset", "model", "norm", "activation", "seed", "epochs", "batch_size", "lr", "momentum",
@@ -79,4 +79,4 @@ void write_run_records(const std::vector<RunResult>& runs, const std::string& da
   if (any_evals) evals.write(dir / "evals.csv");
 }
 
-}  // namespace normlab::experiments
+}  // namespace normlab::experiments::report
