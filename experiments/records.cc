@@ -39,7 +39,7 @@ nlohmann::json to_json(const TrainConfig& c) {
           {"eval_batch", c.eval_batch}};
   if (!c.init_from.empty()) j["init_from"] = c.init_from;
   if (c.eval_every > 0) j["eval_every"] = c.eval_every;
-  if (c.task != "classification") j["task"] = c.task;
+  if (c.task != data::Task::Classification) j["task"] = task_name(c.task);
   if (c.distributed) j["distributed_ranks"] = c.ranks > 0 ? c.ranks : dist::world_size();
   if (const OptimizerEntry& o = optimizer(c.optimizer); o.json) j["optimizer"] = o.json(c);
   return j;

@@ -64,9 +64,10 @@ SavedModel load_saved_model(const std::string& path) {
   SavedModel m;
   m.spec = model_spec_from_metadata(md, path);
   m.dataset = get("dataset");
-  m.task = md.count("task") ? md.at("task") : "classification";
-  if (m.task != "classification" && m.task != "regression")
-    throw Error(path + ": the checkpoint's task is \"" + m.task + "\" (expected classification or regression)");
+  const std::string task = md.count("task") ? md.at("task") : "classification";
+  if (task != task_name(data::Task::Classification) && task != task_name(data::Task::Regression))
+    throw Error(path + ": the checkpoint's task is \"" + task + "\" (expected classification or regression)");
+  m.task = task == task_name(data::Task::Regression) ? data::Task::Regression : data::Task::Classification;
   if (md.count("label")) m.label = md.at("label");
   if (md.count("data_recipe")) {
     try {
@@ -88,7 +89,7 @@ SavedModel load_saved_model(const std::string& path) {
       for (const auto& c : nlohmann::json::parse(md.at("categories")))
         m.categories.emplace_back(c.at(0).get<std::string>(), c.at(1).get<std::vector<std::string>>());
     }
-    if (m.task == "regression") {
+    if (m.task == data::Task::Regression) {
       const nlohmann::json target = nlohmann::json::parse(get("target"));
       m.standardizer.y_mean = target.at("mean").get<double>();
       m.standardizer.y_std = target.at("std").get<double>();
@@ -104,7 +105,7 @@ SavedModel load_saved_model(const std::string& path) {
   if (!m.fill.empty() && static_cast<int64_t>(m.fill.size()) != n)
     throw Error(path + ": the preprocessing has " + std::to_string(m.fill.size()) + " fill values for " +
                 std::to_string(n) + " features");
-  if (m.task == "regression" ? m.spec.outputs != 1 : static_cast<int64_t>(m.class_names.size()) != m.spec.outputs)
+  if (m.task == data::Task::Regression ? m.spec.outputs != 1 : static_cast<int64_t>(m.class_names.size()) != m.spec.outputs)
     throw Error(path + ": " + std::to_string(m.class_names.size()) + " class names for a model of " +
                 std::to_string(m.spec.outputs) + " outputs");
   autograd::Generator gen(0);  // the initial weights are replaced by the file's

@@ -39,7 +39,7 @@ struct SavedModel {
   std::shared_ptr<nn::Sequential> net;  // in eval mode
   std::string dataset, label;
   nlohmann::json data_recipe;  // what rebuilds the data set's test split (DatasetEntry::recipe; null: none)
-  std::string task;  // "classification" or "regression" (standardizer.y_mean/y_std: the target's scaling)
+  data::Task task = data::Task::Classification;  // regression: standardizer.y_mean/y_std scale the target
   std::vector<std::string> class_names, feature_names;
   data::Standardizer standardizer;
   std::vector<float> fill;  // --missing mean: each feature's value for a missing cell (empty: none)

@@ -25,6 +25,8 @@ namespace normlab::experiments {
 using autograd::Tensor;
 using Clock = std::chrono::steady_clock;
 
+std::string task_name(data::Task task) { return task == data::Task::Regression ? "regression" : "classification"; }
+
 void validate(const TrainConfig& c, const Splits& s) {
   ModelSpec m = c.model;  // inputs and outputs come from the data
   m.inputs = s.train.features();
@@ -32,9 +34,7 @@ void validate(const TrainConfig& c, const Splits& s) {
   validate(m);
   const int64_t n = s.train.size();
   if (n == 0) throw Error("the training set is empty");
-  if (c.task != "classification" && c.task != "regression")
-    throw Error("unknown task '" + c.task + "' (expected classification or regression)");
-  if ((c.task == "regression") == s.train.is_classification())
+  if ((c.task == data::Task::Regression) == s.train.is_classification())
     throw Error(s.train.is_classification() ? "the task is regression, but the data set has class labels"
                                             : "the data set has regression targets: --task regression");
   if (c.batch_size <= 0) throw Error("batch size must be at least 1, got " + std::to_string(c.batch_size));

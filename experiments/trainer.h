@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "data/csv.h"
 #include "data/dataset.h"
 #include "data/split.h"
 #include "experiments/evaluate.h"
@@ -24,7 +25,7 @@ using Splits = data::Splits;
 
 struct TrainConfig {
   ModelSpec model;                  // inputs/outputs are taken from the data
-  std::string task = "classification";  // or "regression" (a CSV's numeric label; MSE loss, R^2): as the data
+  data::Task task = data::Task::Classification;  // or Regression (a CSV's numeric label; MSE loss, R^2): as the data
   int64_t epochs = 5;
   int64_t batch_size = 128;
   std::string optimizer = "sgd";  // a registered optimizer (optimizers.h): sgd | adam | adamw
@@ -52,6 +53,9 @@ struct TrainConfig {
   std::string init_from;          // start from these weights (a safetensors file of the model's state_dict;
                                   // "": the seeded initialization)
 };
+
+// "classification" or "regression", as records and checkpoints write a task.
+std::string task_name(data::Task task);
 
 // Throws normlab::Error for settings that cannot train (batch 0, a norm with batch statistics at
 // batch size 1 or on a single training sample, non-positive epochs, a bad schedule, ...).

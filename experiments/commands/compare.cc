@@ -13,7 +13,7 @@ namespace {
 
 class CompareCommand : public TrainingCommand {
  public:
-  CompareCommand() : TrainingCommand("compare") {}
+  CompareCommand() : TrainingCommand({.name = "compare", .eval_every = true}) {}
 
  protected:
   void add_own_flags(CLI::App& a) override {

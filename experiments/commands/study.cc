@@ -18,7 +18,14 @@ constexpr int64_t kMaxBatch = std::numeric_limits<int32_t>::max();
 
 class StudyCommand : public TrainingCommand {
  public:
-  StudyCommand() : TrainingCommand("study") {}
+  StudyCommand()
+      : TrainingCommand({.name = "study",
+                         .lr_help = "peak learning rate (the sweep: at batch 128, scaled linearly)",
+                         .val_fraction_default = "0.1 on fashion-mnist without --quick, else 0",
+                         .stats_every_note = "; the comparison only",
+                         .one_arch = true,
+                         .classification_only = true,
+                         .records = "compare/records.json"}) {}
 
  protected:
   void add_own_flags(CLI::App& a) override {

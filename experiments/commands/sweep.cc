@@ -18,7 +18,12 @@ constexpr int64_t kMaxBatch = std::numeric_limits<int32_t>::max();
 
 class SweepCommand : public TrainingCommand {
  public:
-  SweepCommand() : TrainingCommand("sweep") {}
+  SweepCommand()
+      : TrainingCommand({.name = "sweep",
+                         .batch_size_help = "training batch size (--over lr)",
+                         .lr_help = "peak learning rate (--over batch: at --reference-batch)",
+                         .stats_every = false,
+                         .classification_only = true}) {}
 
  protected:
   void add_own_flags(CLI::App& a) override {

@@ -28,7 +28,7 @@ struct TrainPlan {
 
 class TrainCommand : public TrainingCommand {
  public:
-  TrainCommand() : TrainingCommand("train") {}
+  TrainCommand() : TrainingCommand({.name = "train", .eval_every = true, .single_run = true}) {}
 
  protected:
   void add_own_flags(CLI::App& a) override {

@@ -29,7 +29,6 @@ namespace {
 
 constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMaxBatch = std::numeric_limits<int32_t>::max();
-constexpr int64_t kMaxThreads = 256;
 
 // "a, b or c".
 std::string or_list(const std::vector<std::string>& v) {
@@ -66,58 +65,9 @@ void check_entry_flags(const std::vector<Entry>& entries, const Entry& chosen, c
 
 }  // namespace
 
-CLI::Option* preset_default(CLI::Option* opt, const std::string& defaults) {
-  opt->description(opt->get_description() + " (default: " + defaults + ")");
-  opt->default_str("");
-  return opt;
-}
-
 std::string dataset_phrase(const TrainingOptions& o, const Given& given) {
   return "the dataset is '" + o.data.name + "'" +
          (given("--dataset") ? "" : given("--csv") ? ", named by --csv" : o.quick ? ", the --quick default" : ", the default");
-}
-
-void add_csv_format_flags(CLI::App& a, data::CsvOptions& f) {
-  a.add_option_function<std::string>(
-       "--csv-sep",
-       [&f](const std::string& v) {
-         if (v == "\\t" || v == "tab" || v == "\t") f.delimiter = '\t';
-         else if (v.size() == 1 && v != "\"" && v != "\n" && v != "\r") f.delimiter = v[0];
-         else throw CLI::ValidationError("--csv-sep", "expected one character (or tab, \\t), got '" + v + "'");
-       },
-       "CSV field separator: one character, or tab (default ,)");
-  a.add_option_function<std::string>(
-       "--csv-comment",
-       [&f](const std::string& v) {
-         if (v.size() != 1 || v == " " || v == "\"") throw CLI::ValidationError("--csv-comment", "expected one character, got '" + v + "'");
-         f.comment = v[0];
-       },
-       "CSV lines starting with this character are skipped (e.g. #)");
-  a.add_flag_callback("--csv-no-header", [&f] { f.header = false; },
-                      "the CSV file has no header row: its columns are named 0, 1, 2, ... (--label 4)");
-  a.add_option("--csv-skip-rows", f.skip_rows, "lines to skip at the top of the CSV file, before the header")
-      ->check(whole(0, kMaxInt));
-  a.add_option("--csv-na", f.na_values,
-               "more CSV strings read as a missing value, e.g. ?,-999 (always: an empty cell, NA, N/A, NaN, "
-               "null, None and pandas's other defaults)")
-      ->delimiter(',')
-      ->default_str("");
-  a.add_option_function<std::string>(
-       "--missing",
-       [&f](const std::string& v) {
-         f.missing = v == "drop" ? data::Missing::Drop : v == "mean" ? data::Missing::Mean : data::Missing::Error;
-       },
-       "a missing CSV cell: error (default), drop (its row), mean (the column's mean over the training file)")
-      ->check(CLI::IsMember({"error", "drop", "mean"}));
-  a.add_option("--csv-drop", f.drop, "CSV columns to leave out, e.g. id,date")->delimiter(',')->default_str("");
-  a.add_option("--csv-columns", f.keep, "the only CSV columns to use as features (the label besides)")->delimiter(',')->default_str("");
-}
-
-void add_output_flags(CLI::App& a, std::string& out, bool& quiet, int& threads) {
-  a.add_option("--out", out, "output folder")->check(non_empty())->default_str("out/" + a.get_name());
-  a.add_flag("--quiet", quiet, "no progress output");
-  a.add_option("--threads", threads, "worker threads (default: all cores); results do not depend on it")
-      ->check(whole(1, kMaxThreads));
 }
 
 // ---- flags ----
@@ -161,7 +111,7 @@ void TrainingCommand::add_data_flags(CLI::App& a) {
   a.add_option("--test-limit", d.test_limit, "use only the first N test samples (0: all; of any data set)")->check(whole(0, kMaxInt));
   auto* val = a.add_option("--val-fraction", d.validation_fraction, "fraction of the training samples held out for validation")
                   ->check(real(0, 1, false, true));
-  if (name_ == "study") preset_default(val, "0.1 on fashion-mnist without --quick, else 0");
+  if (!traits_.val_fraction_default.empty()) preset_default(val, traits_.val_fraction_default);
   a.add_option("--test-fraction", d.test_fraction, "test fraction for CSV without a test file and synthetic sets")
       ->check(real(0, 1, false, true));
   a.add_option("--samples", d.samples, "synthetic sets: number of samples")->check(whole(1, 10000000));
@@ -171,7 +121,6 @@ void TrainingCommand::add_data_flags(CLI::App& a) {
 
 void TrainingCommand::add_train_flags(CLI::App& a) {
   TrainConfig& t = o_.train;
-  const std::string& cmd = name_;
   preset_default(a.add_option("--hidden", t.model.hidden, "hidden widths, e.g. 256,256")->delimiter(',')->check(whole(1, 1 << 20)),
                  "32,32 with --quick, 256,256 on fashion-mnist, else 64,64");
   std::vector<std::string> arch_help;
@@ -191,13 +140,10 @@ void TrainingCommand::add_train_flags(CLI::App& a) {
   a.add_option("--activation", t.model.activation, "activation in the hidden layers: " + activation_names());
   a.add_option("--groups", t.model.groups, "GroupNorm: number of groups")->check(whole(1, 1 << 20));
   preset_default(a.add_option("--epochs", t.epochs, "epochs per run")->check(whole(1, 1000000)), "3 with --quick, else 5");
-  preset_default(a.add_option("--batch-size", t.batch_size, cmd == "sweep" ? "training batch size (--over lr)" : "training batch size")
+  preset_default(a.add_option("--batch-size", t.batch_size, traits_.batch_size_help)
                      ->check(whole(1, kMaxBatch)),
                  "32 with --quick, else 128");
-  const std::string lr = cmd == "sweep"   ? "peak learning rate (--over batch: at --reference-batch)"
-                         : cmd == "study" ? "peak learning rate (the sweep: at batch 128, scaled linearly)"
-                                          : "peak learning rate";
-  preset_default(a.add_option("--lr", t.lr, lr)->check(non_negative()), "0.001 with --optimizer adam or adamw, 0.1 with --quick, else 0.05");
+  preset_default(a.add_option("--lr", t.lr, traits_.lr_help)->check(non_negative()), "0.001 with --optimizer adam or adamw, 0.1 with --quick, else 0.05");
   a.add_option("--optimizer", t.optimizer,
                optimizer_names() + " (PyTorch's update rules; adam and adamw default to --lr 0.001, adamw to "
                "--weight-decay 0.01, as PyTorch)")
@@ -219,24 +165,24 @@ void TrainingCommand::add_train_flags(CLI::App& a) {
   a.add_option("--step-every", t.step_every, "schedule step: decay every N steps")->check(whole(0, kMaxInt));
   a.add_option("--step-gamma", t.step_gamma, "schedule step: decay factor")
       ->check(real(0, std::numeric_limits<double>::infinity(), true));
-  if (cmd == "train" || cmd == "compare")
+  if (traits_.eval_every)
     a.add_option("--eval-every", t.eval_every,
                  "also evaluate (validation, test) every N steps, into evals.csv; compare: steps to the target "
                  "as fine as N steps, instead of an epoch")
         ->check(whole(1, kMaxInt))
         ->default_str("");
-  if (cmd != "sweep")  // the sweep records no activation statistics
+  if (traits_.stats_every)
     preset_default(a.add_option("--stats-every", t.stats_every, "record activation statistics and gradient norms every N steps")
                        ->check(whole(0, kMaxInt)),
                    std::string("10 with --quick, else 0, which records about 50 times per run") +
-                       (cmd == "study" ? "; the comparison only" : ""));
+                       traits_.stats_every_note);
   preset_default(a.add_option("--eval-batch", t.eval_batch, "evaluation batch size")->check(whole(1, kMaxBatch)),
                  "1000, 100 with --arch cnn and in the study's CNN part");
 }
 
 void TrainingCommand::add_output_flags(CLI::App& a) {
   commands::add_output_flags(a, o_.out, o_.quiet, o_.threads);
-  if (name_ != "train")
+  if (!traits_.single_run)
     a.add_flag("--resume", o_.resume,
                "continue the interrupted results in --out: keep their finished runs, train the rest (same flags)");
 }
@@ -300,7 +246,7 @@ void TrainingCommand::check_applicable(const Given& given) const {
     const auto norms = norms_run();
     if (std::find(norms.begin(), norms.end(), "group") == norms.end())
       throw Error("--groups sets GroupNorm's number of groups, but no run uses GroupNorm (" +
-                  std::string(name_ == "train" ? "--norm group" : "add group to --norms") + ")");
+                  std::string(traits_.single_run ? "--norm group" : "add group to --norms") + ")");
   }
 }
 
@@ -310,7 +256,7 @@ void TrainingCommand::check_architecture(const Given& given) {
   const ArchEntry& a = arch(m.arch);
   check_entry_flags(archs(), a, given, "--arch", "--arch " + m.arch + (given("--arch") ? "" : " (the default)"));
   if (!a.image) return;
-  if (name_ == "study")
+  if (traits_.one_arch)
     throw Error("study runs its MLP and its CNN parts itself: --arch " + m.arch + " goes with train, compare and sweep");
   if (m.image.empty()) {
     const DatasetEntry& d = dataset(o_.data.name);
@@ -323,7 +269,7 @@ void TrainingCommand::check_architecture(const Given& given) {
 }
 
 void TrainingCommand::check(const Given& given) {
-  if (o_.out.empty()) o_.out = "out/" + name_;
+  if (o_.out.empty()) o_.out = "out/" + name();
   o_.eval_batch_given = given("--eval-batch");
   if (given("--csv") && !given("--dataset")) o_.data.name = "csv";  // --csv FILE alone names the data set
   dataset(o_.data.name);  // an unknown name is an error before anything else
@@ -333,7 +279,7 @@ void TrainingCommand::check(const Given& given) {
   check_own(given);
   check_applicable(given);
   if (o_.train.distributed && !dist::launched())
-    throw Error("--distributed trains over the processes of an mpirun job: start it as mpirun -np 2 normlab " + name_ +
+    throw Error("--distributed trains over the processes of an mpirun job: start it as mpirun -np 2 normlab " + name() +
                 " --distributed ... (as root also with OMPI_ALLOW_RUN_AS_ROOT=1 "
                 "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1, and --oversubscribe for more ranks than cores)");
   apply_optimizer_defaults(given);
@@ -344,7 +290,7 @@ void TrainingCommand::check(const Given& given) {
 
 void TrainingCommand::final_checks(const Given&) {
   if (!o_.resume) return;
-  const fs::path records = fs::path(o_.out) / (name_ == "study" ? "compare/records.json" : "records.json");
+  const fs::path records = fs::path(o_.out) / traits_.records;
   if (!fs::exists(records))
     throw Error("--resume: " + o_.out + " holds no results to continue (" + records.string() + " is missing)");
 }
@@ -353,13 +299,13 @@ void TrainingCommand::final_checks(const Given&) {
 
 void TrainingCommand::plan(const Invocation&) {
   autograd::set_num_threads(o_.threads);
-  if (o_.data.csv_format.task == data::Task::Regression && (name_ == "sweep" || name_ == "study"))
-    throw UsageError("--task regression goes with train and compare (and eval, predict): the " + name_ +
+  if (o_.data.csv_format.task == data::Task::Regression && traits_.classification_only)
+    throw UsageError("--task regression goes with train and compare (and eval, predict): the " + name() +
                      " reports accuracy against batch size, a classification protocol");
   data_ = load_data(o_.data);
   o_.train.model.inputs = data_.train.features();
   o_.train.model.outputs = data_.train.is_classification() ? data_.train.num_classes : 1;
-  o_.train.task = data_.train.is_classification() ? "classification" : "regression";
+  o_.train.task = data_.train.is_classification() ? data::Task::Classification : data::Task::Regression;
   try {
     make_plan(data_);
   } catch (const UsageError&) {
@@ -398,7 +344,7 @@ int TrainingCommand::run(const Invocation& inv) {
   const Report rep = run_plan(data_, ctx);
   set.commit();
   after_commit(ctx);
-  std::printf("normlab: results in %s%s\n", o_.out.c_str(), name_ == "train" ? "" : " (report.md)");
+  std::printf("normlab: results in %s%s\n", o_.out.c_str(), traits_.single_run ? "" : " (report.md)");
   if (rep.interrupted) {
     std::fputs(interrupted_message(rep).c_str(), stderr);
     return kExitInterrupted;

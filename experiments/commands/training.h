@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "experiments/commands/command.h"
+#include "experiments/commands/shared_flags.h"
 #include "experiments/datasets.h"
 #include "experiments/studies/study.h"
 
@@ -34,6 +35,21 @@ struct TrainingOptions {
 // differs in the last digits).
 inline constexpr int64_t kCnnEvalBatch = 100;
 
+// How one training command's shared flags and flow differ from the others'.
+struct TrainingTraits {
+  std::string name;                               // "sweep": the subcommand, and out/<name> by default
+  std::string batch_size_help = "training batch size";
+  std::string lr_help = "peak learning rate";
+  std::string val_fraction_default;               // its --val-fraction default in words ("": 0)
+  std::string stats_every_note;                   // added to --stats-every's default text
+  bool eval_every = false;                        // --eval-every (train, compare)
+  bool stats_every = true;                        // --stats-every (the sweep records no activation statistics)
+  bool single_run = false;                        // train: --norm, --resume [DIR], no report.md line
+  bool one_arch = false;                          // study: runs its MLP and CNN parts itself (no --arch cnn)
+  bool classification_only = false;               // sweep, study: accuracy against batch size
+  std::string records = "records.json";           // where --resume finds the runs to keep
+};
+
 class TrainingCommand : public Command {
  public:
   void add_flags(CLI::App& app) final;
@@ -43,8 +59,8 @@ class TrainingCommand : public Command {
   bool runs_under_mpirun() const override { return true; }
 
  protected:
-  explicit TrainingCommand(std::string name) : name_(std::move(name)) {}
-  const std::string& name() const { return name_; }
+  explicit TrainingCommand(TrainingTraits traits) : traits_(std::move(traits)) {}
+  const std::string& name() const { return traits_.name; }
 
   // The command's own flags, added after the shared ones (before --out).
   virtual void add_own_flags(CLI::App& app) = 0;
@@ -82,20 +98,11 @@ class TrainingCommand : public Command {
   void check_applicable(const Given& given) const;
   void check_architecture(const Given& given);
 
-  std::string name_;
+  TrainingTraits traits_;
   Splits data_;
 };
 
 // "the dataset is 'moons', the --quick default": what a message about a data-set flag says.
 std::string dataset_phrase(const TrainingOptions& o, const Given& given);
-
-// The flags of a CSV file's layout (pandas's names): separator, comment lines, header, leading
-// rows, missing values, columns; also for eval and predict.
-void add_csv_format_flags(CLI::App& a, data::CsvOptions& f);
-// --out, --quiet and --threads.
-void add_output_flags(CLI::App& a, std::string& out, bool& quiet, int& threads);
-// An option whose default depends on the data set or a preset (applied after parsing): its
-// description states each default, instead of the value CLI11 captured before the presets.
-CLI::Option* preset_default(CLI::Option* opt, const std::string& defaults);
 
 }  // namespace normlab::experiments::commands

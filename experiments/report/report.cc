@@ -69,7 +69,7 @@ std::string pct(double v) { return std::isfinite(v) ? fmt(100 * v, 4) + "%" : "n
 std::string ScoreText::format(double v) const { return percent ? pct(v) : std::isfinite(v) ? fmt(v, 4) : "n/a"; }
 
 ScoreText score_text(const TrainConfig& c) {
-  if (c.task == "regression") return {false, "R²", "r2", "MSE (standardized target)"};
+  if (c.task == data::Task::Regression) return {false, "R²", "r2", "MSE (standardized target)"};
   return {true, "accuracy", "acc", "cross-entropy loss"};
 }
 

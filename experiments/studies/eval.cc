@@ -30,7 +30,7 @@ data::Dataset eval_data(const EvalOptions& opt, const SavedModel& m) {
     const data::Dataset train = csv_columns_of(m, opt.checkpoint, "eval --csv");
     data::CsvOptions o = opt.csv_format;
     o.label_column = m.label;
-    o.task = m.task == "regression" ? data::Task::Regression : data::Task::Classification;
+    o.task = m.task;
     raw = data::read_csv(opt.csv, o, train);
   } else if (const DatasetEntry& entry = dataset(m.dataset); entry.test_split) {
     // The data set's own test split: Fashion-MNIST's test images, a synthetic set regenerated
@@ -53,7 +53,7 @@ data::Dataset eval_data(const EvalOptions& opt, const SavedModel& m) {
     throw Error(opt.checkpoint + " was trained on " + m.dataset + ": give the labelled data to evaluate with --csv FILE" +
                 (m.dataset == "csv" ? " (a file with the training columns and the label column \"" + m.label + "\")" : ""));
   }
-  if (m.task == "classification" && raw.class_names != m.class_names)
+  if (m.task == data::Task::Classification && raw.class_names != m.class_names)
     throw Error(raw.name + ": its classes differ from the model's (" + std::to_string(raw.class_names.size()) + " vs " +
                 std::to_string(m.class_names.size()) + ")");
   return m.standardizer.apply(raw);
@@ -97,7 +97,7 @@ Report run_eval(const EvalPlan& plan, const StudyContext& ctx) {
   const EvalOptions& opt = plan.options;
   const SavedModel& m = plan.model;
   const data::Dataset& d = plan.data;
-  if (m.task == "regression") return eval_regression(opt, ctx, m, d);
+  if (m.task == data::Task::Regression) return eval_regression(opt, ctx, m, d);
   const int64_t n = d.size(), k = m.spec.outputs;
   // Loss (mean cross-entropy), argmax predictions (the first maximum on ties) and the counts.
   std::vector<std::vector<int64_t>> confusion(k, std::vector<int64_t>(k, 0));

@@ -61,8 +61,8 @@ int run_predict(const std::string& checkpoint, const std::string& csv, const dat
   const data::Dataset train = csv_columns_of(m, checkpoint, "predict");
   data::CsvOptions opt = format;
   opt.label_column = m.label;
-  const bool regression = m.task == "regression";
-  opt.task = regression ? data::Task::Regression : data::Task::Classification;
+  const bool regression = m.task == data::Task::Regression;
+  opt.task = m.task;
   const data::Dataset rows = data::read_csv_features(csv, opt, train);
   const bool labelled = regression ? rows.y.defined() : !rows.labels.empty();
 
