@@ -7,6 +7,7 @@
 #include <cctype>
 
 #include "autograd/error.h"
+#include "experiments/archs.h"
 #include "experiments/entries.h"
 #include "experiments/registry.h"
 #include "nn/conv.h"
@@ -17,12 +18,6 @@
 namespace normlab::experiments {
 
 namespace {
-
-std::string shape_text(const std::vector<int64_t>& s) {
-  std::string r;
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? "x" : "") + std::to_string(s[i]);
-  return r;
-}
 
 // One token of a layer string: its kind and numbers, e.g. conv32k3p1 -> "conv", {32}, {k:3, p:1}.
 struct Token {
@@ -273,70 +268,13 @@ void assemble(const ModelSpec& s, autograd::Generator* gen, Model* m) {
   b.finish();
 }
 
-std::string widths_text(const std::vector<int64_t>& widths, const std::string& sep) {
-  std::string t;
-  for (int64_t h : widths) t += (t.empty() ? "" : sep) + std::to_string(h);
-  return t;
-}
-
-std::vector<ArchEntry> builtin_archs() {
-  std::vector<ArchEntry> t;
-  t.push_back({.name = "mlp",
-               .help = "mlp (--hidden)",
-               .flags = {"--hidden"},
-               // linear<h>-norm-act for every hidden width
-               .layers = [](const ModelSpec& s) {
-                 std::string l;
-                 for (int64_t h : s.hidden) {
-                   if (h <= 0) throw Error("hidden widths must be positive, got " + std::to_string(h));
-                   l += (l.empty() ? "" : "-") + ("linear" + std::to_string(h)) + "-norm-act";
-                 }
-                 return l;
-               },
-               .describe = [](const ModelSpec& s) {
-                 std::string d = std::to_string(s.inputs);
-                 for (int64_t h : s.hidden) d += "-" + std::to_string(h);
-                 return d + "-" + std::to_string(s.outputs);
-               },
-               .metadata = [](const ModelSpec& s) -> std::map<std::string, std::string> {
-                 return {{"hidden", widths_text(s.hidden, ",")}};
-               },
-               .read_metadata = [](ModelSpec& s, const MetadataGet& get, const MetadataList& list) {
-                 const std::string h = get("hidden");
-                 if (!h.empty()) s.hidden = list("hidden", h, ',');
-               }});
-  t.push_back({.name = "cnn",
-               .help = "cnn (--model, on images)",
-               .flags = {"--model", "--image-shape"},
-               .image = true,
-               .layers = [](const ModelSpec& s) { return s.layers; },
-               .describe = [](const ModelSpec& s) {
-                 return shape_text(s.image) + "-" + s.layers + "-" + std::to_string(s.outputs);
-               },
-               .metadata = [](const ModelSpec& s) -> std::map<std::string, std::string> {
-                 return {{"layers", s.layers}, {"image_shape", shape_text(s.image)}};
-               },
-               .read_metadata = [](ModelSpec& s, const MetadataGet& get, const MetadataList& list) {
-                 s.layers = get("layers");
-                 s.image = list("image_shape", get("image_shape"), 'x');
-               }});
-  return t;
-}
-
-std::vector<ArchEntry>& arch_table() {
-  static std::vector<ArchEntry> t = builtin_archs();
-  return t;
-}
-
 }  // namespace
 
-const std::vector<ArchEntry>& archs() { return arch_table(); }
-const ArchEntry& arch(const std::string& name) { return find_entry(archs(), name, "--arch"); }
-void register_arch(ArchEntry entry) {
-  if (!entry.layers || !entry.describe) throw Error("register_arch: the arch '" + entry.name + "' needs layers and describe");
-  add_entry(arch_table(), std::move(entry), "register_arch", "arch");
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string r;
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? "x" : "") + std::to_string(s[i]);
+  return r;
 }
-std::string arch_names() { return names_of(archs()); }
 
 void validate(const ModelSpec& s) { assemble(s, nullptr, nullptr); }
 

@@ -55,35 +55,6 @@ struct Model {
   std::vector<std::pair<std::string, autograd::Tensor>> weights;
 };
 
-// A value of a checkpoint's metadata by key (throws naming the file when it is missing), and a
-// list of whole numbers in a value ("256,256" with ',').
-using MetadataGet = std::function<std::string(const std::string& key)>;
-using MetadataList = std::function<std::vector<int64_t>(const std::string& key, const std::string& text, char sep)>;
-
-// One kind of model (--arch). Adding one is an entry here (register_arch) whose layers are a
-// string of the grammar above: the builder, the checks, the observers and the checkpoints follow.
-struct ArchEntry {
-  std::string name;                // as typed and recorded: "mlp"
-  std::string help;                // for --help: "mlp (--hidden)"
-  std::vector<std::string> flags;  // the flags only it reads: given with another arch, a usage error
-  bool image = false;              // reads samples as images (C, H, W): --image-shape or the data set's shape
-  // Its layers as a layer string, without the classifier Linear ("": the classifier alone; an image
-  // arch needs at least one layer).
-  std::function<std::string(const ModelSpec&)> layers;
-  std::function<std::string(const ModelSpec&)> describe;  // "784-256-256-10"
-  // What a checkpoint records to rebuild it beside arch, inputs, outputs, norm and activation (may
-  // be empty), and reading that back into a spec.
-  std::function<std::map<std::string, std::string>(const ModelSpec&)> metadata;
-  std::function<void(ModelSpec&, const MetadataGet&, const MetadataList&)> read_metadata;
-};
-
-// Every registered arch: mlp, cnn, then any added.
-const std::vector<ArchEntry>& archs();
-// The entry called `name`; throws normlab::Error "unknown --arch 'x' (expected one of: ...)".
-const ArchEntry& arch(const std::string& name);
-void register_arch(ArchEntry entry);
-std::string arch_names();
-
 // Throws normlab::Error for an unknown norm or activation, widths that do not fit the norm, an
 // image shape that does not match the inputs, or a layer string that cannot be built (naming the
 // token, what it expected and the activation shape it met).
@@ -91,6 +62,8 @@ void validate(const ModelSpec& spec);
 // Builds the model with PyTorch's default initialization drawn from gen. A CNN starts with
 // nn::Unflatten-like reshaping of the (N, C H W) rows to (N, C, H, W).
 Model build_model(const ModelSpec& spec, autograd::Generator& gen);
+// "1x28x28": an image shape as the descriptions and checkpoints write it.
+std::string shape_text(const std::vector<int64_t>& shape);
 // "784-256-256-10" (mlp); "1x28x28-conv32k3p1-norm-act-maxpool2-conv64k3p1-norm-act-maxpool2-10" (cnn).
 std::string describe(const ModelSpec& spec);
 // What a checkpoint records to rebuild the model: arch, sizes or layer string, image shape, norm

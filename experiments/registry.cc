@@ -37,6 +37,7 @@ std::vector<NormEntry> builtin_norms() {
                }});
   n.push_back({.name = "group",
                .display = "GroupNorm",
+               .flags = {"--groups"},
                .check =
                    [](const LayerSpec& s) {
                      if (s.groups <= 0 || s.features % s.groups != 0)
@@ -74,6 +75,7 @@ std::vector<NormEntry> builtin_norms() {
                .display = "SyncBatchNorm",
                .batch_statistics = true,
                .synchronized = true,
+               .in_one_process = "batch",
                .make = [](const LayerSpec& s) -> std::shared_ptr<nn::Module> {
                  return std::make_shared<nn::SyncBatchNorm>(s.features);
                }});
@@ -102,6 +104,14 @@ void register_norm(NormEntry entry) {
 }
 
 std::string norm_names() { return names_of(norms()); }
+
+const std::string& sync_bn() {
+  for (const NormEntry& e : norms())
+    if (e.synchronized) return e.name;
+  throw Error("no registered norm has statistics over the ranks of a data-parallel run");
+}
+
+const std::string& local_bn() { return norm(sync_bn()).in_one_process; }
 
 const std::vector<ActivationEntry>& activations() {
   static const std::vector<ActivationEntry> a{act<nn::ReLU>("relu", "ReLU"), act<nn::Tanh>("tanh", "Tanh"),

@@ -33,6 +33,11 @@ struct NormEntry {
   // Its batch statistics span every rank of a data-parallel run (SyncBatchNorm), so one sample per
   // rank is enough.
   bool synchronized = false;
+  // The norm it is in one process ("": itself): SyncBatchNorm is BatchNorm there.
+  std::string in_one_process;
+  // The flags only this norm (and others listing them) reads, e.g. {"--groups"}: given while no run
+  // uses such a norm, a usage error.
+  std::vector<std::string> flags;
   // Throws normlab::Error when the spec cannot be built (e.g. groups that do not divide C); may be empty.
   std::function<void(const LayerSpec&)> check;
   // The layer for a spec; empty for "none" (no layer: the hidden layer is Linear -> activation).
@@ -51,6 +56,11 @@ struct ActivationEntry {
   std::string display;  // "ReLU"
   std::function<std::shared_ptr<nn::Module>()> make;
 };
+
+// The data-parallel experiment's two BatchNorms: the norm whose statistics span the ranks
+// (syncbatch) and the norm it is in one process, BatchNorm with each rank's own statistics (batch).
+const std::string& sync_bn();
+const std::string& local_bn();
 
 // Every registered norm, in registration order: none, batch, layer, group, rms, instance, then any added.
 const std::vector<NormEntry>& norms();

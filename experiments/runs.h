@@ -33,9 +33,12 @@ struct Runs {
 // With ranks_per_run = R > 1 (configs with distributed set), the W processes form W / R groups of
 // R consecutive ranks (dist::Group): group g trains runs g, g + W/R, ..., each data-parallel over
 // its R ranks, one run at a time; W must be a multiple of R.
-Runs run_all(const std::vector<CheckedRun>& configs, const Splits& data, bool quiet,
-             const std::function<std::string(const TrainConfig&)>& label,
-             const std::function<std::string(const RunResult&)>& outcome,
+// A run's name on the progress bar, and what its line says when it ends.
+using RunLabel = std::function<std::string(const TrainConfig&)>;
+using RunOutcome = std::function<std::string(const RunResult&)>;
+
+Runs run_all(const std::vector<CheckedRun>& configs, const Splits& data, bool quiet, const RunLabel& label,
+             const RunOutcome& outcome,
              const std::vector<nlohmann::json>& previous = {}, int ranks_per_run = 1);
 
 }  // namespace normlab::experiments

@@ -1,6 +1,8 @@
 // What a model.safetensors says about its data and preprocessing (saved_model.h).
 #include "experiments/saved_model.h"
 
+#include <functional>
+
 #include <nlohmann/json.hpp>
 
 #include "autograd/error.h"
@@ -51,6 +53,37 @@ std::map<std::string, std::string> data_metadata(const DataSpec& spec, const dat
   return md;
 }
 
+namespace {
+
+// The classes, features, preprocessing and target scaling the metadata records (JSON values).
+void read_data_side(const std::map<std::string, std::string>& md,
+                    const std::function<const std::string&(const std::string&)>& get, const std::string& path,
+                    SavedModel& m) {
+  try {
+    m.class_names = nlohmann::json::parse(get("class_names")).get<std::vector<std::string>>();
+    if (md.count("feature_names"))
+      m.feature_names = nlohmann::json::parse(md.at("feature_names")).get<std::vector<std::string>>();
+    const nlohmann::json pre = nlohmann::json::parse(get("preprocessing"));
+    m.standardizer.mean = pre.at("mean").get<std::vector<double>>();
+    m.standardizer.std = pre.at("std").get<std::vector<double>>();
+    if (pre.contains("fill")) m.fill = pre.at("fill").get<std::vector<float>>();
+    if (md.count("categories")) {
+      m.source_columns = nlohmann::json::parse(md.at("columns")).get<std::vector<std::string>>();
+      for (const auto& c : nlohmann::json::parse(md.at("categories")))
+        m.categories.emplace_back(c.at(0).get<std::string>(), c.at(1).get<std::vector<std::string>>());
+    }
+    if (m.task == data::Task::Regression) {
+      const nlohmann::json target = nlohmann::json::parse(get("target"));
+      m.standardizer.y_mean = target.at("mean").get<double>();
+      m.standardizer.y_std = target.at("std").get<double>();
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path + ": the checkpoint's data metadata is not valid: " + e.what());
+  }
+}
+
+}  // namespace
+
 SavedModel load_saved_model(const std::string& path) {
   const serialize::SafetensorsFile file = serialize::load_safetensors(path);
   const auto& md = file.metadata;
@@ -76,27 +109,7 @@ SavedModel load_saved_model(const std::string& path) {
       throw Error(path + ": the checkpoint's metadata \"data_recipe\" is not valid JSON: " + e.what());
     }
   }
-  try {
-    m.class_names = nlohmann::json::parse(get("class_names")).get<std::vector<std::string>>();
-    if (md.count("feature_names"))
-      m.feature_names = nlohmann::json::parse(md.at("feature_names")).get<std::vector<std::string>>();
-    const nlohmann::json pre = nlohmann::json::parse(get("preprocessing"));
-    m.standardizer.mean = pre.at("mean").get<std::vector<double>>();
-    m.standardizer.std = pre.at("std").get<std::vector<double>>();
-    if (pre.contains("fill")) m.fill = pre.at("fill").get<std::vector<float>>();
-    if (md.count("categories")) {
-      m.source_columns = nlohmann::json::parse(md.at("columns")).get<std::vector<std::string>>();
-      for (const auto& c : nlohmann::json::parse(md.at("categories")))
-        m.categories.emplace_back(c.at(0).get<std::string>(), c.at(1).get<std::vector<std::string>>());
-    }
-    if (m.task == data::Task::Regression) {
-      const nlohmann::json target = nlohmann::json::parse(get("target"));
-      m.standardizer.y_mean = target.at("mean").get<double>();
-      m.standardizer.y_std = target.at("std").get<double>();
-    }
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path + ": the checkpoint's data metadata is not valid: " + e.what());
-  }
+  read_data_side(md, get, path, m);
   const auto n = static_cast<int64_t>(m.standardizer.mean.size());
   if (n != m.spec.inputs || static_cast<int64_t>(m.standardizer.std.size()) != n)
     throw Error(path + ": the preprocessing has " + std::to_string(n) + " means and " +

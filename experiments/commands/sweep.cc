@@ -93,7 +93,7 @@ class SweepCommand : public TrainingCommand {
                   "(all 60k training images)");
     if (distributed && dist::launched()) {  // the local-vs-sync experiment's defaults
       if (!given("--batch-sizes")) batch_sizes_ = {2, 4, 8};
-      if (!given("--norms")) norms_ = {"batch", "syncbatch", "layer", "group"};
+      if (!given("--norms")) norms_ = {local_bn(), sync_bn(), "layer", "group"};
       if (ranks_.empty())
         for (int w = 1; w <= dist::job_size(); ++w)
           if (dist::job_size() % w == 0) ranks_.push_back(w);

@@ -9,9 +9,10 @@
 
 #include "autograd/parallel.h"
 #include "dist/dist.h"
+#include "experiments/archs.h"
 #include "experiments/cli.h"
-#include "experiments/entries.h"
 #include "experiments/commands/flags.h"
+#include "experiments/entries.h"
 #include "experiments/interrupt.h"
 #include "experiments/optimizers.h"
 #include "experiments/output.h"
@@ -242,12 +243,18 @@ void TrainingCommand::check_applicable(const Given& given) const {
     throw Error("--test-fraction cannot be used with --csv-test: the test set is the --csv-test file");
   check_entry_flags(schedules(), schedule(o_.train.schedule), given, "--schedule",
                     "the schedule is '" + o_.train.schedule + "'" + (given("--schedule") ? "" : ", the default"));
-  if (given("--groups")) {
-    const auto norms = norms_run();
-    if (std::find(norms.begin(), norms.end(), "group") == norms.end())
-      throw Error("--groups sets GroupNorm's number of groups, but no run uses GroupNorm (" +
-                  std::string(traits_.single_run ? "--norm group" : "add group to --norms") + ")");
-  }
+  for (const NormEntry& e : norms())  // a norm's own flags (--groups) need a run with that norm
+    for (const std::string& flag : e.flags) {
+      if (!given(flag)) continue;
+      const auto runs = norms_run();
+      const auto reads = [&](const std::string& n) {
+        const auto& f = norm(n).flags;
+        return std::find(f.begin(), f.end(), flag) != f.end();
+      };
+      if (std::none_of(runs.begin(), runs.end(), reads))
+        throw Error(flag + " sets an option of " + e.display + ", but no run uses " + e.display + " (" +
+                    (traits_.single_run ? "--norm " + e.name : "add " + e.name + " to --norms") + ")");
+    }
 }
 
 // --arch and the flags that go with one kind of model only.

@@ -66,6 +66,53 @@ PlotSpec drawable_only(const PlotSpec& p) {
   return out;
 }
 
+// Inline data blocks, one per series ($<prefix><i>): x y lo hi spread, drawable points only.
+std::string data_blocks(const PlotSpec& p, const std::string& prefix) {
+  std::ostringstream g;
+  const double k = p.percent_y ? 100 : 1;
+  for (size_t i = 0; i < p.series.size(); ++i) {
+    const Series& s = p.series[i];
+    g << "$" << prefix << i << " << EOD\n";
+    for (size_t j = 0; j < s.x.size(); ++j) {
+      if (!drawable(p, s, j)) continue;
+      const double sp = j < s.spread.size() && std::isfinite(s.spread[j]) ? s.spread[j] : 0;
+      g << fmt(s.x[j]) << ' ' << fmt(k * s.y[j]) << ' ' << fmt(k * (s.y[j] - sp)) << ' ' << fmt(k * (s.y[j] + sp)) << ' '
+        << fmt(k * sp) << '\n';
+    }
+    g << "EOD\n";
+  }
+  return g.str();
+}
+
+// The plot command over the data blocks: a band (or error bars) for a series with a spread, markers
+// where the points are few.
+std::string plot_command(const PlotSpec& p, const std::string& prefix) {
+  std::ostringstream g;
+  g << "plot ";
+  bool first = true;
+  for (size_t i = 0; i < p.series.size(); ++i) {
+    const Series& s = p.series[i];
+    const int lt = s.color ? s.color : static_cast<int>(i) + 1;
+    const std::string dt = s.dash ? " dt " + std::to_string(s.dash) : "";
+    const bool spread = !s.spread.empty();
+    if (spread && !p.error_bars) {
+      g << (first ? "" : ", ") << "$" << prefix << i
+        << " using 1:3:4 with filledcurves fs transparent solid 0.2 noborder lt " << lt << " notitle";
+      first = false;
+    }
+    g << (first ? "" : ", ") << "$" << prefix << i;
+    // Markers where the points are few enough to tell apart (sweeps, epochs), plain lines for steps.
+    size_t points = 0;
+    for (size_t j = 0; j < s.x.size(); ++j) points += drawable(p, s, j);
+    if (spread && p.error_bars) g << " using 1:2:5 with yerrorlines lw 2 lt " << lt << dt;
+    else if (points <= 40) g << " using 1:2 with linespoints lw 2 lt " << lt << dt;
+    else g << " using 1:2 with lines lw 2 lt " << lt << dt;
+    g << " title " << quote(s.name);
+    first = false;
+  }
+  return g.str();
+}
+
 // The gnuplot commands of one plot, after `set terminal` / `set output`. Its data blocks are named
 // $<prefix><series> (a distinct prefix per panel of a multiplot). A panel puts its key below the
 // plot (a key beside it would leave the panel's plot too narrow) and undoes the settings a
@@ -94,42 +141,7 @@ std::string body(const PlotSpec& p, const std::string& prefix, bool panel) {
   // Error bars and markers at the first and last x must not be cut by the plot's border.
   // (xfix: the x range ends at the data, not at the next tic, so the offsets stay small margins.)
   g << "set autoscale xfix\nset offsets graph 0.03, graph 0.03, graph 0.02, graph 0.02\n";
-  const double k = p.percent_y ? 100 : 1;
-  // Inline data blocks, one per series: x y lo hi.
-  for (size_t i = 0; i < p.series.size(); ++i) {
-    const Series& s = p.series[i];
-    g << "$" << prefix << i << " << EOD\n";
-    for (size_t j = 0; j < s.x.size(); ++j) {
-      if (!drawable(p, s, j)) continue;
-      const double sp = j < s.spread.size() && std::isfinite(s.spread[j]) ? s.spread[j] : 0;
-      g << fmt(s.x[j]) << ' ' << fmt(k * s.y[j]) << ' ' << fmt(k * (s.y[j] - sp)) << ' ' << fmt(k * (s.y[j] + sp)) << ' '
-        << fmt(k * sp) << '\n';
-    }
-    g << "EOD\n";
-  }
-  g << "plot ";
-  bool first = true;
-  for (size_t i = 0; i < p.series.size(); ++i) {
-    const Series& s = p.series[i];
-    const int lt = s.color ? s.color : static_cast<int>(i) + 1;
-    const std::string dt = s.dash ? " dt " + std::to_string(s.dash) : "";
-    const bool spread = !s.spread.empty();
-    if (spread && !p.error_bars) {
-      g << (first ? "" : ", ") << "$" << prefix << i
-        << " using 1:3:4 with filledcurves fs transparent solid 0.2 noborder lt " << lt << " notitle";
-      first = false;
-    }
-    g << (first ? "" : ", ") << "$" << prefix << i;
-    // Markers where the points are few enough to tell apart (sweeps, epochs), plain lines for steps.
-    size_t points = 0;
-    for (size_t j = 0; j < s.x.size(); ++j) points += drawable(p, s, j);
-    if (spread && p.error_bars) g << " using 1:2:5 with yerrorlines lw 2 lt " << lt << dt;
-    else if (points <= 40) g << " using 1:2 with linespoints lw 2 lt " << lt << dt;
-    else g << " using 1:2 with lines lw 2 lt " << lt << dt;
-    g << " title " << quote(s.name);
-    first = false;
-  }
-  g << "\n";
+  g << data_blocks(p, prefix) << plot_command(p, prefix) << "\n";
   return g.str();
 }
 

@@ -16,6 +16,7 @@
 #include "experiments/report/report.h"
 #include "experiments/runs.h"
 #include "experiments/report/stats.h"
+#include "experiments/studies/ddp_cells.h"
 #include "experiments/studies/study.h"
 #include "experiments/report/tidy.h"
 
@@ -25,23 +26,8 @@ using namespace report;  // the tables, plots and report text every study writes
 
 namespace {
 
-// One cell of the experiment: a norm over `ranks` processes at `per_rank` samples each (ranks 1:
-// one process at batch per_rank).
-struct Cell {
-  std::string norm;
-  int ranks;
-  int64_t per_rank;
-  bool operator<(const Cell& o) const {
-    return std::tie(norm, ranks, per_rank) < std::tie(o.norm, o.ranks, o.per_rank);
-  }
-};
-using Cells = std::map<Cell, std::vector<double>>;  // final test accuracy of each seed (NaN: diverged)
-
-// The ranks a run of the experiment trained over (run_config records it).
-int ranks_of(const TrainConfig& c) { return c.distributed ? c.ranks : 1; }
-
 // SyncBatchNorm in one process is BatchNorm: it is run (and shown) as BatchNorm there.
-bool runs_in_one_process(const std::string& n) { return n != "syncbatch"; }
+bool runs_in_one_process(const std::string& n) { return norm(n).in_one_process.empty(); }
 
 // The batch sizes one process trains at: every per-rank batch b and every global batch W*b.
 std::vector<int64_t> one_process_batches(const DdpSweepConfig& cfg) {
@@ -63,7 +49,7 @@ CheckedRun run_config(const DdpSweepConfig& cfg, const std::string& n, int w, in
   c.bn_three_ways = false;
   c.eval_last = kFinalEpochs;
   c.stats_every = 0;
-  if (w > 1 && n == "batch" && per_rank == 1)
+  if (w > 1 && n == local_bn() && per_rank == 1)
     throw Error(norm(n).display + " with each rank's own statistics needs more than one sample per rank (PyTorch: "
                 "\"Expected more than 1 value per channel when training\"): give per-rank batches of 2 or more, "
                 "or use syncbatch");
@@ -89,26 +75,9 @@ std::string outcome(const RunResult& r) {
   return "test accuracy " + fmt(100 * final_of(r, &EpochRecord::test_acc), 4) + "%, " + fmt(r.seconds, 3) + " s";
 }
 
-double mean_acc(const Cells& cells, const Cell& k) {
-  const auto it = cells.find(k);
-  return it == cells.end() ? NAN : mean_of(it->second);
-}
-
 std::string cell_text(const Cells& cells, const Cell& k) {
   const auto it = cells.find(k);
   return accuracy_cell(it == cells.end() ? std::vector<double>{} : it->second);
-}
-
-// The norms shown beside BatchNorm and SyncBatchNorm (LayerNorm, GroupNorm, ...), in cfg order.
-std::vector<std::string> other_norms(const DdpSweepConfig& cfg) {
-  std::vector<std::string> v;
-  for (const auto& n : cfg.norms)
-    if (n != "batch" && n != "syncbatch") v.push_back(n);
-  return v;
-}
-
-bool has(const DdpSweepConfig& cfg, const std::string& n) {
-  return std::find(cfg.norms.begin(), cfg.norms.end(), n) != cfg.norms.end();
 }
 
 // One table per W > 1: per-rank batch rows; BatchNorm in one process at b and at W*b, then each
@@ -116,16 +85,16 @@ bool has(const DdpSweepConfig& cfg, const std::string& n) {
 std::string ranks_table(const DdpSweepConfig& cfg, const Cells& cells, int w) {
   std::ostringstream md;
   md << "**" << w << " ranks.**\n\n| per-rank batch | global batch |";
-  const bool bn = has(cfg, "batch") || has(cfg, "syncbatch");
+  const bool bn = has(cfg, local_bn()) || has(cfg, sync_bn());
   if (bn) md << " BatchNorm, one process at the per-rank batch | BatchNorm, one process at the global batch |";
   for (const auto& n : cfg.norms)
-    md << " " << (n == "batch" ? "BatchNorm, each rank's own statistics" : display_name(n)) << ", " << w << " ranks |";
+    md << " " << (n == local_bn() ? "BatchNorm, each rank's own statistics" : display_name(n)) << ", " << w << " ranks |";
   md << "\n|---|---|";
   for (size_t i = 0; i < cfg.norms.size() + (bn ? 2 : 0); ++i) md << "---|";
   md << "\n";
   for (int64_t b : cfg.per_rank_batches) {
     md << "| " << b << " | " << w * b << " |";
-    if (bn) md << " " << cell_text(cells, {"batch", 1, b}) << " | " << cell_text(cells, {"batch", 1, w * b}) << " |";
+    if (bn) md << " " << cell_text(cells, {local_bn(), 1, b}) << " | " << cell_text(cells, {local_bn(), 1, w * b}) << " |";
     for (const auto& n : cfg.norms) md << " " << cell_text(cells, {n, w, b}) << " |";
     md << "\n";
   }
@@ -150,92 +119,6 @@ std::string one_process_table(const DdpSweepConfig& cfg, const Cells& cells) {
   return md.str() + "\n";
 }
 
-// Mean absolute difference in points between the cells of `norm` over w ranks and BatchNorm in
-// one process at the per-rank batch (first) and at the global batch (second), over the per-rank
-// batches where all three finished; NaN when there are none.
-std::pair<double, double> distances(const DdpSweepConfig& cfg, const Cells& cells, const std::string& n, int w) {
-  std::vector<double> per, glob;
-  for (int64_t b : cfg.per_rank_batches) {
-    const double a = mean_acc(cells, {n, w, b}), at_b = mean_acc(cells, {"batch", 1, b}),
-                 at_g = mean_acc(cells, {"batch", 1, w * b});
-    if (!std::isfinite(a) || !std::isfinite(at_b) || !std::isfinite(at_g)) continue;
-    per.push_back(100 * std::abs(a - at_b));
-    glob.push_back(100 * std::abs(a - at_g));
-  }
-  return {mean_of(per), mean_of(glob)};
-}
-
-std::string reading(const DdpSweepConfig& cfg, const Cells& cells) {
-  std::ostringstream md;
-  const bool one = std::find(cfg.ranks.begin(), cfg.ranks.end(), 1) != cfg.ranks.end();
-  double noise = 0;
-  for (const auto& [k, v] : cells)
-    if (v.size() > 1 && std::isfinite(std_of(v))) noise = std::max(noise, 100 * std_of(v));
-  for (int w : cfg.ranks) {
-    if (w == 1) continue;
-    std::vector<std::string> said;
-    // How far apart the two references are: BatchNorm in one process at b and at W*b, against
-    // the seeds' spread in the cells compared. Closer than that, nothing can follow one of them.
-    std::vector<double> apart;
-    double spread = 0;
-    for (int64_t b : cfg.per_rank_batches) {
-      const double d = 100 * std::abs(mean_acc(cells, {"batch", 1, b}) - mean_acc(cells, {"batch", 1, w * b}));
-      if (std::isfinite(d)) apart.push_back(d);
-      for (const Cell& k : {Cell{"batch", 1, b}, Cell{"batch", 1, w * b}, Cell{"batch", w, b}, Cell{"syncbatch", w, b}})
-        if (const auto it = cells.find(k); it != cells.end() && it->second.size() > 1 && std::isfinite(std_of(it->second)))
-          spread = std::max(spread, 100 * std_of(it->second));
-    }
-    const bool separable = !apart.empty() && mean_of(apart) >= std::max(2 * spread, 0.5);
-    if (!apart.empty() && !separable)
-      said.push_back("BatchNorm in one process scores on average within " + fmt(mean_of(apart), 3) +
-                     " points at the per-rank and at the global batch, less than twice the seeds' largest std (" +
-                     fmt(spread, 3) + ") or 0.5 points, so with these settings and seeds the experiment cannot tell which "
-                     "batch local BatchNorm and SyncBatchNorm follow");
-    for (const std::string n : {"batch", "syncbatch"}) {
-      if (!has(cfg, n) || !one) continue;
-      const auto [d_per, d_glob] = distances(cfg, cells, n, w);
-      if (!std::isfinite(d_per)) continue;
-      said.push_back((n == "batch" ? "BatchNorm with each rank's own statistics" : "SyncBatchNorm") +
-                     std::string(" is on average ") + fmt(d_per, 3) +
-                     " points from BatchNorm in one process at the per-rank batch and " + fmt(d_glob, 3) +
-                     " points from it at the global batch" +
-                     (!separable ? ""
-                                 : std::string(", so it behaves like BatchNorm at the ") +
-                                       (d_per < d_glob ? "per-rank" : d_glob < d_per ? "global" : "per-rank and the global") +
-                                       " batch"));
-    }
-    if (has(cfg, "batch") && has(cfg, "syncbatch")) {
-      const int64_t b = cfg.per_rank_batches.front();
-      const double gap = 100 * (mean_acc(cells, {"syncbatch", w, b}) - mean_acc(cells, {"batch", w, b}));
-      if (std::isfinite(gap))
-        said.push_back("at per-rank batch " + std::to_string(b) + ", SyncBatchNorm scores " + fmt(std::abs(gap), 3) +
-                       " points " + (gap >= 0 ? "more" : "less") + " than BatchNorm with per-rank statistics");
-    }
-    for (const auto& n : other_norms(cfg)) {
-      if (!one) break;
-      double worst = NAN;
-      for (int64_t b : cfg.per_rank_batches) {
-        const double d = 100 * std::abs(mean_acc(cells, {n, w, b}) - mean_acc(cells, {n, 1, w * b}));
-        if (std::isfinite(d)) worst = std::isfinite(worst) ? std::max(worst, d) : d;
-      }
-      if (std::isfinite(worst))
-        said.push_back(display_name(n) + " over " + std::to_string(w) + " ranks is within " + fmt(worst, 3) +
-                       " points of one process at the global batch");
-    }
-    if (said.empty()) continue;
-    md << "At " << w << " ranks: ";
-    for (size_t i = 0; i < said.size(); ++i) md << (i ? "; " : "") << said[i];
-    md << ".\n\n";
-  }
-  if (!one) md << "No one-process runs (--ranks without 1): nothing to compare the ranks with. ";
-  md << "Data-parallel training computes the same gradients as one process on the global batch for every norm "
-        "that does not mix samples across ranks (none, LayerNorm, GroupNorm) and for SyncBatchNorm; BatchNorm "
-        "with each rank's own statistics normalizes over the per-rank batch only. ";
-  if (noise > 0) md << "The largest std over seeds of a cell is " << fmt(noise, 3) << " points. ";
-  md << "\n";
-  return md.str();
-}
-
 // Accuracy against the per-rank batch (first) or the global batch: BatchNorm in one process, and
 // BatchNorm local and SyncBatchNorm over each W > 1 ranks.
 PlotSpec bn_plot(const DdpSweepConfig& cfg, const Cells& cells, bool global) {
@@ -250,18 +133,18 @@ PlotSpec bn_plot(const DdpSweepConfig& cfg, const Cells& cells, bool global) {
   one.color = 8;  // grey, dotted, drawn last: visible where a ranks' curve lies on it
   one.dash = 3;
   for (int64_t b : one_process_batches(cfg)) {
-    const auto it = cells.find({"batch", 1, b});
+    const auto it = cells.find({local_bn(), 1, b});
     if (it == cells.end()) continue;
     one.x.push_back(double(b)), one.y.push_back(mean_of(it->second)), one.spread.push_back(std_of(it->second));
   }
   int colour = 1;
   for (int w : cfg.ranks) {
     if (w == 1) continue;
-    for (const std::string n : {"batch", "syncbatch"}) {
+    for (const std::string& n : {local_bn(), sync_bn()}) {
       if (!has(cfg, n)) continue;
-      Series s{(n == "batch" ? "BatchNorm local, " : "SyncBatchNorm, ") + std::to_string(w) + " ranks"};
-      s.color = colour + (n == "batch" ? 0 : 1);
-      s.dash = n == "batch" ? 2 : 0;
+      Series s{(n == local_bn() ? "BatchNorm local, " : "SyncBatchNorm, ") + std::to_string(w) + " ranks"};
+      s.color = colour + (n == local_bn() ? 0 : 1);
+      s.dash = n == local_bn() ? 2 : 0;
       for (int64_t b : cfg.per_rank_batches) {
         const auto it = cells.find({n, w, b});
         if (it == cells.end()) continue;
@@ -277,7 +160,7 @@ PlotSpec bn_plot(const DdpSweepConfig& cfg, const Cells& cells, bool global) {
 
 std::vector<std::string> plots(const DdpSweepConfig& cfg, const Cells& cells, const StudyContext& ctx) {
   std::vector<std::string> made;
-  if (!gnuplot_available() || !(has(cfg, "batch") || has(cfg, "syncbatch"))) return made;
+  if (!gnuplot_available() || !(has(cfg, local_bn()) || has(cfg, sync_bn()))) return made;
   if (render_plot(bn_plot(cfg, cells, false), ctx.out, "accuracy_vs_per_rank_batch")) made.push_back("accuracy_vs_per_rank_batch");
   if (render_plot(bn_plot(cfg, cells, true), ctx.out, "accuracy_vs_global_batch")) made.push_back("accuracy_vs_global_batch");
   return made;
@@ -353,9 +236,12 @@ Report run_ddp_sweep(const DdpSweepConfig& config, const Splits& data, const Stu
   return run_ddp_sweep(cfg, ddp_sweep_runs(cfg, data), data, ctx);
 }
 
-Report run_ddp_sweep(const DdpSweepConfig& cfg, const std::vector<std::vector<CheckedRun>>& lists, const Splits& data,
-                     const StudyContext& ctx) {
-  prepare_output_dir(ctx.out);
+namespace {
+
+// Every list of runs (one per number of ranks) in turn, each run taken from the earlier records
+// where they hold it; Ctrl-C in one list leaves the lists after it unstarted.
+Runs run_lists(const DdpSweepConfig& cfg, const std::vector<std::vector<CheckedRun>>& lists, const Splits& data,
+               const StudyContext& ctx) {
   const std::vector<nlohmann::json> previous = previous_runs(ctx.resume_from);
   Runs all;
   size_t offset = 0;
@@ -373,14 +259,11 @@ Report run_ddp_sweep(const DdpSweepConfig& cfg, const std::vector<std::vector<Ch
     all.wall_seconds += part.wall_seconds;
     offset += list.size();
   }
-  Cells cells;
-  for (const RunResult& r : all.results) {
-    const int w = ranks_of(r.config);
-    cells[{r.config.model.norm, w, r.config.batch_size / w}].push_back(
-        final_of(r, &EpochRecord::test_acc));
-  }
-  write_tables(cfg, all.results, cells, ctx, data.validation.size() > 0);
-  write_records(ctx.out / "records.json", all.results);
+  return all;
+}
+
+// The report: the protocol, a table per number of ranks, the plots and the reading.
+std::string ddp_markdown(const DdpSweepConfig& cfg, const Runs& all, const Cells& cells, const StudyContext& ctx) {
   const TrainConfig& b = cfg.base;
   std::ostringstream md;
   if (all.interrupted())
@@ -400,7 +283,11 @@ Report run_ddp_sweep(const DdpSweepConfig& cfg, const std::vector<std::vector<Ch
     if (w > 1) md << ranks_table(cfg, cells, w);
   if (std::find(cfg.ranks.begin(), cfg.ranks.end(), 1) != cfg.ranks.end()) md << one_process_table(cfg, cells);
   md << image_links(plots(cfg, cells, ctx)) << "**Reading.** " << reading(cfg, cells);
-  Report rep{"Local BatchNorm vs SyncBatchNorm over ranks", md.str()};
+  return md.str();
+}
+
+// The manifest: the settings, and each run's timing.
+nlohmann::json ddp_manifest(const DdpSweepConfig& cfg, const Runs& all, const StudyContext& ctx) {
   nlohmann::json base = to_json(cfg.base);
   base["eval_last"] = kFinalEpochs;
   nlohmann::json man = manifest(ctx,
@@ -415,6 +302,24 @@ Report run_ddp_sweep(const DdpSweepConfig& cfg, const std::vector<std::vector<Ch
                       {"step_seconds", r.step_seconds}, {"eval_seconds", r.eval_seconds}});
   }
   man["run_timing"] = timing;
+  return man;
+}
+
+}  // namespace
+
+Report run_ddp_sweep(const DdpSweepConfig& cfg, const std::vector<std::vector<CheckedRun>>& lists, const Splits& data,
+                     const StudyContext& ctx) {
+  prepare_output_dir(ctx.out);
+  const Runs all = run_lists(cfg, lists, data, ctx);
+  Cells cells;
+  for (const RunResult& r : all.results) {
+    const int w = ranks_of(r.config);
+    cells[{r.config.model.norm, w, r.config.batch_size / w}].push_back(final_of(r, &EpochRecord::test_acc));
+  }
+  write_tables(cfg, all.results, cells, ctx, data.validation.size() > 0);
+  write_records(ctx.out / "records.json", all.results);
+  Report rep{"Local BatchNorm vs SyncBatchNorm over ranks", ddp_markdown(cfg, all, cells, ctx)};
+  nlohmann::json man = ddp_manifest(cfg, all, ctx);
   record_progress(man, rep, all);
   write_report(ctx, rep, man);
   return rep;

@@ -83,6 +83,34 @@ Report eval_regression(const EvalOptions& opt, const StudyContext& ctx, const Sa
   return rep;
 }
 
+// A classifier's predictions on d: the true x predicted counts, and the summed cross-entropy.
+struct Confusion {
+  std::vector<std::vector<int64_t>> counts;
+  double loss_sum = 0;
+};
+
+// Loss (mean cross-entropy), argmax predictions (the first maximum on ties) and the counts.
+Confusion confusion_of(const SavedModel& m, const data::Dataset& d, int64_t eval_batch) {
+  const int64_t n = d.size(), k = m.spec.outputs;
+  Confusion cm{std::vector<std::vector<int64_t>>(k, std::vector<int64_t>(k, 0))};
+  autograd::NoGradGuard no_grad;
+  for (int64_t b0 = 0; b0 < n; b0 += eval_batch) {
+    const int64_t b1 = std::min(n, b0 + eval_batch);
+    const data::Dataset batch = d.slice(b0, b1);
+    const autograd::Tensor logp = autograd::log_softmax((*m.net)(batch.x), 1);
+    const float* lp = logp.data<float>();
+    for (int64_t i = 0; i < b1 - b0; ++i) {
+      int64_t best = 0;
+      for (int64_t c = 1; c < k; ++c)
+        if (lp[i * k + c] > lp[i * k + best]) best = c;
+      const int64_t y = batch.labels[i];
+      cm.loss_sum -= lp[i * k + y];
+      ++cm.counts[y][best];
+    }
+  }
+  return cm;
+}
+
 }  // namespace
 
 EvalPlan plan_eval(const EvalOptions& opt) {
@@ -99,26 +127,9 @@ Report run_eval(const EvalPlan& plan, const StudyContext& ctx) {
   const data::Dataset& d = plan.data;
   if (m.task == data::Task::Regression) return eval_regression(opt, ctx, m, d);
   const int64_t n = d.size(), k = m.spec.outputs;
-  // Loss (mean cross-entropy), argmax predictions (the first maximum on ties) and the counts.
-  std::vector<std::vector<int64_t>> confusion(k, std::vector<int64_t>(k, 0));
-  double loss_sum = 0;
-  {
-    autograd::NoGradGuard no_grad;
-    for (int64_t b0 = 0; b0 < n; b0 += opt.eval_batch) {
-      const int64_t b1 = std::min(n, b0 + opt.eval_batch);
-      const data::Dataset batch = d.slice(b0, b1);
-      const autograd::Tensor logp = autograd::log_softmax((*m.net)(batch.x), 1);
-      const float* lp = logp.data<float>();
-      for (int64_t i = 0; i < b1 - b0; ++i) {
-        int64_t best = 0;
-        for (int64_t c = 1; c < k; ++c)
-          if (lp[i * k + c] > lp[i * k + best]) best = c;
-        const int64_t y = batch.labels[i];
-        loss_sum -= lp[i * k + y];
-        ++confusion[y][best];
-      }
-    }
-  }
+  const Confusion cm = confusion_of(m, d, opt.eval_batch);
+  const auto& confusion = cm.counts;
+  const double loss_sum = cm.loss_sum;
   int64_t correct = 0;
   for (int64_t c = 0; c < k; ++c) correct += confusion[c][c];
   const double accuracy = static_cast<double>(correct) / static_cast<double>(n), loss = loss_sum / static_cast<double>(n);

@@ -21,6 +21,7 @@
 #include "experiments/cli.h"
 #include "experiments/commands/command.h"
 #include "experiments/datasets.h"
+#include "experiments/archs.h"
 #include "experiments/model.h"
 #include "experiments/optimizers.h"
 #include "experiments/trainer.h"

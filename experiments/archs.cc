@@ -1,0 +1,76 @@
+// The built-in archs: the MLP (linear-norm-act per hidden width) and the CNN (its layer string).
+#include "experiments/archs.h"
+
+#include "autograd/error.h"
+#include "experiments/entries.h"
+
+namespace normlab::experiments {
+
+namespace {
+
+std::string widths_text(const std::vector<int64_t>& widths, const std::string& sep) {
+  std::string t;
+  for (int64_t h : widths) t += (t.empty() ? "" : sep) + std::to_string(h);
+  return t;
+}
+
+std::vector<ArchEntry> builtin_archs() {
+  std::vector<ArchEntry> t;
+  t.push_back({.name = "mlp",
+               .help = "mlp (--hidden)",
+               .flags = {"--hidden"},
+               // linear<h>-norm-act for every hidden width
+               .layers = [](const ModelSpec& s) {
+                 std::string l;
+                 for (int64_t h : s.hidden) {
+                   if (h <= 0) throw Error("hidden widths must be positive, got " + std::to_string(h));
+                   l += (l.empty() ? "" : "-") + ("linear" + std::to_string(h)) + "-norm-act";
+                 }
+                 return l;
+               },
+               .describe = [](const ModelSpec& s) {
+                 std::string d = std::to_string(s.inputs);
+                 for (int64_t h : s.hidden) d += "-" + std::to_string(h);
+                 return d + "-" + std::to_string(s.outputs);
+               },
+               .metadata = [](const ModelSpec& s) -> std::map<std::string, std::string> {
+                 return {{"hidden", widths_text(s.hidden, ",")}};
+               },
+               .read_metadata = [](ModelSpec& s, const MetadataGet& get, const MetadataList& list) {
+                 const std::string h = get("hidden");
+                 if (!h.empty()) s.hidden = list("hidden", h, ',');
+               }});
+  t.push_back({.name = "cnn",
+               .help = "cnn (--model, on images)",
+               .flags = {"--model", "--image-shape"},
+               .image = true,
+               .layers = [](const ModelSpec& s) { return s.layers; },
+               .describe = [](const ModelSpec& s) {
+                 return shape_text(s.image) + "-" + s.layers + "-" + std::to_string(s.outputs);
+               },
+               .metadata = [](const ModelSpec& s) -> std::map<std::string, std::string> {
+                 return {{"layers", s.layers}, {"image_shape", shape_text(s.image)}};
+               },
+               .read_metadata = [](ModelSpec& s, const MetadataGet& get, const MetadataList& list) {
+                 s.layers = get("layers");
+                 s.image = list("image_shape", get("image_shape"), 'x');
+               }});
+  return t;
+}
+
+std::vector<ArchEntry>& arch_table() {
+  static std::vector<ArchEntry> t = builtin_archs();
+  return t;
+}
+
+}  // namespace
+
+const std::vector<ArchEntry>& archs() { return arch_table(); }
+const ArchEntry& arch(const std::string& name) { return find_entry(archs(), name, "--arch"); }
+void register_arch(ArchEntry entry) {
+  if (!entry.layers || !entry.describe) throw Error("register_arch: the arch '" + entry.name + "' needs layers and describe");
+  add_entry(arch_table(), std::move(entry), "register_arch", "arch");
+}
+std::string arch_names() { return names_of(archs()); }
+
+}  // namespace normlab::experiments

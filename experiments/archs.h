@@ -1,0 +1,44 @@
+// The arch registry: every kind of model (--arch) an experiment can build, one entry each (mlp, cnn).
+// The command line, the model builder, the reports and the checkpoints read it, so adding an arch
+// is one entry in archs.cc, or one register_arch() call from a program of your own
+// (tests/experiments/registries_test.cc registers a toy one and trains with it).
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "experiments/model.h"
+
+namespace normlab::experiments {
+
+// A value of a checkpoint's metadata by key (throws naming the file when it is missing), and a
+// list of whole numbers in a value ("256,256" with ',').
+using MetadataGet = std::function<std::string(const std::string& key)>;
+using MetadataList = std::function<std::vector<int64_t>(const std::string& key, const std::string& text, char sep)>;
+
+// One kind of model (--arch). Adding one is an entry here (register_arch) whose layers are a
+// string of the grammar above: the builder, the checks, the observers and the checkpoints follow.
+struct ArchEntry {
+  std::string name;                // as typed and recorded: "mlp"
+  std::string help;                // for --help: "mlp (--hidden)"
+  std::vector<std::string> flags;  // the flags only it reads: given with another arch, a usage error
+  bool image = false;              // reads samples as images (C, H, W): --image-shape or the data set's shape
+  // Its layers as a layer string, without the classifier Linear ("": the classifier alone; an image
+  // arch needs at least one layer).
+  std::function<std::string(const ModelSpec&)> layers;
+  std::function<std::string(const ModelSpec&)> describe;  // "784-256-256-10"
+  // What a checkpoint records to rebuild it beside arch, inputs, outputs, norm and activation (may
+  // be empty), and reading that back into a spec.
+  std::function<std::map<std::string, std::string>(const ModelSpec&)> metadata;
+  std::function<void(ModelSpec&, const MetadataGet&, const MetadataList&)> read_metadata;
+};
+
+// Every registered arch: mlp, cnn, then any added.
+const std::vector<ArchEntry>& archs();
+// The entry called `name`; throws normlab::Error "unknown --arch 'x' (expected one of: ...)".
+const ArchEntry& arch(const std::string& name);
+void register_arch(ArchEntry entry);
+std::string arch_names();
+
+}  // namespace normlab::experiments
