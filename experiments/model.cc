@@ -5,7 +5,7 @@
 
 #include <cctype>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "experiments/registry.h"
 #include "nn/conv.h"
 #include "nn/flatten.h"

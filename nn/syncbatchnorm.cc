@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "autograd/engine.h"
-#include "autograd/format.h"
 #include "autograd/kernels/norm.h"
 #include "autograd/norm.h"
+#include "base/format.h"
 #include "dist/dist.h"
 
 namespace normlab::nn {
@@ -67,7 +67,7 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor
   const double M = C > 0 ? g[0].n : 0;
   if (M <= 1)  // every rank sees the same global count, so every rank throws (no rank left waiting)
     throw Error("Expected more than 1 value per channel when training, got input size " + shape_str(x.shape()) +
-                " on rank " + std::to_string(dist::rank()) + " and " + autograd::py_float(M) +
+                " on rank " + std::to_string(dist::rank()) + " and " + base::py_float(M) +
                 " value(s) per channel over all " + std::to_string(dist::world_size()) + " ranks");
 
   // Global mean (as hi + lo) and inverse std; the running statistics with the unbiased variance.

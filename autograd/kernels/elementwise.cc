@@ -10,9 +10,9 @@
 #if HWY_ONCE
 #include <algorithm>
 
-#include "autograd/kernels/pool.h"
 #include "autograd/kernels/stream.h"
 #include "autograd/parallel.h"
+#include "base/thread_pool.h"
 #endif
 
 HWY_BEFORE_NAMESPACE();
@@ -62,7 +62,7 @@ constexpr int64_t kParallelElems = int64_t(1) << 16;
 // Runs fn(begin, end) over [0, n): in one call when small, else in 4 parts per thread.
 template <class Fn>
 void in_parts(int64_t n, const Fn& fn) {
-  parallel_blocks(n < kParallelElems ? 1 : autograd::num_threads(), n, 4, fn);
+  base::parallel_blocks(n < kParallelElems ? 1 : autograd::num_threads(), n, 4, fn);
 }
 
 // The number of output elements of plan p.
@@ -100,7 +100,7 @@ void binary_in_parts(const BroadcastPlan& p, const T* a, const T* b, T* out, con
   const int threads = autograd::num_threads();
   const int64_t rows = p.size[0], parts = std::min<int64_t>(4 * threads, rows);
   if (threads <= 1 || parts < 2) return kernel(p, a, b, out);
-  parallel_parts(threads, parts, [&](int64_t q) {
+  base::parallel_parts(threads, parts, [&](int64_t q) {
     const int64_t r0 = rows * q / parts, r1 = rows * (q + 1) / parts;
     BroadcastPlan part = p;
     part.size[0] = r1 - r0;
