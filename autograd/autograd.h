@@ -13,4 +13,5 @@
 #include "autograd/pooling.h"
 #include "autograd/reduce.h"
 #include "autograd/shape_ops.h"
+#include "autograd/sync_batch_norm.h"
 #include "autograd/tensor.h"
