@@ -14,7 +14,7 @@
 
 #include <hwy/targets.h>
 
-#include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/target.h"
 #include "autograd/parallel.h"
 #include "base/error.h"
 #include "bench/bench.h"

@@ -34,7 +34,6 @@ void UnaryGradF64(UnaryGradOp op, int64_t n, const double* v, const double* g, d
 }
 void AxpyF32(int64_t n, double alpha, const float* x, float* y) { Axpy(n, alpha, x, y); }
 void AxpyF64(int64_t n, double alpha, const double* x, double* y) { Axpy(n, alpha, x, y); }
-int64_t TargetId() { return HWY_TARGET; }
 }  // namespace normlab::autograd::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -49,7 +48,6 @@ HWY_EXPORT(UnaryGradF32);
 HWY_EXPORT(UnaryGradF64);
 HWY_EXPORT(AxpyF32);
 HWY_EXPORT(AxpyF64);
-HWY_EXPORT(TargetId);
 
 namespace {
 
@@ -150,7 +148,6 @@ void axpy(int64_t n, double alpha, const float* x, float* y) {
 void axpy(int64_t n, double alpha, const double* x, double* y) {
   in_parts(n, [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(AxpyF64)(e - b, alpha, x + b, y + b); });
 }
-const char* active_target() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(TargetId)()); }
 
 }  // namespace normlab::autograd::kernels
 #endif  // HWY_ONCE
