@@ -1,12 +1,11 @@
 // Everything of the autograd library in one include: tensors, ops (norms and dropout too), the
-// engine, gradcheck, Python-style formatting.
+// engine, gradcheck.
 #pragma once
 #include "autograd/allocator.h"
 #include "autograd/conv.h"
 #include "autograd/dropout.h"
 #include "autograd/elementwise.h"
 #include "autograd/engine.h"
-#include "autograd/format.h"
 #include "autograd/gradcheck.h"
 #include "autograd/loss.h"
 #include "autograd/matmul.h"
@@ -14,4 +13,5 @@
 #include "autograd/pooling.h"
 #include "autograd/reduce.h"
 #include "autograd/shape_ops.h"
+#include "autograd/sync_batch_norm.h"
 #include "autograd/tensor.h"

@@ -21,10 +21,10 @@
 #include "autograd/engine.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/im2col.h"
-#include "autograd/kernels/pool.h"
 #include "autograd/kernels/reduce.h"
 #include "autograd/kernels/winograd.h"
 #include "autograd/parallel.h"
+#include "base/thread_pool.h"
 
 namespace normlab::autograd {
 
@@ -73,7 +73,7 @@ void for_images(const ConvPlan& p, int64_t chunks, const Body& body) {
   const int64_t KP = p.K() * p.P();
   Tensor cols = p.direct ? Tensor() : empty({chunks, KP}, dtype_of<T>());
   T* col_base = p.direct ? nullptr : cols.data<T>();
-  k::parallel_parts(num_threads(), chunks, [&](int64_t ch) {
+  base::parallel_parts(num_threads(), chunks, [&](int64_t ch) {
     T* col = col_base ? col_base + ch * KP : nullptr;
     const auto [n0, n1] = chunk_range(p.n, chunks, ch);
     for (int64_t n = n0; n < n1; ++n)
@@ -87,7 +87,7 @@ template <typename T, class Body>
 void for_image_ranges(const ConvPlan& p, int64_t chunks, const Body& body) {
   const int64_t size = k::winograd::workspace(p.wino());
   Tensor work = empty({chunks, size}, dtype_of<T>());
-  k::parallel_parts(num_threads(), chunks, [&](int64_t ch) {
+  base::parallel_parts(num_threads(), chunks, [&](int64_t ch) {
     const auto [n0, n1] = chunk_range(p.n, chunks, ch);
     body(ch, n0, n1, work.data<T>() + ch * size);
   });

@@ -3,13 +3,13 @@
 
 #include "autograd/elementwise.h"
 #include "autograd/engine.h"
-#include "autograd/format.h"
+#include "base/format.h"
 
 namespace normlab::autograd {
 
 void check_dropout_p(double p, const std::string& who) {
   if (!(p >= 0 && p <= 1))  // also refuses NaN
-    throw Error(who + ": dropout probability has to be between 0 and 1, but got " + py_float(p));
+    throw Error(who + ": dropout probability has to be between 0 and 1, but got " + base::py_float(p));
 }
 
 Tensor dropout(const Tensor& x, double p, Generator& gen) {

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "autograd/engine.h"
-#include "autograd/format.h"
 #include "autograd/kernels/norm.h"
+#include "base/format.h"
 
 namespace normlab::autograd {
 
@@ -42,14 +42,14 @@ void check_dtype(const Tensor& t, const Tensor& x, const char* op, const char* w
 
 void check_eps(double eps, const char* op) {
   if (!(eps >= 0) || !std::isfinite(eps))
-    throw Error(std::string(op) + ": eps must be a finite number >= 0, got " + py_float(eps));
+    throw Error(std::string(op) + ": eps must be a finite number >= 0, got " + base::py_float(eps));
 }
 
 }  // namespace
 
 void check_momentum(double momentum, const std::string& who) {
   if (!(momentum >= 0 && momentum <= 1))  // also refuses NaN
-    throw Error(who + ": momentum (the running-average factor) must be in [0, 1], got " + py_float(momentum));
+    throw Error(who + ": momentum (the running-average factor) must be in [0, 1], got " + base::py_float(momentum));
 }
 
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 #include <thread>
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 
 namespace normlab::autograd {

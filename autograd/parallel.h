@@ -1,4 +1,4 @@
-// The number of threads normlab's kernels may use (autograd/kernels/pool.h), set once by the user
+// The number of threads normlab's kernels may use (base/thread_pool.h), set once by the user
 // (`--threads`).
 #pragma once
 

@@ -11,9 +11,9 @@
 
 #include "autograd/conv.h"
 #include "autograd/engine.h"
-#include "autograd/kernels/pool.h"
 #include "autograd/kernels/pooling.h"
 #include "autograd/parallel.h"
+#include "base/thread_pool.h"
 
 namespace normlab::autograd {
 
@@ -33,7 +33,7 @@ void for_planes(int64_t planes, int64_t plane_work, const Body& body) {
   // Small jobs stay on the calling thread (waking a worker costs a few microseconds).
   const int threads = planes * plane_work < (1 << 15) ? 1 : num_threads();
   const int64_t chunks = std::min<int64_t>(planes, 4 * threads);
-  kernels::parallel_parts(threads, chunks, [&](int64_t ch) {
+  base::parallel_parts(threads, chunks, [&](int64_t ch) {
     for (int64_t q = planes * ch / chunks; q < planes * (ch + 1) / chunks; ++q) body(q);
   });
 }
@@ -43,8 +43,8 @@ template <class Body>
 void for_plane_chunks(int64_t planes, int64_t plane_work, const Body& body) {
   const int threads = planes * plane_work < (1 << 15) ? 1 : num_threads();
   const int64_t chunks = std::min<int64_t>(planes, 4 * threads);
-  kernels::parallel_parts(threads, chunks,
-                          [&](int64_t ch) { body(planes * ch / chunks, planes * (ch + 1) / chunks); });
+  base::parallel_parts(threads, chunks,
+                       [&](int64_t ch) { body(planes * ch / chunks, planes * (ch + 1) / chunks); });
 }
 
 std::string pair_str(std::array<int64_t, 2> a) {

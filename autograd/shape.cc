@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace normlab::autograd {
 
@@ -17,6 +17,12 @@ std::string shape_str(const Shape& s) {
   std::string r = "[";
   for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
   return r + "]";
+}
+
+std::string py_tuple(const Shape& s) {
+  std::string r = "(";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + (s.size() == 1 ? ",)" : ")");
 }
 
 std::vector<int64_t> contiguous_strides(const Shape& s) {

@@ -193,6 +193,8 @@ class Shape {
 int64_t numel(const Shape& s);
 // "[2, 3]", as PyTorch prints torch.Size.
 std::string shape_str(const Shape& s);
+// Python's repr of a shape as a tuple, as PyTorch's module reprs print one: (3,), (2, 3).
+std::string py_tuple(const Shape& s);
 // Row-major strides, in elements.
 std::vector<int64_t> contiguous_strides(const Shape& s);
 // The broadcast of two shapes (NumPy rules); throws naming `op` and both shapes if they do not broadcast.

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "autograd/dtype.h"
-#include "autograd/error.h"
 #include "autograd/generator.h"
 #include "autograd/shape.h"
+#include "base/error.h"
 
 namespace normlab::autograd {
 

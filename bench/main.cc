@@ -14,9 +14,9 @@
 
 #include <hwy/targets.h>
 
-#include "autograd/error.h"
-#include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/target.h"
 #include "autograd/parallel.h"
+#include "base/error.h"
 #include "bench/bench.h"
 
 namespace {

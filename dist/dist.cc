@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 #ifdef NORMLAB_HAVE_MPI
 #include <mpi.h>

@@ -1,7 +1,7 @@
 // The built-in archs: the MLP (linear-norm-act per hidden width) and the CNN (its layer string).
 #include "experiments/archs.h"
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "experiments/entries.h"
 
 namespace normlab::experiments {

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "experiments/output.h"
 #include "experiments/records.h"
 #include "nn/checkpoint.h"

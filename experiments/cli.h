@@ -2,7 +2,7 @@
 #pragma once
 #include <string>
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace normlab::experiments {
 

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "autograd/engine.h"
-#include "autograd/error.h"
 #include "autograd/shape_ops.h"
+#include "base/error.h"
 #include "dist/dist.h"
 
 namespace normlab::experiments {

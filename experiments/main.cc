@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "dist/dist.h"
 #include "experiments/cli.h"
 #include "experiments/studies/demo.h"

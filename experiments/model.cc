@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "experiments/archs.h"
 #include "experiments/entries.h"
 #include "experiments/registry.h"

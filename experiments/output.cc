@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace normlab::experiments {
 

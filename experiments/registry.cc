@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "experiments/entries.h"
 #include "nn/activation.h"
 #include "nn/batchnorm.h"

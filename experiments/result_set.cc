@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "experiments/output.h"
 
 namespace normlab::experiments {

@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "autograd/error.h"
 #include "autograd/generator.h"
+#include "base/error.h"
 #include "nn/checkpoint.h"
 #include "serialize/safetensors.h"
 

@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "autograd/format.h"
 #include "autograd/norm.h"
+#include "base/format.h"
 
 namespace normlab::nn {
 
@@ -17,7 +17,7 @@ BatchNorm::BatchNorm(std::string name, int64_t num_features, double eps, std::op
       track_running_stats_(track_running_stats) {
   if (num_features <= 0)
     throw Error(name_ + ": num_features must be positive, got " + std::to_string(num_features));
-  if (!(eps > 0) || !std::isfinite(eps)) throw Error(name_ + ": eps must be a finite number > 0, got " + autograd::py_float(eps));
+  if (!(eps > 0) || !std::isfinite(eps)) throw Error(name_ + ": eps must be a finite number > 0, got " + base::py_float(eps));
   if (momentum) autograd::check_momentum(*momentum, name_);  // None: a cumulative average
   if (affine) {
     weight_ = register_parameter("weight", autograd::ones({num_features}, dtype));
@@ -62,7 +62,7 @@ Tensor BatchNorm::normalize(const Tensor& x, const Tensor& rm, const Tensor& rv,
 }
 
 std::string BatchNorm::repr() const {
-  using autograd::py_bool, autograd::py_float;
+  using base::py_bool, base::py_float;
   return name_ + "(" + std::to_string(num_features_) + ", eps=" + py_float(eps_) +
          ", momentum=" + (momentum_ ? py_float(*momentum_) : "None") + ", affine=" + py_bool(affine_) +
          ", track_running_stats=" + py_bool(track_running_stats_) + ")";

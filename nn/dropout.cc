@@ -2,7 +2,7 @@
 #include "nn/dropout.h"
 
 #include "autograd/dropout.h"
-#include "autograd/format.h"
+#include "base/format.h"
 
 namespace normlab::nn {
 
@@ -13,6 +13,6 @@ Tensor Dropout::forward(const Tensor& x) {
   return autograd::dropout(x, p_, gen_);
 }
 
-std::string Dropout::repr() const { return "Dropout(p=" + autograd::py_float(p_) + ", inplace=False)"; }
+std::string Dropout::repr() const { return "Dropout(p=" + base::py_float(p_) + ", inplace=False)"; }
 
 }  // namespace normlab::nn

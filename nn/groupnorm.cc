@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "autograd/format.h"
 #include "autograd/norm.h"
+#include "base/format.h"
 
 namespace normlab::nn {
 
@@ -16,7 +16,7 @@ GroupNorm::GroupNorm(int64_t num_groups, int64_t num_channels, double eps, bool 
   if (num_channels % num_groups != 0)
     throw Error("GroupNorm: num_channels must be divisible by num_groups, got num_channels=" +
                 std::to_string(num_channels) + " and num_groups=" + std::to_string(num_groups));
-  if (!(eps > 0) || !std::isfinite(eps)) throw Error("GroupNorm: eps must be a finite number > 0, got " + autograd::py_float(eps));
+  if (!(eps > 0) || !std::isfinite(eps)) throw Error("GroupNorm: eps must be a finite number > 0, got " + base::py_float(eps));
   if (affine) {
     weight_ = register_parameter("weight", autograd::ones({num_channels}, dtype));
     bias_ = register_parameter("bias", autograd::zeros({num_channels}, dtype));
@@ -34,7 +34,7 @@ Tensor GroupNorm::forward(const Tensor& x) {
 
 std::string GroupNorm::repr() const {
   return "GroupNorm(" + std::to_string(num_groups_) + ", " + std::to_string(num_channels_) +
-         ", eps=" + autograd::py_float(eps_) + ", affine=" + autograd::py_bool(affine_) + ")";
+         ", eps=" + base::py_float(eps_) + ", affine=" + base::py_bool(affine_) + ")";
 }
 
 }  // namespace normlab::nn

@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "autograd/engine.h"
-#include "autograd/format.h"
 #include "autograd/norm.h"
+#include "base/format.h"
 
 namespace normlab::nn {
 
@@ -17,7 +17,7 @@ InstanceNorm2d::InstanceNorm2d(int64_t num_features, double eps, double momentum
   if (num_features < 1)
     throw Error("InstanceNorm2d: num_features must be at least 1, got " + std::to_string(num_features));
   if (!(eps > 0) || !std::isfinite(eps))
-    throw Error("InstanceNorm2d: eps must be a finite number > 0, got " + autograd::py_float(eps));
+    throw Error("InstanceNorm2d: eps must be a finite number > 0, got " + base::py_float(eps));
   autograd::check_momentum(momentum, "InstanceNorm2d");
   if (affine) {
     weight_ = register_parameter("weight", autograd::ones({num_features}, dtype));
@@ -69,9 +69,9 @@ Tensor InstanceNorm2d::forward(const Tensor& x) {
 }
 
 std::string InstanceNorm2d::repr() const {
-  return "InstanceNorm2d(" + std::to_string(num_features_) + ", eps=" + autograd::py_float(eps_) +
-         ", momentum=" + autograd::py_float(momentum_) + ", affine=" + autograd::py_bool(affine_) +
-         ", track_running_stats=" + autograd::py_bool(track_running_stats_) + ")";
+  return "InstanceNorm2d(" + std::to_string(num_features_) + ", eps=" + base::py_float(eps_) +
+         ", momentum=" + base::py_float(momentum_) + ", affine=" + base::py_bool(affine_) +
+         ", track_running_stats=" + base::py_bool(track_running_stats_) + ")";
 }
 
 }  // namespace normlab::nn

@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "autograd/format.h"
 #include "autograd/norm.h"
+#include "base/format.h"
 
 namespace normlab::nn {
 
@@ -16,7 +16,7 @@ LayerNorm::LayerNorm(Shape normalized_shape, double eps, bool elementwise_affine
     if (d <= 0)
       throw Error("LayerNorm: normalized_shape must have positive sizes, got " + autograd::py_tuple(normalized_shape_));
   if (!(eps > 0) || !std::isfinite(eps))
-    throw Error("LayerNorm: eps must be a finite number > 0, got " + autograd::py_float(eps));
+    throw Error("LayerNorm: eps must be a finite number > 0, got " + base::py_float(eps));
   if (elementwise_affine) {
     weight_ = register_parameter("weight", autograd::ones(normalized_shape_, dtype));
     if (bias) bias_ = register_parameter("bias", autograd::zeros(normalized_shape_, dtype));
@@ -26,8 +26,8 @@ LayerNorm::LayerNorm(Shape normalized_shape, double eps, bool elementwise_affine
 Tensor LayerNorm::forward(const Tensor& x) { return autograd::layer_norm(x, normalized_shape_, weight_, bias_, eps_); }
 
 std::string LayerNorm::repr() const {
-  return "LayerNorm(" + autograd::py_tuple(normalized_shape_) + ", eps=" + autograd::py_float(eps_) +
-         ", elementwise_affine=" + autograd::py_bool(elementwise_affine_) + ")";
+  return "LayerNorm(" + autograd::py_tuple(normalized_shape_) + ", eps=" + base::py_float(eps_) +
+         ", elementwise_affine=" + base::py_bool(elementwise_affine_) + ")";
 }
 
 }  // namespace normlab::nn

@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "autograd/format.h"
 #include "autograd/norm.h"
+#include "base/format.h"
 
 namespace normlab::nn {
 
@@ -16,15 +16,15 @@ RMSNorm::RMSNorm(Shape normalized_shape, std::optional<double> eps, bool element
     if (d <= 0) throw Error("RMSNorm: normalized_shape must have positive sizes, got " + autograd::py_tuple(normalized_shape_));
   if (eps && (!(*eps > 0) || !std::isfinite(*eps)))
     throw Error("RMSNorm: eps must be a finite number > 0 (or None for the dtype's machine epsilon), got " +
-                autograd::py_float(*eps));
+                base::py_float(*eps));
   if (elementwise_affine) weight_ = register_parameter("weight", autograd::ones(normalized_shape_, dtype));
 }
 
 Tensor RMSNorm::forward(const Tensor& x) { return autograd::rms_norm(x, normalized_shape_, weight_, eps_); }
 
 std::string RMSNorm::repr() const {
-  return "RMSNorm(" + autograd::py_tuple(normalized_shape_) + ", eps=" + (eps_ ? autograd::py_float(*eps_) : "None") +
-         ", elementwise_affine=" + autograd::py_bool(elementwise_affine_) + ")";
+  return "RMSNorm(" + autograd::py_tuple(normalized_shape_) + ", eps=" + (eps_ ? base::py_float(*eps_) : "None") +
+         ", elementwise_affine=" + base::py_bool(elementwise_affine_) + ")";
 }
 
 }  // namespace normlab::nn

@@ -8,13 +8,12 @@
 
 namespace normlab::nn {
 
-// x (N, C, *) -> same shape, any rank >= 2, as PyTorch's. In training, each channel's count, mean
-// and M2 = sum (x - mean)^2 of every rank are combined in rank order with Chan et al.'s parallel
-// formula (in double; not E[x^2] - E[x]^2), so every rank normalizes with the global batch
-// statistics, and the running variance is unbiased with the global count. The backward sums
-// sum(dy) and sum(dy xhat) over the ranks for the input's gradient; the weight's and bias's
-// gradients stay this rank's own, as in PyTorch (a data-parallel job averages them over ranks).
-// Eval mode is BatchNorm's. In a world of one rank it is BatchNorm, as PyTorch's falls back.
+// x (N, C, *) -> same shape, any rank >= 2, as PyTorch's. In training, every rank normalizes with
+// the statistics of the global batch (autograd::sync_batch_norm over dist/'s current group: the
+// counts, means and M2 of every rank combined in rank order, the running variance unbiased with the
+// global count); the backward sums the input gradient's terms over the ranks, while the weight's
+// and bias's gradients stay this rank's own, as in PyTorch (a data-parallel job averages them over
+// ranks). Eval mode is BatchNorm's. In a world of one rank it is BatchNorm, as PyTorch's falls back.
 // Every rank must call forward and backward together (they are collectives).
 class SyncBatchNorm : public BatchNorm {
  public:
@@ -30,6 +29,7 @@ class SyncBatchNorm : public BatchNorm {
 
 // The training forward of SyncBatchNorm as a function, PyTorch's F.batch_norm arguments: updates
 // running_mean/running_var (if defined) with factor momentum; weight, bias (C) or undefined.
+// autograd::sync_batch_norm with dist/'s collectives.
 Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                        const Tensor& bias, double momentum, double eps);
 

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "autograd/engine.h"
-#include "autograd/format.h"
+#include "base/format.h"
 #include "optim/kernels/adam.h"
 
 namespace normlab::optim {
@@ -28,14 +28,14 @@ AdamOptions adam_options(const AdamWOptions& o) {
 }  // namespace
 
 void Adam::check_options(const AdamOptions& o, const std::string& where) {
-  check(std::isfinite(o.lr) && o.lr >= 0, where + ": lr must be a finite number >= 0, got " + autograd::py_float(o.lr));
+  check(std::isfinite(o.lr) && o.lr >= 0, where + ": lr must be a finite number >= 0, got " + base::py_float(o.lr));
   for (int k = 0; k < 2; ++k)
     check(o.betas[k] >= 0 && o.betas[k] < 1,  // false for NaN
-          where + ": betas[" + std::to_string(k) + "] must be in [0, 1), got " + autograd::py_float(o.betas[k]));
+          where + ": betas[" + std::to_string(k) + "] must be in [0, 1), got " + base::py_float(o.betas[k]));
   check(std::isfinite(o.eps) && o.eps >= 0,
-        where + ": eps must be a finite number >= 0, got " + autograd::py_float(o.eps));
+        where + ": eps must be a finite number >= 0, got " + base::py_float(o.eps));
   check(std::isfinite(o.weight_decay) && o.weight_decay >= 0,
-        where + ": weight_decay must be a finite number >= 0, got " + autograd::py_float(o.weight_decay));
+        where + ": weight_decay must be a finite number >= 0, got " + base::py_float(o.weight_decay));
 }
 
 void AdamW::check_options(const AdamWOptions& o, const std::string& where) {
@@ -153,7 +153,7 @@ void Adam::load_state(const OptimizerState& st) {
     check_param_index(k, i);
     check(std::isfinite(v) && v >= 1 && v == std::floor(v) && v <= static_cast<double>(step),
           where + ": scalar \"" + k + "\" must be a whole number from 1 to \"step\" (" + std::to_string(step) +
-              "), got " + autograd::py_float(v));
+              "), got " + base::py_float(v));
     state[i].step = static_cast<int64_t>(v);
   }
   // The moments.

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "autograd/format.h"
+#include "base/format.h"
 
 namespace normlab::optim {
 
@@ -18,16 +18,16 @@ double Schedule::lr_at(int64_t t, double base_lr) const {
 
 Schedule StepLR(int64_t step_size, double gamma) {
   check(step_size >= 1, "StepLR: step_size must be >= 1, got " + std::to_string(step_size));
-  check(std::isfinite(gamma) && gamma > 0, "StepLR: gamma must be a finite number > 0, got " + autograd::py_float(gamma));
-  return Schedule("StepLR(step_size=" + std::to_string(step_size) + ", gamma=" + autograd::py_float(gamma) + ")",
+  check(std::isfinite(gamma) && gamma > 0, "StepLR: gamma must be a finite number > 0, got " + base::py_float(gamma));
+  return Schedule("StepLR(step_size=" + std::to_string(step_size) + ", gamma=" + base::py_float(gamma) + ")",
                   [=](int64_t t, double base) { return base * std::pow(gamma, static_cast<double>(t / step_size)); });
 }
 
 Schedule CosineAnnealingLR(int64_t T_max, double eta_min) {
   check(T_max >= 1, "CosineAnnealingLR: T_max must be >= 1, got " + std::to_string(T_max));
   check(std::isfinite(eta_min) && eta_min >= 0,
-        "CosineAnnealingLR: eta_min must be a finite number >= 0, got " + autograd::py_float(eta_min));
-  return Schedule("CosineAnnealingLR(T_max=" + std::to_string(T_max) + ", eta_min=" + autograd::py_float(eta_min) + ")",
+        "CosineAnnealingLR: eta_min must be a finite number >= 0, got " + base::py_float(eta_min));
+  return Schedule("CosineAnnealingLR(T_max=" + std::to_string(T_max) + ", eta_min=" + base::py_float(eta_min) + ")",
                   [=](int64_t t, double base) {
                     const double c = std::cos(std::numbers::pi * static_cast<double>(t) / static_cast<double>(T_max));
                     return eta_min + (base - eta_min) * (1 + c) / 2;
@@ -36,11 +36,11 @@ Schedule CosineAnnealingLR(int64_t T_max, double eta_min) {
 
 Schedule LinearLR(double start_factor, double end_factor, int64_t total_iters) {
   check(std::isfinite(start_factor) && start_factor > 0 && start_factor <= 1,
-        "LinearLR: start_factor must be in (0, 1], got " + autograd::py_float(start_factor));
+        "LinearLR: start_factor must be in (0, 1], got " + base::py_float(start_factor));
   check(std::isfinite(end_factor) && end_factor >= 0 && end_factor <= 1,
-        "LinearLR: end_factor must be in [0, 1], got " + autograd::py_float(end_factor));
+        "LinearLR: end_factor must be in [0, 1], got " + base::py_float(end_factor));
   check(total_iters >= 1, "LinearLR: total_iters must be >= 1, got " + std::to_string(total_iters));
-  return Schedule("LinearLR(start_factor=" + autograd::py_float(start_factor) + ", end_factor=" + autograd::py_float(end_factor) +
+  return Schedule("LinearLR(start_factor=" + base::py_float(start_factor) + ", end_factor=" + base::py_float(end_factor) +
                       ", total_iters=" + std::to_string(total_iters) + ")",
                   [=](int64_t t, double base) {
                     const double done = static_cast<double>(std::min(t, total_iters)) / static_cast<double>(total_iters);
@@ -51,7 +51,7 @@ Schedule LinearLR(double start_factor, double end_factor, int64_t total_iters) {
 Schedule LinearWarmup(int64_t steps, double start_factor) {
   check(steps >= 1, "LinearWarmup: steps must be >= 1, got " + std::to_string(steps));
   check(std::isfinite(start_factor) && start_factor > 0 && start_factor <= 1,
-        "LinearWarmup: start_factor must be in (0, 1], got " + autograd::py_float(start_factor));
+        "LinearWarmup: start_factor must be in (0, 1], got " + base::py_float(start_factor));
   return LinearLR(start_factor, 1.0, steps);
 }
 

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "autograd/format.h"
+#include "base/format.h"
 
 namespace normlab::optim {
 
@@ -29,7 +29,7 @@ Optimizer::Optimizer(std::string name, std::vector<Tensor> params, double lr)
 }
 
 void Optimizer::check_lr(double lr, const std::string& where) const {
-  check(std::isfinite(lr) && lr >= 0, where + ": lr must be a finite number >= 0, got " + autograd::py_float(lr));
+  check(std::isfinite(lr) && lr >= 0, where + ": lr must be a finite number >= 0, got " + base::py_float(lr));
 }
 
 void Optimizer::set_lr(double lr) {
@@ -82,14 +82,14 @@ void Optimizer::check_scalar_names(const OptimizerState& state, const std::vecto
 int64_t Optimizer::read_step(const OptimizerState& state) const {
   const double step = state.scalars.at("step");
   check(std::isfinite(step) && step >= 0 && step == std::floor(step) && step < 9.0e15,
-        name_ + ".load_state: scalar \"step\" must be a whole number >= 0, got " + autograd::py_float(step));
+        name_ + ".load_state: scalar \"step\" must be a whole number >= 0, got " + base::py_float(step));
   return static_cast<int64_t>(step);
 }
 
 bool Optimizer::read_flag(const OptimizerState& state, const std::string& name) const {
   const double v = state.scalars.at(name);
   check(v == 0 || v == 1,
-        name_ + ".load_state: scalar \"" + name + "\" must be 0 or 1, got " + autograd::py_float(v));
+        name_ + ".load_state: scalar \"" + name + "\" must be 0 or 1, got " + base::py_float(v));
   return v == 1;
 }
 

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "autograd/engine.h"
-#include "autograd/format.h"
+#include "base/format.h"
 #include "optim/kernels/sgd.h"
 
 namespace normlab::optim {
@@ -17,15 +17,15 @@ constexpr const char* kBuffer = "momentum_buffer";  // tensors "momentum_buffer.
 }  // namespace
 
 void SGD::check_options(const SGDOptions& o, const std::string& where) {
-  check(std::isfinite(o.lr) && o.lr >= 0, where + ": lr must be a finite number >= 0, got " + autograd::py_float(o.lr));
+  check(std::isfinite(o.lr) && o.lr >= 0, where + ": lr must be a finite number >= 0, got " + base::py_float(o.lr));
   check(std::isfinite(o.momentum) && o.momentum >= 0 && o.momentum < 1,
-        where + ": momentum must be in [0, 1), got " + autograd::py_float(o.momentum));
-  check(std::isfinite(o.dampening), where + ": dampening must be a finite number, got " + autograd::py_float(o.dampening));
+        where + ": momentum must be in [0, 1), got " + base::py_float(o.momentum));
+  check(std::isfinite(o.dampening), where + ": dampening must be a finite number, got " + base::py_float(o.dampening));
   check(std::isfinite(o.weight_decay) && o.weight_decay >= 0,
-        where + ": weight_decay must be a finite number >= 0, got " + autograd::py_float(o.weight_decay));
+        where + ": weight_decay must be a finite number >= 0, got " + base::py_float(o.weight_decay));
   check(!o.nesterov || (o.momentum > 0 && o.dampening == 0),
-        where + ": Nesterov momentum requires a momentum and zero dampening, got momentum=" + autograd::py_float(o.momentum) +
-            ", dampening=" + autograd::py_float(o.dampening));
+        where + ": Nesterov momentum requires a momentum and zero dampening, got momentum=" + base::py_float(o.momentum) +
+            ", dampening=" + base::py_float(o.dampening));
 }
 
 SGD::SGD(std::vector<Tensor> params, SGDOptions options)

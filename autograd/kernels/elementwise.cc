@@ -10,9 +10,9 @@
 #if HWY_ONCE
 #include <algorithm>
 
-#include "autograd/kernels/pool.h"
 #include "autograd/kernels/stream.h"
 #include "autograd/parallel.h"
+#include "base/thread_pool.h"
 #endif
 
 HWY_BEFORE_NAMESPACE();
@@ -34,7 +34,6 @@ void UnaryGradF64(UnaryGradOp op, int64_t n, const double* v, const double* g, d
 }
 void AxpyF32(int64_t n, double alpha, const float* x, float* y) { Axpy(n, alpha, x, y); }
 void AxpyF64(int64_t n, double alpha, const double* x, double* y) { Axpy(n, alpha, x, y); }
-int64_t TargetId() { return HWY_TARGET; }
 }  // namespace normlab::autograd::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -49,7 +48,6 @@ HWY_EXPORT(UnaryGradF32);
 HWY_EXPORT(UnaryGradF64);
 HWY_EXPORT(AxpyF32);
 HWY_EXPORT(AxpyF64);
-HWY_EXPORT(TargetId);
 
 namespace {
 
@@ -62,7 +60,7 @@ constexpr int64_t kParallelElems = int64_t(1) << 16;
 // Runs fn(begin, end) over [0, n): in one call when small, else in 4 parts per thread.
 template <class Fn>
 void in_parts(int64_t n, const Fn& fn) {
-  parallel_blocks(n < kParallelElems ? 1 : autograd::num_threads(), n, 4, fn);
+  base::parallel_blocks(n < kParallelElems ? 1 : autograd::num_threads(), n, 4, fn);
 }
 
 // The number of output elements of plan p.
@@ -100,7 +98,7 @@ void binary_in_parts(const BroadcastPlan& p, const T* a, const T* b, T* out, con
   const int threads = autograd::num_threads();
   const int64_t rows = p.size[0], parts = std::min<int64_t>(4 * threads, rows);
   if (threads <= 1 || parts < 2) return kernel(p, a, b, out);
-  parallel_parts(threads, parts, [&](int64_t q) {
+  base::parallel_parts(threads, parts, [&](int64_t q) {
     const int64_t r0 = rows * q / parts, r1 = rows * (q + 1) / parts;
     BroadcastPlan part = p;
     part.size[0] = r1 - r0;
@@ -150,7 +148,6 @@ void axpy(int64_t n, double alpha, const float* x, float* y) {
 void axpy(int64_t n, double alpha, const double* x, double* y) {
   in_parts(n, [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(AxpyF64)(e - b, alpha, x + b, y + b); });
 }
-const char* active_target() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(TargetId)()); }
 
 }  // namespace normlab::autograd::kernels
 #endif  // HWY_ONCE

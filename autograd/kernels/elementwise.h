@@ -40,8 +40,6 @@ void unary_grad(UnaryGradOp op, int64_t n, const double* xy, const double* g, do
 // y[i] += alpha * x[i] for i < n.
 void axpy(int64_t n, double alpha, const float* x, float* y);
 void axpy(int64_t n, double alpha, const double* x, double* y);
-// The name of the Highway target the dispatcher picks now (e.g. "AVX2"), for tests and manifests.
-const char* active_target();
 
 // ---- Scalar references: what the Highway kernels must compute -----------------------------------
 namespace ref {

@@ -1,6 +1,6 @@
 // Matrix-multiply kernel, per-target Highway bodies (included once per target by gemm.cc): a
 // packed, cache-blocked, register-tiled GEMM in the BLIS style, threaded with the kernels' thread
-// pool (pool.h).
+// pool (base/thread_pool.h).
 //
 // Loop nest (BLIS), for C (M, N) += op(A) (M, K) op(B) (K, N):
 //   jc: N in panels of NC columns      (a packed B panel, KC x NC, stays in L3)
@@ -47,7 +47,7 @@
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
 
-#include "autograd/kernels/pool.h"
+#include "base/thread_pool.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace normlab::autograd::kernels::HWY_NAMESPACE {
@@ -531,7 +531,7 @@ HWY_NOINLINE void GemmRegion(const GemmShape& s, const Plan<T>& pl, const T* a, 
   }
 }
 
-// Work sharing and waiting inside one parallel region (pool.h), without OpenMP's barriers:
+// Work sharing and waiting inside one parallel region (base/thread_pool.h), without OpenMP's barriers:
 // those spin without yielding, so when another process holds one core and both our threads
 // share the other, a waiting thread burns its whole time slice (a 4 ms scheduler tick here)
 // before the thread it waits for can run; GEMMs of 200 us then took 4-40 ms on 2 threads.
@@ -585,7 +585,7 @@ HWY_NOINLINE void GemmSharedB(const GemmShape& s, const Plan<T>& pl, const T* a,
   T* bp = ThreadBuffers<T>().get_b(whole_k ? kblocks * pl.KC * ncp : pl.b_size(width));
   const int64_t blocks = (s.m + static_cast<int64_t>(pl.MC) - 1) / static_cast<int64_t>(pl.MC);
   TeamSync sync;
-  parallel_run(threads, [&](int, int team) HWY_ATTR {
+  base::parallel_run(threads, [&](int, int team) HWY_ATTR {
     const int64_t nt = team;
     T* ap = pl.pack_a ? ThreadBuffers<T>().get_a(pl.a_size()) : nullptr;
     int64_t base = 0, packed = 0, steps = 0;  // task indices, pack tasks and steps so far
@@ -631,7 +631,7 @@ HWY_NOINLINE void GemmSharedB(const GemmShape& s, const Plan<T>& pl, const T* a,
 template <class Part>
 void ParallelParts(int threads, int64_t parts, const Part& part) {
   TeamSync sync;
-  parallel_run(threads, [&](int, int) HWY_ATTR {
+  base::parallel_run(threads, [&](int, int) HWY_ATTR {
     for (int64_t i; (i = sync.claim(parts)) >= 0;) part(i);
   });  // returns when every thread is past its last part
 }

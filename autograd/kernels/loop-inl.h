@@ -1,6 +1,13 @@
-// Loop helpers for per-target Highway kernel bodies (included by the -inl.h files of autograd's and
-// optim's kernels): a row of n elements as full vectors and a one-lane tail, a run-time flag
-// made a compile-time one, and the sum of a vector's lanes.
+// Loop helpers for per-target Highway kernel bodies: a row of n elements as full vectors and a
+// one-lane tail, a run-time flag made a compile-time one, and the sum of a vector's lanes.
+//
+// A public header: the one per-target (-inl.h) header of autograd/kernels/ that kernels outside
+// autograd (optim/kernels/) may include, as the layering test's list of public kernels/ headers
+// says. It stays in autograd, not base/, because it is Highway code and base/ does not depend on
+// Highway. Include it from a kernel's -inl.h (its guard toggles with HWY_TARGET_TOGGLE, so
+// foreach_target.h compiles it once per target) and name its helpers through
+// normlab::autograd::kernels::HWY_NAMESPACE, e.g. `using autograd::kernels::HWY_NAMESPACE::ForRow;`.
+// A change here changes optim's kernels too.
 
 #if defined(NORMLAB_AUTOGRAD_KERNELS_LOOP_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef NORMLAB_AUTOGRAD_KERNELS_LOOP_INL_H_

@@ -189,7 +189,7 @@ void LayerNormForward(int64_t rows, int64_t n, const T* x, const T* gamma, const
   const int64_t per = RowsPerPart(n), parts = (rows + per - 1) / per;
   WithFlag(gamma != nullptr, [&](auto kg) {
     WithFlag(beta != nullptr, [&](auto kb) {
-      parallel_parts(norm_threads(rows * n, parts), parts, [&](int64_t p) {
+      base::parallel_parts(norm_threads(rows * n, parts), parts, [&](int64_t p) {
         LayerNormForwardT<T, decltype(kg)::value, decltype(kb)::value>(
             p * per, std::min(rows, (p + 1) * per), n, x, gamma, beta, eps, stream, y, mean, mean_lo, rstd);
       });
@@ -271,7 +271,7 @@ void RowNormBackward(bool center, int64_t rows, int64_t n, const T* dy, const T*
     WithFlag(gamma != nullptr, [&](auto kg) {
       WithFlag(dgamma != nullptr, [&](auto kdg) {
         WithFlag(dbeta != nullptr, [&](auto kdb) {
-          parallel_parts(norm_threads(rows * n, parts), parts, [&](int64_t q) {
+          base::parallel_parts(norm_threads(rows * n, parts), parts, [&](int64_t q) {
             const int64_t p = parts - 1 - q;  // last rows first: the forward just read them
             T* pg = !partials ? dgamma : partial.get() + p * 2 * n;
             T* pb = !partials ? dbeta : partial.get() + p * 2 * n + n;
@@ -287,7 +287,7 @@ void RowNormBackward(bool center, int64_t rows, int64_t n, const T* dy, const T*
   // out[j] = part 0 + part 1 + ... in part order for every column j; columns split over threads in
   // blocks of 64 (the sums do not depend on the split).
   const int64_t blocks = (n + 63) / 64, cparts = std::min<int64_t>(blocks, 8);
-  parallel_parts(norm_threads(parts * n, cparts), cparts, [&](int64_t q) HWY_ATTR {
+  base::parallel_parts(norm_threads(parts * n, cparts), cparts, [&](int64_t q) HWY_ATTR {
     const int64_t j0 = blocks * q / cparts * 64, j1 = std::min(n, blocks * (q + 1) / cparts * 64);
     for (int64_t w = 0; w < 2; ++w) {
       T* out = w == 0 ? dgamma : dbeta;
@@ -472,7 +472,7 @@ void BatchNormStats(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT x, T*
     // keeps full precision), var holding M2 until the end: one read of x.
     std::vector<T> md(C, T(0));  // mean of d: one allocation per call, none in the loops
     const int64_t parts = ChannelParts(N * C, C);
-    parallel_parts(norm_threads(N * C, parts), parts, [&](int64_t p) {
+    base::parallel_parts(norm_threads(N * C, parts), parts, [&](int64_t p) {
       int64_t c0, c1;
       ChannelRange(C, p, parts, c0, c1);
       WelfordColumns(N, C, c0, c1, x, md.data(), var);
@@ -484,7 +484,7 @@ void BatchNormStats(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT x, T*
     return;
   }
   // Two passes over each channel's N runs of L values, shifted by the channel's first value s.
-  parallel_parts(norm_threads(m * C, C), C, [&](int64_t c) {
+  base::parallel_parts(norm_threads(m * C, C), C, [&](int64_t c) {
     const T s = x[c * L];
     T sum = 0;
     for (int64_t i = 0; i < N; ++i)
@@ -507,7 +507,7 @@ void BatchNormStats(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT x, T*
 template <class Rows>
 HWY_INLINE void ParallelRowsReversed(int64_t N, int64_t row_elems, const Rows& row) {
   const int64_t per = RowsPerPart(row_elems), parts = (N + per - 1) / per;
-  parallel_parts(norm_threads(N * row_elems, parts), parts, [&](int64_t q) {
+  base::parallel_parts(norm_threads(N * row_elems, parts), parts, [&](int64_t q) {
     const int64_t p = parts - 1 - q;
     row(p * per, std::min(N, (p + 1) * per));
   });
@@ -568,7 +568,7 @@ void BatchNormBackward(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT dy
   if (training || dgamma || dbeta) {
     if (L == 1) {
       const int64_t parts = ChannelParts(N * C, C);
-      parallel_parts(norm_threads(N * C, parts), parts, [&](int64_t p) {
+      base::parallel_parts(norm_threads(N * C, parts), parts, [&](int64_t p) {
         int64_t c0, c1;
         ChannelRange(C, p, parts, c0, c1);
         // Four rows per load/store of the running sums (per lane the same adds, in row order).
@@ -609,7 +609,7 @@ void BatchNormBackward(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT dy
           });
       });
     } else {
-      parallel_parts(norm_threads(m * C, C), C, [&](int64_t c) {
+      base::parallel_parts(norm_threads(m * C, C), C, [&](int64_t c) {
         const T mu = mean[c], ml = lo[c];
         for (int64_t i = 0; i < N; ++i) {
           const int64_t off = (i * C + c) * L;

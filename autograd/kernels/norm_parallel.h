@@ -1,13 +1,13 @@
 // How many threads a normalization kernel uses: the parts of a norm run on autograd's one thread
-// pool (autograd/kernels/pool.h) when the work is large enough to pay for waking a worker. Which
+// pool (base/thread_pool.h) when the work is large enough to pay for waking a worker. Which
 // thread runs a part never changes a result: the kernels give every part its own outputs and
 // combine any partial sums afterwards in part order (see norm-inl.h).
 #pragma once
 #include <algorithm>
 #include <cstdint>
 
-#include "autograd/kernels/pool.h"
 #include "autograd/parallel.h"
+#include "base/thread_pool.h"
 
 namespace normlab::autograd::kernels {
 

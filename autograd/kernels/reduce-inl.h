@@ -11,9 +11,9 @@
 #include <limits>
 
 #include "autograd/kernels/loop-inl.h"
-#include "autograd/kernels/pool.h"
 #include "autograd/kernels/reduce.h"
 #include "autograd/parallel.h"
+#include "base/thread_pool.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -125,7 +125,7 @@ template <typename T>
 void Reduce(ReduceOp op, int64_t outer, int64_t r, int64_t inner, const T* x, T* out) {
   const int threads = outer * r * inner >= kParallelElements ? num_threads() : 1;
   if (threads <= 1) return ReducePart(op, 0, outer, r, inner, 0, inner, x, out);
-  parallel_run(threads, [&](int t, int nt) HWY_ATTR {
+  base::parallel_run(threads, [&](int t, int nt) HWY_ATTR {
     if (outer >= nt || inner == 1) {
       ReducePart(op, outer * t / nt, outer * (t + 1) / nt, r, inner, 0, inner, x, out);
     } else {

@@ -47,8 +47,8 @@ HWY_AFTER_NAMESPACE();
 #include <cstring>
 
 #include "autograd/kernels/gemm.h"
-#include "autograd/kernels/pool.h"
 #include "autograd/parallel.h"
+#include "base/thread_pool.h"
 
 namespace normlab::autograd::kernels::winograd {
 
@@ -229,7 +229,7 @@ template <class Body>
 void over_outputs(int64_t o, int64_t c, const Body& body) {
   const int threads = o * c < 512 ? 1 : autograd::num_threads();
   const int64_t parts = std::min<int64_t>(o, 4 * threads);
-  parallel_parts(threads, parts, [&](int64_t q) { body(o * q / parts, o * (q + 1) / parts); });
+  base::parallel_parts(threads, parts, [&](int64_t q) { body(o * q / parts, o * (q + 1) / parts); });
 }
 
 // The filters go through the transforms in runs of up to kRun whose 16 transformed values lie

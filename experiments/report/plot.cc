@@ -16,7 +16,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "experiments/output.h"
 
 namespace normlab::experiments::report {

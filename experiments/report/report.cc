@@ -6,7 +6,7 @@
 #include <cmath>
 #include <thread>
 
-#include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/target.h"
 #include "autograd/parallel.h"
 #include "experiments/git_commit.h"
 #include "experiments/optimizers.h"

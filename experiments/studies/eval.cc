@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "autograd/engine.h"
-#include "autograd/error.h"
+#include "base/error.h"
 #include "autograd/loss.h"
 #include "autograd/shape_ops.h"
 #include "data/csv.h"

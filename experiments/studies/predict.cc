@@ -5,8 +5,8 @@
 #include <filesystem>
 
 #include "autograd/engine.h"
-#include "autograd/error.h"
 #include "autograd/loss.h"
+#include "base/error.h"
 #include "data/csv.h"
 #include "experiments/output.h"
 #include "experiments/saved_model.h"

@@ -16,8 +16,8 @@ int64_t TargetId() { return HWY_TARGET; }
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "autograd/kernels/pool.h"
 #include "autograd/parallel.h"
+#include "base/thread_pool.h"
 
 namespace normlab::optim::kernels {
 
@@ -39,8 +39,8 @@ constexpr int64_t kParallelElems = int64_t(1) << 16;
 // worker that joins late holds the caller up by one small part at most).
 template <class Step>
 void in_parts(int64_t n, const Step& step) {
-  const bool split = n >= kParallelElems && autograd::kernels::spinning_workers() > 0;
-  autograd::kernels::parallel_blocks(split ? autograd::num_threads() : 1, n, 8, step);
+  const bool split = n >= kParallelElems && base::spinning_workers() > 0;
+  base::parallel_blocks(split ? autograd::num_threads() : 1, n, 8, step);
 }
 
 }  // namespace

@@ -137,4 +137,10 @@ BOOST_AUTO_TEST_CASE(tensors_of_rank_above_the_inline_capacity) {
   BOOST_TEST(x.grad().flat(15) == 1);
 }
 
+BOOST_AUTO_TEST_CASE(python_tuple_repr) {
+  BOOST_TEST(py_tuple({}) == "()");
+  BOOST_TEST(py_tuple({3}) == "(3,)");
+  BOOST_TEST(py_tuple({2, 3}) == "(2, 3)");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "data/dataset.h"
 
 namespace normlab::test {

@@ -9,7 +9,7 @@
 
 #include "autograd/generator.h"
 #include "autograd/tensor.h"
-#include "autograd/error.h"
+#include "base/error.h"
 #include "dist/dist.h"
 
 using namespace normlab;

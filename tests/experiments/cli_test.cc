@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "data/split.h"
 #include "experiments/cli.h"
 #include "experiments/saved_model.h"

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "autograd/engine.h"
-#include "autograd/error.h"
+#include "base/error.h"
 #include "data/dataset.h"
 #include "data/split.h"
 #include "experiments/cli.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "experiments/cli.h"
 #include "experiments/model.h"
 #include "experiments/registry.h"

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "experiments/cli.h"
 #include "experiments/interrupt.h"
 #include "experiments/result_set.h"

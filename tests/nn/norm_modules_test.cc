@@ -9,6 +9,7 @@
 #include "autograd/autograd.h"
 #include "nn/batchnorm.h"
 #include "autograd/norm.h"
+#include "base/format.h"
 #include "nn/groupnorm.h"
 #include "nn/layernorm.h"
 #include "nn/rmsnorm.h"
@@ -17,6 +18,7 @@
 using namespace normlab::autograd;
 using namespace normlab::nn;
 using normlab::Error;
+using normlab::base::py_float;
 using normlab::test::check_tensor;
 
 namespace {
@@ -84,15 +86,6 @@ BOOST_AUTO_TEST_CASE(reprs_match_pytorch) {
   BOOST_TEST(GroupNorm(2, 4, 0.001, false).repr() == "GroupNorm(2, 4, eps=0.001, affine=False)");
   BOOST_TEST(RMSNorm({3}).repr() == "RMSNorm((3,), eps=None, elementwise_affine=True)");
   BOOST_TEST(RMSNorm({2, 3}, 1e-6, false).repr() == "RMSNorm((2, 3), eps=1e-06, elementwise_affine=False)");
-}
-
-BOOST_AUTO_TEST_CASE(python_float_repr) {
-  const std::vector<std::pair<double, std::string>> cases = {
-      {1e-5, "1e-05"}, {0.1, "0.1"}, {1.0, "1.0"}, {0.001, "0.001"}, {1e-4, "0.0001"}, {1.5e-7, "1.5e-07"},
-      {100, "100.0"}, {1e16, "1e+16"}, {123.25, "123.25"}, {-0.5, "-0.5"}, {0, "0.0"}, {1.0 / 3, "0.3333333333333333"}};
-  for (auto& [v, s] : cases) BOOST_TEST(py_float(v) == s);
-  BOOST_TEST(py_tuple({3}) == "(3,)");
-  BOOST_TEST(py_tuple({2, 3}) == "(2, 3)");
 }
 
 BOOST_AUTO_TEST_CASE(state_dict_names_and_initial_values) {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/target.h"
 #include "optim/kernels/adam.h"
 #include "tests/support/random.h"
 #include "tests/support/targets.h"

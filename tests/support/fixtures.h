@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "serialize/safetensors.h"
 
 #ifndef NORMLAB_SOURCE_DIR

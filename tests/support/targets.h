@@ -6,7 +6,7 @@
 #include <boost/test/unit_test.hpp>
 #include <string>
 
-#include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/target.h"
 
 namespace normlab::test {
 

@@ -1,8 +1,9 @@
-// normlab's one thread pool, for every kernel that runs on several threads (GEMM, reductions,
-// norms): persistent workers that spin only briefly, then sleep, between jobs, so they do not take
-// the core from the thread doing the work in between (GOMP's idle threads spin for milliseconds,
-// and on a shared or busy 2-core machine a 2-thread training step then took 10-30x longer than on
-// 1 thread). Two kinds of job share the workers:
+// normlab's one thread pool, for every kernel that runs on several threads (autograd's GEMM,
+// reductions and norms, optim's updates; each call says how many threads, the kernels
+// autograd::num_threads()): persistent workers that spin only briefly, then sleep, between jobs, so
+// they do not take the core from the thread doing the work in between (GOMP's idle threads spin for
+// milliseconds, and on a shared or busy 2-core machine a 2-thread training step then took 10-30x
+// longer than on 1 thread). Two kinds of job share the workers:
 //   parallel_run:   a team of nt threads running fn(t, nt) at once, for kernels whose threads work
 //                   in step (the GEMM's shared packed panels, the reductions' fixed row split);
 //   parallel_parts: independent parts claimed one at a time by the caller and the workers that
@@ -14,7 +15,7 @@
 #include <cstdint>
 #include <functional>
 
-namespace normlab::autograd::kernels {
+namespace normlab::base {
 
 // Runs fn(t, nt) for t = 0 .. nt-1 at once, t = 0 on the calling thread and the others on pool
 // workers, and returns when all have returned; nt = threads, or 1 when called from inside a job
@@ -59,4 +60,4 @@ void parallel_blocks(int threads, int64_t n, int64_t parts_per_thread, const Fn&
   });
 }
 
-}  // namespace normlab::autograd::kernels
+}  // namespace normlab::base

@@ -1,9 +1,9 @@
-// The kernels' thread pool: a caller publishes a job (a team or parts) with a new job number;
+// normlab's thread pool: a caller publishes a job (a team or parts) with a new job number;
 // workers wait for the number to change (spin, then yield, then sleep on a futex through
 // std::atomic::wait), take the job and run their share. A job is shared (shared_ptr) with the
 // workers that took it, so a worker that wakes after its caller returned still finds valid
 // counters: it then finds no part left and never touches the caller's function.
-#include "autograd/kernels/pool.h"
+#include "base/thread_pool.h"
 
 #include <atomic>
 #include <memory>
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-namespace normlab::autograd::kernels {
+namespace normlab::base {
 
 namespace {
 
@@ -176,4 +176,4 @@ void parallel_parts_on_pool(int threads, int64_t parts, const std::function<void
   pool().run_parts(threads, parts, part);
 }
 
-}  // namespace normlab::autograd::kernels
+}  // namespace normlab::base

@@ -1,11 +1,11 @@
-// Python-style formatting of numbers and shapes (Python's repr), as PyTorch prints them.
-#include "autograd/format.h"
+// Python-style formatting of numbers (Python's repr), as PyTorch prints them.
+#include "base/format.h"
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
-namespace normlab::autograd {
+namespace normlab::base {
 
 std::string py_float(double v) {
   if (std::isnan(v)) return "nan";
@@ -38,10 +38,4 @@ std::string py_float(double v) {
   return sign + digits.substr(0, int_len) + "." + digits.substr(int_len);
 }
 
-std::string py_tuple(const Shape& s) {
-  std::string r = "(";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + (s.size() == 1 ? ",)" : ")");
-}
-
-}  // namespace normlab::autograd
+}  // namespace normlab::base

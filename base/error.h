@@ -1,4 +1,8 @@
 // The project's exception type: every user-facing error in normlab is a normlab::Error.
+//
+// Namespace: normlab, not normlab::base (the one exception to folder = namespace). Every library
+// throws and checks unqualified (`throw Error(...)`, `check(...)`) from inside its own namespace
+// normlab::<library>, which finds these by the enclosing namespace; users catch normlab::Error.
 #pragma once
 #include <stdexcept>
 #include <string>
