@@ -250,6 +250,499 @@ std::string layout_hint(std::string_view header_line, const CsvOptions& opt) {
   return "";
 }
 
+// ---- read: the phases of reading a CSV file -----------------------------------------------------
+// The rows skipped at the top, the header, the feature columns and which of them are categorical;
+// then every row as floats (a category's id for a categorical column, NaN for a missing cell);
+// after the last row: categories sorted, one-hot encoding, missing values filled with column
+// means, labels mapped to classes.
+
+// The file being read, how, and the training set that fixes its columns and classes (nullptr when
+// the file is itself a training set).
+struct Source {
+  const std::string& path;
+  const CsvOptions& opt;
+  const Dataset* train;
+};
+
+// The next line that is neither blank nor a comment line (nullopt at the end of the file).
+std::optional<std::string_view> next_row(Lines& lines, char comment, int64_t& number) {
+  while (const std::optional<std::string_view> line = lines.next(number)) {
+    const std::string_view t = trim(*line);
+    if (!t.empty() && !(comment && t.front() == comment)) return line;
+  }
+  return std::nullopt;
+}
+
+// The header row or, without one (--csv-no-header), the first row, its columns named 0, 1, 2, ...
+struct Header {
+  std::vector<std::string> names;  // the column names: none empty, no two alike
+  std::string_view text;           // the row's text; valid until the next line is read
+  int64_t line = 0;                // its line number in the file
+  int64_t header_line = 0;         // line with a header row; 0 without (then the row is data)
+  bool has_label = false;          // false only when the label is optional (read_csv_features)
+  size_t label_col = 0;            // the label's column; width() when there is none
+
+  size_t width() const { return names.size(); }
+  bool has(const std::string& name) const { return std::find(names.begin(), names.end(), name) != names.end(); }
+};
+
+// Skips the rows --csv-skip-rows names, then reads the first row that is not blank or a comment.
+Header read_first_row(Lines& lines, const Source& src) {
+  const CsvOptions& opt = src.opt;
+  Header h;
+  // Rows skipped at the top (e.g. scikit-learn's "150,4,setosa,versicolor,virginica" line).
+  for (int64_t k = 0; k < opt.skip_rows; ++k)
+    if (!lines.next(h.line))
+      throw Error(src.path + ": the file has " + std::to_string(h.line) + " lines, fewer than the " +
+                  std::to_string(opt.skip_rows) + " to skip (--csv-skip-rows)");
+  const std::optional<std::string_view> line = next_row(lines, opt.comment, h.line);
+  if (!line)
+    throw Error(src.path + ": the file is empty" + (opt.skip_rows ? " after the skipped rows" : "") +
+                (opt.header ? " (expected a header row with column names)" : " (expected data rows)"));
+  h.text = *line;
+  h.header_line = opt.header ? h.line : 0;
+  h.names = split_csv_line(std::string(*line), opt.delimiter, src.path, h.line);
+  if (!opt.header)
+    for (size_t c = 0; c < h.names.size(); ++c) h.names[c] = std::to_string(c);
+  return h;
+}
+
+// Reads the header and checks it: column names present and distinct, not all numbers (a file
+// without a header row, read as if it had one), and the label column among them.
+Header read_header(Lines& lines, const Source& src) {
+  const std::string& path = src.path;
+  const CsvOptions& opt = src.opt;
+  Header h = read_first_row(lines, src);
+  std::set<std::string> seen;
+  bool all_numeric = true;
+  for (size_t c = 0; c < h.width(); ++c) {
+    if (h.names[c].empty())
+      throw Error(at_line(path, h.line) + ", column " + std::to_string(c + 1) + ": empty column name in the header");
+    if (!seen.insert(h.names[c]).second)
+      throw Error(at_cell(path, h.line, c, h.names[c]) + ": duplicate column name in the header");
+    all_numeric = all_numeric && parse_number(h.names[c]).has_value();
+  }
+  if (all_numeric && opt.header)
+    throw Error(at_line(path, h.line) + ": no header row (every field is a number: \"" + std::string(trim(h.text)) +
+                "\"); expected column names in the first row, or --csv-no-header for a file without them");
+  const auto label_it = std::find(h.names.begin(), h.names.end(), opt.label_column);
+  h.has_label = label_it != h.names.end();
+  if (!h.has_label && !opt.label_optional)
+    throw Error(at_line(path, h.line) + ": no column \"" + opt.label_column +
+                "\" for the label in the header; the columns are: " + join(h.names) + layout_hint(h.text, opt));
+  h.label_col = h.has_label ? static_cast<size_t>(label_it - h.names.begin()) : h.width();
+  if (h.has_label && h.width() < 2)
+    throw Error(at_line(path, h.line) + ": the header has only the label column \"" + opt.label_column +
+                "\"; expected at least one feature column");
+  return h;
+}
+
+// Columns left out: --csv-drop, and with --csv-columns every column it does not name (the label
+// is read either way). Each name must be a column of the header, and not the label.
+std::vector<bool> unused_columns(const Header& h, const Source& src) {
+  const CsvOptions& opt = src.opt;
+  for (const auto* names : {&opt.drop, &opt.keep})
+    for (const std::string& name : *names) {
+      if (!h.has(name))
+        throw Error(at_line(src.path, h.line) + ": no column \"" + name + "\" to " +
+                    (names == &opt.drop ? "drop (--csv-drop)" : "keep (--csv-columns)") + "; the columns are: " +
+                    join(h.names));
+      if (h.has_label && name == opt.label_column)
+        throw Error("column \"" + name + "\" is the label (--label): it cannot be " +
+                    (names == &opt.drop ? "dropped" : "a feature column"));
+    }
+  std::vector<bool> unused(h.width(), false);
+  for (size_t c = 0; c < h.width(); ++c)
+    unused[c] = std::find(opt.drop.begin(), opt.drop.end(), h.names[c]) != opt.drop.end() ||
+                (!opt.keep.empty() && std::find(opt.keep.begin(), opt.keep.end(), h.names[c]) == opt.keep.end());
+  return unused;
+}
+
+// The feature columns before one-hot encoding ("sources"): every column but the label and those
+// left out, in file order, or in train's order for a test file.
+struct Columns {
+  std::vector<bool> unused;          // per file column: left out
+  std::vector<std::string> sources;  // the feature columns' names
+  std::vector<int64_t> source_pos;   // per file column: its index in sources (-1: not a feature)
+
+  int64_t count() const { return static_cast<int64_t>(sources.size()); }
+  // True when file column c is a feature column: neither the label nor left out.
+  bool is_feature(size_t c, const Header& h) const { return c != h.label_col && !unused[c]; }
+};
+
+// The feature columns; a test file must have exactly train's (in any order).
+Columns feature_columns(const Header& h, const Source& src) {
+  const std::string& path = src.path;
+  Columns cols{unused_columns(h, src), {}, std::vector<int64_t>(h.width(), -1)};
+  if (!src.train) {
+    for (size_t c = 0; c < h.width(); ++c)
+      if (cols.is_feature(c, h)) cols.source_pos[c] = cols.count(), cols.sources.push_back(h.names[c]);
+    if (cols.sources.empty())
+      throw Error(at_line(path, h.line) + ": no feature column left (the columns are: " + join(h.names) + ")");
+    return cols;
+  }
+  const Dataset& train = *src.train;
+  cols.sources = train.source_columns.empty() ? train.feature_names : train.source_columns;
+  for (size_t c = 0; c < h.width(); ++c) {
+    if (!cols.is_feature(c, h)) continue;
+    const auto it = std::find(cols.sources.begin(), cols.sources.end(), h.names[c]);
+    if (it == cols.sources.end())
+      throw Error(at_cell(path, h.line, c, h.names[c]) + ": not a feature column of the training set " + "\"" +
+                  train.name + "\" (its features: " + join(cols.sources) + "; --csv-drop leaves a column out)");
+    cols.source_pos[c] = it - cols.sources.begin();
+  }
+  for (const std::string& f : cols.sources)
+    if (!h.has(f))
+      throw Error(at_line(path, h.line) + ": the header lacks the feature column \"" + f + "\" of the training set \"" +
+                  train.name + "\"");
+  return cols;
+}
+
+// The categorical feature columns (one-hot encoded: a 0/1 feature "<column>=<category>" per
+// category, in the column's place) and their categories, by source index.
+struct Categories {
+  std::vector<bool> is_cat;                                        // the source is categorical
+  std::vector<std::map<std::string, int64_t, std::less<>>> index;  // category -> id
+  std::vector<std::vector<std::string>> names;                     // id -> category
+
+  bool any() const { return std::find(is_cat.begin(), is_cat.end(), true) != is_cat.end(); }
+};
+
+// The categorical columns known before the rows are read: a test file takes train's, with their
+// categories in train's order; a training file those --categorical names (its categories are
+// gathered from the rows, and --categorical auto adds columns after the first rows).
+Categories categorical_columns(const Header& h, const Columns& cols, const Source& src) {
+  const int64_t m = cols.count();
+  Categories cats{std::vector<bool>(m, false), std::vector<std::map<std::string, int64_t, std::less<>>>(m),
+                  std::vector<std::vector<std::string>>(m)};
+  if (src.train) {
+    for (const auto& [col, names] : src.train->categories) {
+      const int64_t j = std::find(cols.sources.begin(), cols.sources.end(), col) - cols.sources.begin();
+      if (j == m)
+        throw Error(src.path + ": the training set's categorical column \"" + col + "\" is not a feature column");
+      cats.is_cat[j] = true, cats.names[j] = names;
+      for (size_t k = 0; k < names.size(); ++k) cats.index[j][names[k]] = static_cast<int64_t>(k);
+    }
+    return cats;
+  }
+  for (const std::string& name : src.opt.categorical) {
+    const auto it = std::find(cols.sources.begin(), cols.sources.end(), name);
+    if (it == cols.sources.end())
+      throw Error(at_line(src.path, h.line) + ": no feature column \"" + name + "\" to one-hot encode (--categorical)" +
+                  (h.has_label && name == src.opt.label_column ? ": it is the label" : "") +
+                  "; the feature columns are: " + join(cols.sources));
+    cats.is_cat[it - cols.sources.begin()] = true;
+  }
+  return cats;
+}
+
+// Missing cells: empty, or one of the NA strings (the defaults and --csv-na), trimmed.
+class MissingCells {
+ public:
+  explicit MissingCells(const CsvOptions& opt) : na_(kDefaultNaValues.begin(), kDefaultNaValues.end()) {
+    na_.insert(opt.na_values.begin(), opt.na_values.end());
+  }
+  bool operator()(const std::string& cell) const {
+    const std::string_view t = trim(cell);
+    return t.empty() || na_.count(t) > 0;
+  }
+
+ private:
+  std::set<std::string, std::less<>> na_;
+};
+
+// The error for a missing cell (column c of the row `fields` at line `line`) where `what` was expected.
+Error missing_error(const std::string& path, const Header& h, int64_t line, const std::vector<std::string>& fields,
+                    size_t c, const std::string& what) {
+  return Error(at_cell(path, line, c, h.names[c]) + ": a missing value (" +
+               (trim(fields[c]).empty() ? std::string("an empty cell") : "\"" + fields[c] + "\"") + "); expected " +
+               what + (c == h.label_col ? "; --missing drop leaves such rows out"
+                                        : "; --missing drop leaves such rows out, --missing mean fills in the "
+                                          "column's mean"));
+}
+
+// The rows read: each one's feature sources as floats, a category's id for a categorical column
+// and NaN for a missing cell, with its label and its line in the file.
+struct Rows {
+  std::vector<float> raw;               // (n, m) row-major, m = the number of sources
+  std::vector<float> y;                 // (n) the targets (regression)
+  std::vector<std::string> label_text;  // (n) the labels as written (classification)
+  std::vector<int64_t> lines;           // (n) the file line of each row
+  int64_t n = 0;                        // rows kept
+  int64_t dropped = 0;                  // rows left out for a missing cell (--missing drop)
+};
+
+// What reading the rows takes: the columns, their categories (a training file's grow as the rows
+// name new ones), what a missing cell is; and the rows read.
+struct RowReader {
+  const Source& src;
+  const Header& header;
+  const Columns& cols;
+  Categories& cats;
+  MissingCells is_missing;
+  Rows rows;
+  std::vector<float> row;  // the row being read, one float per source
+};
+
+// The id of category `value` of source j; a training file's first sight of a category adds it.
+int64_t category_id(RowReader& r, int64_t line, size_t c, int64_t j, const std::string& value) {
+  Categories& cats = r.cats;
+  const std::string& name = r.header.names[c];
+  auto it = cats.index[j].find(value);
+  if (it == cats.index[j].end()) {
+    if (r.src.train)
+      throw Error(at_cell(r.src.path, line, c, name) + ": category \"" + value +
+                  "\" does not occur in the training set \"" + r.src.train->name + "\" (its categories: " +
+                  join(cats.names[j]) + ")");
+    if (cats.names[j].size() >= (size_t{1} << 24))
+      throw Error(at_cell(r.src.path, line, c, name) + ": more than 2^24 categories");
+    it = cats.index[j].emplace(value, static_cast<int64_t>(cats.names[j].size())).first;
+    cats.names[j].push_back(value);
+  }
+  return it->second;
+}
+
+// Adds one row (its fields, at line `line`) to r.rows, or counts it as dropped (--missing drop).
+void add_row(RowReader& r, int64_t line, const std::vector<std::string>& f) {
+  const std::string& path = r.src.path;
+  const CsvOptions& opt = r.src.opt;
+  const Header& h = r.header;
+  bool drop_row = false;
+  for (size_t c = 0; c < h.width(); ++c) {
+    if (!r.cols.is_feature(c, h)) continue;
+    const int64_t j = r.cols.source_pos[c];
+    if (r.is_missing(f[c])) {
+      if (opt.missing == Missing::Error)
+        throw missing_error(path, h, line, f, c, r.cats.is_cat[j] ? "a category" : "a number");
+      r.row[j] = std::numeric_limits<float>::quiet_NaN();  // Mean: filled once every row is read
+      drop_row = drop_row || opt.missing == Missing::Drop;
+    } else if (r.cats.is_cat[j]) {
+      r.row[j] = static_cast<float>(category_id(r, line, c, j, std::string(trim(f[c]))));
+    } else {
+      r.row[j] = parse_cell(f[c], path, line, c, h.names[c]);
+    }
+  }
+  if (h.has_label && r.is_missing(f[h.label_col])) {
+    if (opt.missing != Missing::Drop)
+      throw missing_error(path, h, line, f, h.label_col, opt.task == Task::Regression ? "a number" : "a class label");
+    drop_row = true;
+  }
+  if (drop_row) {
+    ++r.rows.dropped;
+    return;
+  }
+  r.rows.raw.insert(r.rows.raw.end(), r.row.begin(), r.row.end());
+  r.rows.lines.push_back(line);
+  if (!h.has_label) return;
+  if (opt.task == Task::Regression)
+    r.rows.y.push_back(parse_cell(f[h.label_col], path, line, h.label_col, h.names[h.label_col]));
+  else
+    r.rows.label_text.push_back(f[h.label_col]);
+}
+
+// --categorical auto: marks categorical every column with a cell in the held rows that is neither
+// missing nor a number, then adds the rows.
+void add_held_rows(RowReader& r, const std::vector<std::pair<int64_t, std::vector<std::string>>>& held) {
+  for (const auto& [line, f] : held)
+    for (size_t c = 0; c < r.header.width(); ++c)
+      if (r.cols.is_feature(c, r.header) && !r.is_missing(f[c]) && !parse_number(f[c]))
+        r.cats.is_cat[r.cols.source_pos[c]] = true;
+  for (const auto& [line, f] : held) add_row(r, line, f);
+}
+
+// The error for a row of the wrong number of fields.
+Error field_count_error(const Source& src, const Header& h, int64_t line, size_t got) {
+  const size_t width = h.width();
+  return Error(at_line(src.path, line) + ": expected " + std::to_string(width) + " fields (as in " +
+               (src.opt.header ? "the header, line " + std::to_string(h.header_line) : std::string("the first row")) +
+               "), got " + std::to_string(got) +
+               (got < width ? " (column " + std::to_string(got + 1) + " \"" + h.names[got] + "\" onward is missing)"
+                            : " (an extra field at column " + std::to_string(width + 1) + ")"));
+}
+
+// Reads every row after the header (without a header row, the first row too). --categorical auto
+// holds the first kSniffRows rows until each column's kind is known. No row left is an error.
+Rows read_rows(Lines& lines, const Source& src, const Header& h, const Columns& cols, Categories& cats) {
+  constexpr size_t kSniffRows = 1000;
+  RowReader r{src, h, cols, cats, MissingCells(src.opt), {}, std::vector<float>(cols.count())};
+  std::vector<std::pair<int64_t, std::vector<std::string>>> held;
+  bool sniffing = src.opt.categorical_auto && !src.train;
+  std::vector<std::string> fields;  // reused for every row
+  int64_t line_no = h.line;
+  std::optional<std::string_view> line = h.text;
+  bool pending = !src.opt.header;  // without a header, the first row is data
+  while (pending || (line = next_row(lines, src.opt.comment, line_no))) {
+    pending = false;
+    split_fields(*line, src.opt.delimiter, src.path, line_no, fields);
+    if (fields.size() != h.width()) throw field_count_error(src, h, line_no, fields.size());
+    if (!sniffing) {
+      add_row(r, line_no, fields);
+      continue;
+    }
+    held.emplace_back(line_no, fields);
+    if (held.size() >= kSniffRows) {
+      add_held_rows(r, held);
+      held.clear();
+      sniffing = false;
+    }
+  }
+  if (sniffing) add_held_rows(r, held);
+  const int64_t m = cols.count();
+  r.rows.n = m > 0 ? static_cast<int64_t>(r.rows.raw.size()) / m : 0;
+  if (r.rows.n == 0 && r.rows.dropped > 0)
+    throw Error(src.path + ": every one of its " + std::to_string(r.rows.dropped) +
+                " rows has a missing value (--missing drop)");
+  if (r.rows.n == 0)
+    throw Error(src.path + ": the header (line " + std::to_string(h.header_line) + ") has no data rows");
+  return std::move(r.rows);
+}
+
+// A training file's categories in order: integers numerically if every one is an integer, else
+// bytewise, as the classes; the rows' ids follow.
+void sort_categories(Categories& cats, Rows& rows) {
+  const int64_t m = static_cast<int64_t>(cats.is_cat.size());
+  for (int64_t j = 0; j < m; ++j) {
+    if (!cats.is_cat[j]) continue;
+    const std::vector<std::string> sorted = in_class_order(cats.names[j]);
+    std::vector<float> new_id(sorted.size());
+    for (size_t k = 0; k < sorted.size(); ++k) new_id[cats.index[j].at(sorted[k])] = static_cast<float>(k);
+    for (int64_t i = 0; i < rows.n; ++i)
+      if (float& v = rows.raw[i * m + j]; !std::isnan(v)) v = new_id[static_cast<size_t>(v)];
+    cats.names[j] = sorted;
+  }
+}
+
+// The features after one-hot encoding: (n, d) row-major, with their names.
+struct Features {
+  std::vector<std::string> names;  // (d) a source's name, or "<column>=<category>"
+  std::vector<float> x;            // (n, d)
+  int64_t d = 0;
+};
+
+// One-hot encoding: a categorical source's category k sets its k-th feature to 1, the others 0
+// (a missing category: all NaN, for --missing mean); other sources are copied.
+Features one_hot(const Columns& cols, const Categories& cats, const Rows& rows) {
+  const int64_t m = cols.count(), n = rows.n;
+  Features out;
+  std::vector<int64_t> offset(m);  // source j's first feature
+  for (int64_t j = 0; j < m; ++j) {
+    offset[j] = static_cast<int64_t>(out.names.size());
+    if (!cats.is_cat[j]) out.names.push_back(cols.sources[j]);
+    else
+      for (const std::string& c : cats.names[j]) out.names.push_back(cols.sources[j] + "=" + c);
+  }
+  const int64_t d = out.d = static_cast<int64_t>(out.names.size());
+  out.x.assign(static_cast<size_t>(n * d), 0.0f);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < m; ++j) {
+      const float v = rows.raw[i * m + j];
+      float* x = &out.x[i * d + offset[j]];
+      if (!cats.is_cat[j]) *x = v;
+      else if (std::isnan(v)) std::fill(x, x + cats.names[j].size(), v);
+      else x[static_cast<size_t>(v)] = 1.0f;
+    }
+  return out;
+}
+
+// --missing mean: every missing feature (NaN) becomes its column's mean over the rows where it is
+// present (train's means for a test file). Returns the means (empty without --missing mean).
+std::vector<float> fill_missing(Features& f, int64_t n, const Source& src) {
+  const int64_t d = f.d;
+  if (src.opt.missing == Missing::Mean && src.train && static_cast<int64_t>(src.train->fill.size()) != d)
+    throw Error(src.path + ": --missing mean needs the training set's column means, and \"" + src.train->name +
+                "\" has none (it was read without --missing mean)");
+  std::vector<float> fill;
+  if (src.opt.missing != Missing::Mean) return fill;
+  if (src.train) {
+    fill = src.train->fill;
+  } else {
+    for (int64_t j = 0; j < d; ++j) {
+      double sum = 0;
+      int64_t count = 0;
+      for (int64_t i = 0; i < n; ++i)
+        if (const float v = f.x[i * d + j]; !std::isnan(v)) sum += v, ++count;
+      if (count == 0)
+        throw Error(src.path + ": column \"" + f.names[j] + "\" has no value in any row: its mean cannot fill "
+                    "it (--csv-drop \"" + f.names[j] + "\" leaves it out)");
+      fill.push_back(static_cast<float>(sum / static_cast<double>(count)));
+    }
+  }
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < d; ++j)
+      if (std::isnan(f.x[i * d + j])) f.x[i * d + j] = fill[j];
+  return fill;
+}
+
+// Class mapping: train's, or integers sorted numerically if every label is one ("07" is class 7),
+// else the label strings sorted bytewise. Sets ds.labels, ds.num_classes and ds.class_names.
+void encode_classes(Dataset& ds, const Rows& rows, const Header& h, const Source& src) {
+  const int64_t n = rows.n;
+  const Dataset* train = src.train;
+  std::vector<std::optional<int64_t>> as_int(n);
+  bool integer = true;
+  if (train)
+    for (const std::string& c : train->class_names) {
+      const std::optional<int64_t> v = parse_integer_class(c);
+      integer = integer && v && std::to_string(*v) == c;
+    }
+  for (int64_t i = 0; i < n; ++i) {
+    as_int[i] = parse_integer_class(rows.label_text[i]);
+    if (!train) integer = integer && as_int[i].has_value();
+  }
+  std::vector<std::string> names;
+  if (train) {
+    names = train->class_names;
+  } else {
+    std::set<std::string> keys;
+    for (int64_t i = 0; i < n; ++i) keys.insert(integer ? std::to_string(*as_int[i]) : rows.label_text[i]);
+    names = in_class_order({keys.begin(), keys.end()});
+  }
+  std::map<std::string, int64_t> index;  // class name -> index
+  for (size_t k = 0; k < names.size(); ++k) index[names[k]] = static_cast<int64_t>(k);
+  ds.labels.resize(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const std::string key = integer && as_int[i] ? std::to_string(*as_int[i]) : rows.label_text[i];
+    const auto it = index.find(key);
+    if (it == index.end())
+      throw Error(at_cell(src.path, rows.lines[i], h.label_col, h.names[h.label_col]) + ": class \"" +
+                  rows.label_text[i] + "\" does not occur in the training set \"" + train->name +
+                  "\" (its classes: " + join(names) + ")");
+    ds.labels[i] = it->second;
+  }
+  ds.num_classes = static_cast<int64_t>(names.size());
+  ds.class_names = names;
+}
+
+// The data set: the features, and the labels (classes or regression targets) if the file has them.
+Dataset make_dataset(const Source& src, const Header& h, const Columns& cols, const Categories& cats,
+                     const Rows& rows, const Features& f, const std::vector<float>& fill) {
+  Dataset ds;
+  ds.name = src.path;
+  ds.label_name = src.opt.label_column;
+  ds.feature_names = f.names;
+  ds.x = autograd::empty({rows.n, f.d});
+  std::copy(f.x.begin(), f.x.end(), ds.x.data<float>());
+  ds.lines = rows.lines;
+  ds.fill = fill;
+  ds.dropped_rows = rows.dropped;
+  if (cats.any()) {
+    ds.source_columns = cols.sources;
+    for (int64_t j = 0; j < cols.count(); ++j)
+      if (cats.is_cat[j]) ds.categories.emplace_back(cols.sources[j], cats.names[j]);
+  }
+  if (!h.has_label) {  // features only (read_csv_features)
+    ds.label_name.clear();
+    return ds;
+  }
+  if (src.opt.task == Task::Regression) {
+    ds.y = autograd::empty({rows.n, 1});
+    std::copy(rows.y.begin(), rows.y.end(), ds.y.data<float>());
+    return ds;
+  }
+  encode_classes(ds, rows, h, src);
+  return ds;
+}
+
 // Reads the file; train (if given) fixes the feature columns and the class mapping.
 Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* train) {
   namespace fs = std::filesystem;
@@ -259,348 +752,17 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
   if (opt.label_column.empty())
     throw Error(path + ": no label column given (expected the name of one of the header's columns)");
 
+  const Source src{path, opt, train};
   try {
     Lines lines(path);
-    auto next_line = [&](int64_t& number) -> std::optional<std::string_view> {
-      // Skips blank lines and comment lines; returns nullopt at the end of the file.
-      while (const std::optional<std::string_view> line = lines.next(number)) {
-        const std::string_view t = trim(*line);
-        if (!t.empty() && !(opt.comment && t.front() == opt.comment)) return line;
-      }
-      return std::nullopt;
-    };
-
-    // Rows skipped at the top (e.g. scikit-learn's "150,4,setosa,versicolor,virginica" line).
-    int64_t line_no = 0;
-    for (int64_t k = 0; k < opt.skip_rows; ++k)
-      if (!lines.next(line_no))
-        throw Error(path + ": the file has " + std::to_string(line_no) + " lines, fewer than the " +
-                    std::to_string(opt.skip_rows) + " to skip (--csv-skip-rows)");
-
-    // Header (or, without one, the first row, whose fields are numbered).
-    std::optional<std::string_view> line = next_line(line_no);
-    if (!line)
-      throw Error(path + ": the file is empty" + (opt.skip_rows ? " after the skipped rows" : "") +
-                  (opt.header ? " (expected a header row with column names)" : " (expected data rows)"));
-    const int64_t header_line = opt.header ? line_no : 0;
-    std::vector<std::string> header = split_csv_line(std::string(*line), opt.delimiter, path, line_no);
-    const bool first_is_data = !opt.header;
-    if (first_is_data)
-      for (size_t c = 0; c < header.size(); ++c) header[c] = std::to_string(c);
-    std::vector<std::string> fields;  // reused for every row
-    const size_t width = header.size();
-    std::set<std::string> seen;
-    bool all_numeric = true;
-    for (size_t c = 0; c < width; ++c) {
-      if (header[c].empty())
-        throw Error(at_line(path, line_no) + ", column " + std::to_string(c + 1) +
-                    ": empty column name in the header");
-      if (!seen.insert(header[c]).second)
-        throw Error(at_cell(path, line_no, c, header[c]) + ": duplicate column name in the header");
-      all_numeric = all_numeric && parse_number(header[c]).has_value();
-    }
-    if (all_numeric && opt.header)
-      throw Error(at_line(path, line_no) + ": no header row (every field is a number: \"" +
-                  std::string(trim(*line)) + "\"); expected column names in the first row, or --csv-no-header for a file without them");
-    const auto label_it = std::find(header.begin(), header.end(), opt.label_column);
-    const bool has_label = label_it != header.end();
-    if (!has_label && !opt.label_optional)
-      throw Error(at_line(path, line_no) + ": no column \"" + opt.label_column +
-                  "\" for the label in the header; the columns are: " + join(header) + layout_hint(*line, opt));
-    const size_t label_col = has_label ? static_cast<size_t>(label_it - header.begin()) : width;  // width: none
-    if (has_label && width < 2)
-      throw Error(at_line(path, line_no) + ": the header has only the label column \"" + opt.label_column +
-                  "\"; expected at least one feature column");
-
-    // Columns left out: --csv-drop, and with --csv-columns every column it does not name (the label
-    // is read either way). Each name must be a column of the header.
-    std::vector<bool> unused(width, false);
-    for (const auto* names : {&opt.drop, &opt.keep})
-      for (const std::string& name : *names) {
-        if (std::find(header.begin(), header.end(), name) == header.end())
-          throw Error(at_line(path, line_no) + ": no column \"" + name + "\" to " +
-                      (names == &opt.drop ? "drop (--csv-drop)" : "keep (--csv-columns)") + "; the columns are: " +
-                      join(header));
-        if (has_label && name == opt.label_column)
-          throw Error("column \"" + name + "\" is the label (--label): it cannot be " +
-                      (names == &opt.drop ? "dropped" : "a feature column"));
-      }
-    for (size_t c = 0; c < width; ++c)
-      unused[c] = std::find(opt.drop.begin(), opt.drop.end(), header[c]) != opt.drop.end() ||
-                  (!opt.keep.empty() && std::find(opt.keep.begin(), opt.keep.end(), header[c]) == opt.keep.end());
-
-    // Feature source columns: file order, or train's order for a test file. A categorical column
-    // (--categorical) becomes one 0/1 feature per category, "<column>=<category>", in its place.
-    std::vector<std::string> sources;            // the feature columns, before one-hot encoding
-    std::vector<int64_t> source_pos(width, -1);  // file column -> source index
-    if (!train) {
-      for (size_t c = 0; c < width; ++c)
-        if (c != label_col && !unused[c]) source_pos[c] = static_cast<int64_t>(sources.size()),
-                                          sources.push_back(header[c]);
-      if (sources.empty())
-        throw Error(at_line(path, line_no) + ": no feature column left (the columns are: " + join(header) + ")");
-    } else {
-      sources = train->source_columns.empty() ? train->feature_names : train->source_columns;
-      for (size_t c = 0; c < width; ++c) {
-        if (c == label_col || unused[c]) continue;
-        const auto it = std::find(sources.begin(), sources.end(), header[c]);
-        if (it == sources.end())
-          throw Error(at_cell(path, line_no, c, header[c]) + ": not a feature column of the training set " +
-                      "\"" + train->name + "\" (its features: " + join(sources) + "; --csv-drop leaves a column out)");
-        source_pos[c] = it - sources.begin();
-      }
-      for (const std::string& f : sources)
-        if (!seen.count(f))
-          throw Error(at_line(path, line_no) + ": the header lacks the feature column \"" + f +
-                      "\" of the training set \"" + train->name + "\"");
-    }
-    const int64_t m = static_cast<int64_t>(sources.size());
-
-    // Categorical sources and their categories (a test file takes train's, in train's order).
-    std::vector<bool> is_cat(m, false);
-    std::vector<std::map<std::string, int64_t, std::less<>>> cat_index(m);  // category -> id
-    std::vector<std::vector<std::string>> cat_names(m);                     // id -> category
-    if (train) {
-      for (const auto& [col, cats] : train->categories) {
-        const int64_t j = std::find(sources.begin(), sources.end(), col) - sources.begin();
-        if (j == m) throw Error(path + ": the training set's categorical column \"" + col + "\" is not a feature column");
-        is_cat[j] = true, cat_names[j] = cats;
-        for (size_t k = 0; k < cats.size(); ++k) cat_index[j][cats[k]] = static_cast<int64_t>(k);
-      }
-    } else {
-      for (const std::string& name : opt.categorical) {
-        const auto it = std::find(sources.begin(), sources.end(), name);
-        if (it == sources.end())
-          throw Error(at_line(path, line_no) + ": no feature column \"" + name + "\" to one-hot encode (--categorical)" +
-                      (has_label && name == opt.label_column ? ": it is the label" : "") +
-                      "; the feature columns are: " + join(sources));
-        is_cat[it - sources.begin()] = true;
-      }
-    }
-
-    // Missing cells: empty, or one of the NA strings (trimmed).
-    std::set<std::string, std::less<>> na(kDefaultNaValues.begin(), kDefaultNaValues.end());
-    na.insert(opt.na_values.begin(), opt.na_values.end());
-    const auto is_missing = [&](const std::string& cell) {
-      const std::string_view t = trim(cell);
-      return t.empty() || na.count(t) > 0;
-    };
-    const auto missing_error = [&](int64_t ln, const std::vector<std::string>& f, size_t c, const std::string& what) {
-      return Error(at_cell(path, ln, c, header[c]) + ": a missing value (" +
-                   (trim(f[c]).empty() ? std::string("an empty cell") : "\"" + f[c] + "\"") + "); expected " +
-                   what + (c == label_col ? "; --missing drop leaves such rows out"
-                                          : "; --missing drop leaves such rows out, --missing mean fills in the "
-                                            "column's mean"));
-    };
-    int64_t dropped = 0;
-
-    // One row: each source as a float (a category's id for a categorical column, NaN when missing).
-    std::vector<float> raw, y;
-    std::vector<std::string> label_text;
-    std::vector<int64_t> label_line;  // the file line of each row
-    std::vector<float> row(m);
-    const auto process = [&](int64_t ln, const std::vector<std::string>& f) {
-      bool drop_row = false;
-      for (size_t c = 0; c < width; ++c) {
-        if (c == label_col || unused[c]) continue;
-        const int64_t j = source_pos[c];
-        if (is_missing(f[c])) {
-          if (opt.missing == Missing::Error) throw missing_error(ln, f, c, is_cat[j] ? "a category" : "a number");
-          row[j] = std::numeric_limits<float>::quiet_NaN();  // Mean: filled below
-          drop_row = drop_row || opt.missing == Missing::Drop;
-        } else if (is_cat[j]) {
-          const std::string v(trim(f[c]));
-          auto it = cat_index[j].find(v);
-          if (it == cat_index[j].end()) {
-            if (train)
-              throw Error(at_cell(path, ln, c, header[c]) + ": category \"" + v + "\" does not occur in the training set \"" +
-                          train->name + "\" (its categories: " + join(cat_names[j]) + ")");
-            if (cat_names[j].size() >= (size_t{1} << 24))
-              throw Error(at_cell(path, ln, c, header[c]) + ": more than 2^24 categories");
-            it = cat_index[j].emplace(v, static_cast<int64_t>(cat_names[j].size())).first;
-            cat_names[j].push_back(v);
-          }
-          row[j] = static_cast<float>(it->second);
-        } else {
-          row[j] = parse_cell(f[c], path, ln, c, header[c]);
-        }
-      }
-      if (has_label && is_missing(f[label_col])) {
-        if (opt.missing != Missing::Drop)
-          throw missing_error(ln, f, label_col, opt.task == Task::Regression ? "a number" : "a class label");
-        drop_row = true;
-      }
-      if (drop_row) {
-        ++dropped;
-        return;
-      }
-      raw.insert(raw.end(), row.begin(), row.end());
-      label_line.push_back(ln);
-      if (!has_label) return;
-      if (opt.task == Task::Regression)
-        y.push_back(parse_cell(f[label_col], path, ln, label_col, header[label_col]));
-      else
-        label_text.push_back(f[label_col]);
-    };
-
-    // --categorical auto: the first rows are held until each column's kind is known: categorical
-    // when one of its cells there is neither missing nor a number.
-    constexpr size_t kSniffRows = 1000;
-    std::vector<std::pair<int64_t, std::vector<std::string>>> head;
-    bool sniffing = opt.categorical_auto && !train;
-    const auto flush_head = [&] {
-      for (const auto& [ln, f] : head)
-        for (size_t c = 0; c < width; ++c)
-          if (c != label_col && !unused[c] && !is_missing(f[c]) && !parse_number(f[c])) is_cat[source_pos[c]] = true;
-      for (const auto& [ln, f] : head) process(ln, f);
-      head.clear();
-      sniffing = false;
-    };
-    bool pending = first_is_data;  // without a header, the first row read above is data
-    while (pending || (line = next_line(line_no))) {
-      pending = false;
-      split_fields(*line, opt.delimiter, path, line_no, fields);
-      if (fields.size() != width)
-        throw Error(at_line(path, line_no) + ": expected " + std::to_string(width) +
-                    " fields (as in " + (opt.header ? "the header, line " + std::to_string(header_line) : std::string("the first row")) + "), got " +
-                    std::to_string(fields.size()) +
-                    (fields.size() < width
-                         ? " (column " + std::to_string(fields.size() + 1) + " \"" + header[fields.size()] +
-                               "\" onward is missing)"
-                         : " (an extra field at column " + std::to_string(width + 1) + ")"));
-      if (!sniffing) {
-        process(line_no, fields);
-        continue;
-      }
-      head.emplace_back(line_no, fields);
-      if (head.size() >= kSniffRows) flush_head();
-    }
-    if (sniffing) flush_head();
-    const int64_t n = m > 0 ? static_cast<int64_t>(raw.size()) / m : 0;
-    if (n == 0 && dropped > 0)
-      throw Error(path + ": every one of its " + std::to_string(dropped) + " rows has a missing value (--missing drop)");
-    if (n == 0) throw Error(path + ": the header (line " + std::to_string(header_line) + ") has no data rows");
-
-    // Categories in order (a training file): integers numerically if every one is an integer, else
-    // bytewise, as the classes; the rows' ids follow.
-    if (!train)
-      for (int64_t j = 0; j < m; ++j) {
-        if (!is_cat[j]) continue;
-        const std::vector<std::string> sorted = in_class_order(cat_names[j]);
-        std::vector<float> new_id(sorted.size());
-        for (size_t k = 0; k < sorted.size(); ++k) new_id[cat_index[j].at(sorted[k])] = static_cast<float>(k);
-        for (int64_t i = 0; i < n; ++i)
-          if (float& v = raw[i * m + j]; !std::isnan(v)) v = new_id[static_cast<size_t>(v)];
-        cat_names[j] = sorted;
-      }
-
-    // One-hot encoding: a categorical source's category k sets its k-th feature to 1, the others 0
-    // (a missing category: all NaN, for --missing mean).
-    std::vector<std::string> feature_names;
-    std::vector<int64_t> offset(m);
-    for (int64_t j = 0; j < m; ++j) {
-      offset[j] = static_cast<int64_t>(feature_names.size());
-      if (!is_cat[j]) feature_names.push_back(sources[j]);
-      else
-        for (const std::string& c : cat_names[j]) feature_names.push_back(sources[j] + "=" + c);
-    }
-    const int64_t d = static_cast<int64_t>(feature_names.size());
-    std::vector<float> x(static_cast<size_t>(n * d), 0.0f);
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < m; ++j) {
-        const float v = raw[i * m + j];
-        float* out = &x[i * d + offset[j]];
-        if (!is_cat[j]) *out = v;
-        else if (std::isnan(v)) std::fill(out, out + cat_names[j].size(), v);
-        else out[static_cast<size_t>(v)] = 1.0f;
-      }
-    if (opt.missing == Missing::Mean && train && static_cast<int64_t>(train->fill.size()) != d)
-      throw Error(path + ": --missing mean needs the training set's column means, and \"" + train->name +
-                  "\" has none (it was read without --missing mean)");
-
-    // --missing mean: each feature's mean over the rows where it is present (train's for a test file).
-    std::vector<float> fill;
-    if (opt.missing == Missing::Mean) {
-      if (train) {
-        fill = train->fill;
-      } else {
-        for (int64_t j = 0; j < d; ++j) {
-          double sum = 0;
-          int64_t count = 0;
-          for (int64_t i = 0; i < n; ++i)
-            if (const float v = x[i * d + j]; !std::isnan(v)) sum += v, ++count;
-          if (count == 0)
-            throw Error(path + ": column \"" + feature_names[j] + "\" has no value in any row: its mean cannot fill "
-                        "it (--csv-drop \"" + feature_names[j] + "\" leaves it out)");
-          fill.push_back(static_cast<float>(sum / static_cast<double>(count)));
-        }
-      }
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < d; ++j)
-          if (std::isnan(x[i * d + j])) x[i * d + j] = fill[j];
-    }
-
-    Dataset ds;
-    ds.name = path;
-    ds.label_name = opt.label_column;
-    ds.feature_names = feature_names;
-    ds.x = autograd::empty({n, d});
-    std::copy(x.begin(), x.end(), ds.x.data<float>());
-    ds.lines = label_line;
-    ds.fill = fill;
-    ds.dropped_rows = dropped;
-    if (std::find(is_cat.begin(), is_cat.end(), true) != is_cat.end()) {
-      ds.source_columns = sources;
-      for (int64_t j = 0; j < m; ++j)
-        if (is_cat[j]) ds.categories.emplace_back(sources[j], cat_names[j]);
-    }
-    if (!has_label) {  // features only (read_csv_features)
-      ds.label_name.clear();
-      return ds;
-    }
-    if (opt.task == Task::Regression) {
-      ds.y = autograd::empty({n, 1});
-      std::copy(y.begin(), y.end(), ds.y.data<float>());
-      return ds;
-    }
-
-    // Class mapping: train's, or integers sorted numerically if every label is one, else strings
-    // sorted bytewise.
-    const auto cell = [&](int64_t i) { return at_cell(path, label_line[i], label_col, header[label_col]); };
-    std::vector<std::optional<int64_t>> as_int(n);
-    bool integer = true;
-    if (train) {
-      for (const std::string& c : train->class_names) {
-        const std::optional<int64_t> v = parse_integer_class(c);
-        integer = integer && v && std::to_string(*v) == c;
-      }
-    }
-    for (int64_t i = 0; i < n; ++i) {
-      as_int[i] = parse_integer_class(label_text[i]);
-      if (!train) integer = integer && as_int[i].has_value();
-    }
-    std::map<std::string, int64_t> index;  // class name -> index
-    std::vector<std::string> names;
-    if (train) {
-      names = train->class_names;
-    } else {  // integer labels by their value ("07" is class 7)
-      std::set<std::string> keys;
-      for (int64_t i = 0; i < n; ++i) keys.insert(integer ? std::to_string(*as_int[i]) : label_text[i]);
-      names = in_class_order({keys.begin(), keys.end()});
-    }
-    for (size_t k = 0; k < names.size(); ++k) index[names[k]] = static_cast<int64_t>(k);
-    ds.labels.resize(n);
-    for (int64_t i = 0; i < n; ++i) {
-      const std::string key = integer && as_int[i] ? std::to_string(*as_int[i]) : label_text[i];
-      const auto it = index.find(key);
-      if (it == index.end())
-        throw Error(cell(i) + ": class \"" + label_text[i] + "\" does not occur in the training set \"" +
-                    train->name + "\" (its classes: " + join(names) + ")");
-      ds.labels[i] = it->second;
-    }
-    ds.num_classes = static_cast<int64_t>(names.size());
-    ds.class_names = names;
-    return ds;
+    const Header header = read_header(lines, src);
+    const Columns cols = feature_columns(header, src);
+    Categories cats = categorical_columns(header, cols, src);
+    Rows rows = read_rows(lines, src, header, cols, cats);
+    if (!train) sort_categories(cats, rows);
+    Features features = one_hot(cols, cats, rows);
+    const std::vector<float> fill = fill_missing(features, rows.n, src);
+    return make_dataset(src, header, cols, cats, rows, features, fill);
   } catch (const io::error::base& e) {
     throw Error(path + ": " + e.what());
   }

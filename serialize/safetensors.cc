@@ -212,6 +212,161 @@ struct FdCloser {
   }
 };
 
+// The error of load_safetensors for the file at path: "load_safetensors '<path>': <problem>".
+[[noreturn]] void load_fail(const std::string& path, const std::string& problem) {
+  throw Error("load_safetensors " + quote(path) + ": " + problem);
+}
+
+// Checks that fd is a regular file of at least 8 bytes and reads the header length n, its first
+// 8 bytes (little-endian), which must leave room for the header in the file and be at most
+// kMaxHeaderBytes. Sets *size to the file's size.
+uint64_t read_header_length(int fd, const std::string& path, uint64_t* size) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) load_fail(path, "cannot stat the file: " + errno_text(errno));
+  if (!S_ISREG(st.st_mode)) load_fail(path, "not a regular file");
+  *size = static_cast<uint64_t>(st.st_size);
+  if (*size < 8)
+    load_fail(path, "the file is " + std::to_string(*size) + " bytes long, shorter than the 8-byte header length");
+  unsigned char len_bytes[8];
+  if (!read_at(fd, len_bytes, 8, 0)) load_fail(path, "cannot read the header length: " + errno_text(errno));
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | len_bytes[i];
+  if (n > *size - 8)
+    load_fail(path, "truncated or corrupt: the header length says " + std::to_string(n) + " bytes but only " +
+                        std::to_string(*size - 8) + " bytes follow it");
+  if (n > kMaxHeaderBytes)
+    load_fail(path, "the header length " + std::to_string(n) + " exceeds the limit of " +
+                        std::to_string(kMaxHeaderBytes) + " bytes");
+  return n;
+}
+
+// Reads the n-byte JSON header after the length and parses it: a JSON object, no key twice.
+json read_header(int fd, const std::string& path, uint64_t n) {
+  std::string text(n, '\0');
+  if (!read_at(fd, text.data(), n, 8)) load_fail(path, "cannot read the header: " + errno_text(errno));
+  json header;
+  std::string duplicate;
+  int duplicate_depth = 0;
+  try {
+    header = parse_header(text, &duplicate, &duplicate_depth);
+  } catch (const json::exception& e) {
+    load_fail(path, std::string("the header is not valid JSON (") + e.what() + ")");
+  }
+  if (!header.is_object())
+    load_fail(path, std::string("the header must be a JSON object, got a JSON ") + header.type_name());
+  if (!duplicate.empty())
+    load_fail(path, duplicate_depth == 1 ? "the tensor name " + quote(duplicate) + " appears twice in the header"
+                                         : "the key " + quote(duplicate) + " appears twice in one header entry");
+  return header;
+}
+
+// The "__metadata__" entry: an object of strings, into *metadata.
+void read_metadata(const std::string& path, const json& v, std::map<std::string, std::string>* metadata) {
+  if (!v.is_object()) load_fail(path, std::string("__metadata__ must be an object, got a JSON ") + v.type_name());
+  for (const auto& [k, s] : v.items()) {
+    if (!s.is_string()) load_fail(path, "__metadata__ value of " + quote(k) + " must be a string, got " + describe(s));
+    (*metadata)[k] = s.get<std::string>();
+  }
+}
+
+// A tensor entry's "shape" (what: "tensor '<name>'"): a list of non-negative integers, into
+// *shape. Returns the number of elements, kept below 2^64 / 8 so that its bytes fit in 64 bits.
+uint64_t read_shape(const std::string& path, const std::string& what, const json& sh, Shape* shape) {
+  bool shape_ok = sh.is_array(), has_zero = false, overflow = false;
+  uint64_t numel = 1;  // product of the non-zero dims, kept below 2^64 / 8
+  if (shape_ok)
+    for (const json& d : sh) {
+      uint64_t di;
+      if (!as_index(d, &di)) {
+        shape_ok = false;
+        break;
+      }
+      shape->push_back(static_cast<int64_t>(di));
+      if (di == 0) has_zero = true;
+      else if (numel > std::numeric_limits<uint64_t>::max() / 8 / di) overflow = true;
+      else numel *= di;
+    }
+  if (!shape_ok) load_fail(path, what + ": shape must be a list of non-negative integers, got " + describe(sh));
+  if (overflow) load_fail(path, what + ": shape " + describe(sh) + " has too many elements");
+  return has_zero ? 0 : numel;
+}
+
+// Checks one tensor entry: {"dtype": one normlab reads, "shape": [...], "data_offsets": [begin,
+// end]}, the offsets spanning exactly the bytes dtype and shape need, within the data area
+// (data_size bytes).
+Entry check_entry(const std::string& path, const std::string& name, const json& v, uint64_t data_size) {
+  const std::string what = "tensor " + quote(name);
+  if (!v.is_object()) load_fail(path, what + ": the entry must be an object, got " + describe(v));
+  for (const char* key : {"dtype", "shape", "data_offsets"})
+    if (!v.contains(key)) load_fail(path, what + ": the entry has no \"" + key + "\"");
+  Entry e{name, FileType::F32, {}, 0, 0};
+  const json& dt = v["dtype"];
+  if (!dt.is_string()) load_fail(path, what + ": dtype must be a string, got " + describe(dt));
+  const std::string ds = dt.get<std::string>();
+  if (!parse_type(ds, &e.type))
+    load_fail(path, what + (is_spec_type(ds) ? ": dtype " + ds + " is not supported" : ": unknown dtype " + quote(ds)) +
+                        " (normlab reads F32, F64, I64 and I32)");
+  const json& sh = v["shape"];
+  const uint64_t want = read_shape(path, what, sh, &e.shape) * type_size(e.type);
+  const json& off = v["data_offsets"];
+  if (!off.is_array() || off.size() != 2 || !as_index(off[0], &e.begin) || !as_index(off[1], &e.end) ||
+      e.end < e.begin)
+    load_fail(path, what + ": data_offsets must be [begin, end] with 0 <= begin <= end, got " + describe(off));
+  if (e.end - e.begin != want)
+    load_fail(path, what + ": data_offsets " + describe(off) + " span " + std::to_string(e.end - e.begin) +
+                        " bytes, but dtype " + ds + " and shape " + describe(sh) + " need " + std::to_string(want));
+  if (e.end > data_size)
+    load_fail(path, what + ": data_offsets " + describe(off) + " reach past the end of the data area (" +
+                        std::to_string(data_size) + " bytes); the file is truncated or corrupt");
+  return e;
+}
+
+// Sorts the entries by offset and checks that they tile the data area exactly: no overlap, no
+// gap, nothing after the last tensor.
+void check_tiling(const std::string& path, std::vector<Entry>& entries, uint64_t data_size) {
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  uint64_t pos = 0;
+  const Entry* prev = nullptr;
+  for (const Entry& e : entries) {
+    if (e.begin < pos) load_fail(path, "the data of tensors " + quote(prev->name) + " and " + quote(e.name) + " overlap");
+    if (e.begin > pos)
+      load_fail(path, "bytes " + std::to_string(pos) + " to " + std::to_string(e.begin) +
+                          " of the data area belong to no tensor");
+    pos = e.end;
+    if (e.end > e.begin || !prev) prev = &e;
+  }
+  if (pos != data_size)
+    load_fail(path, "the data area is " + std::to_string(data_size) + " bytes but the tensors cover " +
+                        std::to_string(pos) + " bytes");
+}
+
+// Reads a checked entry's data (at data_start + e.begin): F32 and F64 as they are, integers as
+// float64 (exact for |values| <= 2^53).
+Tensor read_tensor(int fd, const std::string& path, const Entry& e, uint64_t data_start) {
+  const size_t bytes = e.end - e.begin;
+  const uint64_t at = data_start + e.begin;
+  if (e.type == FileType::F32 || e.type == FileType::F64) {
+    Tensor t = autograd::empty(e.shape, e.type == FileType::F32 ? DType::Float32 : DType::Float64);
+    if (!read_at(fd, t.raw_data(), bytes, at)) load_fail(path, "cannot read the data of tensor " + quote(e.name));
+    return t;
+  }
+  Tensor t = autograd::empty(e.shape, DType::Float64);
+  double* dst = t.data<double>();
+  const int64_t count = t.numel();
+  if (e.type == FileType::I64) {
+    std::vector<int64_t> v(count);
+    if (!read_at(fd, v.data(), bytes, at)) load_fail(path, "cannot read the data of tensor " + quote(e.name));
+    for (int64_t i = 0; i < count; ++i) dst[i] = static_cast<double>(v[i]);
+  } else {
+    std::vector<int32_t> v(count);
+    if (!read_at(fd, v.data(), bytes, at)) load_fail(path, "cannot read the data of tensor " + quote(e.name));
+    for (int64_t i = 0; i < count; ++i) dst[i] = static_cast<double>(v[i]);
+  }
+  return t;
+}
+
 }  // namespace
 
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
@@ -275,149 +430,25 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {
-  auto fail = [&](const std::string& problem) {
-    throw Error("load_safetensors " + quote(path) + ": " + problem);
-  };
-
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail("cannot open the file: " + errno_text(errno));
+  if (fd < 0) load_fail(path, "cannot open the file: " + errno_text(errno));
   FdCloser closer{fd};
-  struct stat st;
-  if (::fstat(fd, &st) != 0) fail("cannot stat the file: " + errno_text(errno));
-  if (!S_ISREG(st.st_mode)) fail("not a regular file");
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (size < 8)
-    fail("the file is " + std::to_string(size) + " bytes long, shorter than the 8-byte header length");
+  uint64_t size = 0;
+  const uint64_t n = read_header_length(fd, path, &size);
+  const json header = read_header(fd, path, n);
 
-  unsigned char len_bytes[8];
-  if (!read_at(fd, len_bytes, 8, 0)) fail("cannot read the header length: " + errno_text(errno));
-  uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | len_bytes[i];
-  if (n > size - 8)
-    fail("truncated or corrupt: the header length says " + std::to_string(n) + " bytes but only " +
-         std::to_string(size - 8) + " bytes follow it");
-  if (n > kMaxHeaderBytes)
-    fail("the header length " + std::to_string(n) + " exceeds the limit of " +
-         std::to_string(kMaxHeaderBytes) + " bytes");
-  std::string text(n, '\0');
-  if (!read_at(fd, text.data(), n, 8)) fail("cannot read the header: " + errno_text(errno));
-
-  json header;
-  std::string duplicate;
-  int duplicate_depth = 0;
-  try {
-    header = parse_header(text, &duplicate, &duplicate_depth);
-  } catch (const json::exception& e) {
-    fail(std::string("the header is not valid JSON (") + e.what() + ")");
-  }
-  if (!header.is_object())
-    fail(std::string("the header must be a JSON object, got a JSON ") + header.type_name());
-  if (!duplicate.empty())
-    fail(duplicate_depth == 1 ? "the tensor name " + quote(duplicate) + " appears twice in the header"
-                              : "the key " + quote(duplicate) + " appears twice in one header entry");
-
+  // Every entry checked (in the header's key order) before any data is read.
   const uint64_t data_size = size - 8 - n;
   SafetensorsFile result;
   std::vector<Entry> entries;
   for (const auto& [name, v] : header.items()) {
-    if (name == "__metadata__") {
-      if (!v.is_object()) fail(std::string("__metadata__ must be an object, got a JSON ") + v.type_name());
-      for (const auto& [k, s] : v.items()) {
-        if (!s.is_string())
-          fail("__metadata__ value of " + quote(k) + " must be a string, got " + describe(s));
-        result.metadata[k] = s.get<std::string>();
-      }
-      continue;
-    }
-    const std::string what = "tensor " + quote(name);
-    if (!v.is_object()) fail(what + ": the entry must be an object, got " + describe(v));
-    for (const char* key : {"dtype", "shape", "data_offsets"})
-      if (!v.contains(key)) fail(what + ": the entry has no \"" + key + "\"");
-    Entry e{name, FileType::F32, {}, 0, 0};
-    const json& dt = v["dtype"];
-    if (!dt.is_string()) fail(what + ": dtype must be a string, got " + describe(dt));
-    const std::string ds = dt.get<std::string>();
-    if (!parse_type(ds, &e.type))
-      fail(what + (is_spec_type(ds) ? ": dtype " + ds + " is not supported"
-                                    : ": unknown dtype " + quote(ds)) +
-           " (normlab reads F32, F64, I64 and I32)");
-    const json& sh = v["shape"];
-    bool shape_ok = sh.is_array(), has_zero = false, overflow = false;
-    uint64_t numel = 1;  // product of the non-zero dims, kept below 2^64 / 8
-    if (shape_ok)
-      for (const json& d : sh) {
-        uint64_t di;
-        if (!as_index(d, &di)) {
-          shape_ok = false;
-          break;
-        }
-        e.shape.push_back(static_cast<int64_t>(di));
-        if (di == 0) has_zero = true;
-        else if (numel > std::numeric_limits<uint64_t>::max() / 8 / di) overflow = true;
-        else numel *= di;
-      }
-    if (!shape_ok) fail(what + ": shape must be a list of non-negative integers, got " + describe(sh));
-    if (overflow) fail(what + ": shape " + describe(sh) + " has too many elements");
-    if (has_zero) numel = 0;
-    const uint64_t want = numel * type_size(e.type);
-    const json& off = v["data_offsets"];
-    if (!off.is_array() || off.size() != 2 || !as_index(off[0], &e.begin) || !as_index(off[1], &e.end) ||
-        e.end < e.begin)
-      fail(what + ": data_offsets must be [begin, end] with 0 <= begin <= end, got " + describe(off));
-    if (e.end - e.begin != want)
-      fail(what + ": data_offsets " + describe(off) + " span " + std::to_string(e.end - e.begin) +
-           " bytes, but dtype " + ds + " and shape " + describe(sh) + " need " + std::to_string(want));
-    if (e.end > data_size)
-      fail(what + ": data_offsets " + describe(off) + " reach past the end of the data area (" +
-           std::to_string(data_size) + " bytes); the file is truncated or corrupt");
-    entries.push_back(std::move(e));
+    if (name == "__metadata__") read_metadata(path, v, &result.metadata);
+    else entries.push_back(check_entry(path, name, v, data_size));
   }
-
-  // The data must be tiled exactly: no overlap, no gap, nothing after the last tensor.
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
-  });
-  uint64_t pos = 0;
-  const Entry* prev = nullptr;
-  for (const Entry& e : entries) {
-    if (e.begin < pos)
-      fail("the data of tensors " + quote(prev->name) + " and " + quote(e.name) + " overlap");
-    if (e.begin > pos)
-      fail("bytes " + std::to_string(pos) + " to " + std::to_string(e.begin) +
-           " of the data area belong to no tensor");
-    pos = e.end;
-    if (e.end > e.begin || !prev) prev = &e;
-  }
-  if (pos != data_size)
-    fail("the data area is " + std::to_string(data_size) + " bytes but the tensors cover " +
-         std::to_string(pos) + " bytes");
+  check_tiling(path, entries, data_size);
 
   // Everything is consistent: read the data.
-  const uint64_t data_start = 8 + n;
-  for (const Entry& e : entries) {
-    const size_t bytes = e.end - e.begin;
-    const uint64_t at = data_start + e.begin;
-    Tensor t;
-    if (e.type == FileType::F32 || e.type == FileType::F64) {
-      t = autograd::empty(e.shape, e.type == FileType::F32 ? DType::Float32 : DType::Float64);
-      if (!read_at(fd, t.raw_data(), bytes, at)) fail("cannot read the data of tensor " + quote(e.name));
-    } else {
-      // Integers become float64 (exact for |values| <= 2^53).
-      t = autograd::empty(e.shape, DType::Float64);
-      double* dst = t.data<double>();
-      const int64_t count = t.numel();
-      if (e.type == FileType::I64) {
-        std::vector<int64_t> v(count);
-        if (!read_at(fd, v.data(), bytes, at)) fail("cannot read the data of tensor " + quote(e.name));
-        for (int64_t i = 0; i < count; ++i) dst[i] = static_cast<double>(v[i]);
-      } else {
-        std::vector<int32_t> v(count);
-        if (!read_at(fd, v.data(), bytes, at)) fail("cannot read the data of tensor " + quote(e.name));
-        for (int64_t i = 0; i < count; ++i) dst[i] = static_cast<double>(v[i]);
-      }
-    }
-    result.tensors.emplace_back(e.name, std::move(t));
-  }
+  for (const Entry& e : entries) result.tensors.emplace_back(e.name, read_tensor(fd, path, e, 8 + n));
   return result;
 }
 

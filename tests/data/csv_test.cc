@@ -1,22 +1,24 @@
 // CSV reader: fixture files (valid and malformed); values, class mappings and every error's file, line and column.
 #include <boost/test/unit_test.hpp>
-#include <unistd.h>
 
 #include <zlib.h>
 
 #include <filesystem>
-#include <fstream>
 
 #include "data/csv.h"
 #include "data/split.h"
 #include "tests/data/support.h"
 #include "tests/support/compare.h"
+#include "tests/support/files.h"
 
 using namespace normlab::data;
 using normlab::test::check_mentions;
 using normlab::test::check_tensor;
 using normlab::test::error_of;
 using normlab::test::fixture;
+using normlab::test::read_file;
+using normlab::test::TempDir;
+using normlab::test::write_file;
 
 namespace {
 
@@ -121,8 +123,7 @@ BOOST_AUTO_TEST_CASE(byte_order_mark_and_crlf_line_ends) {
 // last line without a line break), and errors name the same line.
 BOOST_AUTO_TEST_CASE(small_and_large_files_read_alike) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("normlab_csv_" + std::to_string(getpid()));
-  fs::create_directories(dir);
+  TempDir dir;
   // rows lines of "i,-i/4,class", a blank line every 1000 rows.
   const auto text = [](int rows, const std::string& last) {
     std::string t = "\xEF\xBB\xBFx, y ,label\r\n";
@@ -133,8 +134,8 @@ BOOST_AUTO_TEST_CASE(small_and_large_files_read_alike) {
     return t + last;
   };
   const auto write = [&](const std::string& name, const std::string& t) {
-    std::ofstream(dir / name, std::ios::binary) << t;
-    return (dir / name).string();
+    write_file(dir.file(name), t);
+    return dir.file(name);
   };
   const int big_rows = 60000;
   const std::string big = write("big.csv", text(big_rows, "7,8,c2"));
@@ -165,7 +166,6 @@ BOOST_AUTO_TEST_CASE(small_and_large_files_read_alike) {
                  {big_bad, "line " + std::to_string(2 + big_rows + big_rows / 1000), "\"y\"", "oops"});
   check_mentions(error_of([&] { read_csv(small_bad, classify("label")); }),
                  {small_bad, "line " + std::to_string(2 + 3000 + 3), "\"y\"", "oops"});
-  fs::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_CASE(missing_empty_and_header_only_files) {
@@ -217,21 +217,21 @@ BOOST_AUTO_TEST_CASE(split_line_quotes_and_trimming) {
 
 namespace {
 
-// A file in the temporary folder with this content, removed at the end of the test.
+// A file named `name` with this content (gzip-compressed if asked), in a temporary directory of
+// its own that is removed at the end of the test.
 struct TempFile {
+  TempDir dir;
   std::string path;
-  explicit TempFile(const std::string& name, const std::string& content, bool gzip = false)
-      : path((std::filesystem::temp_directory_path() / ("normlab_csv_" + std::to_string(::getpid()) + "_" + name)).string()) {
+  explicit TempFile(const std::string& name, const std::string& content, bool gzip = false) : path(dir.file(name)) {
     if (gzip) {
       gzFile gz = gzopen(path.c_str(), "wb");
       BOOST_REQUIRE(gz);
       BOOST_REQUIRE(gzwrite(gz, content.data(), static_cast<unsigned>(content.size())) == static_cast<int>(content.size()));
       gzclose(gz);
     } else {
-      std::ofstream(path, std::ios::binary) << content;
+      write_file(path, content);
     }
   }
-  ~TempFile() { std::filesystem::remove(path); }
 };
 
 const std::string kRows = "5.1,3.5,setosa\n7.0,3.2,versicolor\n6.3,3.3,virginica\n4.9,3.0,setosa\n";
@@ -285,8 +285,7 @@ BOOST_AUTO_TEST_CASE(layouts_of_real_files) {
   {
     TempFile f("iris.csv.gz", "a,b,label\n" + kRows, true);
     check_iris_rows(read_csv(f.path, classify("label")));
-    std::ifstream in(f.path, std::ios::binary);
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string bytes = read_file(f.path);
     TempFile cut("cut.gz", bytes.substr(0, bytes.size() - 12));
     check_mentions(error_of([&] { read_csv(cut.path, classify("label")); }), {"cut.gz", "truncated gzip file"});
   }

@@ -1,35 +1,23 @@
 // Fashion-MNIST: small gzip IDX files written here with zlib (valid and broken), and the real files if installed.
 #include <boost/test/unit_test.hpp>
 #include <sys/resource.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <filesystem>
-#include <fstream>
 
 #include "data/fashion_mnist.h"
 #include "tests/data/support.h"
+#include "tests/support/files.h"
 
 using namespace normlab::data;
 using normlab::test::check_mentions;
 using normlab::test::error_of;
+using normlab::test::read_file;
+using normlab::test::TempDir;
+using normlab::test::write_file;
 namespace fs = std::filesystem;
 
 namespace {
-
-// A fresh directory under the system temp dir, removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("normlab_idx_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 // Big-endian bytes of a 32-bit header value.
 void put_u32(std::vector<uint8_t>& out, uint32_t v) {
@@ -76,7 +64,7 @@ BOOST_AUTO_TEST_SUITE(fashion_mnist)
 BOOST_AUTO_TEST_CASE(valid_files_scale_pixels_and_keep_labels) {
   TempDir dir;
   write_pair(dir, {9, 0, 3});
-  Dataset ds = load_fashion_mnist(FashionMnistSplit::Train, dir.path.string());
+  Dataset ds = load_fashion_mnist(FashionMnistSplit::Train, dir.path().string());
   BOOST_TEST(ds.size() == 3);
   BOOST_TEST(ds.features() == 784);
   BOOST_TEST(ds.labels == (std::vector<int64_t>{9, 0, 3}));
@@ -88,7 +76,7 @@ BOOST_AUTO_TEST_CASE(valid_files_scale_pixels_and_keep_labels) {
   BOOST_TEST(ds.x.at({2, 250}) == 8.0f / 255.0f);
   BOOST_TEST(ds.x.at({0, 255}) == 1.0);
   BOOST_TEST(ds.x.at({0, 0}) == 0.0);
-  Dataset first2 = load_fashion_mnist(FashionMnistSplit::Train, dir.path.string(), 2);
+  Dataset first2 = load_fashion_mnist(FashionMnistSplit::Train, dir.path().string(), 2);
   BOOST_TEST(first2.size() == 2);
   BOOST_TEST(first2.labels == (std::vector<int64_t>{9, 0}));
   BOOST_TEST(first2.x.at({1, 783}) == ds.x.at({1, 783}));
@@ -98,7 +86,7 @@ BOOST_AUTO_TEST_CASE(plain_idx_files_and_other_image_sizes_read_directly) {
   TempDir dir;
   const std::string path = dir.file("small-images");
   const std::vector<uint8_t> bytes = idx(2051, {2, 2, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  write_file(path, std::string(bytes.begin(), bytes.end()));
   IdxImages im = read_idx_images(path, 1);  // not gzip: zlib reads it as is
   BOOST_TEST(im.rows == 2);
   BOOST_TEST(im.cols == 3);
@@ -111,10 +99,10 @@ BOOST_AUTO_TEST_CASE(plain_idx_files_and_other_image_sizes_read_directly) {
 
 BOOST_AUTO_TEST_CASE(missing_files_suggest_the_debian_package) {
   TempDir dir;
-  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Test, dir.path.string()); }),
+  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Test, dir.path().string()); }),
                  {dir.file("t10k-labels-idx1-ubyte.gz"), "no such file", "dataset-fashion-mnist"});
   write_gz(dir.file("t10k-labels-idx1-ubyte.gz"), idx(2049, {1}, {1}));
-  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Test, dir.path.string()); }),
+  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Test, dir.path().string()); }),
                  {dir.file("t10k-images-idx3-ubyte.gz"), "no such file", "dataset-fashion-mnist"});
 }
 
@@ -123,12 +111,12 @@ BOOST_AUTO_TEST_CASE(bad_magic_numbers) {
   write_pair(dir, {1, 2});
   const std::string labels = dir.file("train-labels-idx1-ubyte.gz");
   write_gz(labels, idx(2051, {2}, {1, 2}));  // an image magic in a label file
-  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path.string()); }),
+  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path().string()); }),
                  {labels, "bad magic number 2051", "expected 2049"});
   write_pair(dir, {1, 2});
   const std::string images = dir.file("train-images-idx3-ubyte.gz");
   write_gz(images, idx(0x03080000, {2, 28, 28}, pixels(2)));  // byte-swapped magic
-  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path.string()); }),
+  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path().string()); }),
                  {images, "bad magic number 50855936", "expected 2051"});
 }
 
@@ -139,21 +127,21 @@ BOOST_AUTO_TEST_CASE(truncated_and_oversized_files) {
   std::vector<uint8_t> short_body = pixels(2);
   short_body.resize(2 * 784 - 5);
   write_gz(images, idx(2051, {2, 28, 28}, short_body));
-  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path.string()); }),
+  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path().string()); }),
                  {images, "truncated", "declares 2 images", "1568 bytes", "only 1563"});
   // A limit does not skip the check of the rest of the file.
-  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path.string(), 1); }),
+  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path().string(), 1); }),
                  {images, "truncated"});
   write_gz(images, idx(2051, {2, 28}, {}));  // header cut after the row count
-  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path.string()); }),
+  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path().string()); }),
                  {images, "truncated", "number of columns"});
   std::vector<uint8_t> long_body = pixels(2);
   long_body.push_back(0), long_body.push_back(0);
   write_gz(images, idx(2051, {2, 28, 28}, long_body));
-  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path.string()); }),
+  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path().string()); }),
                  {images, "unexpected bytes after the 2 images"});
   write_gz(images, {});
-  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path.string()); }),
+  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path().string()); }),
                  {images, "truncated", "magic number"});
 }
 
@@ -162,14 +150,10 @@ BOOST_AUTO_TEST_CASE(corrupt_gzip_data) {
   write_pair(dir, {1, 2});
   const std::string labels = dir.file("train-labels-idx1-ubyte.gz");
   // Damage the CRC in the gzip trailer (the last 8 bytes are CRC32 and size).
-  std::vector<char> bytes;
-  {
-    std::ifstream in(labels, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), {});
-  }
+  std::string bytes = read_file(labels);
   bytes[bytes.size() - 8] ^= 0x5A;
-  std::ofstream(labels, std::ios::binary).write(bytes.data(), bytes.size());
-  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path.string()); }),
+  write_file(labels, bytes);
+  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path().string()); }),
                  {labels, "corrupt gzip data"});
 }
 
@@ -211,17 +195,17 @@ BOOST_AUTO_TEST_CASE(count_mismatch_size_and_label_range) {
   const std::string images = dir.file("train-images-idx3-ubyte.gz");
   const std::string labels = dir.file("train-labels-idx1-ubyte.gz");
   write_gz(labels, idx(2049, {2}, {1, 2}));
-  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path.string()); }),
+  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path().string()); }),
                  {images, "3 images", labels, "2 labels"});
   write_gz(labels, idx(2049, {1}, {1}));
   write_gz(images, idx(2051, {1, 28, 27}, std::vector<uint8_t>(28 * 27)));
-  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path.string()); }),
+  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path().string()); }),
                  {images, "28x28", "28x27"});
   write_pair(dir, {4, 10});
-  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path.string()); }),
+  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path().string()); }),
                  {labels, "label 10", "sample 1", "0..9"});
   write_pair(dir, {4, 5});
-  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path.string(), 3); }),
+  check_mentions(error_of([&] { load_fashion_mnist(FashionMnistSplit::Train, dir.path().string(), 3); }),
                  {labels, "first 3", "holds 2"});
 }
 

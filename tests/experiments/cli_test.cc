@@ -2,17 +2,11 @@
 // gives byte-identical CSVs (whatever the thread count), train prints each epoch as it ends, --help
 // states the preset defaults, the demo's loss falls, and bad input gives a clear error with nothing
 // written.
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <boost/test/unit_test.hpp>
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <nlohmann/json.hpp>
-#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -22,42 +16,19 @@
 #include "experiments/cli.h"
 #include "experiments/saved_model.h"
 #include "serialize/safetensors.h"
+#include "tests/support/files.h"
+#include "tests/support/process.h"
 
 namespace fs = std::filesystem;
-using normlab::experiments::run_cli;
+using normlab::test::capture_output;
+using normlab::test::read_file;
+using normlab::test::run_normlab;
+using normlab::test::TempDir;
 
 namespace {
 
-// A fresh temporary folder, removed at the end of the test.
-struct Tmp {
-  fs::path dir;
-  Tmp() {
-    dir = fs::temp_directory_path() / ("normlab_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++));
-    fs::remove_all(dir);
-  }
-  ~Tmp() { fs::remove_all(dir); }
-  static int& counter() {
-    static int c = 0;
-    return c;
-  }
-};
-
-int run(std::vector<std::string> args) {
-  args.insert(args.begin(), "normlab");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  return run_cli(static_cast<int>(argv.size()), argv.data());
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 size_t lines(const fs::path& p) {
-  const std::string s = slurp(p);
+  const std::string s = read_file(p);
   return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
 }
 
@@ -65,7 +36,7 @@ size_t lines(const fs::path& p) {
 void expect_error(const std::vector<std::string>& args, const std::vector<std::string>& needles) {
   BOOST_TEST_CONTEXT("normlab " << [&] { std::string s; for (auto& a : args) s += a + " "; return s; }()) {
     try {
-      run(args);
+      run_normlab(args);
       BOOST_ERROR("no error was raised");
     } catch (const normlab::Error& e) {
       for (const auto& needle : needles)
@@ -77,36 +48,6 @@ void expect_error(const std::vector<std::string>& args, const std::string& needl
   expect_error(args, std::vector<std::string>{needle});
 }
 
-// What f() writes to the file descriptor fd (1: stdout, 2: stderr), which goes to a temporary
-// file meanwhile (not a terminal, as in CI).
-template <typename F>
-std::string captured(int fd, F&& f) {
-  Tmp t;
-  fs::create_directories(t.dir);
-  const fs::path file = t.dir / "captured.txt";
-  std::fflush(nullptr);
-  std::cout.flush();
-  const int saved = ::dup(fd);
-  const int to = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  BOOST_REQUIRE(saved >= 0 && to >= 0);
-  ::dup2(to, fd);
-  ::close(to);
-  struct Restore {
-    int fd, saved;
-    ~Restore() {
-      std::fflush(nullptr);
-      std::cout.flush();
-      ::dup2(saved, fd);
-      ::close(saved);
-    }
-  };
-  {
-    Restore restore{fd, saved};
-    f();
-  }
-  return slurp(file);
-}
-
 // The lines of s.
 std::vector<std::string> split_lines(const std::string& s) {
   std::vector<std::string> out;
@@ -115,26 +56,6 @@ std::vector<std::string> split_lines(const std::string& s) {
   return out;
 }
 
-// Sends this process's stdout (file descriptor 1) to a file while alive, for commands that print.
-struct StdoutToFile {
-  int saved = -1;
-  explicit StdoutToFile(const fs::path& p) {
-    std::cout.flush();
-    std::fflush(stdout);
-    const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    BOOST_REQUIRE(fd >= 0);
-    saved = ::dup(1);
-    ::dup2(fd, 1);
-    ::close(fd);
-  }
-  ~StdoutToFile() {
-    std::cout.flush();
-    std::fflush(stdout);
-    ::dup2(saved, 1);
-    ::close(saved);
-  }
-};
-
 const std::string kFixtures = std::string(NORMLAB_SOURCE_DIR) + "/tests/experiments/fixtures/";
 
 }  // namespace
@@ -142,8 +63,8 @@ const std::string kFixtures = std::string(NORMLAB_SOURCE_DIR) + "/tests/experime
 BOOST_AUTO_TEST_SUITE(cli)
 
 BOOST_AUTO_TEST_CASE(quick_study_writes_every_output_file) {
-  Tmp t;
-  BOOST_REQUIRE_EQUAL(run({"study", "--quick", "--quiet", "--out", t.dir.string()}), 0);
+  TempDir t;
+  BOOST_REQUIRE_EQUAL(run_normlab({"study", "--quick", "--quiet", "--out", t.path().string()}), 0);
   const std::vector<std::string> compare_files = {"runs.csv", "steps.csv", "epochs.csv", "activations.csv",
                                                   "grad_norms.csv", "summary.csv", "report.md", "manifest.json",
                                                   "loss_curves.png", "loss_curves.svg", "test_accuracy.png",
@@ -152,34 +73,34 @@ BOOST_AUTO_TEST_CASE(quick_study_writes_every_output_file) {
   const std::vector<std::string> sweep_files = {"runs.csv", "epochs.csv", "summary.csv", "report.md", "manifest.json",
                                                 "accuracy_vs_batch.png", "accuracy_vs_batch.svg", "bn_eval_gap.png",
                                                 "bn_eval_gap.svg"};
-  for (const auto& f : compare_files) BOOST_TEST(fs::file_size(t.dir / "compare" / f) > 0, f);
-  for (const auto& f : sweep_files) BOOST_TEST(fs::file_size(t.dir / "sweep" / f) > 0, f);
-  BOOST_TEST(fs::file_size(t.dir / "report.md") > 0);
+  for (const auto& f : compare_files) BOOST_TEST(fs::file_size(t.path() / "compare" / f) > 0, f);
+  for (const auto& f : sweep_files) BOOST_TEST(fs::file_size(t.path() / "sweep" / f) > 0, f);
+  BOOST_TEST(fs::file_size(t.path() / "report.md") > 0);
   // No temporary file is left behind.
-  for (const auto& e : fs::recursive_directory_iterator(t.dir))
+  for (const auto& e : fs::recursive_directory_iterator(t.path()))
     BOOST_TEST(e.path().string().find(".tmp") == std::string::npos, e.path());
   // 3 norms x 2 seeds in the comparison; 3 norms x 4 batch sizes x 2 seeds in the sweep.
-  BOOST_TEST(lines(t.dir / "compare" / "runs.csv") == 1u + 6u);
-  BOOST_TEST(lines(t.dir / "sweep" / "runs.csv") == 1u + 24u);
-  BOOST_TEST(lines(t.dir / "sweep" / "summary.csv") == 1u + 12u);
+  BOOST_TEST(lines(t.path() / "compare" / "runs.csv") == 1u + 6u);
+  BOOST_TEST(lines(t.path() / "sweep" / "runs.csv") == 1u + 24u);
+  BOOST_TEST(lines(t.path() / "sweep" / "summary.csv") == 1u + 12u);
   // PNG files are PNGs, SVG files are SVG.
-  BOOST_TEST(slurp(t.dir / "compare" / "loss_curves.png").substr(1, 3) == "PNG");
-  BOOST_TEST(slurp(t.dir / "sweep" / "accuracy_vs_batch.svg").find("<svg") != std::string::npos);
+  BOOST_TEST(read_file(t.path() / "compare" / "loss_curves.png").substr(1, 3) == "PNG");
+  BOOST_TEST(read_file(t.path() / "sweep" / "accuracy_vs_batch.svg").find("<svg") != std::string::npos);
   // The manifest records what the issue asks for.
-  const auto m = nlohmann::json::parse(slurp(t.dir / "compare" / "manifest.json"));
+  const auto m = nlohmann::json::parse(read_file(t.path() / "compare" / "manifest.json"));
   for (const char* key : {"command", "git_commit", "highway_target", "threads", "wall_seconds", "config", "dataset"})
     BOOST_TEST(m.contains(key), key);
   BOOST_TEST(m["config"]["seeds"].size() == 2u);
   // The combined report has both sections and links the plots in their folders.
-  const std::string rep = slurp(t.dir / "report.md");
+  const std::string rep = read_file(t.path() / "report.md");
   BOOST_TEST(rep.find("## Convergence") != std::string::npos);
   BOOST_TEST(rep.find("## Batch-size sensitivity") != std::string::npos);
   BOOST_TEST(rep.find("(sweep/accuracy_vs_batch.png)") != std::string::npos);
   BOOST_TEST(rep.find("Model 2-32-32-2") != std::string::npos);
   // The activation plot has a mean and a std panel for each hidden layer (2 with --quick); the
   // gradient-norm plot a panel per weight matrix; the reading says what they show.
-  const std::string act = slurp(t.dir / "compare" / "activations.gp");
-  const std::string grad = slurp(t.dir / "compare" / "grad_norms.gp");
+  const std::string act = read_file(t.path() / "compare" / "activations.gp");
+  const std::string grad = read_file(t.path() / "compare" / "grad_norms.gp");
   for (const char* panel :
        {"Hidden layer 1: mean", "Hidden layer 1: std", "Hidden layer 2: mean", "Hidden layer 2: std"})
     BOOST_TEST(act.find(panel) != std::string::npos, panel);
@@ -195,20 +116,20 @@ BOOST_AUTO_TEST_CASE(quick_study_writes_every_output_file) {
 }
 
 BOOST_AUTO_TEST_CASE(same_command_same_seed_gives_byte_identical_csv) {
-  Tmp a, b;
-  for (const Tmp* t : {&a, &b})
-    BOOST_REQUIRE_EQUAL(run({"compare", "--quick", "--quiet", "--out", t->dir.string()}), 0);
+  TempDir a, b;
+  for (const TempDir* t : {&a, &b})
+    BOOST_REQUIRE_EQUAL(run_normlab({"compare", "--quick", "--quiet", "--out", t->path().string()}), 0);
   for (const char* f : {"runs.csv", "steps.csv", "epochs.csv", "activations.csv", "grad_norms.csv", "summary.csv"}) {
     BOOST_TEST_CONTEXT(f) {
-      const std::string x = slurp(a.dir / f), y = slurp(b.dir / f);
+      const std::string x = read_file(a.path() / f), y = read_file(b.path() / f);
       BOOST_TEST(!x.empty());
       BOOST_TEST((x == y));
     }
   }
   // A different seed gives different numbers.
-  Tmp c;
-  BOOST_REQUIRE_EQUAL(run({"compare", "--quick", "--quiet", "--seeds", "5", "--out", c.dir.string()}), 0);
-  BOOST_TEST((slurp(a.dir / "steps.csv") != slurp(c.dir / "steps.csv")));
+  TempDir c;
+  BOOST_REQUIRE_EQUAL(run_normlab({"compare", "--quick", "--quiet", "--seeds", "5", "--out", c.path().string()}), 0);
+  BOOST_TEST((read_file(a.path() / "steps.csv") != read_file(c.path() / "steps.csv")));
 }
 
 // A sweep over batch sizes with BatchNorm (so the running, precise and test-batch evaluations are
@@ -219,23 +140,23 @@ BOOST_AUTO_TEST_CASE(sweep_with_batchnorm_gives_byte_identical_csv_on_any_thread
                                           "--hidden", "256,256", "--over", "batch", "--batch-sizes", "16,256",
                                           "--norms", "none,batch,layer", "--seeds", "0", "--epochs", "3",
                                           "--lr", "0.1", "--warmup", "10"};
-  Tmp two_a, two_b, one;
+  TempDir two_a, two_b, one;
   for (auto [t, threads] : {std::pair{&two_a, "2"}, std::pair{&two_b, "2"}, std::pair{&one, "1"}}) {
     auto args = sweep;
-    args.insert(args.end(), {"--threads", threads, "--out", t->dir.string()});
-    BOOST_REQUIRE_EQUAL(run(args), 0);
+    args.insert(args.end(), {"--threads", threads, "--out", t->path().string()});
+    BOOST_REQUIRE_EQUAL(run_normlab(args), 0);
   }
   for (const char* f : {"runs.csv", "epochs.csv", "summary.csv"}) {
     BOOST_TEST_CONTEXT(f) {
-      const std::string x = slurp(two_a.dir / f);
+      const std::string x = read_file(two_a.path() / f);
       BOOST_TEST(!x.empty());
-      BOOST_TEST((x == slurp(two_b.dir / f)), "two runs on 2 threads differ");
-      BOOST_TEST((x == slurp(one.dir / f)), "1 thread and 2 threads differ");
+      BOOST_TEST((x == read_file(two_b.path() / f)), "two runs on 2 threads differ");
+      BOOST_TEST((x == read_file(one.path() / f)), "1 thread and 2 threads differ");
     }
   }
   // The BatchNorm rows hold all three evaluations (no NaN), the others only the running one.
   int bn_rows = 0;
-  for (const std::string& line : split_lines(slurp(one.dir / "runs.csv")))
+  for (const std::string& line : split_lines(read_file(one.path() / "runs.csv")))
     if (line.find(",batch,relu,") != std::string::npos) {
       ++bn_rows;
       BOOST_TEST(line.find("nan") == std::string::npos, line);
@@ -249,55 +170,57 @@ BOOST_AUTO_TEST_CASE(cnn_compare_gives_byte_identical_csv_on_any_thread_count) {
   const std::vector<std::string> compare = {"compare", "--quiet", "--arch", "cnn", "--train-limit", "512",
                                             "--test-limit", "200", "--epochs", "1", "--batch-size", "64",
                                             "--norms", "none,batch,group,instance", "--seeds", "0"};
-  Tmp two, one;
+  TempDir two, one;
   for (auto [t, threads] : {std::pair{&two, "2"}, std::pair{&one, "1"}}) {
     auto args = compare;
-    args.insert(args.end(), {"--threads", threads, "--out", t->dir.string()});
-    BOOST_REQUIRE_EQUAL(run(args), 0);
+    args.insert(args.end(), {"--threads", threads, "--out", t->path().string()});
+    BOOST_REQUIRE_EQUAL(run_normlab(args), 0);
   }
   for (const char* f : {"runs.csv", "steps.csv", "epochs.csv", "activations.csv", "grad_norms.csv"}) {
     BOOST_TEST_CONTEXT(f) {
-      const std::string x = slurp(two.dir / f);
+      const std::string x = read_file(two.path() / f);
       BOOST_TEST(!x.empty());
-      BOOST_TEST((x == slurp(one.dir / f)), "1 thread and 2 threads differ");
+      BOOST_TEST((x == read_file(one.path() / f)), "1 thread and 2 threads differ");
     }
   }
   // A CNN evaluates in batches of 100 unless --eval-batch says otherwise (an MLP in batches of 1000).
-  const std::string config = nlohmann::json::parse(slurp(two.dir / "manifest.json"))["config"].dump();
+  const std::string config = nlohmann::json::parse(read_file(two.path() / "manifest.json"))["config"].dump();
   BOOST_TEST(config.find("\"eval_batch\":100,") != std::string::npos, config);
 }
 
 // The study on Fashion-MNIST with its CNN part, shrunk to seconds: the four parts' folders, and a
 // report with the CNN sections and the MLP/CNN side-by-side table.
 BOOST_AUTO_TEST_CASE(study_on_images_adds_the_cnn_part) {
-  Tmp t;
-  BOOST_REQUIRE_EQUAL(run({"study", "--quiet", "--train-limit", "1000", "--test-limit", "200", "--epochs", "1",
-                           "--seeds", "0", "--batch-sizes", "4,32", "--sweep-train-limit", "500", "--cnn-train-limit",
-                           "300", "--cnn-epochs", "1", "--cnn-batch-sizes", "4,32", "--cnn-norms", "none,batch,instance",
-                           "--cnn-sweep-norms", "batch,group", "--out", t.dir.string()}),
+  TempDir t;
+  BOOST_REQUIRE_EQUAL(run_normlab({"study", "--quiet", "--train-limit", "1000", "--test-limit", "200", "--epochs", "1",
+                                   "--seeds", "0", "--batch-sizes", "4,32", "--sweep-train-limit", "500",
+                                   "--cnn-train-limit", "300", "--cnn-epochs", "1", "--cnn-batch-sizes", "4,32",
+                                   "--cnn-norms", "none,batch,instance", "--cnn-sweep-norms", "batch,group", "--out",
+                                   t.path().string()}),
                       0);
   for (const char* part : {"compare", "sweep", "cnn-compare", "cnn-sweep"})
-    BOOST_TEST(fs::exists(t.dir / part / "summary.csv"), part << "/summary.csv is missing");
-  const std::string report = slurp(t.dir / "report.md");
+    BOOST_TEST(fs::exists(t.path() / part / "summary.csv"), part << "/summary.csv is missing");
+  const std::string report = read_file(t.path() / "report.md");
   for (const char* s : {"## CNN: Convergence", "## CNN: Batch-size sensitivity", "## MLP and CNN side by side",
                         "| GroupNorm |", "InstanceNorm"})
     BOOST_TEST(report.find(s) != std::string::npos, "report.md lacks " << s);
-  const auto man = nlohmann::json::parse(slurp(t.dir / "manifest.json"));
+  const auto man = nlohmann::json::parse(read_file(t.path() / "manifest.json"));
   BOOST_TEST(man["parts"].size() == 4u);
   // --no-cnn leaves it out; study refuses --arch cnn (it runs both architectures itself).
-  Tmp u;
-  BOOST_REQUIRE_EQUAL(run({"study", "--quiet", "--train-limit", "500", "--test-limit", "100", "--epochs", "1", "--seeds",
-                           "0", "--batch-sizes", "32", "--sweep-train-limit", "200", "--no-cnn", "--out", u.dir.string()}),
+  TempDir u;
+  BOOST_REQUIRE_EQUAL(run_normlab({"study", "--quiet", "--train-limit", "500", "--test-limit", "100", "--epochs", "1",
+                                   "--seeds", "0", "--batch-sizes", "32", "--sweep-train-limit", "200", "--no-cnn",
+                                   "--out", u.path().string()}),
                       0);
-  BOOST_TEST(!fs::exists(u.dir / "cnn-compare"));
-  expect_error({"study", "--arch", "cnn", "--out", u.dir.string()}, "study runs its MLP and its CNN parts itself");
+  BOOST_TEST(!fs::exists(u.path() / "cnn-compare"));
+  expect_error({"study", "--arch", "cnn", "--out", u.path().string()}, "study runs its MLP and its CNN parts itself");
 }
 
 BOOST_AUTO_TEST_CASE(train_prints_one_line_per_epoch_in_order) {
-  Tmp t;
+  TempDir t;
   int rc = -1;
   const std::string err =
-      captured(2, [&] { rc = run({"train", "--quick", "--epochs", "4", "--out", t.dir.string()}); });
+      capture_output(2, [&] { rc = run_normlab({"train", "--quick", "--epochs", "4", "--out", t.path().string()}); });
   BOOST_REQUIRE_EQUAL(rc, 0);
   BOOST_TEST(err.find('\r') == std::string::npos, "a progress bar on a file: " << err);  // plain lines
   std::vector<std::string> epochs;
@@ -309,19 +232,18 @@ BOOST_AUTO_TEST_CASE(train_prints_one_line_per_epoch_in_order) {
     BOOST_TEST(epochs[i].find(", test acc ") != std::string::npos, epochs[i]);
   }
   // --quiet: nothing at all.
-  Tmp q;
+  TempDir q;
   const std::string quiet =
-      captured(2, [&] { rc = run({"train", "--quick", "--quiet", "--out", q.dir.string()}); });
+      capture_output(2, [&] { rc = run_normlab({"train", "--quick", "--quiet", "--out", q.path().string()}); });
   BOOST_REQUIRE_EQUAL(rc, 0);
   BOOST_TEST(quiet.empty(), quiet);
 }
 
 BOOST_AUTO_TEST_CASE(each_subcommand_writes_to_its_own_default_folder) {
   // All subcommands share one options struct: each must still default to out/<subcommand>.
-  Tmp t;
-  fs::create_directories(t.dir);
+  TempDir t;
   const fs::path cwd = fs::current_path();
-  fs::current_path(t.dir);
+  fs::current_path(t.path());
   struct Back {
     fs::path to;
     ~Back() { fs::current_path(to); }
@@ -334,33 +256,33 @@ BOOST_AUTO_TEST_CASE(each_subcommand_writes_to_its_own_default_folder) {
   for (const auto& c : commands) {
     BOOST_TEST_CONTEXT(c.front()) {
       int rc = -1;
-      captured(1, [&] { rc = run(c); });
+      capture_output(1, [&] { rc = run_normlab(c); });
       BOOST_TEST(rc == 0);
-      const fs::path manifest = t.dir / "out" / c.front() / "manifest.json";
+      const fs::path manifest = t.path() / "out" / c.front() / "manifest.json";
       BOOST_REQUIRE(fs::exists(manifest));
-      const auto m = nlohmann::json::parse(slurp(manifest));
+      const auto m = nlohmann::json::parse(read_file(manifest));
       BOOST_TEST(m["command"].get<std::string>().rfind("normlab " + c.front() + " ", 0) == 0u, m["command"]);
     }
   }
   std::vector<std::string> folders;
-  for (const auto& e : fs::directory_iterator(t.dir / "out")) folders.push_back(e.path().filename().string());
+  for (const auto& e : fs::directory_iterator(t.path() / "out")) folders.push_back(e.path().filename().string());
   std::sort(folders.begin(), folders.end());
   BOOST_TEST((folders == std::vector<std::string>{"compare", "study", "sweep", "train"}));
 }
 
 BOOST_AUTO_TEST_CASE(version_and_help_subcommand) {
   int rc = -1;
-  const std::string version = captured(1, [&] { rc = run({"--version"}); });
+  const std::string version = capture_output(1, [&] { rc = run_normlab({"--version"}); });
   BOOST_TEST(rc == 0);
   BOOST_TEST(version.rfind("normlab " NORMLAB_VERSION " (commit ", 0) == 0u, version);
-  const std::string help = captured(1, [&] { rc = run({"help"}); });
+  const std::string help = capture_output(1, [&] { rc = run_normlab({"help"}); });
   BOOST_TEST(rc == 0);
   BOOST_TEST(help.find("Usage: normlab [OPTIONS] SUBCOMMAND") != std::string::npos, help);
   for (const char* sub : {"demo", "train", "compare", "sweep", "study", "eval", "predict"}) {
     BOOST_TEST(help.find(std::string("  ") + sub + " ") != std::string::npos, sub);
-    const std::string one = captured(1, [&] { rc = run({"help", sub}); });
+    const std::string one = capture_output(1, [&] { rc = run_normlab({"help", sub}); });
     BOOST_TEST(rc == 0);
-    BOOST_TEST(one == captured(1, [&] { run({sub, "--help"}); }), sub);
+    BOOST_TEST(one == capture_output(1, [&] { run_normlab({sub, "--help"}); }), sub);
     BOOST_TEST(one.find(std::string("Usage: normlab ") + sub + " [OPTIONS]") != std::string::npos, one);
   }
   expect_error({"help", "traine"}, "traine not in {help,demo,train,compare,sweep,study,predict,eval}");
@@ -379,7 +301,7 @@ BOOST_AUTO_TEST_CASE(help_states_the_preset_defaults) {
   for (const char* sub : {"train", "compare", "sweep", "study"}) {
     BOOST_TEST_CONTEXT(sub) {
       int rc = -1;
-      const std::string help = captured(1, [&] { rc = run({sub, "--help"}); });
+      const std::string help = capture_output(1, [&] { rc = run_normlab({sub, "--help"}); });
       BOOST_TEST(rc == 0);
       BOOST_TEST(help.find("=[]") == std::string::npos, help);
       for (const auto& [flag, text] : want)
@@ -388,62 +310,63 @@ BOOST_AUTO_TEST_CASE(help_states_the_preset_defaults) {
             BOOST_TEST(line.find(text) != std::string::npos, line);
     }
   }
-  const std::string sweep = captured(1, [&] { run({"sweep", "--help"}); });
+  const std::string sweep = capture_output(1, [&] { run_normlab({"sweep", "--help"}); });
   BOOST_TEST(sweep.find("(default: 2,8,32,128 with --quick, else 2,4,8,16,32,64,128,256)") != std::string::npos);
   BOOST_TEST(sweep.find("(default: 0,1,2,3,4 with --full, else 0,1)") != std::string::npos);
-  const std::string study = captured(1, [&] { run({"study", "--help"}); });
+  const std::string study = capture_output(1, [&] { run_normlab({"study", "--help"}); });
   BOOST_TEST(study.find("(default: 0.1 on fashion-mnist without --quick, else 0)") != std::string::npos);
   BOOST_TEST(study.find("(default: 3 with --quick, else 5)") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(validation_columns_only_with_a_validation_set) {
-  Tmp none, some;
-  BOOST_REQUIRE_EQUAL(run({"train", "--quick", "--quiet", "--out", none.dir.string()}), 0);
-  BOOST_REQUIRE_EQUAL(run({"train", "--quick", "--quiet", "--val-fraction", "0.2", "--out", some.dir.string()}), 0);
+  TempDir none, some;
+  BOOST_REQUIRE_EQUAL(run_normlab({"train", "--quick", "--quiet", "--out", none.path().string()}), 0);
+  BOOST_REQUIRE_EQUAL(run_normlab({"train", "--quick", "--quiet", "--val-fraction", "0.2", "--out",
+                                   some.path().string()}), 0);
   // Without a validation set (the default --val-fraction 0): no val_* columns, no NaN.
-  const std::string a = slurp(none.dir / "epochs.csv"), b = slurp(some.dir / "epochs.csv");
+  const std::string a = read_file(none.path() / "epochs.csv"), b = read_file(some.path() / "epochs.csv");
   BOOST_TEST(a.find("val_") == std::string::npos);
   BOOST_TEST(a.find("nan") == std::string::npos);
-  BOOST_TEST(slurp(none.dir / "report.md").find("No validation set") != std::string::npos);
+  BOOST_TEST(read_file(none.path() / "report.md").find("No validation set") != std::string::npos);
   // With one: the columns, with numbers in them.
   BOOST_TEST(b.substr(0, b.find('\n')).find(",val_loss,val_acc,") != std::string::npos);
   BOOST_TEST(b.find("nan") == std::string::npos);
-  BOOST_TEST(slurp(some.dir / "report.md").find("| val acc (%) |") != std::string::npos);
+  BOOST_TEST(read_file(some.path() / "report.md").find("| val acc (%) |") != std::string::npos);
   // compare and sweep likewise.
-  Tmp c;
-  BOOST_REQUIRE_EQUAL(run({"compare", "--quick", "--quiet", "--seeds", "0", "--out", c.dir.string()}), 0);
-  BOOST_TEST(slurp(c.dir / "epochs.csv").find("val_") == std::string::npos);
-  BOOST_TEST(slurp(c.dir / "report.md").find("there is no validation set") != std::string::npos);
+  TempDir c;
+  BOOST_REQUIRE_EQUAL(run_normlab({"compare", "--quick", "--quiet", "--seeds", "0", "--out", c.path().string()}), 0);
+  BOOST_TEST(read_file(c.path() / "epochs.csv").find("val_") == std::string::npos);
+  BOOST_TEST(read_file(c.path() / "report.md").find("there is no validation set") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(train_writes_a_checkpoint_with_pytorch_names) {
-  Tmp t;
-  BOOST_REQUIRE_EQUAL(run({"train", "--quick", "--quiet", "--norm", "batch", "--out", t.dir.string()}), 0);
-  const auto f = normlab::serialize::load_safetensors((t.dir / "model.safetensors").string());
+  TempDir t;
+  BOOST_REQUIRE_EQUAL(run_normlab({"train", "--quick", "--quiet", "--norm", "batch", "--out", t.path().string()}), 0);
+  const auto f = normlab::serialize::load_safetensors((t.path() / "model.safetensors").string());
   std::vector<std::string> names;
   for (const auto& [n, x] : f.tensors) names.push_back(n);
   for (const char* want : {"0.weight", "0.bias", "1.weight", "1.bias", "1.running_mean", "1.running_var",
                            "1.num_batches_tracked", "3.weight", "6.bias"})
     BOOST_TEST((std::find(names.begin(), names.end(), want) != names.end()), want);
-  BOOST_TEST(lines(t.dir / "epochs.csv") == 1u + 3u);
+  BOOST_TEST(lines(t.path() / "epochs.csv") == 1u + 3u);
 }
 
 BOOST_AUTO_TEST_CASE(csv_dataset_trains) {
-  Tmp t;
-  const int rc = run({"train", "--quiet", "--dataset", "csv", "--csv", kFixtures + "iris_like.csv", "--label", "species",
-                      "--hidden", "8", "--epochs", "2", "--batch-size", "4", "--test-fraction", "0.25", "--out",
-                      t.dir.string()});
+  TempDir t;
+  const int rc = run_normlab({"train", "--quiet", "--dataset", "csv", "--csv", kFixtures + "iris_like.csv", "--label",
+                              "species", "--hidden", "8", "--epochs", "2", "--batch-size", "4", "--test-fraction",
+                              "0.25", "--out", t.path().string()});
   BOOST_REQUIRE_EQUAL(rc, 0);
-  BOOST_TEST(fs::exists(t.dir / "epochs.csv"));
+  BOOST_TEST(fs::exists(t.path() / "epochs.csv"));
 }
 
 BOOST_AUTO_TEST_CASE(a_diverging_run_is_recorded_and_the_sweep_goes_on) {
-  Tmp t;
-  BOOST_REQUIRE_EQUAL(run({"sweep", "--quick", "--quiet", "--over", "lr", "--lrs", "0.1,1e7", "--norms", "none",
-                           "--seeds", "0,1", "--warmup", "0", "--out", t.dir.string()}),
+  TempDir t;
+  BOOST_REQUIRE_EQUAL(run_normlab({"sweep", "--quick", "--quiet", "--over", "lr", "--lrs", "0.1,1e7", "--norms", "none",
+                                   "--seeds", "0,1", "--warmup", "0", "--out", t.path().string()}),
                       0);
-  const std::string runs = slurp(t.dir / "runs.csv");
-  BOOST_TEST(lines(t.dir / "runs.csv") == 1u + 4u);
+  const std::string runs = read_file(t.path() / "runs.csv");
+  BOOST_TEST(lines(t.path() / "runs.csv") == 1u + 4u);
   // Without a norm, every run with lr 1e7 diverged (diverged = 1 and a step), the lr 0.1 runs did
   // not. (With LayerNorm the same lr gives a huge but finite loss: normalization bounds the hidden
   // activations, so that run is not a divergence.)
@@ -462,22 +385,15 @@ BOOST_AUTO_TEST_CASE(a_diverging_run_is_recorded_and_the_sweep_goes_on) {
   }
   BOOST_TEST(diverged == 2);
   BOOST_TEST(fine == 2);
-  BOOST_TEST(slurp(t.dir / "report.md").find("diverged run") != std::string::npos);
+  BOOST_TEST(read_file(t.path() / "report.md").find("diverged run") != std::string::npos);
 }
 
 // `normlab demo` succeeds and the loss it prints falls: the first and last of its "loss a -> b"
 // line, and every "step ... loss" line below the first (stdout is captured in a file).
 BOOST_AUTO_TEST_CASE(demo_succeeds_and_the_loss_falls) {
-  Tmp t;
-  fs::create_directories(t.dir);
-  const fs::path out = t.dir / "stdout.txt";
   int rc = -1;
-  {
-    StdoutToFile capture(out);
-    rc = run({"demo", "--steps", "100"});
-  }
+  const std::string text = capture_output(1, [&] { rc = run_normlab({"demo", "--steps", "100"}); });
   BOOST_REQUIRE_EQUAL(rc, 0);
-  const std::string text = slurp(out);
   BOOST_TEST_MESSAGE("normlab demo printed:\n" << text);
   std::istringstream in(text);
   std::string line;
@@ -498,8 +414,8 @@ BOOST_AUTO_TEST_CASE(demo_succeeds_and_the_loss_falls) {
 }
 
 BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error_and_writes_nothing) {
-  Tmp t;
-  const std::string out = t.dir.string();
+  TempDir t;
+  const std::string out = (t.path() / "out").string();
   expect_error({"train", "--quick", "--norm", "weird", "--out", out}, "unknown norm 'weird'");
   expect_error({"train", "--quick", "--activation", "swish", "--out", out}, "unknown activation 'swish'");
   expect_error({"train", "--quick", "--dataset", "mnist3d", "--out", out}, "unknown dataset 'mnist3d'");
@@ -546,12 +462,11 @@ BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error_and_writes_nothing) {
                   "--data-seed", std::to_string(seed), "--hidden", "4", "--batch-size", "2", "--out", out},
                  {rare + ": line 11", "class \"rare\"", "test part", "--test-fraction"});
   }
-  BOOST_TEST(!fs::exists(t.dir), "an output folder was created by a failed command");
+  BOOST_TEST(!fs::exists(out), "an output folder was created by a failed command");
   // An output folder that cannot be created: a path below a regular file.
-  Tmp f;
-  fs::create_directories(f.dir);
-  std::ofstream(f.dir / "file") << "x";
-  expect_error({"train", "--quick", "--out", (f.dir / "file" / "sub").string()}, "cannot write to output folder");
+  TempDir f;
+  std::ofstream(f.path() / "file") << "x";
+  expect_error({"train", "--quick", "--out", (f.path() / "file" / "sub").string()}, "cannot write to output folder");
   // Usage errors (unknown flag, bad value, no subcommand) are usage errors too.
   expect_error({"train", "--no-such-flag"}, "--no-such-flag");
   expect_error({"sweep", "--over", "width"}, "--over");
@@ -561,7 +476,7 @@ BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error_and_writes_nothing) {
 // The exit status main() gives for a command, and what it prints as the error.
 std::pair<int, std::string> status_of(const std::vector<std::string>& args) {
   try {
-    return {run(args), ""};
+    return {run_normlab(args), ""};
   } catch (const normlab::experiments::UsageError& e) {
     return {normlab::experiments::kExitUsage, e.what()};
   } catch (const normlab::Error& e) {
@@ -570,8 +485,8 @@ std::pair<int, std::string> status_of(const std::vector<std::string>& args) {
 }
 
 BOOST_AUTO_TEST_CASE(bad_values_are_usage_errors_naming_the_flag_before_anything_is_written) {
-  Tmp t;
-  const std::string out = t.dir.string();
+  TempDir t;
+  const std::string out = (t.path() / "out").string();
   // {arguments, what the message must contain}: every value that once crashed, overflowed or was
   // taken silently.
   const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases = {
@@ -626,7 +541,7 @@ BOOST_AUTO_TEST_CASE(bad_values_are_usage_errors_naming_the_flag_before_anything
       const auto [status, message] = status_of(args);
       BOOST_TEST(status == normlab::experiments::kExitUsage);
       for (const auto& n : needles) BOOST_TEST(message.find(n) != std::string::npos, "lacks \"" << n << "\": " << message);
-      BOOST_TEST(!fs::exists(t.dir), "the failed command created its output folder");
+      BOOST_TEST(!fs::exists(out), "the failed command created its output folder");
     }
   }
 }
@@ -634,8 +549,8 @@ BOOST_AUTO_TEST_CASE(bad_values_are_usage_errors_naming_the_flag_before_anything
 BOOST_AUTO_TEST_CASE(flags_that_cannot_apply_are_usage_errors_in_every_subcommand) {
   // Each flag below would be silently ignored with the rest of its command line: every subcommand
   // that has the flag refuses it, naming it and why, before anything is written.
-  Tmp t;
-  const std::string out = (t.dir / "out").string();
+  TempDir t;
+  const std::string out = (t.path() / "out").string();
   const std::string csv = kFixtures + "iris_like.csv";
   struct Case {
     std::vector<std::string> args;
@@ -700,16 +615,17 @@ BOOST_AUTO_TEST_CASE(flags_that_cannot_apply_are_usage_errors_in_every_subcomman
 
 BOOST_AUTO_TEST_CASE(sample_limits_apply_to_csv_files_and_synthetic_sets) {
   // --train-limit/--test-limit once worked on Fashion-MNIST only (a CSV file trained on all rows).
-  Tmp t;
+  TempDir t;
   const std::string csv = kFixtures + "iris_like.csv";  // 60 rows: 45 train / 15 test at --test-fraction 0.25
-  BOOST_TEST(run({"train", "--csv", csv, "--label", "species", "--test-fraction", "0.25", "--train-limit", "30",
-                  "--test-limit", "10", "--hidden", "8", "--epochs", "1", "--batch-size", "10", "--quiet", "--out",
-                  (t.dir / "csv").string()}) == 0);
-  const auto m = nlohmann::json::parse(slurp(t.dir / "csv" / "manifest.json"));
+  BOOST_TEST(run_normlab({"train", "--csv", csv, "--label", "species", "--test-fraction", "0.25", "--train-limit", "30",
+                          "--test-limit", "10", "--hidden", "8", "--epochs", "1", "--batch-size", "10", "--quiet",
+                          "--out", (t.path() / "csv").string()}) == 0);
+  const auto m = nlohmann::json::parse(read_file(t.path() / "csv" / "manifest.json"));
   BOOST_TEST(m["dataset"].get<std::string>().find("(30 train / 0 validation / 10 test") != std::string::npos, m["dataset"]);
-  BOOST_TEST(run({"train", "--dataset", "moons", "--samples", "400", "--train-limit", "100", "--test-limit", "20",
-                  "--epochs", "1", "--batch-size", "20", "--hidden", "8", "--quiet", "--out", (t.dir / "moons").string()}) == 0);
-  const auto m2 = nlohmann::json::parse(slurp(t.dir / "moons" / "manifest.json"));
+  BOOST_TEST(run_normlab({"train", "--dataset", "moons", "--samples", "400", "--train-limit", "100", "--test-limit",
+                          "20", "--epochs", "1", "--batch-size", "20", "--hidden", "8", "--quiet", "--out",
+                          (t.path() / "moons").string()}) == 0);
+  const auto m2 = nlohmann::json::parse(read_file(t.path() / "moons" / "manifest.json"));
   BOOST_TEST(m2["dataset"].get<std::string>().find("(100 train / 0 validation / 20 test") != std::string::npos, m2["dataset"]);
 }
 
@@ -717,12 +633,12 @@ BOOST_AUTO_TEST_CASE(reports_say_what_a_short_run_measured) {
   // One epoch and one seed: "1 epoch", the final accuracy is that epoch's, no "± std"; a target no
   // run reaches shows "-" (never "nan"); norms that reach it at the same epoch end are a tie, not
   // "fastest: the first of them".
-  Tmp t;
+  TempDir t;
   const auto report = [&](const std::vector<std::string>& args) {
     std::vector<std::string> a = args;
-    a.insert(a.end(), {"--quick", "--quiet", "--epochs", "1", "--seeds", "0", "--out", (t.dir / args[0]).string()});
-    BOOST_REQUIRE(run(a) == 0);
-    return slurp(t.dir / args[0] / "report.md");
+    a.insert(a.end(), {"--quick", "--quiet", "--epochs", "1", "--seeds", "0", "--out", (t.path() / args[0]).string()});
+    BOOST_REQUIRE(run_normlab(a) == 0);
+    return read_file(t.path() / args[0] / "report.md");
   };
   const std::string unreached = report({"compare", "--target", "0.9999"});
   BOOST_TEST(unreached.find("batch 32, 1 epoch, ") != std::string::npos, unreached);
@@ -743,11 +659,12 @@ BOOST_AUTO_TEST_CASE(reports_say_what_a_short_run_measured) {
 BOOST_AUTO_TEST_CASE(a_checkpoint_records_its_data_and_predict_uses_it) {
   // model.safetensors holds what a user needs to use the model elsewhere: the classes in logit
   // order, the feature columns in input order, the training mean and std, the label column.
-  Tmp t;
+  TempDir t;
   const std::string csv = kFixtures + "iris_like.csv";
-  const fs::path dir = t.dir / "iris";
-  BOOST_REQUIRE(run({"train", "--csv", csv, "--label", "species", "--norm", "group", "--groups", "4", "--hidden", "8",
-                     "--epochs", "3", "--batch-size", "8", "--quiet", "--out", dir.string()}) == 0);
+  const fs::path dir = t.path() / "iris";
+  BOOST_REQUIRE(run_normlab({"train", "--csv", csv, "--label", "species", "--norm", "group", "--groups", "4",
+                             "--hidden", "8", "--epochs", "3", "--batch-size", "8", "--quiet", "--out",
+                             dir.string()}) == 0);
   const auto md = normlab::serialize::load_safetensors((dir / "model.safetensors").string()).metadata;
   BOOST_TEST(md.at("class_names") == R"(["setosa","versicolor","virginica"])");
   BOOST_TEST(md.at("feature_names") == R"(["sepal_length","sepal_width","petal_length","petal_width"])");
@@ -760,7 +677,7 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_records_its_data_and_predict_uses_it) {
   BOOST_TEST(pre["mean"].size() == 4u);
   BOOST_TEST(pre["mean"][0].get<double>() > 5.0);  // sepal length in cm: the raw scale, recorded
   BOOST_TEST(pre["std"][0].get<double>() > 0.1);
-  const auto manifest = nlohmann::json::parse(slurp(dir / "manifest.json"));
+  const auto manifest = nlohmann::json::parse(read_file(dir / "manifest.json"));
   BOOST_TEST(manifest["data"]["preprocessing"]["mean"] == pre["mean"]);
   BOOST_TEST(manifest["data"]["class_names"].size() == 3u);
   const auto m = normlab::experiments::load_saved_model((dir / "model.safetensors").string());
@@ -769,15 +686,15 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_records_its_data_and_predict_uses_it) {
   BOOST_TEST((m.spec.hidden == std::vector<int64_t>{8}));
 
   // predict: with the label column the accuracy; without it, the same probabilities.
-  BOOST_TEST(run({"predict", "--checkpoint", (dir / "model.safetensors").string(), "--csv", csv, "--out",
-                  (dir / "p.csv").string(), "--quiet"}) == 0);
-  const auto with_label = split_lines(slurp(dir / "p.csv"));
+  BOOST_TEST(run_normlab({"predict", "--checkpoint", (dir / "model.safetensors").string(), "--csv", csv, "--out",
+                          (dir / "p.csv").string(), "--quiet"}) == 0);
+  const auto with_label = split_lines(read_file(dir / "p.csv"));
   BOOST_TEST(with_label.size() == 61u);
   BOOST_TEST(with_label[0] == "line,predicted,label,p_setosa,p_versicolor,p_virginica");
   {  // the same rows without the label column, the features in another order
     std::ofstream f(dir / "nolabel.csv");
     f << "petal_width,sepal_length,sepal_width,petal_length\n";
-    const auto lines = split_lines(slurp(csv));
+    const auto lines = split_lines(read_file(csv));
     for (size_t i = 1; i < lines.size(); ++i) {
       const std::string& line = lines[i];
       std::vector<std::string> c;
@@ -786,9 +703,9 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_records_its_data_and_predict_uses_it) {
       f << c[3] << "," << c[0] << "," << c[1] << "," << c[2] << "\n";
     }
   }
-  BOOST_TEST(run({"predict", "--checkpoint", (dir / "model.safetensors").string(), "--csv", (dir / "nolabel.csv").string(),
-                  "--out", (dir / "q.csv").string(), "--quiet"}) == 0);
-  const auto without = split_lines(slurp(dir / "q.csv"));
+  BOOST_TEST(run_normlab({"predict", "--checkpoint", (dir / "model.safetensors").string(), "--csv",
+                          (dir / "nolabel.csv").string(), "--out", (dir / "q.csv").string(), "--quiet"}) == 0);
+  const auto without = split_lines(read_file(dir / "q.csv"));
   BOOST_REQUIRE(without.size() == 61u);
   BOOST_TEST(without[0] == "line,predicted,p_setosa,p_versicolor,p_virginica");
   for (size_t i = 1; i < without.size(); ++i) {  // drop the label column of with_label
@@ -798,8 +715,9 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_records_its_data_and_predict_uses_it) {
   }
 
   // Errors: a model without column names, a file without the model's columns, not a checkpoint.
-  BOOST_REQUIRE(run({"train", "--quick", "--epochs", "1", "--quiet", "--out", (t.dir / "moons").string()}) == 0);
-  expect_error({"predict", "--checkpoint", (t.dir / "moons" / "model.safetensors").string(), "--csv", csv},
+  BOOST_REQUIRE(run_normlab({"train", "--quick", "--epochs", "1", "--quiet", "--out",
+                             (t.path() / "moons").string()}) == 0);
+  expect_error({"predict", "--checkpoint", (t.path() / "moons" / "model.safetensors").string(), "--csv", csv},
                std::vector<std::string>{"trained on moons", "goes with a model trained with --csv"});
   {
     std::ofstream f(dir / "short.csv");
@@ -814,13 +732,13 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_records_its_data_and_predict_uses_it) {
 BOOST_AUTO_TEST_CASE(eval_reads_a_checkpoint_back) {
   // A Fashion-MNIST model evaluated from its file alone gives the test accuracy its training run
   // reported (the checkpoint's preprocessing applied to the raw images); a CSV model on its file.
-  Tmp t;
-  BOOST_REQUIRE(run({"train", "--train-limit", "1000", "--epochs", "1", "--hidden", "32", "--quiet", "--out",
-                     (t.dir / "f").string()}) == 0);
-  BOOST_REQUIRE(run({"eval", "--checkpoint", (t.dir / "f" / "model.safetensors").string(), "--quiet", "--out",
-                     (t.dir / "e").string()}) == 0);
-  const auto epochs = split_lines(slurp(t.dir / "f" / "epochs.csv"));
-  const auto eval = split_lines(slurp(t.dir / "e" / "metrics.csv"));
+  TempDir t;
+  BOOST_REQUIRE(run_normlab({"train", "--train-limit", "1000", "--epochs", "1", "--hidden", "32", "--quiet", "--out",
+                             (t.path() / "f").string()}) == 0);
+  BOOST_REQUIRE(run_normlab({"eval", "--checkpoint", (t.path() / "f" / "model.safetensors").string(), "--quiet",
+                             "--out", (t.path() / "e").string()}) == 0);
+  const auto epochs = split_lines(read_file(t.path() / "f" / "epochs.csv"));
+  const auto eval = split_lines(read_file(t.path() / "e" / "metrics.csv"));
   BOOST_REQUIRE(eval.size() == 2u);
   BOOST_TEST(eval[0] == "samples,loss,accuracy");
   const auto cells = [](const std::string& line) {
@@ -835,7 +753,7 @@ BOOST_AUTO_TEST_CASE(eval_reads_a_checkpoint_back) {
   BOOST_TEST(got[0] == "10000");
   BOOST_TEST(got[2] == last.back());  // the same count of correct test images
   BOOST_TEST(std::stod(got[1]) == std::stod(last[last.size() - 2]), boost::test_tools::tolerance(1e-6));
-  const auto confusion = split_lines(slurp(t.dir / "e" / "confusion.csv"));
+  const auto confusion = split_lines(read_file(t.path() / "e" / "confusion.csv"));
   BOOST_TEST(confusion.size() == 11u);
   BOOST_TEST(confusion[1].rfind("T-shirt/top,", 0) == 0u);
   int64_t total = 0;
@@ -844,75 +762,80 @@ BOOST_AUTO_TEST_CASE(eval_reads_a_checkpoint_back) {
     for (size_t i = 1; i < c.size(); ++i) total += std::stoll(c[i]);
   }
   BOOST_TEST(total == 10000);
-  BOOST_TEST(slurp(t.dir / "e" / "report.md").find("| Ankle boot | 1000 |") != std::string::npos);
+  BOOST_TEST(read_file(t.path() / "e" / "report.md").find("| Ankle boot | 1000 |") != std::string::npos);
 
   // A CSV model: --csv is required, and its file must have the training columns and label.
   const std::string csv = kFixtures + "iris_like.csv";
-  BOOST_REQUIRE(run({"train", "--csv", csv, "--label", "species", "--hidden", "8", "--epochs", "2", "--batch-size", "8",
-                     "--quiet", "--out", (t.dir / "iris").string()}) == 0);
-  const std::string ckpt = (t.dir / "iris" / "model.safetensors").string();
-  expect_error({"eval", "--checkpoint", ckpt, "--out", (t.dir / "x").string()},
+  BOOST_REQUIRE(run_normlab({"train", "--csv", csv, "--label", "species", "--hidden", "8", "--epochs", "2",
+                             "--batch-size", "8", "--quiet", "--out", (t.path() / "iris").string()}) == 0);
+  const std::string ckpt = (t.path() / "iris" / "model.safetensors").string();
+  expect_error({"eval", "--checkpoint", ckpt, "--out", (t.path() / "x").string()},
                std::vector<std::string>{"trained on csv", "--csv FILE", "\"species\""});
-  expect_error({"eval", "--checkpoint", (t.dir / "f" / "model.safetensors").string(), "--csv", csv, "--out",
-                (t.dir / "x").string()},
+  expect_error({"eval", "--checkpoint", (t.path() / "f" / "model.safetensors").string(), "--csv", csv, "--out",
+                (t.path() / "x").string()},
                std::vector<std::string>{"trained on fashion-mnist", "without --csv evaluates it on the Fashion-MNIST test set"});
-  BOOST_TEST(!fs::exists(t.dir / "x"));
-  BOOST_REQUIRE(run({"eval", "--checkpoint", ckpt, "--csv", csv, "--quiet", "--out", (t.dir / "ei").string()}) == 0);
-  BOOST_TEST(split_lines(slurp(t.dir / "ei" / "per_class.csv")).size() == 4u);
-  BOOST_TEST(cells(split_lines(slurp(t.dir / "ei" / "metrics.csv"))[1])[0] == "60");
+  BOOST_TEST(!fs::exists(t.path() / "x"));
+  BOOST_REQUIRE(run_normlab({"eval", "--checkpoint", ckpt, "--csv", csv, "--quiet", "--out",
+                             (t.path() / "ei").string()}) == 0);
+  BOOST_TEST(split_lines(read_file(t.path() / "ei" / "per_class.csv")).size() == 4u);
+  BOOST_TEST(cells(split_lines(read_file(t.path() / "ei" / "metrics.csv"))[1])[0] == "60");
 }
 
 BOOST_AUTO_TEST_CASE(plots_use_percent_axes_whole_epochs_and_a_key_below) {
   // The plot scripts (rendered by gnuplot when it is installed; the .gp files are written with the
   // images): accuracy in %, epochs on whole-number ticks, the key below the plot (a key beside it
   // took a third of the width and was clipped), and train plots train and test per epoch.
-  Tmp t;
-  BOOST_REQUIRE(run({"compare", "--quick", "--quiet", "--epochs", "3", "--seeds", "0", "--out", (t.dir / "c").string()}) == 0);
-  BOOST_REQUIRE(run({"train", "--quick", "--quiet", "--epochs", "3", "--val-fraction", "0.1", "--out", (t.dir / "t").string()}) == 0);
-  if (!fs::exists(t.dir / "c" / "test_accuracy.gp")) return;  // no gnuplot: no plots
-  const std::string acc = slurp(t.dir / "c" / "test_accuracy.gp");
+  TempDir t;
+  BOOST_REQUIRE(run_normlab({"compare", "--quick", "--quiet", "--epochs", "3", "--seeds", "0", "--out",
+                             (t.path() / "c").string()}) == 0);
+  BOOST_REQUIRE(run_normlab({"train", "--quick", "--quiet", "--epochs", "3", "--val-fraction", "0.1", "--out",
+                             (t.path() / "t").string()}) == 0);
+  if (!fs::exists(t.path() / "c" / "test_accuracy.gp")) return;  // no gnuplot: no plots
+  const std::string acc = read_file(t.path() / "c" / "test_accuracy.gp");
   BOOST_TEST(acc.find("set format y '%g%%'") != std::string::npos);
   BOOST_TEST(acc.find("set xtics 1") != std::string::npos);
   BOOST_TEST(acc.find("set key below") != std::string::npos);
   BOOST_TEST(acc.find("key outside") == std::string::npos);
   BOOST_TEST(acc.find("#E69F00") != std::string::npos);  // the palette's orange, not gnuplot's yellow
-  const std::string epochs = slurp(t.dir / "t" / "epochs.gp");
+  const std::string epochs = read_file(t.path() / "t" / "epochs.gp");
   BOOST_TEST(epochs.find("title 'train'") != std::string::npos);
   BOOST_TEST(epochs.find("title 'validation'") != std::string::npos);
   BOOST_TEST(epochs.find("title 'test'") != std::string::npos);
-  BOOST_TEST(fs::exists(t.dir / "t" / "epochs.png"));
-  BOOST_TEST(slurp(t.dir / "t" / "report.md").find("![epochs](epochs.png)") != std::string::npos);
+  BOOST_TEST(fs::exists(t.path() / "t" / "epochs.png"));
+  BOOST_TEST(read_file(t.path() / "t" / "report.md").find("![epochs](epochs.png)") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(small_data_sets_train_with_the_default_batch_size) {
   // 45 training rows at the default batch 128: one batch of all of them per epoch (as PyTorch's
   // DataLoader without drop_last), where the run once refused to start. Under BatchNorm, a last
   // batch of a single sample is left out, and the report says so.
-  Tmp t;
+  TempDir t;
   const std::string csv = kFixtures + "iris_like.csv";
-  BOOST_REQUIRE(run({"train", "--csv", csv, "--label", "species", "--test-fraction", "0.25", "--epochs", "2", "--quiet",
-                     "--out", (t.dir / "a").string()}) == 0);
-  const auto steps = split_lines(slurp(t.dir / "a" / "steps.csv"));
+  BOOST_REQUIRE(run_normlab({"train", "--csv", csv, "--label", "species", "--test-fraction", "0.25", "--epochs", "2",
+                             "--quiet", "--out", (t.path() / "a").string()}) == 0);
+  const auto steps = split_lines(read_file(t.path() / "a" / "steps.csv"));
   BOOST_TEST(steps.size() == 3u);  // header + 1 step per epoch
   // 45 rows at batch 4: 11 batches of 4 and a last one of 1, dropped under BatchNorm only.
-  BOOST_REQUIRE(run({"train", "--csv", csv, "--label", "species", "--test-fraction", "0.25", "--epochs", "1",
-                     "--batch-size", "22", "--norm", "batch", "--quiet", "--out", (t.dir / "b").string()}) == 0);
-  BOOST_TEST(split_lines(slurp(t.dir / "b" / "steps.csv")).size() == 3u);  // 22 + 22, the 1 left out
-  BOOST_TEST(slurp(t.dir / "b" / "report.md").find("last batch of one sample is left out") != std::string::npos);
-  BOOST_REQUIRE(run({"train", "--csv", csv, "--label", "species", "--test-fraction", "0.25", "--epochs", "1",
-                     "--batch-size", "22", "--norm", "layer", "--quiet", "--out", (t.dir / "c").string()}) == 0);
-  BOOST_TEST(split_lines(slurp(t.dir / "c" / "steps.csv")).size() == 4u);  // 22 + 22 + 1
+  BOOST_REQUIRE(run_normlab({"train", "--csv", csv, "--label", "species", "--test-fraction", "0.25", "--epochs", "1",
+                             "--batch-size", "22", "--norm", "batch", "--quiet", "--out",
+                             (t.path() / "b").string()}) == 0);
+  BOOST_TEST(split_lines(read_file(t.path() / "b" / "steps.csv")).size() == 3u);  // 22 + 22, the 1 left out
+  BOOST_TEST(read_file(t.path() / "b" / "report.md").find("last batch of one sample is left out") != std::string::npos);
+  BOOST_REQUIRE(run_normlab({"train", "--csv", csv, "--label", "species", "--test-fraction", "0.25", "--epochs", "1",
+                             "--batch-size", "22", "--norm", "layer", "--quiet", "--out",
+                             (t.path() / "c").string()}) == 0);
+  BOOST_TEST(split_lines(read_file(t.path() / "c" / "steps.csv")).size() == 4u);  // 22 + 22 + 1
 }
 
 BOOST_AUTO_TEST_CASE(csv_files_in_the_layouts_of_real_data_sets_train) {
   // scikit-learn's layout (a count line, no header, the class index last) and a ';'-separated file
   // with comment lines: the same 60 rows, so the same class counts.
-  Tmp t;
+  TempDir t;
   const auto trained = [&](std::vector<std::string> args, const std::string& name) {
     args.insert(args.begin(), "train");
-    args.insert(args.end(), {"--epochs", "1", "--batch-size", "8", "--quiet", "--out", (t.dir / name).string()});
-    BOOST_REQUIRE(run(args) == 0);
-    return nlohmann::json::parse(slurp(t.dir / name / "manifest.json"))["data"];
+    args.insert(args.end(), {"--epochs", "1", "--batch-size", "8", "--quiet", "--out", (t.path() / name).string()});
+    BOOST_REQUIRE(run_normlab(args) == 0);
+    return nlohmann::json::parse(read_file(t.path() / name / "manifest.json"))["data"];
   };
   const auto sk = trained({"--csv", kFixtures + "sklearn_layout.csv", "--csv-skip-rows", "1", "--csv-no-header",
                            "--label", "4"}, "sk");
@@ -930,18 +853,18 @@ BOOST_AUTO_TEST_CASE(csv_files_in_the_layouts_of_real_data_sets_train) {
                             "species", "--csv-columns", "petal_width"}, "one");
   BOOST_TEST(one["feature_names"] == nlohmann::json::parse(R"(["petal_width"])"));
   expect_error({"train", "--csv", kFixtures + "semicolons.csv", "--label", "species", "--csv-sep", "ab", "--out",
-                (t.dir / "x").string()},
+                (t.path() / "x").string()},
                std::vector<std::string>{"--csv-sep", "expected one character"});
 }
 
 BOOST_AUTO_TEST_CASE(init_from_starts_from_the_given_weights) {
-  Tmp t;
-  const std::string a = (t.dir / "a").string(), b = (t.dir / "b").string(), weights = a + "/model.safetensors";
-  BOOST_REQUIRE(run({"train", "--quick", "--quiet", "--epochs", "1", "--out", a}) == 0);
+  TempDir t;
+  const std::string a = (t.path() / "a").string(), b = (t.path() / "b").string(), weights = a + "/model.safetensors";
+  BOOST_REQUIRE(run_normlab({"train", "--quick", "--quiet", "--epochs", "1", "--out", a}) == 0);
   // lr 0: the weights do not move, so the model saved is the one it started from (another seed
   // would initialize it otherwise).
-  BOOST_REQUIRE(run({"train", "--quick", "--quiet", "--epochs", "1", "--lr", "0", "--seed", "7", "--init-from", weights,
-                     "--out", b}) == 0);
+  BOOST_REQUIRE(run_normlab({"train", "--quick", "--quiet", "--epochs", "1", "--lr", "0", "--seed", "7", "--init-from",
+                             weights, "--out", b}) == 0);
   const auto x = normlab::serialize::load_safetensors(weights), y = normlab::serialize::load_safetensors(b + "/model.safetensors");
   BOOST_REQUIRE(x.tensors.size() == y.tensors.size());
   for (size_t i = 0; i < x.tensors.size(); ++i) {
@@ -952,36 +875,39 @@ BOOST_AUTO_TEST_CASE(init_from_starts_from_the_given_weights) {
                    std::string(static_cast<const char*>(ty.raw_data()), ty.numel() * 4),
                name);
   }
-  BOOST_TEST(nlohmann::json::parse(slurp(t.dir / "b" / "manifest.json"))["config"]["config"]["init_from"] == weights);
+  const auto b_manifest = nlohmann::json::parse(read_file(t.path() / "b" / "manifest.json"));
+  BOOST_TEST(b_manifest["config"]["config"]["init_from"] == weights);
   // Weights of another model: which tensors do not fit, before anything is written.
-  expect_error({"train", "--quick", "--hidden", "16", "--init-from", weights, "--out", (t.dir / "c").string()},
+  expect_error({"train", "--quick", "--hidden", "16", "--init-from", weights, "--out", (t.path() / "c").string()},
                std::vector<std::string>{"--init-from", "wrong shape: 0.weight (expected shape [16, 2], got [32, 2])"});
-  BOOST_TEST(!fs::exists(t.dir / "c"));
-  expect_error({"train", "--quick", "--init-from", (t.dir / "none.safetensors").string()},
+  BOOST_TEST(!fs::exists(t.path() / "c"));
+  expect_error({"train", "--quick", "--init-from", (t.path() / "none.safetensors").string()},
                std::vector<std::string>{"--init-from", "none.safetensors"});
 }
 
 BOOST_AUTO_TEST_CASE(eval_every_evaluates_between_epochs_without_changing_the_training) {
-  Tmp t;
-  const auto out = [&](const std::string& n) { return (t.dir / n).string(); };
-  BOOST_REQUIRE(run({"train", "--quick", "--quiet", "--norm", "batch", "--val-fraction", "0.1", "--out", out("plain")}) == 0);
-  BOOST_REQUIRE(run({"train", "--quick", "--quiet", "--norm", "batch", "--val-fraction", "0.1", "--eval-every", "7",
-                     "--out", out("every")}) == 0);
+  TempDir t;
+  const auto out = [&](const std::string& n) { return (t.path() / n).string(); };
+  BOOST_REQUIRE(run_normlab({"train", "--quick", "--quiet", "--norm", "batch", "--val-fraction", "0.1", "--out",
+                             out("plain")}) == 0);
+  BOOST_REQUIRE(run_normlab({"train", "--quick", "--quiet", "--norm", "batch", "--val-fraction", "0.1", "--eval-every",
+                             "7", "--out", out("every")}) == 0);
   // The same training, bit for bit: the evaluations only read the model.
   for (const char* f : {"steps.csv", "epochs.csv", "activations.csv", "grad_norms.csv"})
-    BOOST_TEST(slurp(t.dir / "plain" / f) == slurp(t.dir / "every" / f), f);
-  BOOST_TEST(!fs::exists(t.dir / "plain" / "evals.csv"));
+    BOOST_TEST(read_file(t.path() / "plain" / f) == read_file(t.path() / "every" / f), f);
+  BOOST_TEST(!fs::exists(t.path() / "plain" / "evals.csv"));
   // 1400 training samples at batch 32: 43 steps per epoch, 129 steps, an evaluation after steps 7, 14, ..., 126.
-  BOOST_TEST(lines(t.dir / "every" / "evals.csv") == 1 + 129 / 7);
-  const std::string evals = slurp(t.dir / "every" / "evals.csv");
+  BOOST_TEST(lines(t.path() / "every" / "evals.csv") == 1 + 129 / 7);
+  const std::string evals = read_file(t.path() / "every" / "evals.csv");
   BOOST_TEST(evals.find("step,epoch,val_loss,val_acc,test_loss,test_acc") != std::string::npos);
-  BOOST_TEST(slurp(t.dir / "every" / "report.md").find("18 evaluations in evals.csv") != std::string::npos);
+  BOOST_TEST(read_file(t.path() / "every" / "report.md").find("18 evaluations in evals.csv") != std::string::npos);
   // compare: steps to the target are multiples of 5 steps, no more than the epoch's.
-  BOOST_REQUIRE(run({"compare", "--quick", "--quiet", "--seeds", "0", "--eval-every", "5", "--out", out("cmp")}) == 0);
-  BOOST_REQUIRE(run({"compare", "--quick", "--quiet", "--seeds", "0", "--out", out("cmp_epochs")}) == 0);
+  BOOST_REQUIRE(run_normlab({"compare", "--quick", "--quiet", "--seeds", "0", "--eval-every", "5", "--out",
+                             out("cmp")}) == 0);
+  BOOST_REQUIRE(run_normlab({"compare", "--quick", "--quiet", "--seeds", "0", "--out", out("cmp_epochs")}) == 0);
   const auto steps_to = [&](const std::string& dir) {
     std::vector<std::string> v;
-    std::istringstream in(slurp(t.dir / dir / "runs.csv"));
+    std::istringstream in(read_file(t.path() / dir / "runs.csv"));
     std::string line;
     std::getline(in, line);
     while (std::getline(in, line)) {  // ..., epochs_to_target, steps_to_target, target_acc
@@ -1001,19 +927,20 @@ BOOST_AUTO_TEST_CASE(eval_every_evaluates_between_epochs_without_changing_the_tr
 }
 
 BOOST_AUTO_TEST_CASE(optimizer_flag_takes_pytorchs_defaults_and_refuses_the_others_flags) {
-  Tmp t;
+  TempDir t;
   const auto config = [&](std::vector<std::string> args, const std::string& name) {
     args.insert(args.begin(), "train");
-    args.insert(args.end(), {"--quick", "--quiet", "--epochs", "1", "--out", (t.dir / name).string()});
-    BOOST_REQUIRE(run(args) == 0);
-    return nlohmann::json::parse(slurp(t.dir / name / "manifest.json"))["config"]["config"];
+    args.insert(args.end(), {"--quick", "--quiet", "--epochs", "1", "--out", (t.path() / name).string()});
+    BOOST_REQUIRE(run_normlab(args) == 0);
+    return nlohmann::json::parse(read_file(t.path() / name / "manifest.json"))["config"]["config"];
   };
   const auto adamw = config({"--optimizer", "adamw"}, "adamw");
   BOOST_TEST(adamw["lr"] == 1e-3);
   BOOST_TEST(adamw["weight_decay"] == 1e-2);
   BOOST_TEST(adamw["optimizer"]["name"] == "adamw");
-  BOOST_TEST(slurp(t.dir / "adamw" / "report.md").find("AdamW lr 0.001, betas (0.9, 0.999), eps 1e-08, weight decay "
-                                                       "0.01 (decoupled)") != std::string::npos);
+  BOOST_TEST(read_file(t.path() / "adamw" / "report.md")
+                 .find("AdamW lr 0.001, betas (0.9, 0.999), eps 1e-08, weight decay 0.01 (decoupled)") !=
+             std::string::npos);
   const auto adam = config({"--optimizer", "adam", "--lr", "0.01", "--betas", "0.8,0.99"}, "adam");
   BOOST_TEST(adam["lr"] == 0.01);
   BOOST_TEST(adam["weight_decay"] == 0.0);
@@ -1029,20 +956,21 @@ BOOST_AUTO_TEST_CASE(optimizer_flag_takes_pytorchs_defaults_and_refuses_the_othe
 }
 
 BOOST_AUTO_TEST_CASE(regression_trains_compares_evaluates_and_predicts) {
-  Tmp t;
-  const std::string csv = kFixtures + "regression.csv", ck = (t.dir / "train" / "model.safetensors").string();
+  TempDir t;
+  const std::string csv = kFixtures + "regression.csv", ck = (t.path() / "train" / "model.safetensors").string();
   const std::vector<std::string> data{"--csv", csv, "--csv-comment", "#", "--label", "price"};
   std::vector<std::string> train{"train", "--task", "regression", "--norm", "layer", "--epochs", "30", "--batch-size", "8",
-                                 "--quiet", "--out", (t.dir / "train").string()};
+                                 "--quiet", "--out", (t.path() / "train").string()};
   train.insert(train.end(), data.begin(), data.end());
-  BOOST_REQUIRE(run(train) == 0);
+  BOOST_REQUIRE(run_normlab(train) == 0);
   // R^2 in place of accuracy, in the CSV header, the report and the manifest.
-  const std::string epochs = slurp(t.dir / "train" / "epochs.csv");
+  const std::string epochs = read_file(t.path() / "train" / "epochs.csv");
   BOOST_TEST(epochs.find(",train_loss,train_r2,test_loss,test_r2\n") != std::string::npos);
-  const std::string report = slurp(t.dir / "train" / "report.md");
+  const std::string report = read_file(t.path() / "train" / "report.md");
   BOOST_TEST(report.find("| test R² | test RMSE |") != std::string::npos);
   BOOST_TEST(report.find("regression target price") != std::string::npos);
-  BOOST_TEST(nlohmann::json::parse(slurp(t.dir / "train" / "manifest.json"))["config"]["config"]["task"] == "regression");
+  const auto train_manifest = nlohmann::json::parse(read_file(t.path() / "train" / "manifest.json"));
+  BOOST_TEST(train_manifest["config"]["config"]["task"] == "regression");
   // The target y = 20 + 3 rooms - 2 distance + noise of std 0.5 is learned: test R^2 above 0.9.
   const std::string last = epochs.substr(epochs.rfind('\n', epochs.size() - 2) + 1);
   BOOST_TEST(std::stod(last.substr(last.rfind(',') + 1)) > 0.9, last);
@@ -1051,28 +979,30 @@ BOOST_AUTO_TEST_CASE(regression_trains_compares_evaluates_and_predicts) {
   BOOST_TEST(md.at("task") == "regression");
   BOOST_TEST(nlohmann::json::parse(md.at("target"))["name"] == "price");
   std::vector<std::string> eval{"eval", "--checkpoint", ck, "--csv", csv, "--csv-comment", "#", "--quiet", "--out",
-                                (t.dir / "eval").string()};
-  BOOST_REQUIRE(run(eval) == 0);
-  const std::string metrics = slurp(t.dir / "eval" / "metrics.csv");
+                                (t.path() / "eval").string()};
+  BOOST_REQUIRE(run_normlab(eval) == 0);
+  const std::string metrics = read_file(t.path() / "eval" / "metrics.csv");
   BOOST_TEST(metrics.find("samples,loss,rmse,r2\n80,") == 0, metrics);
   const double rmse = std::stod(metrics.substr(metrics.find('\n') + 1).substr(metrics.substr(metrics.find('\n') + 1).find(',', 3) + 1));
   BOOST_TEST(rmse < 1.5, metrics);  // the noise's std is 0.5, the target's about 5
-  const std::string preds = (t.dir / "preds.csv").string();
-  BOOST_REQUIRE(run({"predict", "--checkpoint", ck, "--csv", csv, "--csv-comment", "#", "--quiet", "--out", preds}) == 0);
-  BOOST_TEST(slurp(preds).find("line,predicted,price\n3,") == 0);
+  const std::string preds = (t.path() / "preds.csv").string();
+  BOOST_REQUIRE(run_normlab({"predict", "--checkpoint", ck, "--csv", csv, "--csv-comment", "#", "--quiet", "--out",
+                             preds}) == 0);
+  BOOST_TEST(read_file(preds).find("line,predicted,price\n3,") == 0);
   BOOST_TEST(lines(preds) == 81);
   // compare: the norms on the regression task.
   std::vector<std::string> cmp{"compare", "--task", "regression", "--epochs", "3", "--seeds", "0", "--target", "0.5",
-                               "--quiet", "--out", (t.dir / "cmp").string()};
+                               "--quiet", "--out", (t.path() / "cmp").string()};
   cmp.insert(cmp.end(), data.begin(), data.end());
-  BOOST_REQUIRE(run(cmp) == 0);
-  BOOST_TEST(slurp(t.dir / "cmp" / "report.md").find("| norm | final test R² | final test loss |") != std::string::npos);
-  BOOST_TEST(slurp(t.dir / "cmp" / "summary.csv").find("test_r2_mean") != std::string::npos);
+  BOOST_REQUIRE(run_normlab(cmp) == 0);
+  BOOST_TEST(read_file(t.path() / "cmp" / "report.md").find("| norm | final test R² | final test loss |") !=
+             std::string::npos);
+  BOOST_TEST(read_file(t.path() / "cmp" / "summary.csv").find("test_r2_mean") != std::string::npos);
   // Not with the sweep and the study; and a numeric label read as classes says how to regress.
   std::vector<std::string> sweep{"sweep", "--task", "regression"};
   sweep.insert(sweep.end(), data.begin(), data.end());
   expect_error(sweep, std::vector<std::string>{"--task regression goes with train and compare"});
-  std::vector<std::string> classes{"train", "--quiet", "--out", (t.dir / "classes").string()};
+  std::vector<std::string> classes{"train", "--quiet", "--out", (t.path() / "classes").string()};
   classes.insert(classes.end(), data.begin(), data.end());
   expect_error(classes, std::vector<std::string>{"The label column \"price\" holds", "--task regression"});
   expect_error({"train", "--quick", "--task", "regression"}, "--task goes with --dataset csv");

@@ -4,51 +4,30 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
-#include <sstream>
 #include <string>
 
 #include "experiments/git_commit.h"
+#include "tests/support/files.h"
+#include "tests/support/process.h"
 
 namespace fs = std::filesystem;
+using normlab::test::read_file;
+using normlab::test::run_command;
+using normlab::test::TempDir;
 
 namespace {
 
-// A fresh temporary folder, removed at the end of the test.
-struct Tmp {
-  fs::path dir;
-  Tmp() {
-    static int counter = 0;
-    dir = fs::temp_directory_path() / ("normlab_git_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~Tmp() { fs::remove_all(dir); }
-};
-
 // Runs a shell command; returns its standard output (the test fails if it exits non-zero).
 std::string sh(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  BOOST_REQUIRE(p);
-  char buf[256];
-  while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  BOOST_TEST(::pclose(p) == 0, "command failed: " << cmd);
-  return out;
+  const normlab::test::CommandResult r = run_command(cmd);
+  BOOST_TEST(r.status == 0, "command failed: " << cmd);
+  return r.output;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-bool have_git() { return std::system("command -v git >/dev/null 2>&1") == 0; }
+bool have_git() { return run_command("command -v git >/dev/null 2>&1").status == 0; }
 
 // Runs cmake/GitCommit.cmake for `source` (with `git`, "" for none) into `out`; returns the
 // commit string written there.
@@ -57,7 +36,7 @@ std::string commit_of(const fs::path& source, const std::string& git, const fs::
   sh("GIT_CEILING_DIRECTORIES='" + source.parent_path().string() + "' '" NORMLAB_CMAKE_COMMAND "' -DGIT='" + git +
      "' -DSOURCE_DIR='" + source.string() + "' -DOUT='" + out.string() + "' -P '" NORMLAB_SOURCE_DIR
      "/cmake/GitCommit.cmake'");
-  const std::string text = slurp(out);
+  const std::string text = read_file(out);
   std::smatch m;
   BOOST_REQUIRE(std::regex_search(text, m, std::regex("return \"([^\"]*)\";")));
   return m[1];
@@ -82,47 +61,47 @@ BOOST_AUTO_TEST_SUITE(git_commit)
 
 BOOST_AUTO_TEST_CASE(names_head_and_marks_uncommitted_changes_to_tracked_files) {
   if (!have_git()) return;  // nothing to check without git (the "unknown" case is tested below)
-  Tmp repo, build;
-  init_repo_with_one_commit(repo.dir);
-  const fs::path out = build.dir / "git_commit.cc";
-  std::string head = git(repo.dir, "rev-parse --short=12 HEAD");
+  TempDir repo, build;
+  init_repo_with_one_commit(repo.path());
+  const fs::path out = build.path() / "git_commit.cc";
+  std::string head = git(repo.path(), "rev-parse --short=12 HEAD");
   head.erase(head.find_last_not_of('\n') + 1);
   BOOST_TEST(head.size() >= 12u);
-  BOOST_TEST(commit_of(repo.dir, "git", out) == head);
+  BOOST_TEST(commit_of(repo.path(), "git", out) == head);
   // An untracked file does not make the tree dirty; a change to a tracked one does.
-  std::ofstream(repo.dir / "untracked.txt") << "x\n";
-  BOOST_TEST(commit_of(repo.dir, "git", out) == head);
-  std::ofstream(repo.dir / "a.txt") << "two\n";
-  BOOST_TEST(commit_of(repo.dir, "git", out) == head + "-dirty");
+  std::ofstream(repo.path() / "untracked.txt") << "x\n";
+  BOOST_TEST(commit_of(repo.path(), "git", out) == head);
+  std::ofstream(repo.path() / "a.txt") << "two\n";
+  BOOST_TEST(commit_of(repo.path(), "git", out) == head + "-dirty");
   // Committed: clean again, at the new commit.
-  git(repo.dir, "commit -q -a -m two");
-  const std::string head2 = commit_of(repo.dir, "git", out);
+  git(repo.path(), "commit -q -a -m two");
+  const std::string head2 = commit_of(repo.path(), "git", out);
   BOOST_TEST(head2 != head);
   BOOST_TEST(head2.find("-dirty") == std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(output_is_rewritten_only_when_the_commit_changes) {
   if (!have_git()) return;
-  Tmp repo, build;
-  init_repo_with_one_commit(repo.dir);
-  const fs::path out = build.dir / "git_commit.cc";
-  commit_of(repo.dir, "git", out);
+  TempDir repo, build;
+  init_repo_with_one_commit(repo.path());
+  const fs::path out = build.path() / "git_commit.cc";
+  commit_of(repo.path(), "git", out);
   const auto old = fs::last_write_time(out) - std::chrono::hours(1);
   fs::last_write_time(out, old);
-  commit_of(repo.dir, "git", out);  // same commit: the file keeps its time (no recompilation)
+  commit_of(repo.path(), "git", out);  // same commit: the file keeps its time (no recompilation)
   BOOST_TEST((fs::last_write_time(out) == old));
-  std::ofstream(repo.dir / "a.txt") << "two\n";
-  commit_of(repo.dir, "git", out);  // dirty now: rewritten
+  std::ofstream(repo.path() / "a.txt") << "two\n";
+  commit_of(repo.path(), "git", out);  // dirty now: rewritten
   BOOST_TEST((fs::last_write_time(out) != old));
-  for (const auto& e : fs::directory_iterator(build.dir))  // no temporary file left
+  for (const auto& e : fs::directory_iterator(build.path()))  // no temporary file left
     BOOST_TEST(e.path().filename() == "git_commit.cc", e.path());
 }
 
 BOOST_AUTO_TEST_CASE(unknown_without_git_or_outside_a_checkout) {
-  Tmp plain, build;
-  BOOST_TEST(commit_of(plain.dir, "", build.dir / "a.cc") == "unknown");
-  if (have_git()) BOOST_TEST(commit_of(plain.dir, "git", build.dir / "b.cc") == "unknown");
-  BOOST_TEST(commit_of(plain.dir, "/no/such/git", build.dir / "c.cc") == "unknown");
+  TempDir plain, build;
+  BOOST_TEST(commit_of(plain.path(), "", build.path() / "a.cc") == "unknown");
+  if (have_git()) BOOST_TEST(commit_of(plain.path(), "git", build.path() / "b.cc") == "unknown");
+  BOOST_TEST(commit_of(plain.path(), "/no/such/git", build.path() / "c.cc") == "unknown");
 }
 
 BOOST_AUTO_TEST_CASE(the_binary_knows_its_commit_or_says_unknown) {

@@ -9,8 +9,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -25,10 +23,15 @@
 #include "experiments/model.h"
 #include "experiments/optimizers.h"
 #include "experiments/trainer.h"
+#include "tests/support/files.h"
+#include "tests/support/process.h"
 
 namespace fs = std::filesystem;
 using namespace normlab;
 using namespace normlab::experiments;
+using normlab::test::read_file;
+using normlab::test::run_normlab;
+using normlab::test::TempDir;
 using normlab::experiments::commands::CommandEntry;
 using normlab::experiments::commands::command_table;
 
@@ -96,20 +99,6 @@ void register_toys_once() {
   (void)done;
 }
 
-int run(std::vector<std::string> args) {
-  args.insert(args.begin(), "normlab");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  return run_cli(static_cast<int>(argv.size()), argv.data());
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 // The message of the usage error that args give (empty if none).
 std::string usage_error(std::vector<std::string> args) {
   args.insert(args.begin(), "normlab");
@@ -123,28 +112,22 @@ std::string usage_error(std::vector<std::string> args) {
   return "";
 }
 
-struct Out {
-  fs::path dir = fs::temp_directory_path() / ("normlab_registries_" + std::to_string(::getpid()));
-  Out() { fs::remove_all(dir); }
-  ~Out() { fs::remove_all(dir); }
-};
-
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(registries)
 
 BOOST_AUTO_TEST_CASE(a_registered_optimizer_and_schedule_train_and_are_recorded) {
   register_toys_once();
-  Out out;
-  BOOST_REQUIRE_EQUAL(run({"train", "--quick", "--quiet", "--optimizer", "signsgd", "--schedule", "linear",
-                           "--epochs", "2", "--out", out.dir.string()}),
+  TempDir out;
+  BOOST_REQUIRE_EQUAL(run_normlab({"train", "--quick", "--quiet", "--optimizer", "signsgd", "--schedule", "linear",
+                           "--epochs", "2", "--out", out.path().string()}),
                       0);
-  const std::string report = slurp(out.dir / "report.md");
+  const std::string report = read_file(out.path() / "report.md");
   BOOST_TEST(report.find("SignSGD lr 0.01") != std::string::npos, report);  // its default lr
   // The schedule's name is a column of every tidy CSV; lr falls linearly after the 10 warmup steps.
-  const std::string steps = slurp(out.dir / "steps.csv");
+  const std::string steps = read_file(out.path() / "steps.csv");
   BOOST_TEST(steps.find(",linear,") != std::string::npos);
-  const std::string epochs = slurp(out.dir / "epochs.csv");
+  const std::string epochs = read_file(out.path() / "epochs.csv");
   BOOST_TEST(epochs.find("nan") == std::string::npos, epochs);
   // Flags of other optimizers and schedules are refused, naming those that read them.
   BOOST_TEST(usage_error({"train", "--quick", "--optimizer", "signsgd", "--momentum", "0.5"})
@@ -157,14 +140,14 @@ BOOST_AUTO_TEST_CASE(a_registered_optimizer_and_schedule_train_and_are_recorded)
 
 BOOST_AUTO_TEST_CASE(a_registered_dataset_and_arch_train_and_evaluate) {
   register_toys_once();
-  Out out;
-  BOOST_REQUIRE_EQUAL(run({"train", "--quiet", "--dataset", "line", "--samples", "200", "--arch", "logistic",
-                           "--epochs", "30", "--batch-size", "16", "--lr", "0.5", "--out", out.dir.string()}),
+  TempDir out;
+  BOOST_REQUIRE_EQUAL(run_normlab({"train", "--quiet", "--dataset", "line", "--samples", "200", "--arch", "logistic",
+                           "--epochs", "30", "--batch-size", "16", "--lr", "0.5", "--out", out.path().string()}),
                       0);
-  const std::string report = slurp(out.dir / "report.md");
+  const std::string report = read_file(out.path() / "report.md");
   BOOST_TEST(report.find("line (150 train / 0 validation / 50 test, 1 features, 2 classes)") != std::string::npos, report);
   // The classifier alone: one Linear(1, 2), which separates the two halves of the line.
-  const std::string epochs = slurp(out.dir / "epochs.csv");
+  const std::string epochs = read_file(out.path() / "epochs.csv");
   const std::string last = epochs.substr(epochs.rfind('\n', epochs.size() - 2) + 1);
   const double test_acc = std::stod(last.substr(last.rfind(',') + 1));
   BOOST_TEST(test_acc >= 0.95, last);
@@ -181,21 +164,21 @@ BOOST_AUTO_TEST_CASE(a_registered_dataset_and_arch_train_and_evaluate) {
 }
 
 BOOST_AUTO_TEST_CASE(eval_rebuilds_a_synthetic_sets_test_split_from_the_checkpoint) {
-  Out out;
-  const fs::path train = out.dir / "train", eval = out.dir / "eval";
-  BOOST_REQUIRE_EQUAL(run({"train", "--quick", "--quiet", "--dataset", "spirals", "--test-fraction", "0.3",
+  TempDir out;
+  const fs::path train = out.path() / "train", eval = out.path() / "eval";
+  BOOST_REQUIRE_EQUAL(run_normlab({"train", "--quick", "--quiet", "--dataset", "spirals", "--test-fraction", "0.3",
                            "--out", train.string()}),
                       0);
-  BOOST_REQUIRE_EQUAL(run({"eval", "--quiet", "--checkpoint", (train / "model.safetensors").string(), "--out",
+  BOOST_REQUIRE_EQUAL(run_normlab({"eval", "--quiet", "--checkpoint", (train / "model.safetensors").string(), "--out",
                            eval.string()}),
                       0);
   // The same test split as the training run's last evaluation: the same accuracy.
-  const std::string epochs = slurp(train / "epochs.csv");
+  const std::string epochs = read_file(train / "epochs.csv");
   const std::string last = epochs.substr(epochs.rfind('\n', epochs.size() - 2) + 1);
   const std::string test_acc = last.substr(last.rfind(',') + 1, last.size() - last.rfind(',') - 2);
-  BOOST_TEST(slurp(eval / "metrics.csv") .find("600,") != std::string::npos, slurp(eval / "metrics.csv"));
-  BOOST_TEST(slurp(eval / "metrics.csv").find("," + test_acc + "\n") != std::string::npos,
-             slurp(eval / "metrics.csv") + " vs " + test_acc);
+  BOOST_TEST(read_file(eval / "metrics.csv") .find("600,") != std::string::npos, read_file(eval / "metrics.csv"));
+  BOOST_TEST(read_file(eval / "metrics.csv").find("," + test_acc + "\n") != std::string::npos,
+             read_file(eval / "metrics.csv") + " vs " + test_acc);
 }
 
 BOOST_AUTO_TEST_CASE(the_command_table_lists_each_subcommand_once) {

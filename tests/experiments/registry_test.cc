@@ -1,13 +1,9 @@
 // The layer registry: a norm added with its module and one register_norm call is accepted by the
 // command line, built into the models, trained by `normlab compare` and named in its report; the
 // built-in entries build the modules they name; unknown names are clear errors.
-#include <unistd.h>
-
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,10 +11,15 @@
 #include "experiments/cli.h"
 #include "experiments/model.h"
 #include "experiments/registry.h"
+#include "tests/support/files.h"
+#include "tests/support/process.h"
 
 namespace fs = std::filesystem;
 using namespace normlab;
 using namespace normlab::experiments;
+using normlab::test::read_file;
+using normlab::test::run_normlab;
+using normlab::test::TempDir;
 
 namespace {
 
@@ -47,39 +48,24 @@ void register_scale_norm_once() {
   (void)done;
 }
 
-int run(std::vector<std::string> args) {
-  args.insert(args.begin(), "normlab");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  return run_cli(static_cast<int>(argv.size()), argv.data());
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(registry)
 
 BOOST_AUTO_TEST_CASE(a_registered_norm_runs_in_compare_and_is_named_in_the_report) {
   register_scale_norm_once();
-  const fs::path out = fs::temp_directory_path() / ("normlab_registry_" + std::to_string(::getpid()));
-  fs::remove_all(out);
-  BOOST_REQUIRE_EQUAL(run({"compare", "--quick", "--quiet", "--norms", "none,scale", "--seeds", "0", "--epochs", "2",
-                           "--out", out.string()}),
+  TempDir dir;
+  const fs::path out = dir.path() / "out";
+  BOOST_REQUIRE_EQUAL(run_normlab({"compare", "--quick", "--quiet", "--norms", "none,scale", "--seeds", "0", "--epochs",
+                                   "2", "--out", out.string()}),
                       0);
-  const std::string summary = slurp(out / "summary.csv");
+  const std::string summary = read_file(out / "summary.csv");
   BOOST_TEST(summary.find("\nscale,1,0,") != std::string::npos, summary);  // one run, not diverged
-  const std::string report = slurp(out / "report.md");
+  const std::string report = read_file(out / "report.md");
   BOOST_TEST(report.find("| ScaleOnlyNorm |") != std::string::npos, report);
   // Its activations were recorded after the norm (through the module's forward hook).
-  BOOST_TEST(slurp(out / "activations.csv").find(",scale,relu,0,2,32,0.1,0.9,0,10,cosine,0,0,post,") !=
+  BOOST_TEST(read_file(out / "activations.csv").find(",scale,relu,0,2,32,0.1,0.9,0,10,cosine,0,0,post,") !=
              std::string::npos);
-  fs::remove_all(out);
 }
 
 BOOST_AUTO_TEST_CASE(built_in_entries_build_what_they_name) {

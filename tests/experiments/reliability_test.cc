@@ -2,51 +2,26 @@
 // recorded and the command succeeds (train: exit status 3 and no model.safetensors); plots leave
 // out what is not finite and are skipped when nothing is; gnuplot runs without a shell, so an
 // output folder named with $(...), backticks, quotes, spaces or a line break is just a name.
-#include <unistd.h>
-
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "experiments/cli.h"
 #include "experiments/report/plot.h"
+#include "tests/support/files.h"
+#include "tests/support/process.h"
 
 namespace fs = std::filesystem;
 using namespace normlab::experiments;
 using namespace normlab::experiments::report;
+using normlab::test::read_file;
+using normlab::test::run_normlab_quiet;
+using normlab::test::TempDir;
 
 namespace {
-
-struct Tmp {
-  fs::path dir;
-  Tmp() {
-    static int n = 0;
-    dir = fs::temp_directory_path() / ("normlab_rel_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~Tmp() { fs::remove_all(dir); }
-};
-
-int run(std::vector<std::string> args) {
-  args.insert(args.begin(), "normlab");
-  args.push_back("--quiet");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  return run_cli(static_cast<int>(argv.size()), argv.data());
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
 
@@ -55,17 +30,17 @@ bool contains(const std::string& s, const std::string& needle) { return s.find(n
 BOOST_AUTO_TEST_SUITE(reliability)
 
 BOOST_AUTO_TEST_CASE(runs_that_all_diverge_are_recorded_and_the_command_succeeds) {
-  Tmp t;
-  const fs::path c = t.dir / "compare", s = t.dir / "sweep", st = t.dir / "study";
-  BOOST_TEST(run({"compare", "--dataset", "moons", "--epochs", "2", "--lr", "1e30", "--norms", "none,batch", "--seeds",
-                  "0", "--out", c.string()}) == kExitOk);
-  BOOST_TEST(run({"sweep", "--quick", "--over", "lr", "--lrs", "1e300", "--out", s.string()}) == kExitOk);
-  BOOST_TEST(run({"study", "--quick", "--lr", "1e30", "--out", st.string()}) == kExitOk);
+  TempDir t;
+  const fs::path c = t.path() / "compare", s = t.path() / "sweep", st = t.path() / "study";
+  BOOST_TEST(run_normlab_quiet({"compare", "--dataset", "moons", "--epochs", "2", "--lr", "1e30", "--norms",
+                                "none,batch", "--seeds", "0", "--out", c.string()}) == kExitOk);
+  BOOST_TEST(run_normlab_quiet({"sweep", "--quick", "--over", "lr", "--lrs", "1e300", "--out", s.string()}) == kExitOk);
+  BOOST_TEST(run_normlab_quiet({"study", "--quick", "--lr", "1e30", "--out", st.string()}) == kExitOk);
   for (const fs::path& d : {c, s, st / "compare", st / "sweep"})
     for (const char* f : {"runs.csv", "summary.csv", "epochs.csv", "report.md", "manifest.json"})
       BOOST_TEST(fs::exists(d / f), (d / f).string());
-  BOOST_TEST(contains(slurp(c / "summary.csv"), "\nnone,1,1,"));  // 1 run, 1 diverged
-  const std::string sweep = slurp(s / "report.md");
+  BOOST_TEST(contains(read_file(c / "summary.csv"), "\nnone,1,1,"));  // 1 run, 1 diverged
+  const std::string sweep = read_file(s / "report.md");
   BOOST_TEST(contains(sweep, "| diverged |"));
   BOOST_TEST(contains(sweep, "every run diverged"));
   BOOST_TEST(contains(sweep, "No plots"));
@@ -75,48 +50,49 @@ BOOST_AUTO_TEST_CASE(runs_that_all_diverge_are_recorded_and_the_command_succeeds
 }
 
 BOOST_AUTO_TEST_CASE(a_diverged_train_run_exits_3_and_saves_no_model) {
-  Tmp t;
-  BOOST_TEST(run({"train", "--dataset", "moons", "--noise", "1e300", "--out", t.dir.string()}) == kExitDiverged);
-  BOOST_TEST(!fs::exists(t.dir / "model.safetensors"));
-  BOOST_TEST(fs::exists(t.dir / "model.diverged.safetensors"));
-  BOOST_TEST(contains(slurp(t.dir / "report.md"), "The run diverged"));
-  BOOST_TEST(fs::exists(t.dir / "steps.csv"));
+  TempDir t;
+  BOOST_TEST(run_normlab_quiet({"train", "--dataset", "moons", "--noise", "1e300", "--out",
+                                t.path().string()}) == kExitDiverged);
+  BOOST_TEST(!fs::exists(t.path() / "model.safetensors"));
+  BOOST_TEST(fs::exists(t.path() / "model.diverged.safetensors"));
+  BOOST_TEST(contains(read_file(t.path() / "report.md"), "The run diverged"));
+  BOOST_TEST(fs::exists(t.path() / "steps.csv"));
 }
 
 BOOST_AUTO_TEST_CASE(plots_leave_out_what_is_not_finite) {
   if (!gnuplot_available()) return;  // gnuplot is in the project's packages; without it nothing is drawn
-  Tmp t;
+  TempDir t;
   PlotSpec p{"t", "x", "y"};
   p.log_y = true;
   p.series = {Series{"a", {1, 2, 3}, {1, NAN, 2}}, Series{"b", {1, 2}, {NAN, -1}}};
-  BOOST_TEST(render_plot(p, t.dir, "some"));
-  const std::string gp = slurp(t.dir / "some.gp");
+  BOOST_TEST(render_plot(p, t.path(), "some"));
+  const std::string gp = read_file(t.path() / "some.gp");
   BOOST_TEST(contains(gp, "[no finite values: b]"));
   BOOST_TEST(!contains(gp, "nan"));
-  BOOST_TEST(fs::file_size(t.dir / "some.png") > 0);
+  BOOST_TEST(fs::file_size(t.path() / "some.png") > 0);
   p.series = {Series{"b", {1}, {NAN}}};
-  BOOST_TEST(!render_plot(p, t.dir, "none"));
-  BOOST_TEST(!fs::exists(t.dir / "none.png"));
-  BOOST_TEST(!render_panels("t", {p}, 2, t.dir, "panels"));
-  for (const auto& e : fs::directory_iterator(t.dir))  // no temporaries left behind
+  BOOST_TEST(!render_plot(p, t.path(), "none"));
+  BOOST_TEST(!fs::exists(t.path() / "none.png"));
+  BOOST_TEST(!render_panels("t", {p}, 2, t.path(), "panels"));
+  for (const auto& e : fs::directory_iterator(t.path()))  // no temporaries left behind
     BOOST_TEST(!contains(e.path().filename().string(), ".tmp"), e.path().string());
 }
 
 BOOST_AUTO_TEST_CASE(output_paths_are_names_never_commands) {
-  Tmp t;
-  const std::vector<std::string> names{"x$(touch " + (t.dir / "PWNED").string() + ")",
-                                       "b`touch " + (t.dir / "PWNED2").string() + "`", "q\"uo'te", "a space",
+  TempDir t;
+  const std::vector<std::string> names{"x$(touch " + (t.path() / "PWNED").string() + ")",
+                                       "b`touch " + (t.path() / "PWNED2").string() + "`", "q\"uo'te", "a space",
                                        "line\nbreak", "semi;colon|pipe&"};
   for (const std::string& n : names) {
     BOOST_TEST_CONTEXT(n) {
-      const fs::path out = t.dir / n;
-      BOOST_TEST(run({"train", "--quick", "--epochs", "1", "--out", out.string()}) == kExitOk);
+      const fs::path out = t.path() / n;
+      BOOST_TEST(run_normlab_quiet({"train", "--quick", "--epochs", "1", "--out", out.string()}) == kExitOk);
       BOOST_TEST(fs::exists(out / "model.safetensors"));
       BOOST_TEST(fs::exists(out / "loss_curve.png") == gnuplot_available());
     }
   }
-  BOOST_TEST(!fs::exists(t.dir / "PWNED"));
-  BOOST_TEST(!fs::exists(t.dir / "PWNED2"));
+  BOOST_TEST(!fs::exists(t.path() / "PWNED"));
+  BOOST_TEST(!fs::exists(t.path() / "PWNED2"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -12,7 +12,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,37 +20,16 @@
 #include "experiments/cli.h"
 #include "experiments/interrupt.h"
 #include "experiments/result_set.h"
+#include "tests/support/files.h"
+#include "tests/support/process.h"
 
 namespace fs = std::filesystem;
 using namespace normlab::experiments;
+using normlab::test::read_file;
+using normlab::test::run_normlab_quiet;
+using normlab::test::TempDir;
 
 namespace {
-
-struct Tmp {
-  fs::path dir;
-  Tmp() {
-    static int n = 0;
-    dir = fs::temp_directory_path() / ("normlab_set_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~Tmp() { fs::remove_all(dir); }
-};
-
-int run(std::vector<std::string> args) {
-  args.insert(args.begin(), "normlab");
-  args.push_back("--quiet");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  return run_cli(static_cast<int>(argv.size()), argv.data());
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 std::vector<std::string> names_in(const fs::path& d) {
   std::vector<std::string> v;
@@ -64,7 +42,7 @@ std::vector<std::string> names_in(const fs::path& d) {
 std::map<std::string, std::string> csv_files(const fs::path& d) {
   std::map<std::string, std::string> m;
   for (const auto& e : fs::recursive_directory_iterator(d))
-    if (e.path().extension() == ".csv") m[fs::relative(e.path(), d).string()] = slurp(e.path());
+    if (e.path().extension() == ".csv") m[fs::relative(e.path(), d).string()] = read_file(e.path());
   return m;
 }
 
@@ -116,14 +94,14 @@ const std::vector<std::string> kLongSweep{"sweep", "--dataset", "moons", "--samp
 BOOST_AUTO_TEST_SUITE(result_set)
 
 BOOST_AUTO_TEST_CASE(a_set_replaces_the_folder_whole_or_not_at_all) {
-  Tmp t;
-  const fs::path out = t.dir / "out";
+  TempDir t;
+  const fs::path out = t.path() / "out";
   {
     ResultSet set(out);
     std::ofstream(set.dir() / "a.csv") << "1\n";
     BOOST_TEST(!fs::exists(out));  // nothing in place before the commit
   }                                // an error before the commit: nothing left at all
-  BOOST_TEST(names_in(t.dir).empty());
+  BOOST_TEST(names_in(t.path()).empty());
   fs::create_directories(out);
   std::ofstream(out / "manifest.json") << "{}";
   std::ofstream(out / "old.csv") << "old\n";
@@ -133,49 +111,50 @@ BOOST_AUTO_TEST_CASE(a_set_replaces_the_folder_whole_or_not_at_all) {
     set.commit();
   }
   BOOST_TEST((names_in(out) == std::vector<std::string>{"manifest.json"}));  // the old set is gone whole
-  BOOST_TEST(names_in(t.dir) == std::vector<std::string>{"out"});           // no partial or old folder
+  BOOST_TEST(names_in(t.path()) == std::vector<std::string>{"out"});         // no partial or old folder
   // A folder of the user's own files is never replaced; nor is a file.
-  const fs::path mine = t.dir / "mine";
+  const fs::path mine = t.path() / "mine";
   fs::create_directories(mine);
   std::ofstream(mine / "thesis.tex") << "x";
   BOOST_CHECK_EXCEPTION(ResultSet{mine}, normlab::Error,
                         [](const normlab::Error& e) { return std::string(e.what()).find("not a normlab result") != std::string::npos; });
-  std::ofstream(t.dir / "file") << "x";
-  BOOST_CHECK_THROW(ResultSet{t.dir / "file"}, normlab::Error);
-  BOOST_TEST(slurp(mine / "thesis.tex") == "x");
+  std::ofstream(t.path() / "file") << "x";
+  BOOST_CHECK_THROW(ResultSet{t.path() / "file"}, normlab::Error);
+  BOOST_TEST(read_file(mine / "thesis.tex") == "x");
 }
 
 BOOST_AUTO_TEST_CASE(a_killed_command_leaves_the_previous_set_and_a_partial_folder) {
-  Tmp t;
-  const fs::path out = t.dir / "out";
-  BOOST_REQUIRE_EQUAL(run({"compare", "--quick", "--seeds", "0", "--epochs", "1", "--out", out.string()}), 0);
-  const std::string before = slurp(out / "runs.csv");
+  TempDir t;
+  const fs::path out = t.path() / "out";
+  BOOST_REQUIRE_EQUAL(run_normlab_quiet({"compare", "--quick", "--seeds", "0", "--epochs", "1", "--out",
+                                         out.string()}), 0);
+  const std::string before = read_file(out / "runs.csv");
   std::vector<std::string> args = kLongSweep;
   args.insert(args.end(), {"--out", out.string()});
   const pid_t pid = spawn(args);
-  BOOST_REQUIRE(wait_for_partial(t.dir));
+  BOOST_REQUIRE(wait_for_partial(t.path()));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // training, with its folder half written
   ::kill(pid, SIGKILL);
   BOOST_TEST(wait_status(pid) == 128 + SIGKILL);
-  BOOST_TEST(slurp(out / "runs.csv") == before);  // the previous, complete set
+  BOOST_TEST(read_file(out / "runs.csv") == before);  // the previous, complete set
   BOOST_TEST(fs::exists(out / "manifest.json"));
   size_t partial = 0;
-  for (const auto& e : fs::directory_iterator(t.dir))
+  for (const auto& e : fs::directory_iterator(t.path()))
     partial += e.path().filename().string().rfind(".out.normlab-partial-", 0) == 0;
   BOOST_TEST(partial == 1u);  // named as incomplete
 }
 
 BOOST_AUTO_TEST_CASE(a_full_disk_is_an_error_and_leaves_the_previous_set) {
-  Tmp t;
-  const fs::path out = t.dir / "out";
-  BOOST_REQUIRE_EQUAL(run({"train", "--quick", "--epochs", "1", "--out", out.string()}), 0);
-  const std::string before = slurp(out / "manifest.json");
+  TempDir t;
+  const fs::path out = t.path() / "out";
+  BOOST_REQUIRE_EQUAL(run_normlab_quiet({"train", "--quick", "--epochs", "1", "--out", out.string()}), 0);
+  const std::string before = read_file(out / "manifest.json");
   // Files of at most 24 KB: the CSV files fit, the PNG does not; gnuplot still exits 0 with a cut
   // PNG, which must not be taken for a plot.
   const pid_t pid = spawn({"train", "--quick", "--epochs", "1", "--quiet", "--out", out.string()}, 24000);
   BOOST_TEST(wait_status(pid) == kExitError);
-  BOOST_TEST(slurp(out / "manifest.json") == before);
-  BOOST_TEST((names_in(t.dir) == std::vector<std::string>{"out"}));  // the partial folder was removed
+  BOOST_TEST(read_file(out / "manifest.json") == before);
+  BOOST_TEST((names_in(t.path()) == std::vector<std::string>{"out"}));  // the partial folder was removed
 }
 
 BOOST_AUTO_TEST_CASE(interrupted_commands_resume_to_byte_identical_csv_files) {
@@ -190,7 +169,7 @@ BOOST_AUTO_TEST_CASE(interrupted_commands_resume_to_byte_identical_csv_files) {
   };
   for (const Case& c : cases) {
     BOOST_TEST_CONTEXT(c.args[0]) {
-      Tmp t;
+      TempDir t;
       auto with_out = [&](const fs::path& out, std::vector<std::string> extra = {}) {
         std::vector<std::string> a = c.args;
         a.insert(a.end(), {"--out", out.string()});
@@ -198,23 +177,24 @@ BOOST_AUTO_TEST_CASE(interrupted_commands_resume_to_byte_identical_csv_files) {
         return a;
       };
       clear_interrupt();
-      BOOST_REQUIRE_EQUAL(run(with_out(t.dir / "whole")), kExitOk);
+      BOOST_REQUIRE_EQUAL(run_normlab_quiet(with_out(t.path() / "whole")), kExitOk);
       interrupt_after_steps(c.steps);
-      BOOST_TEST(run(with_out(t.dir / "part")) == kExitInterrupted);
+      BOOST_TEST(run_normlab_quiet(with_out(t.path() / "part")) == kExitInterrupted);
       clear_interrupt();
-      const std::string report = slurp(t.dir / "part" / "report.md");
+      const std::string report = read_file(t.path() / "part" / "report.md");
       BOOST_TEST(report.find("Interrupted (Ctrl-C)") != std::string::npos);
-      BOOST_TEST(csv_files(t.dir / "part") != csv_files(t.dir / "whole"));
-      BOOST_TEST(run(with_out(t.dir / "part", {"--resume"})) == kExitOk);
-      BOOST_TEST(slurp(t.dir / "part" / "report.md").find("Interrupted") == std::string::npos);
-      const auto whole = csv_files(t.dir / "whole"), resumed = csv_files(t.dir / "part");
+      BOOST_TEST(csv_files(t.path() / "part") != csv_files(t.path() / "whole"));
+      BOOST_TEST(run_normlab_quiet(with_out(t.path() / "part", {"--resume"})) == kExitOk);
+      BOOST_TEST(read_file(t.path() / "part" / "report.md").find("Interrupted") == std::string::npos);
+      const auto whole = csv_files(t.path() / "whole"), resumed = csv_files(t.path() / "part");
       BOOST_TEST(whole.size() == resumed.size());
       for (const auto& [name, bytes] : whole) BOOST_TEST(resumed.at(name) == bytes, name);
     }
   }
   // --resume needs the folder of an earlier command.
-  Tmp t;
-  BOOST_CHECK_THROW(run({"sweep", "--quick", "--resume", "--out", (t.dir / "none").string()}), UsageError);
+  TempDir t;
+  BOOST_CHECK_THROW(run_normlab_quiet({"sweep", "--quick", "--resume", "--out",
+                                       (t.path() / "none").string()}), UsageError);
 }
 
 BOOST_AUTO_TEST_CASE(train_resumes_to_the_same_bits_after_ctrl_c_and_after_kill) {
@@ -232,31 +212,31 @@ BOOST_AUTO_TEST_CASE(train_resumes_to_the_same_bits_after_ctrl_c_and_after_kill)
     BOOST_TEST(w.size() == r.size());
     for (const auto& [name, bytes] : w) BOOST_TEST((r.count(name) == 1 && r.at(name) == bytes), name);
     // The whole state_dict (weights and running statistics), bit for bit; the metadata is the same too.
-    BOOST_TEST(slurp(whole / "model.safetensors") == slurp(resumed / "model.safetensors"));
+    BOOST_TEST(read_file(whole / "model.safetensors") == read_file(resumed / "model.safetensors"));
   };
-  Tmp t;
+  TempDir t;
   clear_interrupt();
-  BOOST_REQUIRE_EQUAL(run(with(t.dir / "whole")), kExitOk);
+  BOOST_REQUIRE_EQUAL(run_normlab_quiet(with(t.path() / "whole")), kExitOk);
   // Ctrl-C in the middle of epoch 3 (200 steps per epoch): the set holds a checkpoint at that step.
   for (const int64_t steps : {470, 600}) {  // mid-epoch; at an epoch's end, before its evaluation
     BOOST_TEST_CONTEXT("Ctrl-C after " << steps << " steps") {
-      const fs::path part = t.dir / ("part" + std::to_string(steps));
+      const fs::path part = t.path() / ("part" + std::to_string(steps));
       interrupt_after_steps(steps);
-      BOOST_TEST(run(with(part)) == kExitInterrupted);
+      BOOST_TEST(run_normlab_quiet(with(part)) == kExitInterrupted);
       clear_interrupt();
       BOOST_TEST(fs::exists(part / "checkpoint" / "state.json"));
-      BOOST_TEST(slurp(part / "report.md").find("--resume") != std::string::npos);
-      BOOST_TEST(run(with(part, {"--resume"})) == kExitOk);
-      same_as_whole(t.dir / "whole", part);
+      BOOST_TEST(read_file(part / "report.md").find("--resume") != std::string::npos);
+      BOOST_TEST(run_normlab_quiet(with(part, {"--resume"})) == kExitOk);
+      same_as_whole(t.path() / "whole", part);
     }
   }
   // Killed (SIGKILL) after a checkpoint: the partial folder it leaves holds the checkpoint, which
   // --resume finds beside --out, continues, and then removes.
-  const fs::path killed = t.dir / "killed";
+  const fs::path killed = t.path() / "killed";
   const pid_t pid = spawn(with(killed, {"--checkpoint-every", "1"}));
   bool saw_checkpoint = false;
   for (int i = 0; i < 30000 && !saw_checkpoint; ++i) {
-    for (const auto& e : fs::directory_iterator(t.dir))
+    for (const auto& e : fs::directory_iterator(t.path()))
       if (e.path().filename().string().starts_with(".killed.normlab-partial-") &&
           fs::exists(e.path() / "checkpoint" / "state.json"))
         saw_checkpoint = true;
@@ -266,17 +246,17 @@ BOOST_AUTO_TEST_CASE(train_resumes_to_the_same_bits_after_ctrl_c_and_after_kill)
   BOOST_REQUIRE(saw_checkpoint);
   BOOST_TEST(wait_status(pid) == 128 + SIGKILL);
   BOOST_REQUIRE(!fs::exists(killed));  // killed before it finished
-  BOOST_TEST(run(with(killed, {"--checkpoint-every", "1", "--resume"})) == kExitOk);
-  same_as_whole(t.dir / "whole", killed);
-  for (const auto& e : fs::directory_iterator(t.dir))
+  BOOST_TEST(run_normlab_quiet(with(killed, {"--checkpoint-every", "1", "--resume"})) == kExitOk);
+  same_as_whole(t.path() / "whole", killed);
+  for (const auto& e : fs::directory_iterator(t.path()))
     BOOST_TEST(e.path().filename().string().find(".normlab-partial-") == std::string::npos, e.path());
   // --resume DIR: the checkpoint folder of another output folder.
-  BOOST_TEST(run(with(t.dir / "from_dir", {"--resume", (killed / "checkpoint").string()})) == kExitOk);
-  same_as_whole(t.dir / "whole", t.dir / "from_dir");
+  BOOST_TEST(run_normlab_quiet(with(t.path() / "from_dir", {"--resume", (killed / "checkpoint").string()})) == kExitOk);
+  same_as_whole(t.path() / "whole", t.path() / "from_dir");
 }
 
 BOOST_AUTO_TEST_CASE(a_model_trained_on_a_csv_file_resumes_to_the_same_bits) {
-  Tmp t;
+  TempDir t;
   const std::string csv = std::string(NORMLAB_SOURCE_DIR) + "/tests/experiments/fixtures/iris_like.csv";
   const auto with = [&](const fs::path& out, std::vector<std::string> extra = {}) {
     std::vector<std::string> a{"train", "--csv", csv, "--label", "species", "--norm", "batch", "--epochs", "8",
@@ -285,41 +265,43 @@ BOOST_AUTO_TEST_CASE(a_model_trained_on_a_csv_file_resumes_to_the_same_bits) {
     return a;
   };
   clear_interrupt();
-  BOOST_REQUIRE_EQUAL(run(with(t.dir / "whole")), kExitOk);
+  BOOST_REQUIRE_EQUAL(run_normlab_quiet(with(t.path() / "whole")), kExitOk);
   interrupt_after_steps(13);  // 48 training rows at batch 8: in epoch 3
-  BOOST_TEST(run(with(t.dir / "part")) == kExitInterrupted);
+  BOOST_TEST(run_normlab_quiet(with(t.path() / "part")) == kExitInterrupted);
   clear_interrupt();
-  BOOST_TEST(run(with(t.dir / "part", {"--resume"})) == kExitOk);
-  const auto w = csv_files(t.dir / "whole"), r = csv_files(t.dir / "part");
+  BOOST_TEST(run_normlab_quiet(with(t.path() / "part", {"--resume"})) == kExitOk);
+  const auto w = csv_files(t.path() / "whole"), r = csv_files(t.path() / "part");
   BOOST_TEST(w.size() == r.size());
   for (const auto& [name, bytes] : w) BOOST_TEST((r.count(name) == 1 && r.at(name) == bytes), name);
-  BOOST_TEST(slurp(t.dir / "whole" / "model.safetensors") == slurp(t.dir / "part" / "model.safetensors"));
+  BOOST_TEST(read_file(t.path() / "whole" / "model.safetensors") ==
+             read_file(t.path() / "part" / "model.safetensors"));
 }
 
 BOOST_AUTO_TEST_CASE(train_resumes_adam_and_adamw_to_the_same_bits) {
   for (const char* opt : {"adam", "adamw"}) {
     BOOST_TEST_CONTEXT(opt) {
-      Tmp t;
+      TempDir t;
       const auto with = [&](const fs::path& out, std::vector<std::string> extra = {}) {
         std::vector<std::string> a{"train", "--quick", "--norm", "layer", "--optimizer", opt, "--out", out.string()};
         a.insert(a.end(), extra.begin(), extra.end());
         return a;
       };
       clear_interrupt();
-      BOOST_REQUIRE_EQUAL(run(with(t.dir / "whole")), kExitOk);
+      BOOST_REQUIRE_EQUAL(run_normlab_quiet(with(t.path() / "whole")), kExitOk);
       interrupt_after_steps(70);  // in epoch 2 (50 steps per epoch)
-      BOOST_TEST(run(with(t.dir / "part")) == kExitInterrupted);
+      BOOST_TEST(run_normlab_quiet(with(t.path() / "part")) == kExitInterrupted);
       clear_interrupt();
-      BOOST_TEST(run(with(t.dir / "part", {"--resume"})) == kExitOk);
-      const auto w = csv_files(t.dir / "whole"), r = csv_files(t.dir / "part");
+      BOOST_TEST(run_normlab_quiet(with(t.path() / "part", {"--resume"})) == kExitOk);
+      const auto w = csv_files(t.path() / "whole"), r = csv_files(t.path() / "part");
       for (const auto& [name, bytes] : w) BOOST_TEST((r.count(name) == 1 && r.at(name) == bytes), name);
-      BOOST_TEST(slurp(t.dir / "whole" / "model.safetensors") == slurp(t.dir / "part" / "model.safetensors"));
+      BOOST_TEST(read_file(t.path() / "whole" / "model.safetensors") ==
+                 read_file(t.path() / "part" / "model.safetensors"));
       // A checkpoint of another optimizer is refused, naming the setting.
       interrupt_after_steps(70);
-      BOOST_TEST(run(with(t.dir / "other")) == kExitInterrupted);
+      BOOST_TEST(run_normlab_quiet(with(t.path() / "other")) == kExitInterrupted);
       clear_interrupt();
       try {
-        run({"train", "--quick", "--norm", "layer", "--out", (t.dir / "other").string(), "--resume"});
+        run_normlab_quiet({"train", "--quick", "--norm", "layer", "--out", (t.path() / "other").string(), "--resume"});
         BOOST_ERROR("resumed with another optimizer");
       } catch (const std::exception& e) {
         BOOST_TEST(std::string(e.what()).find("optimizer") != std::string::npos, e.what());
@@ -329,14 +311,14 @@ BOOST_AUTO_TEST_CASE(train_resumes_adam_and_adamw_to_the_same_bits) {
 }
 
 BOOST_AUTO_TEST_CASE(train_resume_refuses_other_settings_and_missing_checkpoints) {
-  Tmp t;
-  const fs::path part = t.dir / "part";
+  TempDir t;
+  const fs::path part = t.path() / "part";
   interrupt_after_steps(30);
-  BOOST_TEST(run({"train", "--quick", "--out", part.string()}) == kExitInterrupted);
+  BOOST_TEST(run_normlab_quiet({"train", "--quick", "--out", part.string()}) == kExitInterrupted);
   clear_interrupt();
   const auto error_of = [](std::vector<std::string> args) {
     try {
-      run(std::move(args));
+      run_normlab_quiet(std::move(args));
     } catch (const std::exception& e) {
       return std::string(e.what());
     }
@@ -346,24 +328,24 @@ BOOST_AUTO_TEST_CASE(train_resume_refuses_other_settings_and_missing_checkpoints
   BOOST_TEST(other.find("other settings (lr 0.1 then, 0.2 now)") != std::string::npos, other);
   const std::string data = error_of({"train", "--quick", "--samples", "3000", "--out", part.string(), "--resume"});
   BOOST_TEST(data.find("the data differ") != std::string::npos, data);
-  const std::string none = error_of({"train", "--quick", "--out", (t.dir / "nothing").string(), "--resume"});
+  const std::string none = error_of({"train", "--quick", "--out", (t.path() / "nothing").string(), "--resume"});
   BOOST_TEST(none.find("--resume: no checkpoint in") != std::string::npos, none);
   // A damaged state.json is named.
   { std::ofstream(part / "checkpoint" / "state.json") << "{\"normlab_checkpoint\": 1}"; }
-  const std::string bad = error_of({"train", "--quick", "--out", (t.dir / "x").string(), "--resume", part.string()});
+  const std::string bad = error_of({"train", "--quick", "--out", (t.path() / "x").string(), "--resume", part.string()});
   BOOST_TEST(bad.find("state.json: not a normlab checkpoint") != std::string::npos, bad);
 }
 
 BOOST_AUTO_TEST_CASE(ctrl_c_writes_the_finished_runs_and_a_second_one_quits_at_once) {
-  Tmp t;
-  const fs::path out = t.dir / "out";
+  TempDir t;
+  const fs::path out = t.path() / "out";
   std::vector<std::string> args = kLongSweep;
   args.insert(args.end(), {"--out", out.string()});
   pid_t pid = spawn(args);
   std::this_thread::sleep_for(std::chrono::milliseconds(800));
   ::kill(pid, SIGINT);
   BOOST_TEST(wait_status(pid) == kExitInterrupted);
-  BOOST_TEST(slurp(out / "report.md").find("Interrupted (Ctrl-C): 0 of 4 runs finished") != std::string::npos);
+  BOOST_TEST(read_file(out / "report.md").find("Interrupted (Ctrl-C): 0 of 4 runs finished") != std::string::npos);
   BOOST_TEST(fs::exists(out / "records.json"));
   // Twice: the second Ctrl-C ends the process at once, with status 130.
   pid = ::fork();

@@ -12,17 +12,18 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/autograd.h"
+#include "tests/support/files.h"
 #include "tests/support/fixtures.h"
 
 using namespace normlab::autograd;
 using namespace normlab::nn;
 using namespace normlab::serialize;
 using normlab::Error;
-using normlab::test::read_bytes;
+using normlab::test::read_file;
 using normlab::test::TempDir;
 using normlab::test::with_header;
 using normlab::test::with_header_length;
-using normlab::test::write_bytes;
+using normlab::test::write_file;
 
 namespace {
 
@@ -63,7 +64,7 @@ std::map<std::string, std::string> snapshot(const Module& m) {
 }
 
 nlohmann::json header_of(const std::string& path) {
-  const std::string bytes = read_bytes(path);
+  const std::string bytes = read_file(path);
   uint64_t n = 0;
   std::memcpy(&n, bytes.data(), 8);
   return nlohmann::json::parse(bytes.substr(8, n));
@@ -76,7 +77,7 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 void expect_load_refused(const std::string& path, Module& m, const std::vector<std::string>& parts) {
   const auto before = snapshot(m);
   const bool existed = std::filesystem::exists(path);
-  const std::string bytes = read_bytes(path);
+  const std::string bytes = read_file(path);
   const auto dir = std::filesystem::path(path).parent_path();
   std::vector<std::string> listing;
   for (auto& e : std::filesystem::directory_iterator(dir)) listing.push_back(e.path().filename());
@@ -91,7 +92,7 @@ void expect_load_refused(const std::string& path, Module& m, const std::vector<s
   }
   BOOST_CHECK(snapshot(m) == before);
   BOOST_CHECK(std::filesystem::exists(path) == existed);
-  BOOST_CHECK(read_bytes(path) == bytes);
+  BOOST_CHECK(read_file(path) == bytes);
   std::vector<std::string> after;
   for (auto& e : std::filesystem::directory_iterator(dir)) after.push_back(e.path().filename());
   std::sort(after.begin(), after.end());
@@ -164,8 +165,8 @@ BOOST_AUTO_TEST_CASE(a_corrupt_or_missing_file_is_refused_with_the_model_unchang
   TinyNet m(3), other(4);
   const std::string path = dir.file("m.safetensors");
   save_module(path, other);
-  const std::string bytes = read_bytes(path);
-  write_bytes(dir.file("cut.safetensors"), bytes.substr(0, bytes.size() - 3));  // cut in the last tensor
+  const std::string bytes = read_file(path);
+  write_file(dir.file("cut.safetensors"), bytes.substr(0, bytes.size() - 3));  // cut in the last tensor
   expect_load_refused(dir.file("cut.safetensors"), m, {"reach past the end of the data area"});
   expect_load_refused(dir.file("absent.safetensors"), m, {"cannot open"});
 }
@@ -175,7 +176,7 @@ BOOST_AUTO_TEST_CASE(a_bad_header_dtype_offsets_or_header_length_is_refused_with
   TinyNet m(3), other(4);
   BOOST_REQUIRE(snapshot(m) != snapshot(other));
   save_module(dir.file("good.safetensors"), other);
-  const std::string good = read_bytes(dir.file("good.safetensors"));
+  const std::string good = read_file(dir.file("good.safetensors"));
   const nlohmann::json h = header_of(dir.file("good.safetensors"));
   uint64_t header_size = 0;
   std::memcpy(&header_size, good.data(), 8);
@@ -185,7 +186,7 @@ BOOST_AUTO_TEST_CASE(a_bad_header_dtype_offsets_or_header_length_is_refused_with
   auto refused = [&](const std::string& name, const std::string& bytes, const std::vector<std::string>& parts) {
     BOOST_TEST_CONTEXT("file " << name) {
       const std::string path = dir.file(name + ".safetensors");
-      write_bytes(path, bytes);
+      write_file(path, bytes);
       expect_load_refused(path, m, parts);
     }
   };

@@ -15,6 +15,7 @@
 #include "optim/optim.h"
 #include "tests/optim/support.h"
 #include "tests/support/compare.h"
+#include "tests/support/files.h"
 #include "tests/support/fixtures.h"
 
 using namespace normlab::autograd;

@@ -16,6 +16,7 @@
 #include "optim/lr_scheduler.h"
 #include "optim/sgd.h"
 #include "tests/optim/support.h"
+#include "tests/support/files.h"
 #include "tests/support/fixtures.h"
 
 using namespace normlab;
@@ -23,12 +24,12 @@ using autograd::Tensor;
 using normlab::test::bytes_of;
 using normlab::test::expect_same_bits;
 using normlab::test::make_model;
-using normlab::test::read_bytes;
+using normlab::test::read_file;
 using normlab::test::TempDir;
 using normlab::test::train_steps;
 using normlab::test::with_header;
 using normlab::test::with_header_length;
-using normlab::test::write_bytes;
+using normlab::test::write_file;
 
 namespace {
 
@@ -49,9 +50,8 @@ std::map<std::string, std::string> snapshot(const nn::Module& m, const optim::Op
 BOOST_AUTO_TEST_SUITE(resume)
 
 BOOST_AUTO_TEST_CASE(save_load_and_train_on_equals_training_straight_through) {
-  const auto dir = std::filesystem::temp_directory_path() / ("normlab_resume_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string model_path = (dir / "model.safetensors").string(), opt_path = (dir / "optim.safetensors").string();
+  TempDir dir;
+  const std::string model_path = dir.file("model.safetensors"), opt_path = dir.file("optim.safetensors");
 
   auto straight = make_model(0);
   optim::SGD opt_straight(straight->parameters(), options());
@@ -69,13 +69,11 @@ BOOST_AUTO_TEST_CASE(save_load_and_train_on_equals_training_straight_through) {
   BOOST_TEST(optim::load_optimizer(opt_path, opt_resumed) == 3);
   train_steps(*resumed, opt_resumed, 3, 6);
   expect_same_bits(*straight, *resumed);
-  std::filesystem::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_CASE(loading_a_mismatched_optimizer_state_is_refused_and_changes_nothing) {
-  const auto dir = std::filesystem::temp_directory_path() / ("normlab_resume_bad_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / "optim.safetensors").string();
+  TempDir dir;
+  const std::string path = dir.file("optim.safetensors");
   auto m = make_model(0);
   optim::SGD opt(m->parameters(), options());
   train_steps(*m, opt, 0, 1);
@@ -91,7 +89,6 @@ BOOST_AUTO_TEST_CASE(loading_a_mismatched_optimizer_state_is_refused_and_changes
   BOOST_CHECK_EXCEPTION(optim::load_optimizer(path, opt), normlab::Error, [&](const normlab::Error& e) {
     return std::string(e.what()).find(path) != std::string::npos;
   });
-  std::filesystem::remove_all(dir);
 }
 
 BOOST_AUTO_TEST_CASE(resuming_under_a_warmup_and_cosine_schedule_equals_training_straight_through) {
@@ -157,7 +154,7 @@ BOOST_AUTO_TEST_CASE(a_refused_optimizer_load_leaves_optimizer_model_and_file_un
   optim::SGD opt_other(other->parameters(), {.lr = 0.05, .momentum = 0.5});
   train_steps(*other, opt_other, 5, 8);
   save_optimizer(dir.file("good.safetensors"), opt_other, 3);
-  const std::string good = read_bytes(dir.file("good.safetensors"));
+  const std::string good = read_file(dir.file("good.safetensors"));
   uint64_t n = 0;
   std::memcpy(&n, good.data(), 8);
   const nlohmann::json h = nlohmann::json::parse(good.substr(8, n));
@@ -166,7 +163,7 @@ BOOST_AUTO_TEST_CASE(a_refused_optimizer_load_leaves_optimizer_model_and_file_un
   auto refused = [&](const std::string& name, const std::string& bytes, const std::vector<std::string>& parts) {
     BOOST_TEST_CONTEXT("file " << name) {
       const std::string path = dir.file(name + ".safetensors");
-      write_bytes(path, bytes);
+      write_file(path, bytes);
       const auto before = snapshot(*m, opt);
       const double lr = opt.lr();
       try {
@@ -181,7 +178,7 @@ BOOST_AUTO_TEST_CASE(a_refused_optimizer_load_leaves_optimizer_model_and_file_un
       BOOST_CHECK(snapshot(*m, opt) == before);
       BOOST_TEST(opt.lr() == lr);
       BOOST_TEST(opt.steps() == 2);
-      BOOST_CHECK(read_bytes(path) == bytes);  // the file is only read
+      BOOST_CHECK(read_file(path) == bytes);  // the file is only read
     }
   };
   auto edited = [&](const std::string& name, const std::string& key, const nlohmann::json& value) {
@@ -194,7 +191,7 @@ BOOST_AUTO_TEST_CASE(a_refused_optimizer_load_leaves_optimizer_model_and_file_un
   auto state_file = [&](const std::string& name, const optim::OptimizerState& st, const std::string& step = "3") {
     const std::string path = dir.file(name + ".tmp.safetensors");
     normlab::serialize::save_training_state(path, st.tensors, st.scalars, 0);
-    const std::string bytes = read_bytes(path);
+    const std::string bytes = read_file(path);
     std::filesystem::remove(path);
     uint64_t k = 0;
     std::memcpy(&k, bytes.data(), 8);
@@ -215,7 +212,7 @@ BOOST_AUTO_TEST_CASE(a_refused_optimizer_load_leaves_optimizer_model_and_file_un
   refused("long_header", with_header_length(good, good.size() - 7), {"the header length says"});
   // A file that is fine but is not this optimizer's state.
   nn::save_module(dir.file("model.safetensors"), *m);
-  refused("model", read_bytes(dir.file("model.safetensors")), {"not a training state"});
+  refused("model", read_file(dir.file("model.safetensors")), {"not a training state"});
   optim::OptimizerState st = opt_other.state();
   refused("bad_step", state_file("bad_step", st, "3.5"), {"the step must be an integer, got '3.5'"});
   optim::OptimizerState no_momentum = st;

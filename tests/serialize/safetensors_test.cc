@@ -17,6 +17,7 @@
 
 #include "autograd/autograd.h"
 #include "tests/support/compare.h"
+#include "tests/support/files.h"
 #include "tests/support/fixtures.h"
 
 using namespace normlab::autograd;
@@ -26,10 +27,10 @@ using normlab::serialize::NamedTensors;
 using normlab::serialize::save_safetensors;
 using normlab::test::check_tensor;
 using normlab::test::Fixture;
-using normlab::test::read_bytes;
+using normlab::test::read_file;
 using normlab::test::st_file;
 using normlab::test::TempDir;
-using normlab::test::write_bytes;
+using normlab::test::write_file;
 using json = nlohmann::json;
 
 namespace {
@@ -57,7 +58,7 @@ const Tensor& find(const NamedTensors& ts, const std::string& name) {
 // Loading `bytes` fails with a normlab::Error whose message names the file and contains `what`.
 void expect_refused(const TempDir& dir, const std::string& bytes, const std::string& what) {
   const std::string path = dir.file("corrupt.safetensors");
-  write_bytes(path, bytes);
+  write_file(path, bytes);
   try {
     load_safetensors(path);
     BOOST_ERROR("a corrupt file (expected: " << what << ") was accepted");
@@ -71,7 +72,7 @@ void expect_refused(const TempDir& dir, const std::string& bytes, const std::str
 
 // The header JSON of a file on disk.
 json header_of(const std::string& path) {
-  const std::string bytes = read_bytes(path);
+  const std::string bytes = read_file(path);
   uint64_t n = 0;
   std::memcpy(&n, bytes.data(), 8);
   return json::parse(bytes.substr(8, n));
@@ -127,7 +128,7 @@ BOOST_AUTO_TEST_CASE(file_layout_follows_the_spec) {
   // Names out of alphabetical order, mixed dtypes (a 4-byte tensor given first).
   save_safetensors(path, {{"z", tensor({1, 2, 3}, DType::Float32)}, {"a", tensor({4, 5}, DType::Float64)}},
                    {{"k", "v"}});
-  const std::string bytes = read_bytes(path);
+  const std::string bytes = read_file(path);
   uint64_t n = 0;
   std::memcpy(&n, bytes.data(), 8);
   BOOST_TEST(n % 8 == 0u);  // padded so the data starts 8-byte aligned
@@ -164,7 +165,7 @@ BOOST_AUTO_TEST_CASE(reads_a_hand_built_file_with_every_supported_dtype) {
   const std::string data = raw<float>({1.5f, -2.25f}) + raw<int64_t>({-7}) + raw<int32_t>({1, 2, -3}) +
                            raw<double>({0.1});
   const std::string path = dir.file("hand.safetensors");
-  write_bytes(path, st_file(header, data));
+  write_file(path, st_file(header, data));
   auto f = load_safetensors(path);
   BOOST_TEST(f.metadata.at("format") == "pt");
   BOOST_REQUIRE_EQUAL(f.tensors.size(), 5u);
@@ -197,7 +198,7 @@ BOOST_AUTO_TEST_CASE(num_batches_tracked_is_written_as_int64) {
   BOOST_TEST(h["1.num_batches_tracked"]["dtype"] == "I64");
   BOOST_TEST(h["1.num_batches_tracked"]["shape"] == json::array());
   BOOST_TEST(h["1.running_mean"]["dtype"] == "F32");
-  const std::string bytes = read_bytes(path);
+  const std::string bytes = read_file(path);
   uint64_t n = 0;
   std::memcpy(&n, bytes.data(), 8);
   int64_t v = 0;
@@ -341,12 +342,12 @@ BOOST_AUTO_TEST_CASE(every_truncation_and_header_byte_flip_is_an_error_not_a_cra
   const std::string path = dir.file("good.safetensors");
   save_safetensors(path, {{"w", tensor({1, 2, 3, 4}, {2, 2})}, {"b", tensor({5, 6}, DType::Float64)}},
                    {{"step", "3"}});
-  const std::string good = read_bytes(path);
+  const std::string good = read_file(path);
   uint64_t n = 0;
   std::memcpy(&n, good.data(), 8);
   const std::string cut_path = dir.file("cut.safetensors");
   for (size_t len = 0; len < good.size(); ++len) {
-    write_bytes(cut_path, good.substr(0, len));
+    write_file(cut_path, good.substr(0, len));
     BOOST_CHECK_THROW(load_safetensors(cut_path), Error);
   }
   // Changing any one byte of the length or the header either leaves a valid file (e.g. a digit of
@@ -357,7 +358,7 @@ BOOST_AUTO_TEST_CASE(every_truncation_and_header_byte_flip_is_an_error_not_a_cra
       std::string bad = good;
       if (bad[i] == c) continue;
       bad[i] = c;
-      write_bytes(cut_path, bad);
+      write_file(cut_path, bad);
       try {
         load_safetensors(cut_path);
       } catch (const Error&) {
@@ -371,7 +372,7 @@ BOOST_AUTO_TEST_CASE(bad_tensors_are_refused_before_anything_is_written) {
   TempDir dir;
   const std::string path = dir.file("t.safetensors");
   save_safetensors(path, {{"x", tensor({1})}});
-  const std::string before = read_bytes(path);
+  const std::string before = read_file(path);
   auto refused = [&](const NamedTensors& ts, const std::string& what) {
     try {
       save_safetensors(path, ts);
@@ -385,7 +386,7 @@ BOOST_AUTO_TEST_CASE(bad_tensors_are_refused_before_anything_is_written) {
   refused({{"__metadata__", tensor({1})}}, "'__metadata__' is reserved");
   refused({{"", tensor({1})}}, "empty name");
   refused({{"u", Tensor()}}, "'u' is undefined");
-  BOOST_TEST(read_bytes(path) == before);
+  BOOST_TEST(read_file(path) == before);
   BOOST_TEST(dir.entries() == std::vector<std::string>{"t.safetensors"});
 }
 
@@ -413,19 +414,19 @@ BOOST_AUTO_TEST_CASE(a_failed_save_leaves_the_existing_file_and_no_temporary) {
   // Onto a path that is a directory: the temporary file is written, the rename fails, the
   // temporary is removed and the directory is untouched.
   std::filesystem::create_directory(dir.file("taken"));
-  write_bytes(dir.file("taken/inside"), "keep");
+  write_file(dir.file("taken/inside"), "keep");
   BOOST_CHECK_EXCEPTION(save_safetensors(dir.file("taken"), {{"x", tensor({1})}}), Error,
                         [](const Error& e) { return std::string(e.what()).find("cannot rename") != std::string::npos; });
   BOOST_TEST(dir.entries() == std::vector<std::string>{"taken"});
-  BOOST_TEST(read_bytes(dir.file("taken/inside")) == "keep");
+  BOOST_TEST(read_file(dir.file("taken/inside")) == "keep");
   // In a read-only directory (meaningless for root, who may write anyway).
   if (::geteuid() != 0) {
     std::filesystem::create_directory(dir.file("ro"));
-    write_bytes(dir.file("ro/t.safetensors"), "old");
+    write_file(dir.file("ro/t.safetensors"), "old");
     std::filesystem::permissions(dir.file("ro"), std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
     BOOST_CHECK_THROW(save_safetensors(dir.file("ro/t.safetensors"), {{"x", tensor({1})}}), Error);
     std::filesystem::permissions(dir.file("ro"), std::filesystem::perms::owner_all);
-    BOOST_TEST(read_bytes(dir.file("ro/t.safetensors")) == "old");
+    BOOST_TEST(read_file(dir.file("ro/t.safetensors")) == "old");
   }
 }
 
@@ -433,7 +434,7 @@ BOOST_AUTO_TEST_CASE(a_save_failing_mid_write_leaves_the_existing_file_and_no_te
   TempDir dir;
   const std::string path = dir.file("t.safetensors");
   save_safetensors(path, {{"old", tensor({1, 2, 3})}});
-  const std::string before = read_bytes(path);
+  const std::string before = read_file(path);
   // Cap the size of files this process may write (as a full disk would), so that the write of
   // the data fails after the header was written.
   rlimit saved;
@@ -451,7 +452,7 @@ BOOST_AUTO_TEST_CASE(a_save_failing_mid_write_leaves_the_existing_file_and_no_te
   ::setrlimit(RLIMIT_FSIZE, &saved);
   ::signal(SIGXFSZ, old_handler);
   BOOST_TEST(msg.find("cannot write") != std::string::npos, "message: " << msg);
-  BOOST_TEST(read_bytes(path) == before);
+  BOOST_TEST(read_file(path) == before);
   BOOST_TEST(dir.entries() == std::vector<std::string>{"t.safetensors"});
 }
 

@@ -1,14 +1,10 @@
-// Test helpers for files: PyTorch parity fixtures (tests/fixtures/*.safetensors, made by
-// scripts/make_fixtures.py) loaded by name, with tensors fetched by name and a clear error when one
-// is absent; a scratch directory for tests that write files; raw file bytes, to build corrupt files.
+// Test helpers for safetensors files: PyTorch parity fixtures (tests/fixtures/*.safetensors, made
+// by scripts/make_fixtures.py) loaded by name, with tensors fetched by name and a clear error when
+// one is absent; safetensors bytes built by hand, to make corrupt files. (A temporary directory and
+// whole-file reads and writes: tests/support/files.h.)
 #pragma once
-#include <stdlib.h>
-
 #include <algorithm>
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -76,51 +72,6 @@ class Fixture {
   serialize::SafetensorsFile file_;
   std::map<std::string, autograd::Tensor> index_;
 };
-
-// A fresh directory under $TMPDIR (or /tmp), removed with its contents when the object dies.
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/normlab_test_XXXXXX";
-    if (!::mkdtemp(tmpl.data())) throw Error("TempDir: mkdtemp failed for " + tmpl);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  // The directory.
-  const std::string& path() const { return path_; }
-  // A path inside it.
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-  // The names of the entries in it (sorted), to check that nothing was left behind.
-  std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    for (auto& e : std::filesystem::directory_iterator(path_)) names.push_back(e.path().filename());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-
- private:
-  std::string path_;
-};
-
-// The bytes of a file ("" if it cannot be read).
-inline std::string read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-// Writes bytes as a new file at path, replacing any file there.
-inline void write_bytes(const std::string& path, const std::string& bytes) {
-  // Remove first: truncating a file in place makes ext4 flush it to disk on close (auto_da_alloc).
-  std::filesystem::remove(path);
-  std::ofstream f(path, std::ios::binary);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 // A safetensors file built by hand: the 8-byte little-endian length, the header text, the data.
 inline std::string st_file(const std::string& header, const std::string& data) {
