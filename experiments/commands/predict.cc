@@ -1,4 +1,6 @@
 // `normlab predict`: a saved model's class probabilities for each row of a CSV file.
+#include <optional>
+
 #include "experiments/commands/training.h"
 #include "experiments/commands/flags.h"
 #include "experiments/studies/predict.h"
@@ -25,12 +27,16 @@ class PredictCommand : public Command {
     add_csv_format_flags(a, format_);
   }
 
-  int run(const Invocation&) override { return run_predict(checkpoint_, csv_, format_, out_, quiet_); }
+  // The checkpoint and the CSV rows, read once.
+  void plan(const Invocation&) override { plan_ = plan_predict(checkpoint_, csv_, format_); }
+
+  int run(const Invocation&) override { return run_predict(*plan_, out_, quiet_); }
 
  private:
   std::string checkpoint_, csv_, out_ = "out/predict/predictions.csv";
   data::CsvOptions format_;
   bool quiet_ = false;
+  std::optional<PredictPlan> plan_;
 };
 
 }  // namespace

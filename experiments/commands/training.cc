@@ -146,7 +146,7 @@ void TrainingCommand::add_train_flags(CLI::App& a) {
                  "32 with --quick, else 128");
   preset_default(a.add_option("--lr", t.lr, traits_.lr_help)->check(non_negative()), "0.001 with --optimizer adam or adamw, 0.1 with --quick, else 0.05");
   a.add_option("--optimizer", t.optimizer,
-               optimizer_names() + " (PyTorch's update rules; adam and adamw default to --lr 0.001, adamw to "
+               or_list(names_in(optimizers())) + " (PyTorch's update rules; adam and adamw default to --lr 0.001, adamw to "
                "--weight-decay 0.01, as PyTorch)")
       ->check(CLI::IsMember(names_in(optimizers())));
   a.add_option("--momentum", t.momentum, "SGD momentum")->check(real(0, 1, false, true));

@@ -55,15 +55,25 @@ int predict_values(const SavedModel& m, const data::Dataset& rows, const autogra
 
 }  // namespace
 
+PredictPlan plan_predict(const std::string& checkpoint, const std::string& csv, const data::CsvOptions& format) {
+  PredictPlan p{load_saved_model(checkpoint), {}};
+  const data::Dataset train = csv_columns_of(p.model, checkpoint, "predict");
+  data::CsvOptions opt = format;
+  opt.label_column = p.model.label;
+  opt.task = p.model.task;
+  p.rows = data::read_csv_features(csv, opt, train);
+  return p;
+}
+
 int run_predict(const std::string& checkpoint, const std::string& csv, const data::CsvOptions& format,
                 const std::string& out, bool quiet) {
-  const SavedModel m = load_saved_model(checkpoint);
-  const data::Dataset train = csv_columns_of(m, checkpoint, "predict");
-  data::CsvOptions opt = format;
-  opt.label_column = m.label;
+  return run_predict(plan_predict(checkpoint, csv, format), out, quiet);
+}
+
+int run_predict(const PredictPlan& plan, const std::string& out, bool quiet) {
+  const SavedModel& m = plan.model;
+  const data::Dataset& rows = plan.rows;
   const bool regression = m.task == data::Task::Regression;
-  opt.task = m.task;
-  const data::Dataset rows = data::read_csv_features(csv, opt, train);
   const bool labelled = regression ? rows.y.defined() : !rows.labels.empty();
 
   // x' = (x - mean) / std per feature (std 0 read as 1), as training's data::Standardizer.

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "data/csv.h"
+#include "experiments/saved_model.h"
 
 namespace normlab::experiments::studies {
 
@@ -16,5 +17,14 @@ namespace normlab::experiments::studies {
 // bad cells) are normlab::Error naming the file, line and column.
 int run_predict(const std::string& checkpoint, const std::string& csv, const data::CsvOptions& format,
                 const std::string& out, bool quiet);
+
+// The same in two steps: what a prediction reads (the checkpoint's model, the CSV rows with the
+// model's columns), read once; then the predictions written to `out`.
+struct PredictPlan {
+  SavedModel model;
+  data::Dataset rows;
+};
+PredictPlan plan_predict(const std::string& checkpoint, const std::string& csv, const data::CsvOptions& format);
+int run_predict(const PredictPlan& plan, const std::string& out, bool quiet);
 
 }  // namespace normlab::experiments::studies
