@@ -102,7 +102,7 @@ class StudyCommand : public TrainingCommand {
     st.compare = CompareConfig{.base = o_.train, .norms = norms_, .seeds = seeds_, .target_accuracy = target_};
     if (st.compare.base.stats_every == 0)
       st.compare.base.stats_every = std::max<int64_t>(1, steps_per_run(st.compare.base, data) / 50);
-    st.sweep = SweepConfig{.base = o_.train, .over = "batch", .batch_sizes = batch_sizes_, .reference_batch = 128,
+    st.sweep = SweepConfig{.base = o_.train, .over = SweepOver::Batch, .batch_sizes = batch_sizes_, .reference_batch = 128,
                            .norms = norms_, .seeds = seeds_};
     st.sweep.base.stats_every = 0;
     st.sweep_train_limit = sweep_train_limit_;
@@ -121,7 +121,7 @@ class StudyCommand : public TrainingCommand {
         st.cnn_compare.base.stats_every =
             std::max<int64_t>(1, steps_per_run(cmp, std::min(cnn_train_limit_, data.train.size())) / 50);
       base.epochs = 1, base.stats_every = 0;
-      st.cnn_sweep = SweepConfig{.base = base, .over = "batch", .batch_sizes = cnn_batch_sizes_, .reference_batch = 128,
+      st.cnn_sweep = SweepConfig{.base = base, .over = SweepOver::Batch, .batch_sizes = cnn_batch_sizes_, .reference_batch = 128,
                                  .norms = cnn_sweep_norms_, .seeds = {seeds_.front()}};
     }
     plan_ = plan_study(st, data);

@@ -27,7 +27,11 @@ class SweepCommand : public TrainingCommand {
 
  protected:
   void add_own_flags(CLI::App& a) override {
-    a.add_option("--over", over_, "what to sweep: batch or lr")->check(CLI::IsMember({"batch", "lr"}));
+    a.add_option_function<std::string>(
+         "--over", [this](const std::string& v) { over_ = v == "lr" ? SweepOver::LearningRate : SweepOver::Batch; },
+         "what to sweep: batch or lr")
+        ->check(CLI::IsMember({sweep_over_name(SweepOver::Batch), sweep_over_name(SweepOver::LearningRate)}))
+        ->default_str("batch");
     preset_default(a.add_option("--batch-sizes", batch_sizes_, "batch sizes (--over batch)")
                        ->delimiter(',')
                        ->check(whole(1, kMaxBatch)),
@@ -68,20 +72,20 @@ class SweepCommand : public TrainingCommand {
 
   void check_own(const Given& given) override {
     if (o_.quick && full_) throw Error("--quick and --full cannot be used together");
-    const std::string over = "--over " + over_ + (given("--over") ? "" : " (the default)");
+    const std::string over = "--over " + sweep_over_name(over_) + (given("--over") ? "" : " (the default)");
     auto reject = [&](const char* flag, const std::string& why) {
       if (given(flag)) throw Error(std::string(flag) + " cannot be used with " + over + ": " + why);
     };
-    if (over_ == "lr") {
+    if (over_ == SweepOver::LearningRate) {
       reject("--batch-sizes", "it sets the batch sizes of --over batch (--batch-size sets the batch of every run)");
       reject("--reference-batch", "it scales the learning rate with the batch size of --over batch");
     } else {
       reject("--lrs", "it sets the learning rates of --over lr (--lr sets the rate at --reference-batch)");
       reject("--batch-size", "every run trains at one of --batch-sizes");
     }
-    if (full_ && over_ != "batch") throw Error("--full cannot be used with " + over + ": --full is the batch-size protocol");
+    if (full_ && over_ != SweepOver::Batch) throw Error("--full cannot be used with " + over + ": --full is the batch-size protocol");
     const bool distributed = o_.train.distributed;
-    if (distributed && over_ != "batch")
+    if (distributed && over_ != SweepOver::Batch)
       throw Error("--distributed cannot be used with " + over + ": it sweeps the per-rank batch size");
     if (distributed && full_)
       throw Error("--full cannot be used with --distributed: --full is the one-process protocol (give --train-limit, "
@@ -122,7 +126,7 @@ class SweepCommand : public TrainingCommand {
   }
 
  private:
-  std::string over_ = "batch";
+  SweepOver over_ = SweepOver::Batch;
   std::vector<int64_t> batch_sizes_ = kSweepBatches;
   std::vector<double> lrs_{0.01, 0.03, 0.1, 0.3, 1.0, 3.0};
   int64_t reference_batch_ = 128;

@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "experiments/archs.h"
 #include "experiments/output.h"
 #include "experiments/registry.h"
 #include "experiments/report/stats.h"
@@ -149,7 +150,7 @@ std::string grad_norm_reading(const std::vector<RunResult>& runs, const std::vec
     return mean_of(all);
   };
   std::ostringstream md;
-  const bool conv = !runs.empty() && runs.front().config.model.arch == "cnn";
+  const bool conv = !runs.empty() && arch(runs.front().config.model.arch).image;
   md << "Gradient norms, mean over recorded steps and seeds (" << (conv ? "first Conv2d" : "first Linear")
      << " / output Linear weight): ";
   std::string largest, smallest;

@@ -30,9 +30,14 @@ struct CompareConfig {
   double target_accuracy = 0.85;  // steps/epochs to reach this validation (or test) accuracy
 };
 
+// What a sweep varies: the batch size (the learning rate scaled with it) or the learning rate.
+enum class SweepOver { Batch, LearningRate };
+// "batch" or "lr", as --over takes it and the manifests record it.
+std::string sweep_over_name(SweepOver over);
+
 struct SweepConfig {
   TrainConfig base;                // base.lr is the learning rate at reference_batch
-  std::string over = "batch";      // "batch" or "lr"
+  SweepOver over = SweepOver::Batch;
   std::vector<int64_t> batch_sizes = kSweepBatches;
   std::vector<double> lrs{0.01, 0.03, 0.1, 0.3, 1.0, 3.0};
   int64_t reference_batch = 128;   // lr = base.lr * batch / reference_batch (linear scaling)

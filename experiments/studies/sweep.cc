@@ -42,7 +42,8 @@ struct Plan {
 };
 
 Plan plan_of(const SweepConfig& cfg) {
-  Plan p{cfg.over == "batch", cfg.over == "batch" ? cfg.batch_sizes.size() : cfg.lrs.size(), ""};
+  const bool by_batch = cfg.over == SweepOver::Batch;
+  Plan p{by_batch, by_batch ? cfg.batch_sizes.size() : cfg.lrs.size(), ""};
   if (p.by_batch)
     for (const auto& n : cfg.norms)
       if (norm(n).batch_statistics && p.bn.empty()) p.bn = n;
@@ -51,7 +52,6 @@ Plan plan_of(const SweepConfig& cfg) {
 
 // Every configuration, validated before anything trains.
 std::vector<CheckedRun> sweep_configs(const SweepConfig& cfg, const Plan& plan, const Splits& data) {
-  if (!plan.by_batch && cfg.over != "lr") throw Error("sweep: --over must be 'batch' or 'lr', got '" + cfg.over + "'");
   if (cfg.norms.empty() || cfg.seeds.empty()) throw Error("sweep: needs at least one norm and one seed");
   if (plan.points == 0) throw Error(plan.by_batch ? "sweep: needs at least one batch size" : "sweep: needs at least one learning rate");
   if (cfg.reference_batch <= 0) throw Error("sweep: the reference batch must be positive");
@@ -265,7 +265,7 @@ nlohmann::json sweep_manifest(const SweepConfig& cfg, const std::vector<RunResul
   nlohmann::json base = to_json(cfg.base);
   base["eval_last"] = kFinalEpochs;
   nlohmann::json man = manifest(ctx,
-                                {{"study", "sweep"}, {"over", cfg.over}, {"base", base}, {"batch_sizes", cfg.batch_sizes},
+                                {{"study", "sweep"}, {"over", sweep_over_name(cfg.over)}, {"base", base}, {"batch_sizes", cfg.batch_sizes},
                                  {"lrs", cfg.lrs}, {"reference_batch", cfg.reference_batch}, {"norms", cfg.norms},
                                  {"seeds", cfg.seeds}},
                                 wall);
@@ -307,6 +307,8 @@ std::string accuracy_cell(const std::vector<double>& v) {
   if (!std::isfinite(mean_of(v))) return "diverged";
   return fmt(100 * mean_of(v), 4) + (v.size() > 1 ? " ± " + fmt(100 * std_of(v), 2) : "");  // one seed: no std
 }
+
+std::string sweep_over_name(SweepOver over) { return over == SweepOver::Batch ? "batch" : "lr"; }
 
 std::vector<CheckedRun> sweep_runs(const SweepConfig& cfg, const Splits& data) {
   return sweep_configs(cfg, plan_of(cfg), data);
