@@ -7,6 +7,7 @@
 # other projects'.
 cmake_minimum_required(VERSION 3.22)
 include(${CMAKE_CURRENT_LIST_DIR}/Layering.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/FileLines.cmake)
 
 if(NOT SOURCE_DIR)
   set(SOURCE_DIR ${CMAKE_CURRENT_LIST_DIR}/..)
@@ -56,13 +57,7 @@ foreach(owner ${NORMLAB_LAYERS} ${NORMLAB_USER_FOLDERS})
   list(SORT files)
   foreach(file ${files})
     math(EXPR files_read "${files_read} + 1")
-    file(READ ${SOURCE_DIR}/${file} text)
-    # One list element per line: characters that CMake's lists treat specially are masked first.
-    string(REPLACE ";" "<semicolon>" text "${text}")
-    string(REPLACE "[" "<open>" text "${text}")
-    string(REPLACE "]" "<close>" text "${text}")
-    string(REPLACE "\\" "<backslash>" text "${text}")
-    string(REPLACE "\n" ";" lines "${text}")
+    normlab_file_lines(${SOURCE_DIR}/${file} lines)
     set(line_number 0)
     foreach(line IN LISTS lines)
       math(EXPR line_number "${line_number} + 1")

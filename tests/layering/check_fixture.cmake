@@ -4,18 +4,15 @@
 # file:line), no allowed one. Run as
 #   cmake -DCHECKER=<cmake/CheckLayering.cmake> -DFIXTURE=<tests/layering/fixture> -P check_fixture.cmake
 cmake_minimum_required(VERSION 3.22)
+get_filename_component(_checker_dir ${CHECKER} DIRECTORY)
+include(${_checker_dir}/FileLines.cmake)
 
 # The lines the checker must report: file:line of every line marked "// forbidden".
 set(expected "")
 file(GLOB_RECURSE files RELATIVE ${FIXTURE} ${FIXTURE}/*)
 list(SORT files)
 foreach(file ${files})
-  file(READ ${FIXTURE}/${file} text)
-  string(REPLACE ";" "<semicolon>" text "${text}")
-  string(REPLACE "[" "<open>" text "${text}")
-  string(REPLACE "]" "<close>" text "${text}")
-  string(REPLACE "\\" "<backslash>" text "${text}")
-  string(REPLACE "\n" ";" lines "${text}")
+  normlab_file_lines(${FIXTURE}/${file} lines)
   set(line_number 0)
   foreach(line IN LISTS lines)
     math(EXPR line_number "${line_number} + 1")
