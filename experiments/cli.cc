@@ -4,7 +4,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "dist/dist.h"
@@ -30,8 +32,42 @@ struct Parsed {
   int help_status = 0;         // --help's exit status
 };
 
+// Levenshtein distance between a and b (insertions, deletions and substitutions of one character).
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// A first word that is neither a flag nor a command: a usage error naming it and the nearest
+// command (at most 2 edits away), e.g. "unknown subcommand 'trian': did you mean 'train'?".
+void check_subcommand_word(int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-' || argv[1][0] == '\0') return;
+  const std::string word = argv[1];
+  std::string names, nearest;
+  size_t best = 3;
+  for (const CommandEntry& e : command_table()) {
+    if (e.name == word) return;
+    names += (names.empty() ? "" : ", ") + e.name;
+    if (word.size() > 64) continue;  // not a mistyped command: no suggestion
+    if (const size_t d = edit_distance(word, e.name); d < best) best = d, nearest = e.name;
+  }
+  throw UsageError("unknown subcommand '" + word + "'" + (nearest.empty() ? "" : ": did you mean '" + nearest + "'?") +
+                   " (the subcommands: " + names + "; see: normlab --help)");
+}
+
 // Parses argv and checks the chosen command's flags (presets, conflicts); throws UsageError.
 void parse(Parsed& p, int argc, char** argv) {
+  check_subcommand_word(argc, argv);
   p.app.require_subcommand(1);
   p.app.option_defaults()->always_capture_default();
   p.app.set_version_flag("--version", std::string("normlab ") + NORMLAB_VERSION + " (commit " + git_commit() + ")",

@@ -471,6 +471,10 @@ BOOST_AUTO_TEST_CASE(bad_input_is_a_clear_error_and_writes_nothing) {
   expect_error({"train", "--no-such-flag"}, "--no-such-flag");
   expect_error({"sweep", "--over", "width"}, "--over");
   expect_error({}, "A subcommand is required");
+  expect_error({"trian", "--quick"},
+               std::vector<std::string>{"unknown subcommand 'trian': did you mean 'train'?", "compare, sweep"});
+  expect_error({"sweeep"}, "did you mean 'sweep'?");
+  expect_error({"xyzzy-plugh"}, "unknown subcommand 'xyzzy-plugh' (the subcommands: help, demo, train");
 }
 
 // The exit status main() gives for a command, and what it prints as the error.
