@@ -133,7 +133,6 @@ void register_dataset(DatasetEntry entry) {
   if (!entry.load) throw Error("register_dataset: the data set '" + entry.name + "' needs a load function");
   add_entry(dataset_table(), std::move(entry), "register_dataset", "dataset");
 }
-std::string dataset_names() { return names_of(datasets()); }
 
 Splits load_data(const DataSpec& spec) {
   if (spec.train_limit < 0 || spec.test_limit < 0) throw Error("sample limits must be >= 0");

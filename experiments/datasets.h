@@ -59,8 +59,6 @@ const std::vector<DatasetEntry>& datasets();
 // The entry called `name`; throws normlab::Error "unknown dataset 'x' (expected one of: ...)".
 const DatasetEntry& dataset(const std::string& name);
 void register_dataset(DatasetEntry entry);
-// "fashion-mnist, csv, spirals, moons, circles, blobs, xor".
-std::string dataset_names();
 
 // Loads and splits the data set; features standardized with the training set's mean and std.
 // Errors (unknown name, missing file, bad CSV) are normlab::Error naming the file, line, column.

@@ -113,7 +113,6 @@ void register_optimizer(OptimizerEntry entry) {
   if (!entry.make) throw Error("register_optimizer: the optimizer '" + entry.name + "' needs a make function");
   add_entry(optimizer_table(), std::move(entry), "register_optimizer", "optimizer");
 }
-std::string optimizer_names() { return names_of(optimizers()); }
 
 const std::vector<ScheduleEntry>& schedules() { return schedule_table(); }
 const ScheduleEntry& schedule(const std::string& name) { return find_entry(schedules(), name, "schedule"); }
@@ -121,6 +120,5 @@ void register_schedule(ScheduleEntry entry) {
   if (!entry.make) throw Error("register_schedule: the schedule '" + entry.name + "' needs a make function");
   add_entry(schedule_table(), std::move(entry), "register_schedule", "schedule");
 }
-std::string schedule_names() { return names_of(schedules()); }
 
 }  // namespace normlab::experiments

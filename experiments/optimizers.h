@@ -47,8 +47,6 @@ const std::vector<OptimizerEntry>& optimizers();
 const OptimizerEntry& optimizer(const std::string& name);
 // Adds an optimizer; a name that exists already is an error.
 void register_optimizer(OptimizerEntry entry);
-// "sgd, adam, adamw".
-std::string optimizer_names();
 
 // One learning-rate schedule after the warmup.
 struct ScheduleEntry {
@@ -66,6 +64,5 @@ const std::vector<ScheduleEntry>& schedules();
 // The entry called `name`; throws normlab::Error "unknown schedule 'x' (expected one of: ...)".
 const ScheduleEntry& schedule(const std::string& name);
 void register_schedule(ScheduleEntry entry);
-std::string schedule_names();
 
 }  // namespace normlab::experiments
