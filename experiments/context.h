@@ -36,8 +36,9 @@ struct Report {
   bool diverged = false;     // train: the run diverged (no usable model)
   bool interrupted = false;  // Ctrl-C: only the runs finished before it are in the results
   size_t runs_done = 0, runs_total = 0;
-  // A batch-size sweep's results: norm -> (batch size, mean final test accuracy) in sweep order.
-  std::map<std::string, std::vector<std::pair<double, double>>> sweep_accuracy;
+  // A batch-size sweep's results: norm -> (batch size, the seeds' final test accuracies; NaN for a
+  // run that diverged) in sweep order.
+  std::map<std::string, std::vector<std::pair<double, std::vector<double>>>> sweep_accuracy;
 };
 
 }  // namespace normlab::experiments

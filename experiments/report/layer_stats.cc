@@ -10,6 +10,7 @@
 #include "experiments/archs.h"
 #include "experiments/output.h"
 #include "experiments/registry.h"
+#include "experiments/report/claims.h"
 #include "experiments/report/stats.h"
 
 namespace normlab::experiments::report {
@@ -144,30 +145,39 @@ std::string activation_reading(const std::vector<RunResult>& runs, const std::ve
 std::string grad_norm_reading(const std::vector<RunResult>& runs, const std::vector<std::string>& norms) {
   const int n = count_weights(runs);
   if (n == 0) return "";
-  auto mean_norm = [&](const std::string& norm, int w) {
-    std::vector<double> all;
-    for (const auto& [step, v] : grad_norms_of(runs, norm, w)) all.insert(all.end(), v.begin(), v.end());
-    return mean_of(all);
+  // Per run (seed) of a norm: the mean gradient norm of weight w over its recorded steps.
+  auto per_seed = [&](const std::string& name, int w) {
+    std::vector<double> v;
+    for (const RunResult& r : runs) {
+      if (r.config.model.norm != name || r.grad_norms.empty()) continue;
+      const auto pos = weight_positions(r);
+      std::vector<double> all;
+      for (const GradNorm& g : r.grad_norms)
+        if (pos.at(g.param) == w) all.push_back(g.norm);
+      v.push_back(mean_of(all));
+    }
+    return v;
   };
   std::ostringstream md;
   const bool conv = !runs.empty() && arch(runs.front().config.model.arch).image;
   md << "Gradient norms, mean over recorded steps and seeds (" << (conv ? "first Conv2d" : "first Linear")
      << " / output Linear weight): ";
   std::string largest, smallest;
+  std::vector<double> hi_v, lo_v;
   double hi = -INFINITY, lo = INFINITY;
   bool first = true;
   for (const std::string& name : norms) {
-    const double a = mean_norm(name, 0), b = mean_norm(name, n - 1);
-    if (!std::isfinite(a)) continue;
-    md << (first ? "" : ", ") << norm(name).display << " " << fmt(a, 3) << " / " << fmt(b, 3);
+    const std::vector<double> a = per_seed(name, 0), b = per_seed(name, n - 1);
+    if (!std::isfinite(mean_of(a))) continue;
+    md << (first ? "" : ", ") << norm(name).display << " " << fmt(mean_of(a), 3) << " / " << fmt(mean_of(b), 3);
     first = false;
-    if (a > hi) hi = a, largest = norm(name).display;
-    if (a < lo) lo = a, smallest = norm(name).display;
+    if (mean_of(a) > hi) hi = mean_of(a), largest = norm(name).display, hi_v = a;
+    if (mean_of(a) < lo) lo = mean_of(a), smallest = norm(name).display, lo_v = a;
   }
   md << ". ";
   if (largest != smallest && lo > 0)
     md << "The first layer's gradients are largest with " << largest << ", " << fmt(hi / lo, 3) << " times those with "
-       << smallest << ". ";
+       << smallest << " (difference " << difference_text(hi_v, lo_v, Units{1, 3, ""}) << "). ";
   return md.str();
 }
 

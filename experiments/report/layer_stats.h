@@ -26,7 +26,7 @@ std::string activation_reading(const std::vector<RunResult>& runs, const std::ve
 
 // For the report: per norm, the mean gradient norm of the first and of the output Linear weight
 // (over recorded steps and seeds), and which norm gives the largest and smallest first-layer
-// gradients. Empty without gradient norms.
+// gradients, their difference tested over seeds (Welch). Empty without gradient norms.
 std::string grad_norm_reading(const std::vector<RunResult>& runs, const std::vector<std::string>& norms);
 
 }  // namespace normlab::experiments::report

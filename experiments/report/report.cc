@@ -60,8 +60,7 @@ std::string count_of(int64_t n, const std::string& noun) {
 
 std::string final_accuracy_rule(int64_t epochs) {
   if (epochs <= 1) return "test accuracy after its one epoch";
-  if (epochs == 2) return "mean test accuracy of its 2 epochs";
-  return "median test accuracy of the last 3 epochs";
+  return "test accuracy after its last epoch (epoch " + std::to_string(epochs) + ")";
 }
 
 std::string pct(double v) { return std::isfinite(v) ? fmt(100 * v, 4) + "%" : "n/a"; }

@@ -43,9 +43,8 @@ struct ScoreText {
 ScoreText score_text(const TrainConfig& c);
 // "1 epoch", "5 epochs": a count and its noun, singular for 1 (the noun's plural adds an s).
 std::string count_of(int64_t n, const std::string& noun);
-// How a run's final accuracy is taken from its last epochs (the median of the last 3, or fewer
-// when it ran fewer): "median test accuracy of the last 3 epochs", "test accuracy after its one
-// epoch", ...
+// How a run's final accuracy is taken: its last evaluation, after the last epoch ("test accuracy
+// after its last epoch (epoch 5)", "test accuracy after its one epoch").
 std::string final_accuracy_rule(int64_t epochs);
 // The name of a norm for reports and plot legends (the registry's display name).
 std::string display_name(const std::string& norm);

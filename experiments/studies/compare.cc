@@ -1,6 +1,6 @@
 // `normlab compare`: the same model, data, seeds and budget under each norm; loss curves, accuracy
 // per epoch, steps and epochs to a target accuracy, activation statistics and gradient norms, mean
-// and std over seeds.
+// over seeds with 95% intervals, differences tested (Welch).
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -11,6 +11,7 @@
 #include "experiments/output.h"
 #include "experiments/report/plot.h"
 #include "experiments/records.h"
+#include "experiments/report/claims.h"
 #include "experiments/report/report.h"
 #include "experiments/runs.h"
 #include "experiments/report/stats.h"
@@ -31,11 +32,12 @@ std::string mean_or_dash(const std::vector<double>& v, int digits) {
   return reached.empty() ? "-" : fmt(mean_of(reached), digits);
 }
 
-// Mean ± std over seeds (the mean alone for one seed), in % when `percent`.
-std::string pm(const std::vector<double>& v, bool percent) {
-  const double m = mean_of(v), s = std_of(v), k = percent ? 100 : 1;
-  if (!std::isfinite(m)) return "n/a";
-  return fmt(k * m, 4) + (v.size() > 1 ? " ± " + fmt(k * s, 2) : "");
+// How a score reads: % with 2 decimals (differences in points), or R² with 4.
+Units score_units(const ScoreText& sc) { return sc.percent ? kPercent : Units{1, 4, ""}; }
+
+// Mean ± 95% CI over seeds (the mean alone for one seed), "n/a" when no run finished.
+std::string pm(const std::vector<double>& v, const Units& u) {
+  return std::isfinite(mean_of(v)) ? interval_cell(v, u) : "n/a";
 }
 
 // The first epoch whose held-out accuracy reaches the target (validation if there is one).
@@ -103,15 +105,23 @@ void write_tables(const CompareConfig& cfg, const std::vector<RunResult>& runs, 
                      }(),
                      fmt(cfg.target_accuracy)});
   }
-  CsvTable summary(std::vector<std::string>{"norm", "runs", "diverged", "test_" + sc + "_mean", "test_" + sc + "_std",
-                                            "test_loss_mean",
-                                            "test_loss_std", "reached_target", "epochs_to_target_mean",
-                                            "steps_to_target_mean", "steps_to_target_std"});
+  // Per norm: the runs, how many diverged, the final test score and loss over the seeds (n, mean,
+  // std, standard error, 95% interval), and the steps to the target over the seeds that reached it.
+  std::vector<std::string> header{"norm", "runs", "diverged"};
+  for (const std::string& e : {"test_" + sc, std::string("test_loss")})
+    for (auto& c : interval_columns(e)) header.push_back(c);
+  for (const char* c : {"reached_target", "epochs_to_target_mean", "steps_to_target_mean", "steps_to_target_std"})
+    header.push_back(c);
+  CsvTable summary(header);
   for (const auto& norm : cfg.norms) {
     const Agg& a = agg.at(norm);
-    summary.add_row({norm, std::to_string(a.epochs_to.size()), std::to_string(a.diverged), fmt(mean_of(a.acc)),
-                     fmt(std_of(a.acc)), fmt(mean_of(a.loss)), fmt(std_of(a.loss)), std::to_string(a.reached),
-                     fmt(mean_of(a.epochs_to)), fmt(mean_of(a.steps_to)), fmt(std_of(a.steps_to))});
+    std::vector<std::string> row{norm, std::to_string(a.epochs_to.size()), std::to_string(a.diverged)};
+    for (const auto* v : {&a.acc, &a.loss})
+      for (auto& c : interval_values(*v)) row.push_back(c);
+    for (const std::string& c : {std::to_string(a.reached), fmt(mean_of(a.epochs_to)), fmt(mean_of(a.steps_to)),
+                                 fmt(a.reached > 1 ? std_of(a.steps_to) : NAN)})
+      row.push_back(c);
+    summary.add_row(row);
   }
   runs_csv.write(ctx.out / "runs.csv");
   write_run_records(runs, ctx.dataset, use_val, ctx.out);
@@ -167,34 +177,69 @@ std::vector<std::string> compare_plots(const CompareConfig& cfg, const std::vect
   return plots;
 }
 
-// Which norm is most accurate, which reaches the target first; every number from the results.
-std::string reading(const CompareConfig& cfg, const std::vector<RunResult>& runs, const std::map<std::string, Agg>& agg) {
+// The most accurate norm, those not distinguishable from it, and each other norm's difference to
+// it with its interval and Welch's t-test over seeds.
+std::string accuracy_reading(const CompareConfig& cfg, const std::map<std::string, Agg>& agg, const ScoreText& sc) {
+  std::vector<std::vector<double>> acc;
+  for (const auto& norm : cfg.norms) acc.push_back(agg.at(norm).acc);
+  const std::vector<size_t> tied = tied_with_best(acc);
+  if (tied.empty()) return "No run finished. ";
+  const Units u = score_units(sc);
+  const size_t best = tied.front();
   std::ostringstream md;
-  md << "**Reading.** ";
-  const ScoreText sc = score_text(cfg.base);
-  const auto pct = [&](double v) { return sc.format(v); };
-  const std::string target = (sc.percent ? "" : sc.name + " ") + pct(cfg.target_accuracy);
-  std::string best;
+  md << "Highest mean final test " << sc.name << ": " << display_name(cfg.norms[best]) << " ("
+     << interval_cell(acc[best], u) << (sc.percent ? "%" : "") << ")";
+  std::vector<std::string> others;
+  for (size_t i = 0; i < cfg.norms.size(); ++i)
+    if (i != best && std::isfinite(mean_of(acc[i])))
+      others.push_back(display_name(cfg.norms[i]) + " " + difference_text(acc[i], acc[best], u));
+  if (!others.empty()) {
+    md << "; each other norm minus it: ";
+    for (size_t i = 0; i < others.size(); ++i) md << (i ? "; " : "") << others[i];
+  }
+  md << ". ";
+  if (tied.size() > 1) {
+    std::vector<std::string> names;
+    for (size_t i : tied) names.push_back(display_name(cfg.norms[i]));
+    md << (cfg.seeds.size() < 2 ? "With one seed nothing is tested: " + join_names(names) + " are not told apart. "
+                                : "Not distinguishable from the best at the 95% level: " + join_names(names) + ". ");
+  } else if (cfg.norms.size() > 1) {
+    md << display_name(cfg.norms[best]) << " is distinguishably the most accurate (Welch's t-test, p < 0.05 against "
+       << "every other norm). ";
+  }
+  return md.str();
+}
+
+// Which norms reach the target first in every seed (steps as checked), with the runner-up's
+// difference tested.
+std::string target_reading(const CompareConfig& cfg, const std::map<std::string, Agg>& agg, const ScoreText& sc) {
+  const std::string target = (sc.percent ? "" : sc.name + " ") + sc.format(cfg.target_accuracy);
   std::vector<std::string> fastest;  // the norms that reached the target in every seed in the fewest steps
-  double best_acc = -1, fastest_steps = INFINITY;
+  std::vector<std::pair<double, std::string>> all;  // mean steps of every norm that reached it in every seed
+  double fastest_steps = INFINITY;
   for (const auto& norm : cfg.norms) {
     const Agg& a = agg.at(norm);
-    if (mean_of(a.acc) > best_acc) best_acc = mean_of(a.acc), best = norm;
     if (a.reached != static_cast<int>(cfg.seeds.size())) continue;
     const double s = mean_of(a.steps_to);
+    all.emplace_back(s, norm);
     if (s < fastest_steps) fastest_steps = s, fastest.clear();
     if (s == fastest_steps) fastest.push_back(norm);
   }
-  if (!best.empty()) md << "Highest mean final test " << sc.name << ": " << display_name(best) << " (" << pct(best_acc) << "). ";
+  std::ostringstream md;
   if (fastest.size() == 1) {
     md << "Fastest to reach " << target << " in every seed: " << display_name(fastest[0]) << " ("
-       << fmt(fastest_steps, 5) << " steps on average). ";
+       << fmt(fastest_steps, 5) << " steps on average";
+    std::sort(all.begin(), all.end());
+    if (all.size() > 1)
+      md << "; the next, " << display_name(all[1].second) << ", minus it: "
+         << difference_text(agg.at(all[1].second).steps_to, agg.at(fastest[0]).steps_to, Units{1, 0, " steps"});
+    md << "). ";
   } else if (fastest.size() > 1) {
-    std::string names;
-    for (size_t i = 0; i < fastest.size(); ++i)
-      names += (i == 0 ? "" : i + 1 == fastest.size() ? " and " : ", ") + display_name(fastest[i]);
-    names[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(names[0])));  // starts the sentence
-    md << names << " reach " << target << " in every seed after the same number of steps ("
+    std::vector<std::string> names;
+    for (const auto& n : fastest) names.push_back(display_name(n));
+    std::string joined = join_names(names);
+    joined[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(joined[0])));  // starts the sentence
+    md << joined << " reach " << target << " in every seed after the same number of steps ("
        << fmt(fastest_steps, 5) << " on average): "
        << (cfg.base.eval_every > 0 ? "the target is checked every " + count_of(cfg.base.eval_every, "step") +
                                          " (`--eval-every`), so runs that reach it between two checks tie. "
@@ -203,9 +248,20 @@ std::string reading(const CompareConfig& cfg, const std::vector<RunResult>& runs
   } else {
     md << "No norm reached " << target << " in every seed. ";
   }
-  md << activation_reading(runs, cfg.norms) << grad_norm_reading(runs, cfg.norms);
-  md << "Differences smaller than the seed std are noise.\n";
   return md.str();
+}
+
+std::string reading(const CompareConfig& cfg, const std::vector<RunResult>& runs, const std::map<std::string, Agg>& agg) {
+  const ScoreText sc = score_text(cfg.base);
+  std::ostringstream md;
+  md << "**Reading.** " << accuracy_reading(cfg, agg, sc) << target_reading(cfg, agg, sc)
+     << activation_reading(runs, cfg.norms) << grad_norm_reading(runs, cfg.norms);
+  if (cfg.seeds.size() > 1)
+    md << "Intervals are 95% confidence intervals of the mean over seeds (Student t); differences are tested with "
+          "Welch's t-test over seeds (unequal variances).";
+  else
+    md << "With one seed there is no interval and no test: run more seeds (`--seeds 0,1,2`) to tell norms apart.";
+  return md.str() + "\n";
 }
 
 std::string compare_markdown(const CompareConfig& cfg, const std::vector<RunResult>& runs,
@@ -218,7 +274,8 @@ std::string compare_markdown(const CompareConfig& cfg, const std::vector<RunResu
   md << "Model " << describe(b.model) << " (" << b.model.activation << "), data: " << ctx.dataset << ". "
      << optimizer_text(b) << ", batch " << b.batch_size << ", " << count_of(b.epochs, "epoch")
      << ", schedule " << b.schedule << " with " << count_of(b.warmup_steps, "warmup step") << "; "
-     << count_of(static_cast<int64_t>(cfg.seeds.size()), "seed") << " per norm. Target " << sc.name << " " << pct(cfg.target_accuracy) << " on the "
+     << count_of(static_cast<int64_t>(cfg.seeds.size()), "seed") << " per norm"
+     << (cfg.seeds.size() > 1 ? " (tables: mean ± 95% confidence interval over the seeds)" : "") << ". Target " << sc.name << " " << pct(cfg.target_accuracy) << " on the "
      << (use_val ? "validation set" : "test set (there is no validation set: `--val-fraction` 0)")
      << (b.eval_every > 0 ? ", checked after every epoch and every " + count_of(b.eval_every, "step") + " (evals.csv)"
                           : ", checked after every epoch")
@@ -227,8 +284,8 @@ std::string compare_markdown(const CompareConfig& cfg, const std::vector<RunResu
   md << "|---|---|---|---|---|---|---|\n";
   for (const auto& norm : cfg.norms) {
     const Agg& a = agg.at(norm);
-    md << "| " << display_name(norm) << " | " << pm(a.acc, sc.percent) << " | "
-       << pm(a.loss, false) << " | " << a.reached << "/" << a.epochs_to.size() << " | "
+    md << "| " << display_name(norm) << " | " << pm(a.acc, score_units(sc)) << " | "
+       << pm(a.loss, Units{1, 4, ""}) << " | " << a.reached << "/" << a.epochs_to.size() << " | "
        << mean_or_dash(a.epochs_to, 3) << " | " << mean_or_dash(a.steps_to, 5) << " | " << a.diverged << " |\n";
   }
   md << "\n" << image_links(plots) << reading(cfg, runs, agg);

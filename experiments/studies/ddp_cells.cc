@@ -7,6 +7,7 @@
 
 #include "experiments/output.h"
 #include "experiments/registry.h"
+#include "experiments/report/claims.h"
 #include "experiments/report/report.h"
 #include "experiments/report/stats.h"
 
@@ -90,10 +91,11 @@ std::vector<std::string> said_at(const DdpSweepConfig& cfg, const Cells& cells, 
   }
   if (has(cfg, local_bn()) && has(cfg, sync_bn())) {
     const int64_t b = cfg.per_rank_batches.front();
-    const double gap = 100 * (mean_acc(cells, {sync_bn(), w, b}) - mean_acc(cells, {local_bn(), w, b}));
-    if (std::isfinite(gap))
-      said.push_back("at per-rank batch " + std::to_string(b) + ", SyncBatchNorm scores " + fmt(std::abs(gap), 3) +
-                     " points " + (gap >= 0 ? "more" : "less") + " than BatchNorm with per-rank statistics");
+    const auto sync = cells.find({sync_bn(), w, b}), local = cells.find({local_bn(), w, b});
+    if (sync != cells.end() && local != cells.end() && std::isfinite(mean_of(sync->second)) &&
+        std::isfinite(mean_of(local->second)))
+      said.push_back("at per-rank batch " + std::to_string(b) + ", SyncBatchNorm minus BatchNorm with per-rank "
+                     "statistics: " + difference_text(sync->second, local->second, kPercent));
   }
   for (const auto& n : other_norms(cfg)) {
     if (!one) break;

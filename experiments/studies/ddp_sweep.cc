@@ -47,7 +47,7 @@ CheckedRun run_config(const DdpSweepConfig& cfg, const std::string& n, int w, in
   c.distributed = w > 1;
   c.ranks = c.distributed ? w : 0;  // recorded as such whether the records are written in its group or not
   c.bn_three_ways = false;
-  c.eval_last = kFinalEpochs;
+  c.eval_last = 1;  // the final score is the last epoch's
   c.stats_every = 0;
   if (w > 1 && n == local_bn() && per_rank == 1)
     throw Error(norm(n).display + " with each rank's own statistics needs more than one sample per rank (PyTorch: "
@@ -278,7 +278,9 @@ std::string ddp_markdown(const DdpSweepConfig& cfg, const Runs& all, const Cells
         "samples, gradients are averaged over the ranks, BatchNorm's running statistics come from rank 0. "
         "BatchNorm with each rank's own statistics normalizes each rank's slice; SyncBatchNorm the whole global "
         "batch. Final accuracy = "
-     << final_accuracy_rule(b.epochs) << "; " << (cfg.seeds.size() > 1 ? "mean ± std over seeds, " : "") << "in %.\n\n";
+     << final_accuracy_rule(b.epochs) << "; "
+     << (cfg.seeds.size() > 1 ? "mean ± 95% confidence interval over the seeds (Student t), " : "one seed: no interval, ")
+     << "in %.\n\n";
   for (int w : cfg.ranks)
     if (w > 1) md << ranks_table(cfg, cells, w);
   if (std::find(cfg.ranks.begin(), cfg.ranks.end(), 1) != cfg.ranks.end()) md << one_process_table(cfg, cells);
@@ -289,7 +291,7 @@ std::string ddp_markdown(const DdpSweepConfig& cfg, const Runs& all, const Cells
 // The manifest: the settings, and each run's timing.
 nlohmann::json ddp_manifest(const DdpSweepConfig& cfg, const Runs& all, const StudyContext& ctx) {
   nlohmann::json base = to_json(cfg.base);
-  base["eval_last"] = kFinalEpochs;
+  base["eval_last"] = 1;
   nlohmann::json man = manifest(ctx,
                                 {{"study", "sweep --distributed"}, {"base", base}, {"per_rank_batches", cfg.per_rank_batches},
                                  {"ranks", cfg.ranks}, {"job_processes", dist::job_size()},

@@ -8,7 +8,9 @@
 
 #include "data/split.h"
 #include "experiments/output.h"
+#include "experiments/report/stats.h"
 #include "experiments/registry.h"
+#include "experiments/report/claims.h"
 #include "experiments/report/report.h"
 #include "experiments/studies/study.h"
 
@@ -18,7 +20,8 @@ using namespace report;  // the tables, plots and report text every study writes
 
 namespace {
 
-// The sweep's training set: the first `limit` training samples (0: all).
+// The sweep's training set: the first `limit` samples of the training split (0: all), which the
+// split shuffled with the data seed: a random subset.
 Splits sweep_data(const Splits& data, int64_t limit) {
   Splits d = data;
   if (limit > 0 && limit < data.train.size()) d.train = data::first_n(data.train, limit);
@@ -35,30 +38,59 @@ std::string section(const Report& r, const std::string& sub_dir) {
   return "## " + r.title + "\n\n" + fixed + "\n";
 }
 
-std::string pct(double v) { return std::isfinite(v) ? fmt(100 * v, 4) : "-"; }
+// The norms at batch b tied with the best (claims.h: tied_with_best), with the best's accuracy.
+std::string winners(const Report& r, double b) {
+  std::vector<std::string> names;
+  std::vector<std::vector<double>> acc;
+  for (const auto& [n, c] : r.sweep_accuracy)
+    for (const auto& [x, v] : c)
+      if (x == b) names.push_back(norm(n).display), acc.push_back(v);
+  const std::vector<size_t> tied = tied_with_best(acc);
+  if (tied.empty()) return "-";
+  std::vector<std::string> tied_names;
+  for (size_t i : tied) tied_names.push_back(names[i]);
+  return join_names(tied_names) + " (" + interval_cell(acc[tied.front()], kPercent) + ")";
+}
 
-// MLP and CNN side by side, from the two batch-size sweeps: at each batch size the best norm of
-// each, and per norm how far batch 2 and 4 fall below the norm's best batch size (points).
+// One norm's points lost at batch b against its own best batch size (the highest mean), with the
+// difference's 95% interval: "best (batch)", "loss at b" cells.
+std::string losses(const std::vector<std::pair<double, std::vector<double>>>& c, const std::vector<double>& at) {
+  size_t best = c.size();
+  for (size_t i = 0; i < c.size(); ++i)
+    if (std::isfinite(mean_of(c[i].second)) && (best == c.size() || mean_of(c[i].second) > mean_of(c[best].second)))
+      best = i;
+  if (best == c.size()) {  // every run diverged
+    std::string md = " | -";
+    for (size_t i = 0; i < at.size(); ++i) md += " | diverged";
+    return md;
+  }
+  std::string md = " | " + interval_cell(c[best].second, kPercent) + " (" + fmt(c[best].first) + ")";
+  for (double b : at) {
+    std::string cell = "-";
+    for (const auto& [x, v] : c)
+      if (x == b) cell = std::isfinite(mean_of(v)) ? difference_cell(c[best].second, v, kPercent) : "diverged";
+    md += " | " + cell;
+  }
+  return md;
+}
+
+// MLP and CNN side by side, from the two batch-size sweeps: at each batch size the norms tied for
+// the best in each, and per norm how far batch 2 and 4 fall below the norm's best batch size.
 std::string side_by_side(const Report& mlp, const Report& cnn) {
   std::ostringstream md;
-  md << "## MLP and CNN side by side\n\nFrom the two batch-size sweeps (mean final test accuracy, %; the MLP "
-        "on its sweep's images, the CNN on its own).\n\n| batch | MLP: best norm | CNN: best norm |\n|---|---|---|\n";
+  md << "## MLP and CNN side by side\n\nFrom the two batch-size sweeps (final test accuracy, %, mean ± 95% CI over "
+        "seeds; the MLP on its sweep's images, the CNN on its own). The best norm at each batch size is the one with "
+        "the highest mean, listed with every norm not distinguishable from it (Welch's t-test over seeds, 95%).\n\n"
+        "| batch | MLP: best norms (best's accuracy) | CNN: best norms (best's accuracy) |\n|---|---|---|\n";
   std::vector<double> batches;
   for (const auto* r : {&mlp, &cnn})
     for (const auto& [n, c] : r->sweep_accuracy)
-      for (const auto& [x, acc] : c)
+      for (const auto& [x, v] : c)
         if (std::find(batches.begin(), batches.end(), x) == batches.end()) batches.push_back(x);
   std::sort(batches.begin(), batches.end());
-  const auto winner = [](const Report& r, double b) {
-    std::string best = "-";
-    double hi = -1;
-    for (const auto& [n, c] : r.sweep_accuracy)
-      for (const auto& [x, acc] : c)
-        if (x == b && std::isfinite(acc) && acc > hi) hi = acc, best = norm(n).display + " " + pct(acc);
-    return best;
-  };
-  for (double b : batches) md << "| " << fmt(b) << " | " << winner(mlp, b) << " | " << winner(cnn, b) << " |\n";
-  md << "\nPoints lost at batch 2 and 4 against the norm's own best batch size (- where not swept):\n\n"
+  for (double b : batches) md << "| " << fmt(b) << " | " << winners(mlp, b) << " | " << winners(cnn, b) << " |\n";
+  md << "\nPoints lost at batch 2 and 4 against the norm's own best batch size, with the 95% interval of the "
+        "difference (Welch) in brackets (- where not swept):\n\n"
         "| norm | MLP best (batch) | MLP loss at 2 | MLP loss at 4 | CNN best (batch) | CNN loss at 2 | CNN loss at 4 |\n"
         "|---|---|---|---|---|---|---|\n";
   std::vector<std::string> names;
@@ -69,20 +101,7 @@ std::string side_by_side(const Report& mlp, const Report& cnn) {
     md << "| " << norm(n).display;
     for (const auto* r : {&mlp, &cnn}) {
       const auto it = r->sweep_accuracy.find(n);
-      if (it == r->sweep_accuracy.end()) {
-        md << " | - | - | -";
-        continue;
-      }
-      double best = -1, best_b = NAN;
-      for (const auto& [x, acc] : it->second)
-        if (std::isfinite(acc) && acc > best) best = acc, best_b = x;
-      const auto loss = [&](double b) {
-        for (const auto& [x, acc] : it->second)
-          if (x == b) return std::isfinite(acc) && best >= 0 ? fmt(100 * (best - acc), 3) : std::string("diverged");
-        return std::string("-");
-      };
-      md << " | " << (best >= 0 ? pct(best) + " (" + fmt(best_b) + ")" : std::string("-")) << " | " << loss(2) << " | "
-         << loss(4);
+      md << (it == r->sweep_accuracy.end() ? " | - | - | -" : losses(it->second, {2, 4}));
     }
     md << " |\n";
   }
@@ -135,14 +154,17 @@ Report run_study(const StudyPlan& plan, const DataSpec& spec, const Splits& data
     md += "**Interrupted (Ctrl-C): " + std::to_string(rep.runs_done) + " of " + std::to_string(rep.runs_total) +
           " runs finished.** `normlab study --resume` with the same flags and `--out` trains the rest.\n\n";
   md += "Data: " + describe(spec, data) + "\n\n";
+  const std::string subset = " (the first of the training split, which is shuffled with the data seed " +
+                             std::to_string(spec.seed) + ")";
   if (sweep.train.size() < data.train.size())
-    md += "To fit the time budget, the batch-size sweep trains on the first " + std::to_string(sweep.train.size()) +
-          " training images only (`--sweep-train-limit`); `normlab sweep --full` runs the complete protocol.\n\n";
+    md += "To fit the time budget, the batch-size sweep trains on a random subset of " +
+          std::to_string(sweep.train.size()) + " of the " + std::to_string(data.train.size()) + " training images" +
+          subset + " (`--sweep-train-limit`); `normlab sweep --full` runs the complete protocol.\n\n";
   md += section(a, "compare/") + section(b, "sweep/");
   if (cfg.cnn) {
     md += "**The convolutional network.** The study's CNN (" + describe(cfg.cnn_compare.base.model) +
-          ") on the first " + std::to_string(cnn.train.size()) +
-          " training images (`--cnn-train-limit`) and the same test set.\n\n";
+          ") on a random subset of " + std::to_string(cnn.train.size()) + " training images" + subset +
+          " (`--cnn-train-limit`) and the same test set.\n\n";
     c.title = "CNN: " + c.title, d.title = "CNN: " + d.title;
     md += section(c, "cnn-compare/") + section(d, "cnn-sweep/") + side_by_side(b, d);
   }

@@ -59,14 +59,14 @@ struct DdpSweepConfig {
   std::vector<uint64_t> seeds{0, 1};
 };
 
-// The default study: the comparison, and the batch-size sweep on the first sweep_train_limit
-// training samples (0: all).
+// The default study: the comparison, and the batch-size sweep on a random subset of
+// sweep_train_limit training samples (0: all; the first of the shuffled training split).
 struct StudyConfig {
   CompareConfig compare;
   SweepConfig sweep;
   int64_t sweep_train_limit = 0;
   // The CNN part (make run on Fashion-MNIST): a comparison and a batch-size sweep of the study's CNN
-  // on the first cnn_train_limit training images; off when cnn is false.
+  // on a random subset of cnn_train_limit training images; off when cnn is false.
   bool cnn = false;
   CompareConfig cnn_compare;
   SweepConfig cnn_sweep;
@@ -83,11 +83,11 @@ DdpSweepConfig normalize(DdpSweepConfig config);
 // The runs of the local-vs-sync experiment, one list per number of ranks (config.ranks' order), each
 // checked.
 std::vector<std::vector<CheckedRun>> ddp_sweep_runs(const DdpSweepConfig& config, const Splits& data);
-// A sweep run's final value of an epoch field: the median over its last kFinalEpochs epochs (fewer
-// if it ran fewer; only those are evaluated); NaN for a run that diverged.
-inline constexpr int64_t kFinalEpochs = 3;
+// A run's final value of an epoch field: its value after the last epoch (every BatchNorm
+// evaluation mode at that same point); NaN for a run that diverged or has no epoch.
 double final_of(const RunResult& r, double EpochRecord::*field);
-// Accuracies (fractions) as a report cell: "mean ± std" in %, "diverged", or "not run".
+// Final accuracies (fractions) of one setting over seeds as a report cell: "mean ± 95% CI" in %
+// (the mean alone for one seed), "diverged", or "not run".
 std::string accuracy_cell(const std::vector<double>& v);
 // The study's runs, each part's checked against its data (the sweep on its limited training set).
 struct StudyPlan {

@@ -1,6 +1,6 @@
 // `normlab sweep`: final test accuracy against batch size (learning rate scaled linearly from a
 // reference batch, BatchNorm evaluated with EMA, precise and test-batch statistics) or against the
-// learning rate, for each norm, mean and std over seeds.
+// learning rate, for each norm: the mean over seeds with its 95% interval, differences tested.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -10,6 +10,7 @@
 #include "experiments/report/plot.h"
 #include "experiments/records.h"
 #include "experiments/registry.h"
+#include "experiments/report/claims.h"
 #include "experiments/report/report.h"
 #include "experiments/runs.h"
 #include "experiments/report/stats.h"
@@ -22,9 +23,7 @@ using namespace report;  // the tables, plots and report text every study writes
 
 namespace {
 
-std::string pm(const std::vector<double>& v) { return accuracy_cell(v); }
-
-// The seeds' final accuracies of one norm at one sweep point.
+// The seeds' final accuracies of one norm at one sweep point (NaN for a run that diverged).
 struct Point {
   double x;
   std::vector<double> acc, precise, batch;
@@ -50,6 +49,14 @@ Plan plan_of(const SweepConfig& cfg) {
   return p;
 }
 
+// A batch sweep's warmup at batch b: base.warmup_steps at the reference batch, scaled so that it
+// covers the same number of samples (the same fraction of the run) at every batch size:
+// round(warmup x reference / b), at least 1 step when there is a warmup.
+int64_t scaled_warmup(const SweepConfig& cfg, int64_t b) {
+  if (cfg.base.warmup_steps <= 0) return 0;
+  return std::max<int64_t>(1, std::llround(double(cfg.base.warmup_steps) * double(cfg.reference_batch) / double(b)));
+}
+
 // Every configuration, validated before anything trains.
 std::vector<CheckedRun> sweep_configs(const SweepConfig& cfg, const Plan& plan, const Splits& data) {
   if (cfg.norms.empty() || cfg.seeds.empty()) throw Error("sweep: needs at least one norm and one seed");
@@ -65,11 +72,12 @@ std::vector<CheckedRun> sweep_configs(const SweepConfig& cfg, const Plan& plan, 
         if (plan.by_batch) {
           c.batch_size = cfg.batch_sizes[i];
           c.lr = cfg.base.lr * double(c.batch_size) / double(cfg.reference_batch);
+          c.warmup_steps = scaled_warmup(cfg, c.batch_size);
         } else {
           c.lr = cfg.lrs[i];
         }
         c.bn_three_ways = plan.by_batch && norm(n).batch_statistics;
-        c.eval_last = kFinalEpochs;
+        c.eval_last = 1;  // the final score is the last epoch's
         c.loss_every = std::max<int64_t>(1, steps_per_run(c, data) / 200);
         configs.push_back(check_run(c, data));
       }
@@ -106,14 +114,19 @@ void write_tables(const SweepConfig& cfg, const Plan& plan, const std::vector<Ru
                      fmt(final_of(r, &EpochRecord::test_loss))});
     for (const auto& e : r.epochs) epochs_csv.add(r, epoch_cells(e, has_val, true));
   }
-  CsvTable summary(std::vector<std::string>{"norm", plan.by_batch ? "batch_size" : "lr", "runs", "diverged",
-                                            "test_acc_mean", "test_acc_std", "precise_acc_mean", "precise_acc_std",
-                                            "batch_stats_acc_mean", "batch_stats_acc_std"});
+  // Per norm and point: the runs, how many diverged, and each evaluation's mean over the seeds
+  // with its std, standard error and 95% interval (n: the runs that did not diverge).
+  std::vector<std::string> header{"norm", plan.by_batch ? "batch_size" : "lr", "runs", "diverged"};
+  for (const char* e : {"test_acc", "precise_acc", "batch_stats_acc"})
+    for (auto& c : interval_columns(e)) header.push_back(c);
+  CsvTable summary(header);
   for (const auto& n : cfg.norms)
-    for (const Point& p : pts.at(n))
-      summary.add_row({n, fmt(p.x), std::to_string(p.acc.size()), std::to_string(p.diverged), fmt(mean_of(p.acc)),
-                       fmt(std_of(p.acc)), fmt(mean_of(p.precise)), fmt(std_of(p.precise)), fmt(mean_of(p.batch)),
-                       fmt(std_of(p.batch))});
+    for (const Point& p : pts.at(n)) {
+      std::vector<std::string> row{n, fmt(p.x), std::to_string(p.acc.size()), std::to_string(p.diverged)};
+      for (const auto* v : {&p.acc, &p.precise, &p.batch})
+        for (auto& c : interval_values(*v)) row.push_back(c);
+      summary.add_row(row);
+    }
   runs_csv.write(ctx.out / "runs.csv");
   epochs_csv.write(ctx.out / "epochs.csv");
   summary.write(ctx.out / "summary.csv");
@@ -165,8 +178,15 @@ std::vector<std::string> sweep_plots(const SweepConfig& cfg, const Plan& plan, c
   return plots;
 }
 
+// A results cell: mean ± 95% CI in %, with its n when fewer runs than seeds count (diverged, not run).
+std::string pm(const std::vector<double>& v, size_t seeds) {
+  const auto n = std::count_if(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
+  return accuracy_cell(v) + (n > 0 && static_cast<size_t>(n) < seeds ? " (n = " + std::to_string(n) + ")" : "");
+}
+
 // The results table: one row per sweep point, one column per norm (and BatchNorm's other two).
 std::string results_table(const SweepConfig& cfg, const Plan& plan, const Points& pts) {
+  const size_t k = cfg.seeds.size();
   std::ostringstream md;
   md << "| " << (plan.by_batch ? "batch" : "lr");
   for (const auto& n : cfg.norms) md << " | " << display_name(n);
@@ -176,67 +196,81 @@ std::string results_table(const SweepConfig& cfg, const Plan& plan, const Points
   md << "|\n";
   for (size_t i = 0; i < plan.points; ++i) {
     md << "| " << fmt(plan.x(cfg, i));
-    for (const auto& n : cfg.norms) md << " | " << pm(pts.at(n)[i].acc);
-    if (!plan.bn.empty()) md << " | " << pm(pts.at(plan.bn)[i].precise) << " | " << pm(pts.at(plan.bn)[i].batch);
+    for (const auto& n : cfg.norms) md << " | " << pm(pts.at(n)[i].acc, k);
+    if (!plan.bn.empty()) md << " | " << pm(pts.at(plan.bn)[i].precise, k) << " | " << pm(pts.at(plan.bn)[i].batch, k);
     md << " |\n";
   }
   return md.str();
 }
 
-// Each norm against its own best batch size: the batch sizes where its mean accuracy falls more
-// than twice the larger seed std (and at least 0.5 points) below that best.
+// Each norm against its own best batch size (the highest mean): the batch sizes whose accuracy is
+// distinguishably lower by Welch's t-test over seeds, with the difference and its interval, and
+// those not distinguishable from it.
+std::string norm_batch_reading(const std::string& n, const std::vector<Point>& v, size_t seeds) {
+  std::vector<std::vector<double>> acc;
+  for (const Point& p : v) acc.push_back(p.acc);
+  const std::vector<size_t> tied = tied_with_best(acc);
+  if (tied.empty()) {
+    const bool ran = std::any_of(v.begin(), v.end(), [](const Point& p) { return !p.acc.empty(); });
+    return capitalized(display_name(n)) + (ran ? ": every run diverged. " : ": no finished run. ");
+  }
+  const Point& best = v[tied.front()];
+  std::string md = capitalized(display_name(n)) + ": highest mean " + accuracy_cell(best.acc) + "% at batch " + fmt(best.x);
+  std::vector<std::string> lower, same;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i == tied.front() || v[i].acc.empty()) continue;  // the best; not run (interrupted)
+    if (!std::isfinite(mean_of(v[i].acc))) lower.push_back("batch " + fmt(v[i].x) + " diverged");
+    else if (std::find(tied.begin(), tied.end(), i) == tied.end())
+      lower.push_back("batch " + fmt(v[i].x) + " " + difference_text(v[i].acc, best.acc, kPercent));
+    else same.push_back(fmt(v[i].x));
+  }
+  if (!lower.empty()) {
+    md += "; distinguishably below it: ";
+    for (size_t i = 0; i < lower.size(); ++i) md += (i ? "; " : "") + lower[i];
+  }
+  if (!same.empty())
+    md += seeds < 2 ? "; with one seed, no difference from batch " + join_names(same) + " is tested"
+                    : "; not distinguishable from it at batch " + join_names(same);
+  return md + ". ";
+}
+
 std::string batch_reading(const SweepConfig& cfg, const Plan& plan, const Points& pts) {
   std::ostringstream md;
-  for (const auto& n : cfg.norms) {
-    const auto& v = pts.at(n);
-    size_t best = 0;
-    for (size_t i = 0; i < plan.points; ++i)
-      if (mean_of(v[i].acc) > mean_of(v[best].acc) || !std::isfinite(mean_of(v[best].acc))) best = i;
-    if (!std::isfinite(mean_of(v[best].acc))) {
-      const bool ran = std::any_of(v.begin(), v.end(), [](const Point& p) { return !p.acc.empty(); });
-      md << display_name(n) << (ran ? ": every run diverged. " : ": no finished run. ");
-      continue;
-    }
-    md << display_name(n) << ": best " << fmt(100 * mean_of(v[best].acc), 4) << "% at batch " << cfg.batch_sizes[best];
-    std::string worse;
-    for (size_t i = 0; i < plan.points; ++i) {
-      if (v[i].acc.empty()) continue;  // not run (interrupted)
-      const double gap = 100 * (mean_of(v[best].acc) - mean_of(v[i].acc));
-      const double noise = 100 * std::max(std_of(v[best].acc), std_of(v[i].acc));
-      if (!std::isfinite(gap))
-        worse += (worse.empty() ? "" : ", ") + std::to_string(cfg.batch_sizes[i]) + " (diverged)";
-      else if (gap > std::max(2 * noise, 0.5))
-        worse += (worse.empty() ? "" : ", ") + std::to_string(cfg.batch_sizes[i]) + " (" + fmt(100 * mean_of(v[i].acc), 4) + "%)";
-    }
-    md << (worse.empty() ? "; every other batch size is within twice the seed std (or 0.5 points) of it. "
-                         : "; more than twice the seed std below it at batch " + worse + ". ");
-  }
+  for (const auto& n : cfg.norms) md << norm_batch_reading(n, pts.at(n), cfg.seeds.size());
+  if (cfg.seeds.size() > 1) md << "Differences are means over seeds with their 95% interval; the test is Welch's t-test. ";
   md << "With a fixed number of epochs, larger batches take fewer steps. ";
   if (!plan.bn.empty()) {
     const size_t small = std::min_element(cfg.batch_sizes.begin(), cfg.batch_sizes.end()) - cfg.batch_sizes.begin();
     const Point& b = pts.at(plan.bn)[small];
     if (std::isfinite(mean_of(b.acc)))
       md << "At batch " << cfg.batch_sizes[small] << ", " << display_name(plan.bn) << " scores "
-         << fmt(100 * mean_of(b.acc), 4) << "% with running statistics, " << fmt(100 * mean_of(b.precise), 4)
-         << "% with precise statistics and " << fmt(100 * mean_of(b.batch), 4)
+         << accuracy_cell(b.acc) << "% with running statistics, " << accuracy_cell(b.precise)
+         << "% with precise statistics and " << accuracy_cell(b.batch)
          << "% with the statistics of test batches. ";
   }
   return md.str();
 }
 
+// Each norm's best learning rates: the highest mean and those not distinguishable from it.
 std::string lr_reading(const SweepConfig& cfg, const Points& pts) {
   std::ostringstream md;
   for (const auto& n : cfg.norms) {
-    double best = -1, best_lr = NAN;
+    std::vector<std::vector<double>> acc;
     int div = 0;
-    for (const Point& p : pts.at(n)) {
-      if (mean_of(p.acc) > best) best = mean_of(p.acc), best_lr = p.x;
-      div += p.diverged;
+    for (const Point& p : pts.at(n)) acc.push_back(p.acc), div += p.diverged;
+    const std::vector<size_t> tied = tied_with_best(acc);
+    if (tied.empty()) {
+      md << capitalized(display_name(n)) << ": every run diverged. ";
+      continue;
     }
-    if (!std::isfinite(best_lr)) md << display_name(n) << ": every run diverged. ";
-    else
-      md << display_name(n) << ": best " << fmt(100 * best, 4) << "% at lr " << fmt(best_lr) << ", " << div
-         << " diverged run(s). ";
+    const Point& best = pts.at(n)[tied.front()];
+    md << capitalized(display_name(n)) << ": highest mean " << accuracy_cell(best.acc) << "% at lr " << fmt(best.x);
+    std::vector<std::string> same;
+    for (size_t i = 1; i < tied.size(); ++i) same.push_back(fmt(pts.at(n)[tied[i]].x));
+    if (!same.empty())
+      md << (cfg.seeds.size() < 2 ? " (one seed: not tested against lr " : " (not distinguishable from lr ")
+         << join_names(same) << ")";
+    md << ", " << div << " diverged run(s). ";
   }
   return md.str();
 }
@@ -249,9 +283,19 @@ std::string sweep_markdown(const SweepConfig& cfg, const Plan& plan, const Point
      << count_of(b.epochs, "epoch") << " per run, " << optimizer_text(b, false) << ", "
      << (plan.by_batch ? "lr = " + fmt(b.lr) + " x batch / " + std::to_string(cfg.reference_batch)
                        : "batch " + std::to_string(b.batch_size))
-     << ", schedule " << b.schedule << " with " << count_of(b.warmup_steps, "warmup step") << ", "
-     << count_of(static_cast<int64_t>(cfg.seeds.size()), "seed") << ". Final accuracy = "
-     << final_accuracy_rule(b.epochs) << "; " << (cfg.seeds.size() > 1 ? "mean ± std over seeds, " : "") << "in %.\n\n";
+     << ", schedule " << b.schedule << " with "
+     << (plan.by_batch && b.warmup_steps > 0
+             ? "a linear warmup of " + count_of(b.warmup_steps, "step") + " at batch " + std::to_string(cfg.reference_batch) +
+                   ", scaled to cover the same " + std::to_string(b.warmup_steps * cfg.reference_batch) +
+                   " samples at every batch size (round(" + std::to_string(b.warmup_steps) + " x " +
+                   std::to_string(cfg.reference_batch) + " / batch) steps)"
+             : count_of(b.warmup_steps, "warmup step"))
+     << ", " << count_of(static_cast<int64_t>(cfg.seeds.size()), "seed") << ". Final accuracy = "
+     << final_accuracy_rule(b.epochs) << "; "
+     << (cfg.seeds.size() > 1 ? "mean ± 95% confidence interval over n = " + std::to_string(cfg.seeds.size()) +
+                                    " seeds (Student t; a cell with fewer says its n), "
+                              : "one seed: no interval, ")
+     << "in %.\n\n";
   md << results_table(cfg, plan, pts) << "\n" << image_links(plots) << "**Reading.** ";
   if (plan.by_batch && plan.points >= 2) md << batch_reading(cfg, plan, pts);
   else if (!plan.by_batch) md << lr_reading(cfg, pts);
@@ -263,7 +307,7 @@ std::string sweep_markdown(const SweepConfig& cfg, const Plan& plan, const Point
 nlohmann::json sweep_manifest(const SweepConfig& cfg, const std::vector<RunResult>& runs, const StudyContext& ctx,
                               double wall) {
   nlohmann::json base = to_json(cfg.base);
-  base["eval_last"] = kFinalEpochs;
+  base["eval_last"] = 1;
   nlohmann::json man = manifest(ctx,
                                 {{"study", "sweep"}, {"over", sweep_over_name(cfg.over)}, {"base", base}, {"batch_sizes", cfg.batch_sizes},
                                  {"lrs", cfg.lrs}, {"reference_batch", cfg.reference_batch}, {"norms", cfg.norms},
@@ -296,16 +340,11 @@ std::string outcome(const RunResult& r) {
 
 double final_of(const RunResult& r, double EpochRecord::*field) {
   if (r.diverged || r.epochs.empty()) return NAN;
-  std::vector<double> v;
-  const size_t n = r.epochs.size(), k = kFinalEpochs;
-  for (size_t i = n >= k ? n - k : 0; i < n; ++i) v.push_back(r.epochs[i].*field);
-  return median_of(v);
+  return r.epochs.back().*field;
 }
 
 std::string accuracy_cell(const std::vector<double>& v) {
-  if (v.empty()) return "not run";  // an interrupted sweep
-  if (!std::isfinite(mean_of(v))) return "diverged";
-  return fmt(100 * mean_of(v), 4) + (v.size() > 1 ? " ± " + fmt(100 * std_of(v), 2) : "");  // one seed: no std
+  return interval_cell(v, kPercent);
 }
 
 std::string sweep_over_name(SweepOver over) { return over == SweepOver::Batch ? "batch" : "lr"; }
@@ -336,7 +375,7 @@ Report run_sweep(const SweepConfig& cfg, const std::vector<CheckedRun>& configs,
              interrupted_note(runs, "sweep") + sweep_markdown(cfg, plan, pts, ctx, sweep_plots(cfg, plan, pts, ctx))};
   if (plan.by_batch)
     for (const auto& [n, points] : pts)
-      for (const Point& p : points) rep.sweep_accuracy[n].emplace_back(p.x, mean_of(p.acc));
+      for (const Point& p : points) rep.sweep_accuracy[n].emplace_back(p.x, p.acc);
   nlohmann::json man = sweep_manifest(cfg, runs.results, ctx, runs.wall_seconds);
   record_progress(man, rep, runs);
   write_report(ctx, rep, man);

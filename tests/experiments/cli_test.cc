@@ -79,9 +79,9 @@ BOOST_AUTO_TEST_CASE(quick_study_writes_every_output_file) {
   // No temporary file is left behind.
   for (const auto& e : fs::recursive_directory_iterator(t.path()))
     BOOST_TEST(e.path().string().find(".tmp") == std::string::npos, e.path());
-  // 3 norms x 2 seeds in the comparison; 3 norms x 4 batch sizes x 2 seeds in the sweep.
-  BOOST_TEST(lines(t.path() / "compare" / "runs.csv") == 1u + 6u);
-  BOOST_TEST(lines(t.path() / "sweep" / "runs.csv") == 1u + 24u);
+  // 3 norms x 3 seeds in the comparison; 3 norms x 4 batch sizes x 3 seeds in the sweep.
+  BOOST_TEST(lines(t.path() / "compare" / "runs.csv") == 1u + 9u);
+  BOOST_TEST(lines(t.path() / "sweep" / "runs.csv") == 1u + 36u);
   BOOST_TEST(lines(t.path() / "sweep" / "summary.csv") == 1u + 12u);
   // PNG files are PNGs, SVG files are SVG.
   BOOST_TEST(read_file(t.path() / "compare" / "loss_curves.png").substr(1, 3) == "PNG");
@@ -90,7 +90,7 @@ BOOST_AUTO_TEST_CASE(quick_study_writes_every_output_file) {
   const auto m = nlohmann::json::parse(read_file(t.path() / "compare" / "manifest.json"));
   for (const char* key : {"command", "git_commit", "highway_target", "threads", "wall_seconds", "config", "dataset"})
     BOOST_TEST(m.contains(key), key);
-  BOOST_TEST(m["config"]["seeds"].size() == 2u);
+  BOOST_TEST(m["config"]["seeds"].size() == 3u);
   // The combined report has both sections and links the plots in their folders.
   const std::string rep = read_file(t.path() / "report.md");
   BOOST_TEST(rep.find("## Convergence") != std::string::npos);
@@ -656,8 +656,15 @@ BOOST_AUTO_TEST_CASE(reports_say_what_a_short_run_measured) {
   BOOST_TEST(tie.find("Fastest") == std::string::npos);
   const std::string sweep = report({"sweep", "--batch-sizes", "8,32"});
   BOOST_TEST(sweep.find("1 epoch per run") != std::string::npos, sweep);
-  BOOST_TEST(sweep.find("Final accuracy = test accuracy after its one epoch; in %.") != std::string::npos, sweep);
+  BOOST_TEST(sweep.find("Final accuracy = test accuracy after its one epoch; one seed: no interval, in %.") !=
+             std::string::npos, sweep);
   BOOST_TEST(sweep.find("epochs per run") == std::string::npos);
+  // One seed: no interval in any cell, and no difference is claimed as tested.
+  BOOST_TEST(sweep.find("±") == std::string::npos, sweep);
+  BOOST_TEST(unreached.find("±") == std::string::npos, unreached);
+  BOOST_TEST(sweep.find("distinguishabl") == std::string::npos, sweep);
+  BOOST_TEST(sweep.find("is tested") != std::string::npos, sweep);
+  BOOST_TEST(unreached.find("With one seed there is no interval and no test") != std::string::npos, unreached);
 }
 
 BOOST_AUTO_TEST_CASE(a_checkpoint_records_its_data_and_predict_uses_it) {
