@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <sstream>
 
 #include "data/split.h"
@@ -68,14 +69,34 @@ std::string losses(const std::vector<std::pair<double, std::vector<double>>>& c,
   for (double b : at) {
     std::string cell = "-";
     for (const auto& [x, v] : c)
-      if (x == b) cell = std::isfinite(mean_of(v)) ? difference_cell(c[best].second, v, kPercent) : "diverged";
+      if (x == b)
+        cell = x == c[best].first          ? std::string("0 (its best)")
+               : std::isfinite(mean_of(v)) ? difference_cell(c[best].second, v, kPercent)
+                                           : std::string("diverged");
     md += " | " + cell;
   }
   return md;
 }
 
+// The batch sizes both sweeps ran, smallest first.
+std::vector<double> common_batches(const Report& a, const Report& b) {
+  const auto of = [](const Report& r) {
+    std::vector<double> x;
+    for (const auto& [n, c] : r.sweep_accuracy)
+      for (const auto& [b, v] : c) x.push_back(b);
+    std::sort(x.begin(), x.end());
+    x.erase(std::unique(x.begin(), x.end()), x.end());
+    return x;
+  };
+  const std::vector<double> xa = of(a), xb = of(b);
+  std::vector<double> both;
+  std::set_intersection(xa.begin(), xa.end(), xb.begin(), xb.end(), std::back_inserter(both));
+  return both;
+}
+
 // MLP and CNN side by side, from the two batch-size sweeps: at each batch size the norms tied for
-// the best in each, and per norm how far batch 2 and 4 fall below the norm's best batch size.
+// the best in each, and per norm how far the two smallest batch sizes both ran fall below the
+// norm's best batch size.
 std::string side_by_side(const Report& mlp, const Report& cnn) {
   std::ostringstream md;
   md << "## MLP and CNN side by side\n\nFrom the two batch-size sweeps (final test accuracy, %, mean ± 95% CI over "
@@ -89,10 +110,18 @@ std::string side_by_side(const Report& mlp, const Report& cnn) {
         if (std::find(batches.begin(), batches.end(), x) == batches.end()) batches.push_back(x);
   std::sort(batches.begin(), batches.end());
   for (double b : batches) md << "| " << fmt(b) << " | " << winners(mlp, b) << " | " << winners(cnn, b) << " |\n";
-  md << "\nPoints lost at batch 2 and 4 against the norm's own best batch size, with the 95% interval of the "
-        "difference (Welch) in brackets (- where not swept):\n\n"
-        "| norm | MLP best (batch) | MLP loss at 2 | MLP loss at 4 | CNN best (batch) | CNN loss at 2 | CNN loss at 4 |\n"
-        "|---|---|---|---|---|---|---|\n";
+  std::vector<double> small = common_batches(mlp, cnn);
+  if (small.size() > 2) small.resize(2);
+  if (small.empty()) return md.str() + "\n";
+  md << "\nPoints lost at the smallest batch sizes both sweeps ran against the norm's own best batch size (the "
+        "highest mean), with the 95% interval of the difference (Welch) in brackets (- where not swept):\n\n"
+        "| norm | MLP best (batch)";
+  for (double b : small) md << " | MLP loss at " << fmt(b);
+  md << " | CNN best (batch)";
+  for (double b : small) md << " | CNN loss at " << fmt(b);
+  md << " |\n|---";
+  for (size_t i = 0; i < 2 + 2 * small.size(); ++i) md << "|---";
+  md << "|\n";
   std::vector<std::string> names;
   for (const auto* r : {&mlp, &cnn})
     for (const auto& [n, c] : r->sweep_accuracy)
@@ -101,7 +130,9 @@ std::string side_by_side(const Report& mlp, const Report& cnn) {
     md << "| " << norm(n).display;
     for (const auto* r : {&mlp, &cnn}) {
       const auto it = r->sweep_accuracy.find(n);
-      md << (it == r->sweep_accuracy.end() ? " | - | - | -" : losses(it->second, {2, 4}));
+      if (it != r->sweep_accuracy.end()) md << losses(it->second, small);
+      else
+        for (size_t i = 0; i <= small.size(); ++i) md << " | -";  // not in this sweep
     }
     md << " |\n";
   }
@@ -154,17 +185,17 @@ Report run_study(const StudyPlan& plan, const DataSpec& spec, const Splits& data
     md += "**Interrupted (Ctrl-C): " + std::to_string(rep.runs_done) + " of " + std::to_string(rep.runs_total) +
           " runs finished.** `normlab study --resume` with the same flags and `--out` trains the rest.\n\n";
   md += "Data: " + describe(spec, data) + "\n\n";
-  const std::string subset = " (the first of the training split, which is shuffled with the data seed " +
-                             std::to_string(spec.seed) + ")";
+  const std::string subset = ", the first of the training split, which is shuffled with data seed " +
+                             std::to_string(spec.seed);
   if (sweep.train.size() < data.train.size())
     md += "To fit the time budget, the batch-size sweep trains on a random subset of " +
-          std::to_string(sweep.train.size()) + " of the " + std::to_string(data.train.size()) + " training images" +
-          subset + " (`--sweep-train-limit`); `normlab sweep --full` runs the complete protocol.\n\n";
+          std::to_string(sweep.train.size()) + " of the " + std::to_string(data.train.size()) +
+          " training images (`--sweep-train-limit`" + subset + "); `normlab sweep --full` runs the complete protocol.\n\n";
   md += section(a, "compare/") + section(b, "sweep/");
   if (cfg.cnn) {
     md += "**The convolutional network.** The study's CNN (" + describe(cfg.cnn_compare.base.model) +
-          ") on a random subset of " + std::to_string(cnn.train.size()) + " training images" + subset +
-          " (`--cnn-train-limit`) and the same test set.\n\n";
+          ") on a random subset of " + std::to_string(cnn.train.size()) + " training images (`--cnn-train-limit`" + subset +
+          ") and the same test set.\n\n";
     c.title = "CNN: " + c.title, d.title = "CNN: " + d.title;
     md += section(c, "cnn-compare/") + section(d, "cnn-sweep/") + side_by_side(b, d);
   }
