@@ -41,7 +41,7 @@ class SweepCommand : public TrainingCommand {
     a.add_option("--reference-batch", reference_batch_, "lr = --lr x batch / this (linear scaling)")->check(whole(1, kMaxBatch));
     a.add_option("--norms", norms_, "norms to compare: " + norm_names())->delimiter(',');
     preset_default(a.add_option("--seeds", seeds_, "seeds")->delimiter(',')->check(seed_value()),
-                   "0,1,2,3,4 with --full, else 0,1");
+                   "0,1,2,3,4 with --full, else 0,1,2");
     a.add_flag("--distributed", o_.train.distributed,
                "in an mpirun job: BatchNorm with each rank's own statistics against SyncBatchNorm (and the "
                "other --norms) in data-parallel runs over --ranks processes at per-rank batches --batch-sizes, "
@@ -131,7 +131,7 @@ class SweepCommand : public TrainingCommand {
   std::vector<double> lrs_{0.01, 0.03, 0.1, 0.3, 1.0, 3.0};
   int64_t reference_batch_ = 128;
   std::vector<std::string> norms_{"none", "batch", "layer"};
-  std::vector<uint64_t> seeds_{0, 1};
+  std::vector<uint64_t> seeds_{0, 1, 2};
   std::vector<int> ranks_;  // --distributed (empty: every divisor of the job's size)
   bool full_ = false;
   std::optional<SweepConfig> sweep_;

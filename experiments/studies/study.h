@@ -26,7 +26,7 @@ inline const std::vector<int64_t> kStudySweepBatches{2, 4, 8, 32, 128, 256};
 struct CompareConfig {
   TrainConfig base;
   std::vector<std::string> norms{"none", "batch", "layer"};
-  std::vector<uint64_t> seeds{0, 1};
+  std::vector<uint64_t> seeds{0, 1, 2};
   double target_accuracy = 0.85;  // steps/epochs to reach this validation (or test) accuracy
 };
 
@@ -42,7 +42,7 @@ struct SweepConfig {
   std::vector<double> lrs{0.01, 0.03, 0.1, 0.3, 1.0, 3.0};
   int64_t reference_batch = 128;   // lr = base.lr * batch / reference_batch (linear scaling)
   std::vector<std::string> norms{"none", "batch", "layer"};
-  std::vector<uint64_t> seeds{0, 1};
+  std::vector<uint64_t> seeds{0, 1, 2};
 };
 
 // The local-BatchNorm vs SyncBatchNorm experiment (sweep --distributed, in an mpirun job): for

@@ -312,7 +312,7 @@ BOOST_AUTO_TEST_CASE(help_states_the_preset_defaults) {
   }
   const std::string sweep = capture_output(1, [&] { run_normlab({"sweep", "--help"}); });
   BOOST_TEST(sweep.find("(default: 2,8,32,128 with --quick, else 2,4,8,16,32,64,128,256)") != std::string::npos);
-  BOOST_TEST(sweep.find("(default: 0,1,2,3,4 with --full, else 0,1)") != std::string::npos);
+  BOOST_TEST(sweep.find("(default: 0,1,2,3,4 with --full, else 0,1,2)") != std::string::npos);
   const std::string study = capture_output(1, [&] { run_normlab({"study", "--help"}); });
   BOOST_TEST(study.find("(default: 0.1 on fashion-mnist without --quick, else 0)") != std::string::npos);
   BOOST_TEST(study.find("(default: 3 with --quick, else 5)") != std::string::npos);
