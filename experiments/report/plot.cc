@@ -144,7 +144,7 @@ std::string plot_command(const PlotSpec& p, const std::string& prefix) {
 std::string body(const PlotSpec& p, const std::string& prefix, bool panel) {
   std::ostringstream g;
   if (panel)
-    g << "unset logscale\nset format x '% h'\nset format y '% h'\nunset offsets\nset xtics autofreq\nset mxtics default\n"
+    g << "unset logscale\nset format x '% h'\nset format y '% h'\nunset offsets\nset xtics autofreq\nset ytics autofreq\nset mxtics default\n"
          "set autoscale y\nset yrange [*:*]\n";
   for (int i = 0; i < 8; ++i) g << "set linetype " << i + 1 << " lc rgb '" << kColors[i] << "' ps 1.1\n";
   g << "set title " << quote(p.title) << " noenhanced\n";
@@ -165,17 +165,26 @@ std::string body(const PlotSpec& p, const std::string& prefix, bool panel) {
     }
   }
   if (p.log_y == LogY::on) {
-    g << "set logscale y\n";
-    // A band's lower edge can reach zero or below (two seeds: t = 12.7): the axis spans the means
-    // (widened by a half-step of the log scale), not the bands, which are cut at its ends.
+    // The axis spans the drawn y values, a fifth of a factor beyond each end: not gnuplot's
+    // autoscale, which extends a log axis to whole decades (0.001-10 for data in 0.06-0.8), and not
+    // the bands, whose lower edge can reach zero or below (two seeds: t = 12.7) and is cut at the axis.
     double lo = INFINITY, hi = -INFINITY;
-    bool band = false;
-    for (const Series& s : p.series) {
-      band = band || (!p.error_bars && draws_interval(p, s));
+    for (const Series& s : p.series)
       for (size_t j = 0; j < s.x.size(); ++j)
         if (drawable(p, s, j)) lo = std::min(lo, s.y[j]), hi = std::max(hi, s.y[j]);
+    g << "set logscale y\n";
+    if (lo < INFINITY) {
+      const double y0 = lo / 1.2, y1 = hi * 1.2;
+      g << "set yrange [" << fmt(y0) << ":" << fmt(y1) << "]\n";
+      // Up to 3 decades: ticks at 1, 2 and 5 times each power of ten (else gnuplot's, one a decade).
+      if (y1 / y0 <= 1000) {
+        std::string ticks;
+        for (double d = std::pow(10, std::floor(std::log10(y0))); d <= y1; d *= 10)
+          for (double m : {1.0, 2.0, 5.0})
+            if (m * d >= y0 && m * d <= y1) ticks += (ticks.empty() ? "" : ", ") + fmt(m * d, 3);
+        if (!ticks.empty()) g << "set ytics (" << ticks << ")\nset format y '%g'\n";
+      }
     }
-    if (band && lo < INFINITY) g << "set yrange [" << fmt(lo / 1.5) << ":" << fmt(hi * 1.5) << "]\n";
   }
   if (p.percent_y) g << "set format y '%g%%'\nset yrange [0<*:*<100]\n";  // intervals cut at 0% and 100%
   if (p.integer_x && !xs.empty() && xs.back() - xs.front() <= 20) g << "set xtics 1\nset format x '%.0f'\n";

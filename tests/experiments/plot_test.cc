@@ -183,6 +183,10 @@ BOOST_AUTO_TEST_CASE(log_y_only_for_data_spanning_more_than_a_decade) {
   p.series[0].y = {0.15, 1.0, 2.0};  // more than a decade
   BOOST_TEST(use_log_y(p));
   BOOST_TEST(contains(plot_script(p), "set logscale y"));
+  // The log axis spans the data (a fifth beyond each end), with ticks at 1, 2, 5 per decade, not
+  // gnuplot's whole decades (0.1-10 here).
+  BOOST_TEST(contains(plot_script(p), "set yrange [0.125:2.4]"), plot_script(p));
+  BOOST_TEST(contains(plot_script(p), "set ytics (0.2, 0.5, 1, 2)"), plot_script(p));
   p.series[0].y = {0.0, 1.0, 20.0};  // a value a log axis cannot draw
   BOOST_TEST(!use_log_y(p));
   p.series[0].y = {NAN, 1.0, 5.0};  // the non-finite point is not drawn, so not counted
