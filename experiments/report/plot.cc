@@ -137,17 +137,25 @@ std::string plot_command(const PlotSpec& p, const std::string& prefix) {
   return g.str();
 }
 
+// A title with its seeds note (seeds_note) as a gnuplot string expression: on one line, or the
+// note on a second line when both would not fit the width of a plot (the line break is gnuplot's
+// own "\n" between two quoted strings, so nothing of the title is ever double-quoted).
+std::string title_text(const std::string& title, const std::string& note) {
+  if (note.empty() || title.size() + note.size() <= 100) return quote(title + note);
+  return quote(title) + " . \"\\n\" . " + quote(note.substr(note.find_first_not_of(' ')));
+}
+
 // The gnuplot commands of one plot (decided by drawable_only), after `set terminal` / `set
 // output`. Its data blocks are named $<prefix><series> (a distinct prefix per panel of a
 // multiplot). A panel puts its key below the plot (a key beside it would leave the panel's plot
 // too narrow) and undoes the settings a previous panel may have left.
-std::string body(const PlotSpec& p, const std::string& prefix, bool panel) {
+std::string body(const PlotSpec& p, const std::string& prefix, bool panel, const std::string& note = "") {
   std::ostringstream g;
   if (panel)
     g << "unset logscale\nset format x '% h'\nset format y '% h'\nunset offsets\nset xtics autofreq\nset ytics autofreq\nset mxtics default\n"
          "set autoscale y\nset yrange [*:*]\n";
   for (int i = 0; i < 8; ++i) g << "set linetype " << i + 1 << " lc rgb '" << kColors[i] << "' ps 1.1\n";
-  g << "set title " << quote(p.title) << " noenhanced\n";
+  g << "set title " << title_text(p.title, note) << " noenhanced\n";
   g << "set xlabel " << quote(p.xlabel) << " noenhanced\nset ylabel " << quote(p.ylabel) << " noenhanced\n";
   g << "set grid\nset key below reverse Left noenhanced\n";  // the sample, then its name
   std::vector<double> xs;  // the drawn x values
@@ -321,16 +329,15 @@ std::string seeds_note(const std::vector<PlotSpec>& plots) {
 }
 
 std::string plot_script(const PlotSpec& spec) {
-  PlotSpec p = drawable_only(spec);
-  p.title += seeds_note({spec});
-  return body(p, "d", false);
+  const PlotSpec p = drawable_only(spec);
+  return body(p, "d", false, seeds_note({spec}));
 }
 
 bool render_plot(const PlotSpec& spec, const fs::path& dir, const std::string& stem) {
-  PlotSpec p = drawable_only(spec);
+  const PlotSpec p = drawable_only(spec);
   if (p.series.empty()) return false;
-  p.title += seeds_note({spec});
-  render(p.title, body(p, "d", false), 960, 600, dir, stem);
+  const std::string note = seeds_note({spec});
+  render(p.title + note, body(p, "d", false, note), 960, 600, dir, stem);
   return true;
 }
 
@@ -342,9 +349,9 @@ bool render_panels(const std::string& title, const std::vector<PlotSpec>& panels
   if (drawn.empty() || cols < 1) return false;
   cols = std::min<int>(cols, static_cast<int>(drawn.size()));
   const int rows = (static_cast<int>(drawn.size()) + cols - 1) / cols;
-  const std::string full = title + seeds_note(panels);
+  const std::string note = seeds_note(panels), full = title + note;
   std::string b = "set multiplot layout " + std::to_string(rows) + "," + std::to_string(cols) + " rowsfirst title " +
-                  quote(full) + " noenhanced\n";
+                  title_text(title, note) + " noenhanced\n";
   for (size_t i = 0; i < drawn.size(); ++i) b += body(drawn[i], "p" + std::to_string(i) + "_", true);
   b += "unset multiplot\n";
   render(full, b, 560 * cols, 420 * rows + 40, dir, stem);

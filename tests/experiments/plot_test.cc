@@ -166,6 +166,16 @@ BOOST_AUTO_TEST_CASE(with_seeds_the_interval_is_the_95_percent_ci_of_the_mean) {
   BOOST_TEST(contains(script, "\n3 5 5 5 NaN\n"), script);  // x y lo hi spread: no bar at x = 3
 }
 
+BOOST_AUTO_TEST_CASE(a_long_title_puts_the_seeds_note_on_a_second_line) {
+  const std::string title(80, 't');
+  PlotSpec p{title, "x", "y"};
+  Series s{"a"};
+  add_mean_point(s, 1, {1, 2});
+  p.series = {s};
+  BOOST_TEST(contains(plot_script(p), "set title '" + title + "' . \"\\n\" . '(mean over 2 seeds; band = 95% CI of the mean)'"),
+             plot_script(p));
+}
+
 BOOST_AUTO_TEST_CASE(a_plot_without_seeds_says_nothing_of_them) {
   PlotSpec p{"Loss per epoch", "epoch", "loss"};
   p.series = {Series{"train", {1, 2}, {0.5, 0.4}}};
