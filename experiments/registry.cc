@@ -24,17 +24,21 @@ autograd::Shape sample_shape(const LayerSpec& s) {
 
 std::vector<NormEntry> builtin_norms() {
   std::vector<NormEntry> n;
-  n.push_back({.name = "none", .display = "no norm"});
+  n.push_back({.name = "none", .display = "no norm", .plot_color = 7, .plot_point = 6});  // black, open circle
   n.push_back({.name = "batch",
                .display = "BatchNorm",
                .batch_statistics = true,
                .make = [](const LayerSpec& s) -> std::shared_ptr<nn::Module> {
                  if (s.image()) return std::make_shared<nn::BatchNorm2d>(s.features);
                  return std::make_shared<nn::BatchNorm1d>(s.features);
-               }});
-  n.push_back({.name = "layer", .display = "LayerNorm", .make = [](const LayerSpec& s) {
-                 return std::make_shared<nn::LayerNorm>(sample_shape(s));
-               }});
+               },
+               .plot_color = 1,  // blue, filled circle
+               .plot_point = 7});
+  n.push_back({.name = "layer",
+               .display = "LayerNorm",
+               .make = [](const LayerSpec& s) { return std::make_shared<nn::LayerNorm>(sample_shape(s)); },
+               .plot_color = 2,  // vermillion, filled square
+               .plot_point = 5});
   n.push_back({.name = "group",
                .display = "GroupNorm",
                .flags = {"--groups"},
@@ -49,10 +53,14 @@ std::vector<NormEntry> builtin_norms() {
                .make = [](const LayerSpec& s) { return std::make_shared<nn::GroupNorm>(s.groups, s.features); },
                .metadata = [](const LayerSpec& s) {
                  return std::map<std::string, std::string>{{"num_groups", std::to_string(s.groups)}};
-               }});
-  n.push_back({.name = "rms", .display = "RMSNorm", .make = [](const LayerSpec& s) {
-                 return std::make_shared<nn::RMSNorm>(sample_shape(s));
-               }});
+               },
+               .plot_color = 3,  // green, filled triangle
+               .plot_point = 9});
+  n.push_back({.name = "rms",
+               .display = "RMSNorm",
+               .make = [](const LayerSpec& s) { return std::make_shared<nn::RMSNorm>(sample_shape(s)); },
+               .plot_color = 5,  // orange, filled diamond
+               .plot_point = 13});
   // InstanceNorm2d with affine=True (PyTorch's default is False): every norm of the study then has
   // the same per-channel scale and shift, as in the GroupNorm paper's comparison.
   n.push_back({.name = "instance",
@@ -68,7 +76,9 @@ std::vector<NormEntry> builtin_norms() {
                    },
                .make = [](const LayerSpec& s) {
                  return std::make_shared<nn::InstanceNorm2d>(s.features, 1e-5, 0.1, /*affine=*/true);
-               }});
+               },
+               .plot_color = 4,  // purple, filled downward triangle
+               .plot_point = 11});
   // BatchNorm over every rank's slice of the global batch in data-parallel training (--distributed);
   // in one process it is BatchNorm.
   n.push_back({.name = "syncbatch",
@@ -78,7 +88,9 @@ std::vector<NormEntry> builtin_norms() {
                .in_one_process = "batch",
                .make = [](const LayerSpec& s) -> std::shared_ptr<nn::Module> {
                  return std::make_shared<nn::SyncBatchNorm>(s.features);
-               }});
+               },
+               .plot_color = 6,  // sky blue (BatchNorm's blue, lighter), filled pentagon
+               .plot_point = 15});
   return n;
 }
 
@@ -100,6 +112,20 @@ const NormEntry& norm(const std::string& name) { return find_entry(norms(), name
 
 void register_norm(NormEntry entry) {
   if (entry.display.empty()) entry.display = entry.name;
+  // A colour or point type not given: the first pair no registered norm has (colours from the
+  // norm's position in the table on, so that added norms differ in colour first).
+  static const int kPoints[] = {4, 8, 10, 12, 14, 6, 5, 7, 9, 11, 13, 15, 1, 2, 3};
+  const int start = static_cast<int>(norms().size());
+  for (int p = 0; p < 15 && (entry.plot_color == 0 || entry.plot_point == 0); ++p)
+    for (int c = 0; c < 8; ++c) {
+      const int color = entry.plot_color ? entry.plot_color : (start + c) % 8 + 1;
+      const int point = entry.plot_point ? entry.plot_point : kPoints[p];
+      if (std::none_of(norms().begin(), norms().end(),
+                       [&](const NormEntry& e) { return e.plot_color == color && e.plot_point == point; })) {
+        entry.plot_color = color, entry.plot_point = point;
+        break;
+      }
+    }
   add_entry(norm_table(), std::move(entry), "register_norm", "norm");
 }
 

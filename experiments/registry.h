@@ -45,6 +45,12 @@ struct NormEntry {
   // What a checkpoint must record to rebuild the layer besides its name and the model's widths
   // (GroupNorm: its number of groups); may be empty.
   std::function<std::map<std::string, std::string>(const LayerSpec&)> metadata;
+  // Its look in every plot (report/plot.h): a palette colour (1 blue, 2 vermillion, 3 green,
+  // 4 purple, 5 orange, 6 sky blue, 7 black, 8 grey) and a gnuplot point type (5 filled square,
+  // 6 open circle, 7 filled circle, 9 filled triangle, ...). 0: register_norm picks a colour and a
+  // point type no registered norm has as a pair.
+  int plot_color = 0;
+  int plot_point = 0;
 
   // True for "none": no layer is inserted.
   bool is_identity() const { return !make; }

@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "base/error.h"
 #include "experiments/archs.h"
 #include "experiments/output.h"
 #include "experiments/registry.h"
@@ -17,12 +18,40 @@ namespace normlab::experiments::report {
 
 namespace {
 
-// Seed means over steps: step -> the values of every run at that step, averaged.
-Series seed_mean(const std::string& name, const std::map<int64_t, std::vector<double>>& by_step, int color, int dash) {
+// Seed means over steps: step -> the values of every run at that step, averaged (with the number
+// of seeds, for the title; no interval: the panels' curves are dense and many).
+Series seed_mean(const std::string& name, const std::map<int64_t, std::vector<double>>& by_step, Style style) {
   Series s{name};
-  s.color = color, s.dash = dash;
-  for (const auto& [step, v] : by_step) s.x.push_back(double(step)), s.y.push_back(mean_of(v));
+  s.style = style;
+  for (const auto& [step, v] : by_step) {
+    const MeanInterval m = mean_interval(v);
+    s.x.push_back(double(step)), s.y.push_back(m.mean), s.n.push_back(m.n);
+  }
   return s;
+}
+
+// The name of each weighted layer of the runs' model (a Conv2d or Linear, which opens a hidden
+// layer, then the classifier), in the model's order, counted by kind as its layer list reads:
+// "Conv2d 1", "Conv2d 2", "output Linear"; "Linear 1", "Linear 2", "output Linear" for an MLP.
+// Empty when the list cannot be read.
+std::vector<std::string> weighted_layer_names(const std::vector<RunResult>& runs) {
+  if (runs.empty()) return {};
+  const ModelSpec& spec = runs.front().config.model;
+  std::string layers;
+  try {
+    layers = arch(spec.arch).layers(spec);
+  } catch (const Error&) {
+    return {};
+  }
+  std::vector<std::string> names;
+  int convs = 0, linears = 0;
+  std::stringstream tokens(layers);
+  for (std::string t; std::getline(tokens, t, '-');) {
+    if (t.rfind("conv", 0) == 0) names.push_back("Conv2d " + std::to_string(++convs));
+    else if (t.rfind("linear", 0) == 0) names.push_back("Linear " + std::to_string(++linears));
+  }
+  names.push_back("output Linear");
+  return names;
 }
 
 // The position of each weight matrix among a run's weight matrices (0: first Linear), by the
@@ -40,9 +69,11 @@ int count_weights(const std::vector<RunResult>& runs) {
   return static_cast<int>(n);
 }
 
-std::string weight_name(int i, int n) {
-  return i + 1 < n ? "Linear " + std::to_string(i + 1) + " weight (into hidden layer " + std::to_string(i + 1) + ")"
-                   : "output Linear weight";
+// The panel name of weight i of n: its layer's name when the model's layer list has n weighted
+// layers, else its position ("weight 2 of 3").
+std::string weight_name(const std::vector<std::string>& layers, int i, int n) {
+  if (static_cast<int>(layers.size()) == n) return layers[static_cast<size_t>(i)] + " weight";
+  return "weight " + std::to_string(i + 1) + " of " + std::to_string(n);
 }
 
 // The gradient norms of weight matrix `w` in the runs of `norm`, by step.
@@ -64,12 +95,18 @@ std::vector<PlotSpec> activation_panels(const std::vector<RunResult>& runs, cons
   int layers = 0;
   for (const RunResult& r : runs)
     for (const ActivationStat& a : r.activations) layers = std::max(layers, a.layer + 1);
+  // Hidden layer k is opened by the model's k-th weighted layer: its output is measured (before
+  // the norm), then the norm's.
+  const std::vector<std::string> names = weighted_layer_names(runs);
   std::vector<PlotSpec> panels;
   for (int layer = 0; layer < layers; ++layer)
     for (const bool is_std : {false, true}) {
       const std::string stat = is_std ? "std" : "mean";
-      PlotSpec p{"Hidden layer " + std::to_string(layer + 1) + ": " + stat + " of the activations", "step", stat};
-      p.log_y = is_std;
+      const std::string where = layer + 1 < static_cast<int>(names.size()) ? names[static_cast<size_t>(layer)]
+                                                                          : "Hidden layer " + std::to_string(layer + 1);
+      PlotSpec p{where + ": " + stat + " of the activations", "step", stat};
+      p.log_y = is_std ? LogY::if_wide : LogY::off;
+      p.dense = true;
       for (size_t k = 0; k < norms.size(); ++k) {
         std::map<int64_t, std::vector<double>> pre, post;
         for (const RunResult& r : runs) {
@@ -78,14 +115,16 @@ std::vector<PlotSpec> activation_panels(const std::vector<RunResult>& runs, cons
             if (a.layer == layer && (a.where == "pre" || a.where == "post"))
               (a.where == "pre" ? pre : post)[a.step].push_back(is_std ? a.std : a.mean);
         }
-        const int color = static_cast<int>(k) + 1;
+        const Style post_style = norm_style(norms[k]);
+        Style pre_style = post_style;
+        pre_style.dash = 2;
         const NormEntry& n = norm(norms[k]);
         if (n.is_identity()) {  // before = after: one line
-          if (!pre.empty()) p.series.push_back(seed_mean(n.display, pre, color, 0));
+          if (!pre.empty()) p.series.push_back(seed_mean(n.display, pre, post_style));
           continue;
         }
-        if (!pre.empty()) p.series.push_back(seed_mean(n.display + ", before the norm", pre, color, 2));
-        if (!post.empty()) p.series.push_back(seed_mean(n.display + ", after the norm", post, color, 0));
+        if (!pre.empty()) p.series.push_back(seed_mean(n.display + ", before the norm", pre, pre_style));
+        if (!post.empty()) p.series.push_back(seed_mean(n.display + ", after the norm", post, post_style));
       }
       if (!p.series.empty()) panels.push_back(p);
     }
@@ -94,13 +133,15 @@ std::vector<PlotSpec> activation_panels(const std::vector<RunResult>& runs, cons
 
 std::vector<PlotSpec> grad_norm_panels(const std::vector<RunResult>& runs, const std::vector<std::string>& norms) {
   const int n = count_weights(runs);
+  const std::vector<std::string> names = weighted_layer_names(runs);
   std::vector<PlotSpec> panels;
   for (int w = 0; w < n; ++w) {
-    PlotSpec p{"Gradient norm: " + weight_name(w, n), "step", "gradient norm (L2)"};
-    p.log_y = true;
-    for (size_t k = 0; k < norms.size(); ++k) {
-      const auto by_step = grad_norms_of(runs, norms[k], w);
-      if (!by_step.empty()) p.series.push_back(seed_mean(norm(norms[k]).display, by_step, static_cast<int>(k) + 1, 0));
+    PlotSpec p{"Gradient norm: " + weight_name(names, w, n), "step", "gradient norm (L2)"};
+    p.log_y = LogY::if_wide;
+    p.dense = true;
+    for (const std::string& name : norms) {
+      const auto by_step = grad_norms_of(runs, name, w);
+      if (!by_step.empty()) p.series.push_back(seed_mean(norm(name).display, by_step, norm_style(name)));
     }
     if (!p.series.empty()) panels.push_back(p);
   }

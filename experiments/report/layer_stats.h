@@ -9,13 +9,19 @@
 
 namespace normlab::experiments::report {
 
-// Two panels per hidden layer, row by row: the mean and the std of its activations over steps,
-// before the norm (dashed) and after it (solid), one colour per norm, each the mean over seeds.
+// Two panels per hidden layer, row by row, titled by the layer that opens it ("Conv2d 1",
+// "Linear 2", from the model's layer list): the mean and the std of its activations over steps,
+// before the norm (dashed: that layer's output) and after it (solid), in each norm's style
+// (norm_style), each the mean over seeds (n per point; no interval). The std's y axis is
+// logarithmic only when it spans more than a decade (LogY::if_wide).
 // Empty if no run recorded activation statistics.
 std::vector<PlotSpec> activation_panels(const std::vector<RunResult>& runs, const std::vector<std::string>& norms);
 
-// One panel per weight matrix (the Linear layers in order, the output layer last): its gradient
-// norm over steps, one line per norm (mean over seeds). Empty if no run recorded gradient norms.
+// One panel per weight (the Conv2d and Linear layers in the model's order, the output Linear
+// last), titled by its layer's name as the model's layer list reads ("Conv2d 1 weight", "Conv2d 2
+// weight", "output Linear weight"): its gradient norm over steps, one line per norm in the norm's
+// style (mean over seeds; log y only when it spans more than a decade). Empty if no run recorded
+// gradient norms.
 std::vector<PlotSpec> grad_norm_panels(const std::vector<RunResult>& runs, const std::vector<std::string>& norms);
 
 // For the report: per norm, whether the norm's output stays centred with unit std (|mean| and

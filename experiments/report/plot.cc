@@ -7,8 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +19,8 @@
 
 #include "base/error.h"
 #include "experiments/output.h"
+#include "experiments/registry.h"
+#include "experiments/report/stats.h"
 
 namespace normlab::experiments::report {
 
@@ -46,19 +49,31 @@ std::string quote(const std::string& s) {
   return q + "'";
 }
 
-// Whether point j of s can be drawn on p's axes: finite, and positive on a logarithmic axis.
+// The palette, line types 1-8 (PlotColor), and each colour's default marker (for a series
+// without a style of its own). No yellow: hard to see on white.
+const char* const kColors[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#999999"};
+const int kMarkers[] = {7, 5, 9, 11, 13, 15, 6, 4};
+
+// Whether point j of s can be drawn on p's axes: finite, and positive on a logarithmic axis
+// (p.log_y already decided: on or off).
 bool drawable(const PlotSpec& p, const Series& s, size_t j) {
-  return std::isfinite(s.x[j]) && std::isfinite(s.y[j]) && (!p.log_x || s.x[j] > 0) && (!p.log_y || s.y[j] > 0);
+  return std::isfinite(s.x[j]) && std::isfinite(s.y[j]) && (!p.log_x || s.x[j] > 0) &&
+         (p.log_y != LogY::on || s.y[j] > 0);
 }
 
-// p without the series that have no point to draw (all diverged, say); the title names them.
+// Whether point j of s has an interval to draw (a finite, non-negative spread).
+bool has_interval(const Series& s, size_t j) { return j < s.spread.size() && std::isfinite(s.spread[j]) && s.spread[j] >= 0; }
+
+// p with its y axis decided, without the series that have no point to draw (all diverged, say);
+// the title names them.
 PlotSpec drawable_only(const PlotSpec& p) {
   PlotSpec out = p;
+  out.log_y = use_log_y(p) ? LogY::on : LogY::off;
   out.series.clear();
   std::string missing;
   for (const Series& s : p.series) {
     bool any = false;
-    for (size_t j = 0; j < s.x.size() && !any; ++j) any = drawable(p, s, j);
+    for (size_t j = 0; j < s.x.size() && !any; ++j) any = drawable(out, s, j);
     if (any) out.series.push_back(s);
     else missing += (missing.empty() ? "" : ", ") + s.name;
   }
@@ -66,7 +81,15 @@ PlotSpec drawable_only(const PlotSpec& p) {
   return out;
 }
 
-// Inline data blocks, one per series ($<prefix><i>): x y lo hi spread, drawable points only.
+// Whether series s of a drawn plot has an interval at one of its drawn points.
+bool draws_interval(const PlotSpec& p, const Series& s) {
+  for (size_t j = 0; j < s.x.size(); ++j)
+    if (drawable(p, s, j) && has_interval(s, j)) return true;
+  return false;
+}
+
+// Inline data blocks, one per series ($<prefix><i>): x y lo hi spread, drawable points only; a
+// point without an interval has lo = hi = y and spread NaN (no error bar: gnuplot skips it).
 std::string data_blocks(const PlotSpec& p, const std::string& prefix) {
   std::ostringstream g;
   const double k = p.percent_y ? 100 : 1;
@@ -75,68 +98,104 @@ std::string data_blocks(const PlotSpec& p, const std::string& prefix) {
     g << "$" << prefix << i << " << EOD\n";
     for (size_t j = 0; j < s.x.size(); ++j) {
       if (!drawable(p, s, j)) continue;
-      const double sp = j < s.spread.size() && std::isfinite(s.spread[j]) ? s.spread[j] : 0;
+      const bool in = has_interval(s, j);
+      const double sp = in ? s.spread[j] : 0;
       g << fmt(s.x[j]) << ' ' << fmt(k * s.y[j]) << ' ' << fmt(k * (s.y[j] - sp)) << ' ' << fmt(k * (s.y[j] + sp)) << ' '
-        << fmt(k * sp) << '\n';
+        << (in ? fmt(k * sp) : std::string("NaN")) << '\n';
     }
     g << "EOD\n";
   }
   return g.str();
 }
 
-// The plot command over the data blocks: a band (or error bars) for a series with a spread, markers
-// where the points are few.
+// The plot command over the data blocks: per series a band (or error bars) where it has an
+// interval, then its line with markers: at every point, or (dense) at every 1/8 of the points.
 std::string plot_command(const PlotSpec& p, const std::string& prefix) {
   std::ostringstream g;
   g << "plot ";
   bool first = true;
   for (size_t i = 0; i < p.series.size(); ++i) {
     const Series& s = p.series[i];
-    const int lt = s.color ? s.color : static_cast<int>(i) + 1;
-    const std::string dt = s.dash ? " dt " + std::to_string(s.dash) : "";
-    const bool spread = !s.spread.empty();
-    if (spread && !p.error_bars) {
-      g << (first ? "" : ", ") << "$" << prefix << i
-        << " using 1:3:4 with filledcurves fs transparent solid 0.2 noborder lt " << lt << " notitle";
+    const int lt = s.style.color ? s.style.color : static_cast<int>(i % 8) + 1;
+    const int pt = s.style.point ? s.style.point : kMarkers[lt - 1];
+    const std::string style = " lt " + std::to_string(lt) + " pt " + std::to_string(pt) +
+                              (s.style.dash > 1 ? " dt " + std::to_string(s.style.dash) : "");
+    const std::string data = "$" + prefix + std::to_string(i);
+    if (draws_interval(p, s)) {
+      if (p.error_bars) g << (first ? "" : ", ") << data << " using 1:2:5 with yerrorbars lw 1.5 ps 0 lt " << lt << " notitle";
+      else g << (first ? "" : ", ") << data << " using 1:3:4 with filledcurves fs transparent solid 0.2 noborder lt " << lt << " notitle";
       first = false;
     }
-    g << (first ? "" : ", ") << "$" << prefix << i;
-    // Markers where the points are few enough to tell apart (sweeps, epochs), plain lines for steps.
     size_t points = 0;
     for (size_t j = 0; j < s.x.size(); ++j) points += drawable(p, s, j);
-    if (spread && p.error_bars) g << " using 1:2:5 with yerrorlines lw 2 lt " << lt << dt;
-    else if (points <= 40) g << " using 1:2 with linespoints lw 2 lt " << lt << dt;
-    else g << " using 1:2 with lines lw 2 lt " << lt << dt;
+    const size_t every = p.dense ? std::max<size_t>(1, (points + 7) / 8) : 1;
+    g << (first ? "" : ", ") << data << " using 1:2 with linespoints lw 2" << style;
+    if (every > 1) g << " pi " << every;
     g << " title " << quote(s.name);
     first = false;
   }
   return g.str();
 }
 
-// The gnuplot commands of one plot, after `set terminal` / `set output`. Its data blocks are named
-// $<prefix><series> (a distinct prefix per panel of a multiplot). A panel puts its key below the
-// plot (a key beside it would leave the panel's plot too narrow) and undoes the settings a
-// previous panel may have left.
-std::string body(const PlotSpec& p, const std::string& prefix, bool panel) {
+// A title with its seeds note (seeds_note) as a gnuplot string expression: on one line, or the
+// note on a second line when both would not fit the width of a plot (the line break is gnuplot's
+// own "\n" between two quoted strings, so nothing of the title is ever double-quoted).
+std::string title_text(const std::string& title, const std::string& note) {
+  if (note.empty() || title.size() + note.size() <= 100) return quote(title + note);
+  return quote(title) + " . \"\\n\" . " + quote(note.substr(note.find_first_not_of(' ')));
+}
+
+// The gnuplot commands of one plot (decided by drawable_only), after `set terminal` / `set
+// output`. Its data blocks are named $<prefix><series> (a distinct prefix per panel of a
+// multiplot). A panel puts its key below the plot (a key beside it would leave the panel's plot
+// too narrow) and undoes the settings a previous panel may have left.
+std::string body(const PlotSpec& p, const std::string& prefix, bool panel, const std::string& note = "") {
   std::ostringstream g;
-  if (panel) g << "unset logscale\nset format x '% h'\nset format y '% h'\nunset offsets\nset xtics autofreq\n";
-  // Okabe-Ito colours with a marker each (line types 1-8; the palette has no yellow, which is hard
-  // to see on white).
-  static const char* kColors[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#999999"};
-  static const int kMarkers[] = {7, 5, 9, 11, 13, 15, 1, 2};
-  for (int i = 0; i < 8; ++i)
-    g << "set linetype " << i + 1 << " lc rgb '" << kColors[i] << "' pt " << kMarkers[i] << " ps 1.1\n";
-  g << "set title " << quote(p.title) << " noenhanced\n";
+  if (panel)
+    g << "unset logscale\nset format x '% h'\nset format y '% h'\nunset offsets\nset xtics autofreq\nset ytics autofreq\nset mxtics default\n"
+         "set autoscale y\nset yrange [*:*]\n";
+  for (int i = 0; i < 8; ++i) g << "set linetype " << i + 1 << " lc rgb '" << kColors[i] << "' ps 1.1\n";
+  g << "set title " << title_text(p.title, note) << " noenhanced\n";
   g << "set xlabel " << quote(p.xlabel) << " noenhanced\nset ylabel " << quote(p.ylabel) << " noenhanced\n";
   g << "set grid\nset key below reverse Left noenhanced\n";  // the sample, then its name
-  if (p.log_x) g << "set logscale x " << p.log_x << "\nset format x '%g'\n";
-  if (p.log_y) g << "set logscale y\n";
-  if (p.percent_y) g << "set format y '%g%%'\n";
-  double x_min = INFINITY, x_max = -INFINITY;
+  std::vector<double> xs;  // the drawn x values
   for (const Series& s : p.series)
     for (size_t j = 0; j < s.x.size(); ++j)
-      if (drawable(p, s, j)) x_min = std::min(x_min, s.x[j]), x_max = std::max(x_max, s.x[j]);
-  if (p.integer_x && x_max - x_min <= 20) g << "set xtics 1\nset format x '%.0f'\n";
+      if (drawable(p, s, j)) xs.push_back(s.x[j]);
+  std::sort(xs.begin(), xs.end());
+  xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
+  if (p.log_x) {
+    g << "set logscale x " << p.log_x << "\nset format x '%g'\n";
+    if (!xs.empty() && xs.size() <= 12) {  // ticks at the measured values only
+      g << "set xtics (";
+      for (size_t i = 0; i < xs.size(); ++i) g << (i ? ", " : "") << fmt(xs[i]);
+      g << ")\nunset mxtics\n";
+    }
+  }
+  if (p.log_y == LogY::on) {
+    // The axis spans the drawn y values, a fifth of a factor beyond each end: not gnuplot's
+    // autoscale, which extends a log axis to whole decades (0.001-10 for data in 0.06-0.8), and not
+    // the bands, whose lower edge can reach zero or below (two seeds: t = 12.7) and is cut at the axis.
+    double lo = INFINITY, hi = -INFINITY;
+    for (const Series& s : p.series)
+      for (size_t j = 0; j < s.x.size(); ++j)
+        if (drawable(p, s, j)) lo = std::min(lo, s.y[j]), hi = std::max(hi, s.y[j]);
+    g << "set logscale y\n";
+    if (lo < INFINITY) {
+      const double y0 = lo / 1.2, y1 = hi * 1.2;
+      g << "set yrange [" << fmt(y0) << ":" << fmt(y1) << "]\n";
+      // Up to 3 decades: ticks at 1, 2 and 5 times each power of ten (else gnuplot's, one a decade).
+      if (y1 / y0 <= 1000) {
+        std::string ticks;
+        for (double d = std::pow(10, std::floor(std::log10(y0))); d <= y1; d *= 10)
+          for (double m : {1.0, 2.0, 5.0})
+            if (m * d >= y0 && m * d <= y1) ticks += (ticks.empty() ? "" : ", ") + fmt(m * d, 3);
+        if (!ticks.empty()) g << "set ytics (" << ticks << ")\nset format y '%g'\n";
+      }
+    }
+  }
+  if (p.percent_y) g << "set format y '%g%%'\nset yrange [0<*:*<100]\n";  // intervals cut at 0% and 100%
+  if (p.integer_x && !xs.empty() && xs.back() - xs.front() <= 20) g << "set xtics 1\nset format x '%.0f'\n";
   else if (p.integer_x) g << "set format x '%.0f'\n";
   // Error bars and markers at the first and last x must not be cut by the plot's border.
   // (xfix: the x range ends at the data, not at the next tic, so the offsets stay small margins.)
@@ -226,10 +285,59 @@ void render(const std::string& title, const std::string& b, int width, int heigh
 
 }  // namespace
 
+Style norm_style(const std::string& name) {
+  const NormEntry& e = norm(name);
+  return {.color = e.plot_color, .point = e.plot_point, .dash = 0};
+}
+
+void add_mean_point(Series& s, double x, const std::vector<double>& values) {
+  const MeanInterval m = mean_interval(values, 0.95);
+  s.x.push_back(x), s.y.push_back(m.mean), s.spread.push_back(m.n >= 2 ? m.half_width : NAN), s.n.push_back(m.n);
+}
+
+bool use_log_y(const PlotSpec& p) {
+  if (p.log_y != LogY::if_wide) return p.log_y == LogY::on;
+  double lo = INFINITY, hi = -INFINITY;
+  for (const Series& s : p.series)
+    for (size_t j = 0; j < s.x.size() && j < s.y.size(); ++j)
+      if (std::isfinite(s.x[j]) && std::isfinite(s.y[j]) && (!p.log_x || s.x[j] > 0)) {
+        if (s.y[j] <= 0) return false;  // a log axis could not draw it
+        lo = std::min(lo, s.y[j]), hi = std::max(hi, s.y[j]);
+      }
+  return lo < INFINITY && hi > 10 * lo;
+}
+
+std::string seeds_note(const std::vector<PlotSpec>& plots) {
+  int64_t lo = INT64_MAX, hi = 0;
+  bool interval = false, bars = false;
+  for (const PlotSpec& spec : plots) {
+    const PlotSpec p = drawable_only(spec);
+    for (const Series& s : p.series) {
+      if (s.n.empty()) continue;
+      for (size_t j = 0; j < s.x.size(); ++j) {
+        if (!drawable(p, s, j) || j >= s.n.size()) continue;
+        lo = std::min(lo, s.n[j]), hi = std::max(hi, s.n[j]);
+        if (has_interval(s, j)) interval = true, bars = bars || p.error_bars;
+      }
+    }
+  }
+  if (hi == 0) return "";
+  if (hi == 1) return " (1 seed)";
+  std::string note = " (mean over " + (lo == hi ? std::to_string(hi) : std::to_string(lo) + "-" + std::to_string(hi)) + " seeds";
+  if (interval) note += std::string("; ") + (bars ? "error bars" : "band") + " = 95% CI of the mean" + (lo < 2 ? " where 2+ seeds" : "");
+  return note + ")";
+}
+
+std::string plot_script(const PlotSpec& spec) {
+  const PlotSpec p = drawable_only(spec);
+  return body(p, "d", false, seeds_note({spec}));
+}
+
 bool render_plot(const PlotSpec& spec, const fs::path& dir, const std::string& stem) {
   const PlotSpec p = drawable_only(spec);
   if (p.series.empty()) return false;
-  render(p.title, body(p, "d", false), 960, 600, dir, stem);
+  const std::string note = seeds_note({spec});
+  render(p.title + note, body(p, "d", false, note), 960, 600, dir, stem);
   return true;
 }
 
@@ -241,11 +349,12 @@ bool render_panels(const std::string& title, const std::vector<PlotSpec>& panels
   if (drawn.empty() || cols < 1) return false;
   cols = std::min<int>(cols, static_cast<int>(drawn.size()));
   const int rows = (static_cast<int>(drawn.size()) + cols - 1) / cols;
+  const std::string note = seeds_note(panels), full = title + note;
   std::string b = "set multiplot layout " + std::to_string(rows) + "," + std::to_string(cols) + " rowsfirst title " +
-                  quote(title) + " noenhanced\n";
+                  title_text(title, note) + " noenhanced\n";
   for (size_t i = 0; i < drawn.size(); ++i) b += body(drawn[i], "p" + std::to_string(i) + "_", true);
   b += "unset multiplot\n";
-  render(title, b, 560 * cols, 420 * rows + 40, dir, stem);
+  render(full, b, 560 * cols, 420 * rows + 40, dir, stem);
   return true;
 }
 

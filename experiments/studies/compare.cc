@@ -129,7 +129,8 @@ void write_tables(const CompareConfig& cfg, const std::vector<RunResult>& runs, 
 }
 
 // The loss curve (binned to about 100 points per run) and the test accuracy per epoch of one
-// norm, each the mean over seeds with the std as a band.
+// norm, each the mean over seeds with the 95% confidence interval of that mean (2+ seeds), in the
+// norm's style.
 std::pair<Series, Series> curves(const std::vector<RunResult>& runs, const std::string& norm, int64_t bin) {
   std::map<int64_t, std::vector<double>> by_bin, by_epoch;  // bin or epoch -> per-seed values
   for (const RunResult& r : runs) {
@@ -143,19 +144,20 @@ std::pair<Series, Series> curves(const std::vector<RunResult>& runs, const std::
     for (const auto& e : r.epochs) by_epoch[e.epoch].push_back(e.test_acc);
   }
   Series sl{display_name(norm)}, sa{display_name(norm)};
-  for (auto& [k, v] : by_bin)
-    sl.x.push_back(double(k * bin + bin / 2)), sl.y.push_back(mean_of(v)), sl.spread.push_back(std_of(v));
-  for (auto& [k, v] : by_epoch) sa.x.push_back(double(k)), sa.y.push_back(mean_of(v)), sa.spread.push_back(std_of(v));
+  sl.style = sa.style = norm_style(norm);
+  for (auto& [k, v] : by_bin) add_mean_point(sl, double(k * bin + bin / 2), v);
+  for (auto& [k, v] : by_epoch) add_mean_point(sa, double(k), v);
   return {sl, sa};
 }
 
-// Loss curves, test accuracy, activations and gradient norms; returns the plots written.
+// Loss curves, test accuracy, activations and gradient norms; returns the plots written. The
+// titles' seed counts and intervals are added by render_plot / render_panels from the data.
 std::vector<std::string> compare_plots(const CompareConfig& cfg, const std::vector<RunResult>& runs, int64_t spr,
                                        const StudyContext& ctx) {
   if (!gnuplot_available()) return {};
   const ScoreText sc = score_text(cfg.base);
-  PlotSpec loss{"Training loss (mean over seeds, band = std)", "step", sc.loss};
-  PlotSpec acc{"Test " + sc.name + " per epoch (mean over seeds, band = std)", "epoch", "test " + sc.name};
+  PlotSpec loss{"Training loss", "step", sc.loss};
+  PlotSpec acc{"Test " + sc.name + " per epoch", "epoch", "test " + sc.name};
   acc.integer_x = true;
   acc.percent_y = sc.percent;
   for (const auto& norm : cfg.norms) {
@@ -163,15 +165,16 @@ std::vector<std::string> compare_plots(const CompareConfig& cfg, const std::vect
     loss.series.push_back(sl);
     acc.series.push_back(sa);
   }
-  loss.log_y = true;
+  loss.log_y = LogY::if_wide;
+  loss.dense = true;
   std::vector<std::string> plots;
   if (render_plot(loss, ctx.out, "loss_curves")) plots.push_back("loss_curves");
   if (render_plot(acc, ctx.out, "test_accuracy")) plots.push_back("test_accuracy");
   // Per hidden layer: mean and std before and after the norm; per weight: its gradient norm.
-  if (render_panels("Hidden activations before (dashed) and after (solid) the norm, mean over seeds",
+  if (render_panels("Activations before (dashed) and after (solid) the norm",
                     activation_panels(runs, cfg.norms), 2, ctx.out, "activations"))
     plots.push_back("activations");
-  if (render_panels("Gradient norm of each weight matrix, mean over seeds", grad_norm_panels(runs, cfg.norms), 2,
+  if (render_panels("Gradient norm of each weight", grad_norm_panels(runs, cfg.norms), 2,
                     ctx.out, "grad_norms"))
     plots.push_back("grad_norms");
   return plots;

@@ -120,7 +120,9 @@ std::string one_process_table(const DdpSweepConfig& cfg, const Cells& cells) {
 }
 
 // Accuracy against the per-rank batch (first) or the global batch: BatchNorm in one process, and
-// BatchNorm local and SyncBatchNorm over each W > 1 ranks.
+// BatchNorm local and SyncBatchNorm over each W > 1 ranks, each the mean over seeds with the 95% CI
+// of that mean (2+ seeds). Local BatchNorm and SyncBatchNorm have their norms' styles (solid for
+// the first W, then dashed, dash-dotted, ...); one process has BatchNorm's colour, dotted, open circles.
 PlotSpec bn_plot(const DdpSweepConfig& cfg, const Cells& cells, bool global) {
   PlotSpec p{global ? "BatchNorm vs the global batch: SyncBatchNorm follows one process at the global batch?"
                     : "BatchNorm vs the per-rank batch: local BatchNorm follows one process at the per-rank batch?",
@@ -130,29 +132,27 @@ PlotSpec bn_plot(const DdpSweepConfig& cfg, const Cells& cells, bool global) {
   p.error_bars = true;
   p.percent_y = true;
   Series one{"BatchNorm, one process"};
-  one.color = 8;  // grey, dotted, drawn last: visible where a ranks' curve lies on it
-  one.dash = 3;
+  one.style = {norm_style(local_bn()).color, 6, 3};  // dotted, drawn last: visible where a ranks' curve lies on it
   for (int64_t b : one_process_batches(cfg)) {
     const auto it = cells.find({local_bn(), 1, b});
-    if (it == cells.end()) continue;
-    one.x.push_back(double(b)), one.y.push_back(mean_of(it->second)), one.spread.push_back(std_of(it->second));
+    if (it != cells.end()) add_mean_point(one, double(b), it->second);
   }
-  int colour = 1;
+  static const int kDashes[] = {0, 2, 4, 5};  // one per number of ranks; 3 (dotted) is one process's
+  int k = 0;
   for (int w : cfg.ranks) {
     if (w == 1) continue;
     for (const std::string& n : {local_bn(), sync_bn()}) {
       if (!has(cfg, n)) continue;
       Series s{(n == local_bn() ? "BatchNorm local, " : "SyncBatchNorm, ") + std::to_string(w) + " ranks"};
-      s.color = colour + (n == local_bn() ? 0 : 1);
-      s.dash = n == local_bn() ? 2 : 0;
+      s.style = norm_style(n);
+      s.style.dash = kDashes[k % 4];
       for (int64_t b : cfg.per_rank_batches) {
         const auto it = cells.find({n, w, b});
-        if (it == cells.end()) continue;
-        s.x.push_back(double(global ? w * b : b)), s.y.push_back(mean_of(it->second)), s.spread.push_back(std_of(it->second));
+        if (it != cells.end()) add_mean_point(s, double(global ? w * b : b), it->second);
       }
       p.series.push_back(s);
     }
-    colour += 2;
+    ++k;
   }
   if (!one.x.empty()) p.series.push_back(one);
   return p;

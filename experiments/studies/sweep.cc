@@ -132,49 +132,60 @@ void write_tables(const SweepConfig& cfg, const Plan& plan, const std::vector<Ru
   summary.write(ctx.out / "summary.csv");
 }
 
-// A series of a statistic (e.g. the mean over seeds) of each point's values.
-Series series_of(const std::string& name, const std::vector<Point>& pts, std::vector<double> Point::*field) {
+// A series of the mean over seeds of each point's values, with the 95% CI of that mean (2+ seeds).
+Series series_of(const std::string& name, Style style, const std::vector<Point>& pts, std::vector<double> Point::*field) {
   Series s{name};
-  for (const Point& p : pts) s.x.push_back(p.x), s.y.push_back(mean_of(p.*field)), s.spread.push_back(std_of(p.*field));
+  s.style = style;
+  for (const Point& p : pts) add_mean_point(s, p.x, p.*field);
   return s;
 }
 
+// The styles of BatchNorm evaluated with precise statistics and with the test batches' own: the
+// norm's colour, dashed or dash-dotted, with open markers (its running-statistics curve: solid, filled).
+Style precise_style(const std::string& bn) { return {norm_style(bn).color, 6, 2}; }
+Style batch_stats_style(const std::string& bn) { return {norm_style(bn).color, 4, 4}; }
+
 // The BatchNorm evaluation gap: precise and test-batch accuracy minus EMA accuracy, in points.
-PlotSpec bn_gap_plot(const std::vector<Point>& bn) {
+PlotSpec bn_gap_plot(const std::string& bn, const std::vector<Point>& pts) {
   PlotSpec gap{"BatchNorm evaluation gap: accuracy minus accuracy with running (EMA) statistics", "batch size",
                "accuracy difference (points)"};
   gap.log_x = 2;
   gap.error_bars = true;
   Series pr{"precise BN - EMA"}, bs{"test-batch stats - EMA"};
-  for (const Point& p : bn) {
+  pr.style = precise_style(bn), bs.style = batch_stats_style(bn);
+  for (const Point& p : pts) {
     std::vector<double> dp, db;
     for (size_t i = 0; i < p.acc.size(); ++i) dp.push_back(100 * (p.precise[i] - p.acc[i])), db.push_back(100 * (p.batch[i] - p.acc[i]));
-    pr.x.push_back(p.x), pr.y.push_back(mean_of(dp)), pr.spread.push_back(std_of(dp));
-    bs.x.push_back(p.x), bs.y.push_back(mean_of(db)), bs.spread.push_back(std_of(db));
+    add_mean_point(pr, p.x, dp);
+    add_mean_point(bs, p.x, db);
   }
   gap.series = {pr, bs};
   return gap;
 }
 
+// Accuracy against the swept value, one line per norm (and BatchNorm's other two evaluations), and
+// BatchNorm's evaluation gap; the titles' seed counts and intervals are added from the data.
 std::vector<std::string> sweep_plots(const SweepConfig& cfg, const Plan& plan, const Points& pts,
                                      const StudyContext& ctx) {
   if (!gnuplot_available()) return {};
-  PlotSpec acc{plan.by_batch ? "Final test accuracy vs batch size (lr scaled linearly; error bars = std over seeds)"
-                             : "Final test accuracy vs learning rate (error bars = std over seeds)",
+  PlotSpec acc{plan.by_batch ? "Final test accuracy vs batch size (lr scaled linearly)"
+                             : "Final test accuracy vs learning rate",
                plan.by_batch ? "batch size" : "learning rate", "final test accuracy (" + final_accuracy_rule(cfg.base.epochs) + ")"};
   acc.log_x = plan.by_batch ? 2 : 10;
   acc.error_bars = true;
   acc.percent_y = true;
   for (const auto& n : cfg.norms)
-    acc.series.push_back(series_of(display_name(n) + (n == plan.bn ? " (running EMA stats)" : ""), pts.at(n), &Point::acc));
+    acc.series.push_back(series_of(display_name(n) + (n == plan.bn ? " (running EMA stats)" : ""), norm_style(n),
+                                   pts.at(n), &Point::acc));
   if (!plan.bn.empty()) {
-    acc.series.push_back(series_of(display_name(plan.bn) + " (precise BN)", pts.at(plan.bn), &Point::precise));
-    acc.series.push_back(series_of(display_name(plan.bn) + " (test-batch stats)", pts.at(plan.bn), &Point::batch));
+    acc.series.push_back(series_of(display_name(plan.bn) + " (precise BN)", precise_style(plan.bn), pts.at(plan.bn), &Point::precise));
+    acc.series.push_back(series_of(display_name(plan.bn) + " (test-batch stats)", batch_stats_style(plan.bn),
+                                   pts.at(plan.bn), &Point::batch));
   }
   const std::string acc_name = plan.by_batch ? "accuracy_vs_batch" : "accuracy_vs_lr";
   std::vector<std::string> plots;
   if (render_plot(acc, ctx.out, acc_name)) plots.push_back(acc_name);
-  if (!plan.bn.empty() && render_plot(bn_gap_plot(pts.at(plan.bn)), ctx.out, "bn_eval_gap")) plots.push_back("bn_eval_gap");
+  if (!plan.bn.empty() && render_plot(bn_gap_plot(plan.bn, pts.at(plan.bn)), ctx.out, "bn_eval_gap")) plots.push_back("bn_eval_gap");
   return plots;
 }
 

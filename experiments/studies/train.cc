@@ -28,12 +28,18 @@ std::string epoch_line(const EpochRecord& e, const ScoreText& sc) {
          "test loss " + fmt(e.test_loss, 4) + ", test " + name + " " + sc.format(e.test_acc);
 }
 
+// The fixed styles of the held-out splits' curves: train grey dashed with open circles, validation
+// black dash-dotted with open squares, test black solid with filled circles (the norm's own
+// colour is its loss per step).
+const Style kTrainStyle{kGrey, 6, 2}, kValStyle{kBlack, 4, 4}, kTestStyle{kBlack, 7, 0};
+
 // Adds the series `name` to a loss panel and a score panel, one point per record (epochs or
 // evaluations) at x = record.*x.
 template <typename R>
-void add_curves(PlotSpec& loss, PlotSpec& score, const std::string& name, const std::vector<R>& records,
+void add_curves(PlotSpec& loss, PlotSpec& score, const std::string& name, Style style, const std::vector<R>& records,
                 int64_t R::*x, double R::*l, double R::*s) {
   Series sl{name}, ss{name};
+  sl.style = ss.style = style;
   for (const R& e : records) {
     sl.x.push_back(double(e.*x)), sl.y.push_back(e.*l);
     ss.x.push_back(double(e.*x)), ss.y.push_back(e.*s);
@@ -50,8 +56,10 @@ std::vector<std::string> train_plots(const RunResult& r, const StudyContext& ctx
   const ScoreText sc = score_text(r.config);
   std::vector<std::string> plots;
   PlotSpec loss{"Training loss per step", "step", sc.loss};
-  loss.log_y = true;
+  loss.log_y = LogY::if_wide;
+  loss.dense = true;
   Series s{display_name(r.config.model.norm)};
+  s.style = norm_style(r.config.model.norm);
   for (const auto& st : r.steps)
     if (std::isfinite(st.loss)) s.x.push_back(double(st.step)), s.y.push_back(st.loss);
   loss.series = {s};  // the loss of a diverged step is not finite: left out of the plot
@@ -59,11 +67,12 @@ std::vector<std::string> train_plots(const RunResult& r, const StudyContext& ctx
   // Per epoch: train (running mean over the epoch's batches), validation and test.
   PlotSpec el{"Loss per epoch", "epoch", sc.loss}, ea{title_case(sc) + " per epoch", "epoch", sc.name};
   el.integer_x = ea.integer_x = true;
+  el.log_y = LogY::if_wide;
   ea.percent_y = sc.percent;
-  add_curves(el, ea, "train", r.epochs, &EpochRecord::epoch, &EpochRecord::train_loss, &EpochRecord::train_acc);
+  add_curves(el, ea, "train", kTrainStyle, r.epochs, &EpochRecord::epoch, &EpochRecord::train_loss, &EpochRecord::train_acc);
   if (has_val)
-    add_curves(el, ea, "validation", r.epochs, &EpochRecord::epoch, &EpochRecord::val_loss, &EpochRecord::val_acc);
-  add_curves(el, ea, "test", r.epochs, &EpochRecord::epoch, &EpochRecord::test_loss, &EpochRecord::test_acc);
+    add_curves(el, ea, "validation", kValStyle, r.epochs, &EpochRecord::epoch, &EpochRecord::val_loss, &EpochRecord::val_acc);
+  add_curves(el, ea, "test", kTestStyle, r.epochs, &EpochRecord::epoch, &EpochRecord::test_loss, &EpochRecord::test_acc);
   if (!r.epochs.empty() &&
       render_panels("Training run: loss and " + sc.name + " per epoch", {el, ea}, 2, ctx.out, "epochs"))
     plots.push_back("epochs");
@@ -72,9 +81,10 @@ std::vector<std::string> train_plots(const RunResult& r, const StudyContext& ctx
     PlotSpec sl{"Loss every " + count_of(r.config.eval_every, "step"), "step", sc.loss},
         sa{title_case(sc) + " every " + count_of(r.config.eval_every, "step"), "step", sc.name};
     sa.percent_y = sc.percent;
+    sl.log_y = LogY::if_wide;
     if (has_val)
-      add_curves(sl, sa, "validation", r.evals, &EvalRecord::step, &EvalRecord::val_loss, &EvalRecord::val_acc);
-    add_curves(sl, sa, "test", r.evals, &EvalRecord::step, &EvalRecord::test_loss, &EvalRecord::test_acc);
+      add_curves(sl, sa, "validation", kValStyle, r.evals, &EvalRecord::step, &EvalRecord::val_loss, &EvalRecord::val_acc);
+    add_curves(sl, sa, "test", kTestStyle, r.evals, &EvalRecord::step, &EvalRecord::test_loss, &EvalRecord::test_acc);
     if (render_panels("Training run: held-out loss and " + sc.name + " every " + count_of(r.config.eval_every, "step"),
                       {sl, sa}, 2, ctx.out, "evals"))
       plots.push_back("evals");

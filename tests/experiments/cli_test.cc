@@ -101,15 +101,15 @@ BOOST_AUTO_TEST_CASE(quick_study_writes_every_output_file) {
   // gradient-norm plot a panel per weight matrix; the reading says what they show.
   const std::string act = read_file(t.path() / "compare" / "activations.gp");
   const std::string grad = read_file(t.path() / "compare" / "grad_norms.gp");
-  for (const char* panel :
-       {"Hidden layer 1: mean", "Hidden layer 1: std", "Hidden layer 2: mean", "Hidden layer 2: std"})
+  for (const char* panel : {"Linear 1: mean", "Linear 1: std", "Linear 2: mean", "Linear 2: std"})
     BOOST_TEST(act.find(panel) != std::string::npos, panel);
   for (const char* line :
        {"BatchNorm, before the norm", "BatchNorm, after the norm", "LayerNorm, after the norm", "'no norm'"})
     BOOST_TEST(act.find(line) != std::string::npos, line);
-  for (const char* panel : {"Linear 1 weight (into hidden layer 1)", "Linear 2 weight (into hidden layer 2)",
-                            "output Linear weight"})
+  for (const char* panel : {"Gradient norm: Linear 1 weight", "Gradient norm: Linear 2 weight",
+                            "Gradient norm: output Linear weight"})
     BOOST_TEST(grad.find(panel) != std::string::npos, panel);
+  BOOST_TEST(act.find("the norm (mean over ") != std::string::npos);  // the seeds of the quick study, no band
   BOOST_TEST(rep.find("(compare/grad_norms.png)") != std::string::npos);
   BOOST_TEST(rep.find("With BatchNorm, the norm's output") != std::string::npos);
   BOOST_TEST(rep.find("Gradient norms, mean over recorded steps and seeds") != std::string::npos);

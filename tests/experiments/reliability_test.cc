@@ -63,7 +63,7 @@ BOOST_AUTO_TEST_CASE(plots_leave_out_what_is_not_finite) {
   if (!gnuplot_available()) return;  // gnuplot is in the project's packages; without it nothing is drawn
   TempDir t;
   PlotSpec p{"t", "x", "y"};
-  p.log_y = true;
+  p.log_y = LogY::on;
   p.series = {Series{"a", {1, 2, 3}, {1, NAN, 2}}, Series{"b", {1, 2}, {NAN, -1}}};
   BOOST_TEST(render_plot(p, t.path(), "some"));
   const std::string gp = read_file(t.path() / "some.gp");
