@@ -160,6 +160,7 @@ std::vector<std::string> compare_plots(const CompareConfig& cfg, const std::vect
   PlotSpec acc{"Test " + sc.name + " per epoch", "epoch", "test " + sc.name};
   acc.integer_x = true;
   acc.percent_y = sc.percent;
+  acc.error_bars = true;  // at measured epochs only: a band between epochs would draw what was not measured
   for (const auto& norm : cfg.norms) {
     auto [sl, sa] = curves(runs, norm, std::max<int64_t>(1, spr / 100));
     loss.series.push_back(sl);
