@@ -22,6 +22,24 @@ autograd::Shape sample_shape(const LayerSpec& s) {
   return s.shape.empty() ? autograd::Shape{s.features} : autograd::Shape(s.shape.begin(), s.shape.end());
 }
 
+// GroupNorm's groups must divide the channels (or hidden width).
+void check_groups(const LayerSpec& s) {
+  if (s.groups <= 0 || s.features % s.groups != 0)
+    throw Error("GroupNorm with " + std::to_string(s.groups) + " groups needs " +
+                (s.image() ? "channel counts" : "hidden widths") + " divisible by " + std::to_string(s.groups) +
+                ", got " + std::to_string(s.features) + " (set --groups)");
+}
+
+// InstanceNorm normalizes each channel of an image over H x W: it needs more than one value there.
+void check_instance(const LayerSpec& s) {
+  if (!s.image())
+    throw Error("instance norm normalizes each channel of an image over H x W: it needs "
+                "convolutional activations (--arch cnn), not a Linear layer's");
+  if (s.shape[1] * s.shape[2] < 2)
+    throw Error("instance norm needs more than one value per channel, but the activations are " +
+                std::to_string(s.shape[0]) + "x1x1");
+}
+
 std::vector<NormEntry> builtin_norms() {
   std::vector<NormEntry> n;
   n.push_back({.name = "none", .display = "no norm", .plot_color = 7, .plot_point = 6});  // black, open circle
@@ -42,14 +60,7 @@ std::vector<NormEntry> builtin_norms() {
   n.push_back({.name = "group",
                .display = "GroupNorm",
                .flags = {"--groups"},
-               .check =
-                   [](const LayerSpec& s) {
-                     if (s.groups <= 0 || s.features % s.groups != 0)
-                       throw Error("GroupNorm with " + std::to_string(s.groups) + " groups needs " +
-                                   (s.image() ? "channel counts" : "hidden widths") + " divisible by " +
-                                   std::to_string(s.groups) + ", got " + std::to_string(s.features) +
-                                   " (set --groups)");
-                   },
+               .check = check_groups,
                .make = [](const LayerSpec& s) { return std::make_shared<nn::GroupNorm>(s.groups, s.features); },
                .metadata = [](const LayerSpec& s) {
                  return std::map<std::string, std::string>{{"num_groups", std::to_string(s.groups)}};
@@ -65,15 +76,7 @@ std::vector<NormEntry> builtin_norms() {
   // the same per-channel scale and shift, as in the GroupNorm paper's comparison.
   n.push_back({.name = "instance",
                .display = "InstanceNorm",
-               .check =
-                   [](const LayerSpec& s) {
-                     if (!s.image())
-                       throw Error("instance norm normalizes each channel of an image over H x W: it needs "
-                                   "convolutional activations (--arch cnn), not a Linear layer's");
-                     if (s.shape[1] * s.shape[2] < 2)
-                       throw Error("instance norm needs more than one value per channel, but the activations are " +
-                                   std::to_string(s.shape[0]) + "x1x1");
-                   },
+               .check = check_instance,
                .make = [](const LayerSpec& s) {
                  return std::make_shared<nn::InstanceNorm2d>(s.features, 1e-5, 0.1, /*affine=*/true);
                },

@@ -39,7 +39,7 @@ class StudyCommand : public TrainingCommand {
     preset_default(a.add_option("--sweep-train-limit", sweep_train_limit_,
                                 "the sweep trains on a random subset of N training samples (0: all)")
                        ->check(whole(0, kMaxInt)),
-                   "20000 on fashion-mnist without --quick, else 0");
+                   "10000 on fashion-mnist without --quick, else 0");
     add_cnn_part_flags(a);
   }
 
@@ -67,7 +67,7 @@ class StudyCommand : public TrainingCommand {
   }
 
   // --quick's sweep; on Fashion-MNIST the study (make run) is sized to a few minutes on 2 cores
-  // with 3 seeds everywhere: 5 epochs, the sweep on a random 12000 training images at batch 2, 4,
+  // with 3 seeds everywhere: 5 epochs, the sweep on a random 10000 training images at batch 2, 4,
   // 8, 32, 128 and 256 (the batch-size protocol without batch 16 and 64: precise BN recomputes
   // the statistics over 10000 images), a validation split of 10%.
   void own_presets(const Given& given) override {
@@ -77,7 +77,7 @@ class StudyCommand : public TrainingCommand {
       if (!given("--target")) target_ = 0.85;
     } else if (o_.data.name == "fashion-mnist") {
       if (!given("--val-fraction")) o_.data.validation_fraction = 0.1;
-      if (!given("--sweep-train-limit")) sweep_train_limit_ = 12000;
+      if (!given("--sweep-train-limit")) sweep_train_limit_ = 10000;
       if (!given("--batch-sizes")) batch_sizes_ = kStudySweepBatches;
     }
   }

@@ -21,11 +21,19 @@ using namespace report;  // the tables, plots and report text every study writes
 
 namespace {
 
-// The sweep's training set: the first `limit` samples of the training split (0: all), which the
+// A part's training set: the first `limit` samples of the training split (0: all), which the
 // split shuffled with the data seed: a random subset.
-Splits sweep_data(const Splits& data, int64_t limit) {
+Splits part_data(const Splits& data, int64_t limit) {
   Splits d = data;
   if (limit > 0 && limit < data.train.size()) d.train = data::first_n(data.train, limit);
+  return d;
+}
+
+// A sweep's data: part_data without the validation split, which a sweep never reads (its tables
+// are of the test set) and would only cost an evaluation per run; the validation images stay out
+// of training.
+Splits sweep_only(Splits d) {
+  d.validation = d.validation.subset({});
   return d;
 }
 
@@ -142,13 +150,14 @@ std::string side_by_side(const Report& mlp, const Report& cnn) {
 }  // namespace
 
 StudyPlan plan_study(const StudyConfig& cfg, const Splits& data) {
-  StudyPlan p{cfg, sweep_data(data, cfg.sweep_train_limit)};
+  StudyPlan p{cfg, sweep_only(part_data(data, cfg.sweep_train_limit))};
   p.compare = compare_runs(cfg.compare, data);
   p.sweep = sweep_runs(cfg.sweep, p.sweep_data);
   if (cfg.cnn) {
-    p.cnn_data = sweep_data(data, cfg.cnn_train_limit);
+    p.cnn_data = part_data(data, cfg.cnn_train_limit);
     p.cnn_compare = compare_runs(cfg.cnn_compare, p.cnn_data);
-    p.cnn_sweep = sweep_runs(cfg.cnn_sweep, p.cnn_data);
+    p.cnn_sweep_data = sweep_only(p.cnn_data);
+    p.cnn_sweep = sweep_runs(cfg.cnn_sweep, p.cnn_sweep_data);
   }
   return p;
 }
@@ -172,9 +181,9 @@ Report run_study(const StudyPlan& plan, const DataSpec& spec, const Splits& data
     for (auto [rep, sub] : {std::pair{&c, "cnn-compare"}, std::pair{&d, "cnn-sweep"}}) {
       part.out = ctx.out / sub;
       part.resume_from = ctx.resume_from.empty() ? ctx.resume_from : ctx.resume_from / sub;
-      part.dataset = describe(spec, cnn);
+      part.dataset = describe(spec, rep == &c ? cnn : plan.cnn_sweep_data);
       *rep = rep == &c ? run_compare(cfg.cnn_compare, plan.cnn_compare, cnn, part)
-                       : run_sweep(cfg.cnn_sweep, plan.cnn_sweep, cnn, part);
+                       : run_sweep(cfg.cnn_sweep, plan.cnn_sweep, plan.cnn_sweep_data, part);
     }
   }
   Report rep{"normlab study: BatchNorm vs LayerNorm", "", false, a.interrupted || b.interrupted || c.interrupted ||
@@ -184,7 +193,8 @@ Report run_study(const StudyPlan& plan, const DataSpec& spec, const Splits& data
   if (rep.interrupted)
     md += "**Interrupted (Ctrl-C): " + std::to_string(rep.runs_done) + " of " + std::to_string(rep.runs_total) +
           " runs finished.** `normlab study --resume` with the same flags and `--out` trains the rest.\n\n";
-  md += "Data: " + describe(spec, data) + "\n\n";
+  md += "Data: " + describe(spec, data) + ". The sweeps hold out the same validation images but do not evaluate "
+        "them (their tables are of the test set).\n\n";
   const std::string subset = ", the first of the training split, which is shuffled with data seed " +
                              std::to_string(spec.seed);
   if (sweep.train.size() < data.train.size())

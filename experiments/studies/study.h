@@ -92,7 +92,9 @@ std::string accuracy_cell(const std::vector<double>& v);
 // The study's runs, each part's checked against its data (the sweep on its limited training set).
 struct StudyPlan {
   StudyConfig config;
-  Splits sweep_data, cnn_data;  // the sweep's and the CNN part's training sets (the test set the same)
+  // The sweep's and the CNN part's data (the test set the same); the sweeps' without the
+  // validation split, which they do not evaluate.
+  Splits sweep_data, cnn_data, cnn_sweep_data;
   std::vector<CheckedRun> compare, sweep, cnn_compare, cnn_sweep;
 };
 StudyPlan plan_study(const StudyConfig& config, const Splits& data);
