@@ -13,6 +13,7 @@
 #include "experiments/report/plot.h"
 #include "experiments/records.h"
 #include "experiments/registry.h"
+#include "experiments/report/claims.h"
 #include "experiments/report/report.h"
 #include "experiments/runs.h"
 #include "experiments/report/stats.h"
@@ -183,12 +184,15 @@ void write_tables(const DdpSweepConfig& cfg, const std::vector<RunResult>& runs,
       epochs_csv.add(r, cells_of);
     }
   }
-  CsvTable summary(std::vector<std::string>{"norm", "ranks", "per_rank_batch", "global_batch", "runs", "diverged",
-                                            "test_acc_mean", "test_acc_std"});
+  std::vector<std::string> header{"norm", "ranks", "per_rank_batch", "global_batch", "runs", "diverged"};
+  for (auto& c : interval_columns("test_acc")) header.push_back(c);
+  CsvTable summary(header);
   for (const auto& [k, v] : cells) {
     const int diverged = static_cast<int>(std::count_if(v.begin(), v.end(), [](double a) { return !std::isfinite(a); }));
-    summary.add_row({k.norm, std::to_string(k.ranks), std::to_string(k.per_rank), std::to_string(k.ranks * k.per_rank),
-                     std::to_string(v.size()), std::to_string(diverged), fmt(mean_of(v)), fmt(std_of(v))});
+    std::vector<std::string> row{k.norm, std::to_string(k.ranks), std::to_string(k.per_rank),
+                                 std::to_string(k.ranks * k.per_rank), std::to_string(v.size()), std::to_string(diverged)};
+    for (auto& c : interval_values(v)) row.push_back(c);
+    summary.add_row(row);
   }
   runs_csv.write(ctx.out / "runs.csv");
   epochs_csv.write(ctx.out / "epochs.csv");

@@ -13,9 +13,9 @@ for f in report.md summary.csv runs.csv epochs.csv records.json manifest.json; d
 done
 grep -q "SyncBatchNorm, 2 ranks" "$dir/np2/report.md"
 grep -q "^\*\*Reading.\*\* At 2 ranks: .*SyncBatchNorm is on average" "$dir/np2/report.md"
-# summary.csv: norm,ranks,per_rank_batch,global_batch,runs,diverged,test_acc_mean,test_acc_std.
+# summary.csv: norm,ranks,per_rank_batch,global_batch,runs,diverged,test_acc_n,test_acc_mean,...
 # Each norm over 2 ranks at per-rank batch b against one process at 2b (SyncBatchNorm: BatchNorm).
-awk -F, 'NR > 1 { acc[$1 "," $2 "," $4] = $7; if ($2 == 2) over2[$1 "," $4] = $7 }
+awk -F, 'NR > 1 { acc[$1 "," $2 "," $4] = $8; if ($2 == 2) over2[$1 "," $4] = $8 }
   END {
     n = 0
     for (k in over2) {
