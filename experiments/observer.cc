@@ -125,7 +125,8 @@ class Evaluation : public Observer {
       r.diverged = true;
       r.diverged_step = st.step;
     }
-    if (c.bn_three_ways && norm(c.model.norm).batch_statistics && st.epoch + 3 > c.epochs && !r.diverged) {
+    // BatchNorm's other two evaluations at the same points as the test evaluation.
+    if (now && c.bn_three_ways && norm(c.model.norm).batch_statistics && !r.diverged) {
       t = Clock::now();
       e.test_acc_precise = precise_bn_accuracy(net, st.data, c.batch_size, c.precise_bn_samples, c.seed + 7919,
                                                c.eval_batch);

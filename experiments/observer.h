@@ -55,7 +55,8 @@ std::unique_ptr<Observer> activation_stats(RunState& st);
 std::unique_ptr<Observer> grad_norms();
 // Validation and test loss and accuracy after each epoch (only the last config.eval_last epochs
 // when set) and every config.eval_every steps (RunResult::evals), marking the run diverged if the test loss is not finite; and for a norm with batch
-// statistics under config.bn_three_ways, the precise and test-batch accuracies of the last 3 epochs.
+// statistics under config.bn_three_ways, the precise and test-batch accuracies at the same epochs
+// as the test evaluation.
 std::unique_ptr<Observer> evaluation();
 // Calls on_step(steps done, total) after every step and on_epoch(record) after every epoch.
 std::unique_ptr<Observer> callbacks(StepCallback on_step, EpochCallback on_epoch);

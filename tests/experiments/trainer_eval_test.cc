@@ -87,6 +87,26 @@ BOOST_AUTO_TEST_CASE(each_epoch_is_reported_as_soon_as_it_ends) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(batchnorm_is_evaluated_three_ways_at_the_same_epochs_as_the_test_set) {
+  // The final score is the last epoch's: its precise and test-batch accuracies come from that
+  // epoch too, and no other epoch pays for them.
+  TrainConfig c = small_config();
+  c.model.norm = "batch";
+  c.bn_three_ways = true;
+  c.epochs = 3;
+  c.eval_last = 1;
+  const RunResult r = train_run(c, moons());
+  BOOST_REQUIRE(r.epochs.size() == 3u);
+  for (size_t i = 0; i < 2; ++i) {
+    BOOST_TEST(std::isnan(r.epochs[i].test_acc));
+    BOOST_TEST(std::isnan(r.epochs[i].test_acc_precise));
+    BOOST_TEST(std::isnan(r.epochs[i].test_acc_batch));
+  }
+  BOOST_TEST(std::isfinite(r.epochs[2].test_acc));
+  BOOST_TEST(std::isfinite(r.epochs[2].test_acc_precise));
+  BOOST_TEST(std::isfinite(r.epochs[2].test_acc_batch));
+}
+
 BOOST_AUTO_TEST_CASE(the_time_breakdown_fits_in_the_run) {
   TrainConfig c = small_config();
   c.model.norm = "batch";
