@@ -28,6 +28,8 @@ struct StudyContext {
   // and the checkpoint folder to continue from (train --resume; empty: start afresh).
   int64_t checkpoint_every = 0;
   std::filesystem::path resume_checkpoint;
+  // train, compare on a CSV file: the defaults chosen from its size, as a sentence ("": none).
+  std::string defaults_note;
 };
 
 // A study's markdown report section, for a combined report.

@@ -39,6 +39,7 @@ nlohmann::json to_json(const TrainConfig& c) {
           {"eval_batch", c.eval_batch}};
   if (!c.init_from.empty()) j["init_from"] = c.init_from;
   if (c.eval_every > 0) j["eval_every"] = c.eval_every;
+  if (c.early_stopping > 0) j["early_stopping"] = c.early_stopping;
   if (c.task != data::Task::Classification) j["task"] = task_name(c.task);
   if (c.distributed) j["distributed_ranks"] = c.ranks > 0 ? c.ranks : dist::world_size();
   if (const OptimizerEntry& o = optimizer(c.optimizer); o.json) j["optimizer"] = o.json(c);
@@ -57,6 +58,7 @@ nlohmann::json records_json(const RunResult& r) {
   nlohmann::json j = {{"config", to_json(r.config)}, {"steps", steps}, {"epochs", epochs}, {"activations", acts},
                       {"grad_norms", grads}, {"diverged", r.diverged}, {"diverged_step", r.diverged_step},
                       {"total_steps", r.total_steps}, {"seconds", r.seconds}};
+  if (r.best_epoch > 0) j["best_epoch"] = r.best_epoch, j["stopped_early"] = r.stopped_early;
   if (!r.evals.empty()) {
     nlohmann::json evals = nlohmann::json::array();
     for (const auto& e : r.evals)
@@ -105,6 +107,8 @@ std::optional<RunResult> stored_run(const nlohmann::json& j, const TrainConfig& 
     r.diverged = j.at("diverged");
     r.diverged_step = j.at("diverged_step");
     r.total_steps = j.at("total_steps");
+    r.best_epoch = j.value("best_epoch", int64_t(0));
+    r.stopped_early = j.value("stopped_early", false);
     r.seconds = j.at("seconds");
     return r;
   } catch (const nlohmann::json::exception&) {

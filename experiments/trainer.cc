@@ -51,6 +51,12 @@ void validate(const TrainConfig& c, const Splits& s) {
   if (c.warmup_steps < 0) throw Error("warmup steps must be >= 0");
   if (c.eval_batch <= 0) throw Error("the evaluation batch must be at least 1");
   if (c.eval_every < 0) throw Error("--eval-every must be 0 (off) or a number of steps");
+  if (c.early_stopping < 0) throw Error("--early-stopping must be 0 (off) or a number of epochs");
+  if (c.early_stopping > 0 && s.validation.size() == 0)
+    throw Error("--early-stopping watches the validation loss, and there is no validation set: give --val-fraction "
+                "above 0 (e.g. 0.1)");
+  if (c.early_stopping > 0 && c.eval_last > 0)
+    throw Error("--early-stopping needs the validation loss after every epoch (not only the last ones)");
   const int ranks = c.ranks > 0 ? c.ranks : dist::world_size();
   if (c.distributed && c.batch_size % ranks != 0)
     throw Error("--batch-size " + std::to_string(c.batch_size) + " is the global batch, split over " +
@@ -198,6 +204,31 @@ bool train_epoch(RunState& st, const data::DataLoader& loader, optim::Optimizer&
   return true;
 }
 
+// Early stopping: the epoch with the lowest validation loss so far and a copy of its weights.
+class BestEpoch {
+ public:
+  // Notes the epoch just evaluated; true when `patience` epochs have passed without a lower
+  // validation loss (the run stops).
+  bool stop_after(const EpochRecord& e, const nn::Module& net, int64_t patience) {
+    if (e.val_loss < loss_) {
+      loss_ = e.val_loss, epoch_ = e.epoch;
+      weights_.clear();
+      for (const auto& [name, t] : net.state_dict()) weights_.emplace_back(name, t.clone());
+    }
+    return e.epoch - epoch_ >= patience;
+  }
+  // Puts the best epoch's weights back (if one was noted) and returns that epoch (0: none).
+  int64_t restore(nn::Module& net) const {
+    if (epoch_ > 0) net.load_state_dict(weights_);
+    return epoch_;
+  }
+
+ private:
+  int64_t epoch_ = 0;
+  double loss_ = INFINITY;
+  autograd::NamedTensors weights_;
+};
+
 // Continues r from the checkpoint in dir: the records, the weights, the optimizer and schedule;
 // returns the position. Throws if the checkpoint was made with another config or data.
 RunPosition resume_from(const std::filesystem::path& dir, RunResult& r, nn::Module& net, optim::Optimizer& opt,
@@ -268,6 +299,7 @@ RunResult train_run(const CheckedRun& run, const Splits& s, const StepCallback& 
   const auto checkpoint = [&] {
     write_checkpoint(control.checkpoint_dir, r, opt, sched.last_step(), pos);
   };
+  BestEpoch best;  // early stopping
   {
     Observers obs;
     obs.push_back(loss_log());
@@ -287,14 +319,26 @@ RunResult train_run(const CheckedRun& run, const Splits& s, const StepCallback& 
       for (auto& o : obs) o->epoch_end(st, e);
       r.epochs.push_back(e);
       if (r.diverged) break;
+      if (c.early_stopping > 0 && best.stop_after(e, *model.net, c.early_stopping)) {
+        r.stopped_early = st.epoch < c.epochs;
+        break;
+      }
       pos = RunPosition{.epoch = st.epoch + 1, .step = st.step};
       if (control.checkpoint_every > 0 && st.epoch % control.checkpoint_every == 0 && !control.checkpoint_dir.empty())
         checkpoint();
     }
   }
+  if (c.early_stopping > 0 && !r.diverged) r.best_epoch = best.restore(*model.net);
   r.seconds = seconds_since(t0);
   r.cpu_seconds = double(std::clock() - cpu0) / CLOCKS_PER_SEC;
   return r;
+}
+
+const EpochRecord& final_epoch(const RunResult& r) {
+  if (r.best_epoch > 0)
+    for (const EpochRecord& e : r.epochs)
+      if (e.epoch == r.best_epoch) return e;
+  return r.epochs.back();
 }
 
 }  // namespace normlab::experiments

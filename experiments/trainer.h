@@ -46,6 +46,8 @@ struct TrainConfig {
   int64_t eval_batch = 1000;
   int64_t eval_last = 0;          // evaluate (validation, test) only after the last N epochs (0: every epoch)
   int64_t eval_every = 0;         // also evaluate (validation, test) after every N steps (0: after epochs only)
+  int64_t early_stopping = 0;     // stop after this many epochs without a lower validation loss and end
+                                  // with the best epoch's weights (0: off; needs a validation set)
   bool distributed = false;       // data-parallel over the ranks of an mpirun job (ddp.h); batch_size is the
                                   // global batch, each rank trains on batch_size / ranks of it
   int ranks = 0;                  // distributed: how many ranks it trains over, as recorded and checked
@@ -126,6 +128,10 @@ struct RunResult {
   bool diverged = false;
   int64_t diverged_step = -1;
   bool interrupted = false;  // Ctrl-C stopped the run before its last step (interrupt.h)
+  // Early stopping (config.early_stopping): the epoch whose weights the run ends with (lowest
+  // validation loss; 0: off), and whether the run stopped before its last epoch.
+  int64_t best_epoch = 0;
+  bool stopped_early = false;
   int64_t total_steps = 0;
   int64_t train_samples = 0;  // size of the training split
   double seconds = 0;  // wall time of the whole run, split below (the rest: setup and bookkeeping)
@@ -137,6 +143,10 @@ struct RunResult {
   double bn_eval_seconds = 0;    // BatchNorm: precise statistics and test-batch statistics
   std::shared_ptr<nn::Sequential> model;
 };
+
+// The record of the epoch whose weights the run ends with: the best epoch under early stopping,
+// else the last one. The run must have an epoch.
+const EpochRecord& final_epoch(const RunResult& r);
 
 // Called after every training step with (steps done in this run, steps in this run).
 using StepCallback = std::function<void(int64_t, int64_t)>;

@@ -28,7 +28,7 @@ struct TrainPlan {
 
 class TrainCommand : public TrainingCommand {
  public:
-  TrainCommand() : TrainingCommand({.name = "train", .eval_every = true, .single_run = true}) {}
+  TrainCommand() : TrainingCommand({.name = "train", .eval_every = true, .single_run = true, .fits_csv_files = true}) {}
 
  protected:
   void add_own_flags(CLI::App& a) override {

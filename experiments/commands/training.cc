@@ -172,6 +172,12 @@ void TrainingCommand::add_train_flags(CLI::App& a) {
                  "as fine as N steps, instead of an epoch")
         ->check(whole(1, kMaxInt))
         ->default_str("");
+  if (traits_.eval_every)
+    a.add_option("--early-stopping", t.early_stopping,
+                 "stop after N epochs without a lower validation loss and keep the best epoch's weights "
+                 "(needs --val-fraction above 0)")
+        ->check(whole(1, kMaxInt))
+        ->default_str("");
   if (traits_.stats_every)
     preset_default(a.add_option("--stats-every", t.stats_every, "record activation statistics and gradient norms every N steps")
                        ->check(whole(0, kMaxInt)),
@@ -283,6 +289,7 @@ void TrainingCommand::check(const Given& given) {
   own_presets(given);
   if (o_.quick) apply_quick(given);
   else apply_dataset_defaults(given);
+  if (traits_.fits_csv_files && !o_.quick && o_.data.name == "csv") apply_csv_defaults(given);
   check_own(given);
   check_applicable(given);
   if (o_.train.distributed && !dist::launched())
@@ -310,6 +317,7 @@ void TrainingCommand::plan(const Invocation&) {
     throw UsageError("--task regression goes with train and compare (and eval, predict): the " + name() +
                      " reports accuracy against batch size, a classification protocol");
   data_ = load_data(o_.data);
+  fit_to_training_set();
   o_.train.model.inputs = data_.train.features();
   o_.train.model.outputs = data_.train.is_classification() ? data_.train.num_classes : 1;
   o_.train.task = data_.train.is_classification() ? data::Task::Classification : data::Task::Regression;
@@ -333,6 +341,7 @@ int TrainingCommand::run(const Invocation& inv) {
   ctx.quiet = o_.quiet;
   ctx.command_line = inv.text();
   ctx.dataset = describe(o_.data, data_);
+  ctx.defaults_note = o_.defaults_note;
   ctx.checkpoint_data = data_metadata(o_.data, data_);
   if (dist::rank() != 0) {  // this rank's share of the work; rank 0 writes the results
     ctx.quiet = true;

@@ -27,6 +27,11 @@ struct TrainingOptions {
   std::string out;
   bool quiet = false;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // A CSV file's defaults (csv_defaults.cc): which of the batch size, the epochs and early
+  // stopping follow the training set's size (not given), and the sentence that says what was chosen.
+  bool fit_batch = false, fit_epochs = false, fit_early_stopping = false, fit_optimizer = false,
+       fit_validation = false;
+  std::string defaults_note;
 };
 
 // The evaluation batch of convolutional models unless --eval-batch is given: a CNN's activations
@@ -48,6 +53,7 @@ struct TrainingTraits {
   bool one_arch = false;                          // study: runs its MLP and CNN parts itself (no --arch cnn)
   bool classification_only = false;               // sweep, study: accuracy against batch size
   std::string records = "records.json";           // where --resume finds the runs to keep
+  bool fits_csv_files = false;                    // train, compare: defaults fitted to a CSV file (csv_defaults.cc)
 };
 
 class TrainingCommand : public Command {
@@ -95,6 +101,8 @@ class TrainingCommand : public Command {
   void apply_quick(const Given& given);
   void apply_dataset_defaults(const Given& given);
   void apply_optimizer_defaults(const Given& given);
+  void apply_csv_defaults(const Given& given);
+  void fit_to_training_set();
   void check_applicable(const Given& given) const;
   void check_architecture(const Given& given);
 

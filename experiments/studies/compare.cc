@@ -75,8 +75,8 @@ std::map<std::string, Agg> aggregate(const CompareConfig& cfg, const std::vector
     Agg& a = agg[r.config.model.norm];
     if (r.diverged) ++a.diverged;
     if (!r.epochs.empty() && !r.diverged) {
-      a.acc.push_back(r.epochs.back().test_acc);
-      a.loss.push_back(r.epochs.back().test_loss);
+      a.acc.push_back(final_epoch(r).test_acc);
+      a.loss.push_back(final_epoch(r).test_loss);
     }
     const EpochRecord* hit = first_reaching(r, target, use_val);
     a.epochs_to.push_back(hit ? hit->epoch : NAN);
@@ -95,7 +95,7 @@ void write_tables(const CompareConfig& cfg, const std::vector<RunResult>& runs, 
                     ctx.dataset);
   for (const RunResult& r : runs) {
     const EpochRecord* hit = first_reaching(r, cfg.target_accuracy, use_val);
-    const EpochRecord* last = r.epochs.empty() ? nullptr : &r.epochs.back();
+    const EpochRecord* last = r.epochs.empty() ? nullptr : &final_epoch(r);
     runs_csv.add(r, {r.diverged ? "1" : "0", std::to_string(r.diverged_step), last ? fmt(last->train_loss) : "nan",
                      last ? fmt(last->test_loss) : "nan", last ? fmt(last->test_acc) : "nan",
                      hit ? std::to_string(hit->epoch) : "",
@@ -284,6 +284,7 @@ std::string compare_markdown(const CompareConfig& cfg, const std::vector<RunResu
      << (b.eval_every > 0 ? ", checked after every epoch and every " + count_of(b.eval_every, "step") + " (evals.csv)"
                           : ", checked after every epoch")
      << ".\n\n";
+  if (!ctx.defaults_note.empty()) md << ctx.defaults_note << "\n\n";
   md << "| norm | final test " << sc.name << sc.unit() << " | final test loss | reached target | epochs to target | steps to target | diverged |\n";
   md << "|---|---|---|---|---|---|---|\n";
   for (const auto& norm : cfg.norms) {
@@ -324,8 +325,8 @@ Report run_compare(const CompareConfig& cfg, const std::vector<CheckedRun>& conf
       [](const TrainConfig& c) { return "compare: norm " + c.model.norm + ", seed " + std::to_string(c.seed); },
       [sc = score_text(cfg.base)](const RunResult& r) {
         return r.diverged ? "diverged at step " + std::to_string(r.diverged_step)
-                          : "test " + sc.name + " " + sc.format(r.epochs.back().test_acc) + ", test loss " +
-                                fmt(r.epochs.back().test_loss, 4);
+                          : "test " + sc.name + " " + sc.format(final_epoch(r).test_acc) + ", test loss " +
+                                fmt(final_epoch(r).test_loss, 4);
       },
       previous_runs(ctx.resume_from));
   const bool use_val = data.validation.size() > 0;

@@ -351,7 +351,7 @@ std::string outcome(const RunResult& r) {
 
 double final_of(const RunResult& r, double EpochRecord::*field) {
   if (r.diverged || r.epochs.empty()) return NAN;
-  return r.epochs.back().*field;
+  return final_epoch(r).*field;
 }
 
 std::string accuracy_cell(const std::vector<double>& v) {

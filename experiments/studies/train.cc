@@ -102,6 +102,7 @@ std::string train_markdown(const RunResult& r, const StudyContext& ctx, bool has
   md << "Model " << describe(c.model) << " (" << c.model.activation << ", norm " << c.model.norm
      << "), data: " << ctx.dataset << ". " << optimizer_text(c) << ", batch "
      << c.batch_size << ", " << count_of(c.epochs, "epoch") << ", seed " << c.seed << ".\n\n";
+  if (!ctx.defaults_note.empty()) md << ctx.defaults_note << "\n\n";
   if (!sc.percent)
     md << "Regression: the loss is the mean squared error of the target standardized with the training split's "
           "mean and std; R² = 1 - SSE / SST (1: exact, 0: no better than the mean); RMSE in the target's units = "
@@ -124,6 +125,15 @@ std::string train_markdown(const RunResult& r, const StudyContext& ctx, bool has
        << " evaluations in evals.csv.\n";
   if (const std::string note = last_batch_note(c, r.train_samples); !note.empty()) md << "\n" << note << "\n";
   if (r.diverged) md << "\nThe run diverged at step " << r.diverged_step << ".\n";
+  if (r.best_epoch > 0)
+    md << "\nEarly stopping (`--early-stopping " << c.early_stopping << "`): "
+       << (r.stopped_early ? "stopped after epoch " + std::to_string(r.epochs.back().epoch) + " of " +
+                                 std::to_string(c.epochs) + ", " + count_of(c.early_stopping, "epoch") +
+                                 " without a lower validation loss"
+                           : std::string("ran every epoch"))
+       << "; the model is epoch " << r.best_epoch << "'s, the lowest validation loss ("
+       << fmt(final_epoch(r).val_loss, 4) << "), and its test " << sc.name << " is "
+       << sc.format(final_epoch(r).test_acc) << ".\n";
   if (r.interrupted)
     md << "\n**Interrupted (Ctrl-C) after " << (r.epochs.empty() ? 0 : r.epochs.back().step) << " steps of "
        << r.total_steps << "**: the table holds the finished epochs; the steps of the unfinished one are in steps.csv; "
@@ -164,6 +174,7 @@ Report run_train(const CheckedRun& run, const Splits& data, const StudyContext& 
   metadata["repr"] = r.model->str();
   if (r.diverged) metadata["diverged_at_step"] = std::to_string(r.diverged_step);
   if (r.interrupted) metadata["interrupted"] = "true";
+  if (r.best_epoch > 0) metadata["best_epoch"] = std::to_string(r.best_epoch);
   nn::save_module((ctx.out / (r.diverged ? "model.diverged.safetensors" : "model.safetensors")).string(), *r.model,
                   metadata);
   Report rep{"Training run", train_markdown(r, ctx, has_val, train_plots(r, ctx, has_val), data.standardizer.y_std), r.diverged};

@@ -622,7 +622,8 @@ BOOST_AUTO_TEST_CASE(sample_limits_apply_to_csv_files_and_synthetic_sets) {
   TempDir t;
   const std::string csv = kFixtures + "iris_like.csv";  // 60 rows: 45 train / 15 test at --test-fraction 0.25
   BOOST_TEST(run_normlab({"train", "--csv", csv, "--label", "species", "--test-fraction", "0.25", "--train-limit", "30",
-                          "--test-limit", "10", "--hidden", "8", "--epochs", "1", "--batch-size", "10", "--quiet",
+                          "--test-limit", "10", "--hidden", "8", "--epochs", "1", "--batch-size", "10", "--val-fraction",
+                          "0", "--quiet",
                           "--out", (t.path() / "csv").string()}) == 0);
   const auto m = nlohmann::json::parse(read_file(t.path() / "csv" / "manifest.json"));
   BOOST_TEST(m["dataset"].get<std::string>().find("(30 train / 0 validation / 10 test") != std::string::npos, m["dataset"]);
@@ -817,23 +818,23 @@ BOOST_AUTO_TEST_CASE(plots_use_percent_axes_whole_epochs_and_a_key_below) {
 }
 
 BOOST_AUTO_TEST_CASE(small_data_sets_train_with_the_default_batch_size) {
-  // 45 training rows at the default batch 128: one batch of all of them per epoch (as PyTorch's
-  // DataLoader without drop_last), where the run once refused to start. Under BatchNorm, a last
-  // batch of a single sample is left out, and the report says so.
+  // 45 training rows at batch 128: one batch of all of them per epoch (as PyTorch's DataLoader
+  // without drop_last), where the run once refused to start. Under BatchNorm, a last batch of a
+  // single sample is left out, and the report says so. (No validation split: all 45 rows train.)
   TempDir t;
   const std::string csv = kFixtures + "iris_like.csv";
   BOOST_REQUIRE(run_normlab({"train", "--csv", csv, "--label", "species", "--test-fraction", "0.25", "--epochs", "2",
-                             "--quiet", "--out", (t.path() / "a").string()}) == 0);
+                             "--batch-size", "128", "--val-fraction", "0", "--quiet", "--out", (t.path() / "a").string()}) == 0);
   const auto steps = split_lines(read_file(t.path() / "a" / "steps.csv"));
   BOOST_TEST(steps.size() == 3u);  // header + 1 step per epoch
   // 45 rows at batch 4: 11 batches of 4 and a last one of 1, dropped under BatchNorm only.
   BOOST_REQUIRE(run_normlab({"train", "--csv", csv, "--label", "species", "--test-fraction", "0.25", "--epochs", "1",
-                             "--batch-size", "22", "--norm", "batch", "--quiet", "--out",
+                             "--batch-size", "22", "--norm", "batch", "--val-fraction", "0", "--quiet", "--out",
                              (t.path() / "b").string()}) == 0);
   BOOST_TEST(split_lines(read_file(t.path() / "b" / "steps.csv")).size() == 3u);  // 22 + 22, the 1 left out
   BOOST_TEST(read_file(t.path() / "b" / "report.md").find("last batch of one sample is left out") != std::string::npos);
   BOOST_REQUIRE(run_normlab({"train", "--csv", csv, "--label", "species", "--test-fraction", "0.25", "--epochs", "1",
-                             "--batch-size", "22", "--norm", "layer", "--quiet", "--out",
+                             "--batch-size", "22", "--norm", "layer", "--val-fraction", "0", "--quiet", "--out",
                              (t.path() / "c").string()}) == 0);
   BOOST_TEST(split_lines(read_file(t.path() / "c" / "steps.csv")).size() == 4u);  // 22 + 22 + 1
 }
@@ -970,8 +971,10 @@ BOOST_AUTO_TEST_CASE(regression_trains_compares_evaluates_and_predicts) {
   TempDir t;
   const std::string csv = kFixtures + "regression.csv", ck = (t.path() / "train" / "model.safetensors").string();
   const std::vector<std::string> data{"--csv", csv, "--csv-comment", "#", "--label", "price"};
+  // SGD on all the training rows, not the CSV defaults (Adam, a validation split, early stopping).
   std::vector<std::string> train{"train", "--task", "regression", "--norm", "layer", "--epochs", "30", "--batch-size", "8",
-                                 "--quiet", "--out", (t.path() / "train").string()};
+                                 "--optimizer", "sgd", "--val-fraction", "0", "--quiet", "--out",
+                                 (t.path() / "train").string()};
   train.insert(train.end(), data.begin(), data.end());
   BOOST_REQUIRE(run_normlab(train) == 0);
   // R^2 in place of accuracy, in the CSV header, the report and the manifest.
