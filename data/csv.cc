@@ -250,6 +250,20 @@ std::string layout_hint(std::string_view header_line, const CsvOptions& opt) {
   return "";
 }
 
+// scikit-learn's own files (sklearn/datasets/data/iris.csv, wine_data.csv, breast_cancer.csv)
+// start with a count line, "150,4,setosa,versicolor,virginica": the number of rows, the number of
+// features, then the class names; the rows follow without a header, the class index last. True
+// for such a first row: two whole numbers, then only names.
+bool sklearn_count_line(const std::vector<std::string>& fields) {
+  if (fields.size() < 3) return false;
+  for (size_t c = 0; c < fields.size(); ++c) {
+    const auto v = parse_number(fields[c]);
+    const bool whole = v && *v >= 1 && *v == std::floor(*v);
+    if (c < 2 ? !whole : v.has_value()) return false;
+  }
+  return true;
+}
+
 // ---- read: the phases of reading a CSV file -----------------------------------------------------
 // The rows skipped at the top, the header, the feature columns and which of them are categorical;
 // then every row as floats (a category's id for a categorical column, NaN for a missing cell);
@@ -325,6 +339,11 @@ Header read_header(Lines& lines, const Source& src) {
   if (all_numeric && opt.header)
     throw Error(at_line(path, h.line) + ": no header row (every field is a number: \"" + std::string(trim(h.text)) +
                 "\"); expected column names in the first row, or --csv-no-header for a file without them");
+  if (opt.header && opt.skip_rows == 0 && sklearn_count_line(h.names))
+    throw Error(at_line(path, h.line) + ": \"" + std::string(trim(h.text)) + "\" is scikit-learn's count line (" +
+                h.names[0] + " rows, " + h.names[1] + " features, then the class names), not a header: read the "
+                "file with --csv-skip-rows 1 --csv-no-header --label " + h.names[1] +
+                " (the columns are then named 0, 1, 2, ..., the class index last)");
   const auto label_it = std::find(h.names.begin(), h.names.end(), opt.label_column);
   h.has_label = label_it != h.names.end();
   if (!h.has_label && !opt.label_optional)

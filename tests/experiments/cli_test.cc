@@ -852,6 +852,10 @@ BOOST_AUTO_TEST_CASE(csv_files_in_the_layouts_of_real_data_sets_train) {
   const auto sk = trained({"--csv", kFixtures + "sklearn_layout.csv", "--csv-skip-rows", "1", "--csv-no-header",
                            "--label", "4"}, "sk");
   BOOST_TEST(sk["class_names"] == nlohmann::json::parse(R"(["0","1","2"])"));
+  // Without those flags, the count line is not taken for a header: the error names the flags that read it.
+  expect_error({"train", "--csv", kFixtures + "sklearn_layout.csv", "--label", "4", "--out", (t.path() / "y").string()},
+               std::vector<std::string>{"line 1: \"60,4,setosa,versicolor,virginica\" is scikit-learn's count line",
+                                        "--csv-skip-rows 1 --csv-no-header --label 4"});
   BOOST_TEST(sk["feature_names"] == nlohmann::json::parse(R"(["0","1","2","3"])"));
   const auto semi = trained({"--csv", kFixtures + "semicolons.csv", "--csv-sep", ";", "--csv-comment", "#", "--label",
                              "species"}, "semi");
