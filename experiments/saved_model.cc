@@ -30,7 +30,17 @@ std::map<std::string, std::string> data_metadata(const DataSpec& spec, const dat
   md["dataset"] = spec.name;
   const DatasetEntry& entry = dataset(spec.name);
   if (entry.recipe) md["data_recipe"] = entry.recipe(spec).dump();
-  if (spec.name == "csv") md["label"] = spec.label;
+  if (spec.name == "csv") {
+    const data::CsvOptions& f = spec.csv_format;
+    md["label"] = spec.label;
+    md["csv_format"] = nlohmann::json{{"separator", std::string(1, f.delimiter)},
+                                      {"comment", f.comment ? std::string(1, f.comment) : std::string()},
+                                      {"header", f.header}, {"skip_rows", f.skip_rows}, {"na_values", f.na_values},
+                                      {"missing", f.missing == data::Missing::Drop   ? "drop"
+                                                  : f.missing == data::Missing::Mean ? "mean"
+                                                                                     : "error"}}
+                           .dump();
+  }
   md["class_names"] = nlohmann::json(train.class_names).dump();
   if (!train.feature_names.empty()) md["feature_names"] = nlohmann::json(train.feature_names).dump();
   if (!train.categories.empty()) {  // one-hot encoded columns: the file's columns, and the categories in order
@@ -67,6 +77,7 @@ void read_data_side(const std::map<std::string, std::string>& md,
     m.standardizer.mean = pre.at("mean").get<std::vector<double>>();
     m.standardizer.std = pre.at("std").get<std::vector<double>>();
     if (pre.contains("fill")) m.fill = pre.at("fill").get<std::vector<float>>();
+    if (md.count("csv_format")) m.csv_format = nlohmann::json::parse(md.at("csv_format"));
     if (md.count("categories")) {
       m.source_columns = nlohmann::json::parse(md.at("columns")).get<std::vector<std::string>>();
       for (const auto& c : nlohmann::json::parse(md.at("categories")))
@@ -146,6 +157,29 @@ data::Dataset csv_columns_of(const SavedModel& m, const std::string& checkpoint,
   train.source_columns = m.source_columns;
   train.categories = m.categories;
   return train;
+}
+
+data::CsvOptions with_recorded_format(data::CsvOptions o, const SavedModel& m,
+                                      const std::function<bool(const std::string&)>& typed) {
+  const nlohmann::json& f = m.csv_format;
+  if (!f.is_object()) return o;
+  try {
+    if (!typed("--csv-sep")) o.delimiter = f.at("separator").get<std::string>().at(0);
+    if (!typed("--csv-comment")) {
+      const std::string c = f.at("comment").get<std::string>();
+      o.comment = c.empty() ? 0 : c[0];
+    }
+    if (!typed("--csv-no-header")) o.header = f.at("header").get<bool>();
+    if (!typed("--csv-skip-rows")) o.skip_rows = f.at("skip_rows").get<int64_t>();
+    if (!typed("--csv-na")) o.na_values = f.at("na_values").get<std::vector<std::string>>();
+    if (!typed("--missing")) {
+      const std::string miss = f.at("missing").get<std::string>();
+      o.missing = miss == "drop" ? data::Missing::Drop : miss == "mean" ? data::Missing::Mean : data::Missing::Error;
+    }
+  } catch (const std::exception& e) {
+    throw Error("the checkpoint's metadata \"csv_format\" is not valid: " + std::string(e.what()));
+  }
+  return o;
 }
 
 }  // namespace normlab::experiments

@@ -2,6 +2,7 @@
 // data it was trained on and how that data was prepared (so the model can be used outside the
 // run: `normlab predict`, scripts/load_in_pytorch.py), and reading all of it back.
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -26,6 +27,8 @@ namespace normlab::experiments {
 //   [category, ...]], ...]: a categorical column's features "<column>=<category>" are 1 for the row's
 //   category, else 0;
 //   "feature_names": JSON list of the CSV's feature columns in the model's input order;
+//   "csv_format": JSON {"separator", "comment" ("": none), "header", "skip_rows", "na_values",
+//   "missing": "error" | "drop" | "mean"}: how the training file was read, for eval and predict;
 //   "preprocessing": JSON {"input": how a raw sample becomes the feature vector x,
 //                          "standardize": "x' = (x - mean) / std, std 0 read as 1",
 //                          "mean": [...], "std": [...]} (the training split's, one per feature),
@@ -46,7 +49,14 @@ struct SavedModel {
   // --categorical: the file's feature columns, and each categorical column's categories (empty: none)
   std::vector<std::string> source_columns;
   std::vector<std::pair<std::string, std::vector<std::string>>> categories;
+  nlohmann::json csv_format;  // how the training CSV file was read (null: not a CSV file, or an older checkpoint)
 };
+
+// `o` with the CSV format the checkpoint recorded (separator, comment character, header, skipped
+// rows, NA strings, missing-value rule), except for what the flags typed for this command set
+// (`typed`: --csv-sep, --csv-comment, --csv-no-header, --csv-skip-rows, --csv-na, --missing).
+data::CsvOptions with_recorded_format(data::CsvOptions o, const SavedModel& m,
+                                      const std::function<bool(const std::string&)>& typed);
 
 // Reads a model.safetensors that `normlab train` wrote. Errors name the file and what is missing
 // (a checkpoint without the data metadata, e.g. one written before normlab recorded it, or by

@@ -31,8 +31,9 @@ class EvalCommand : public Command {
     add_output_flags(a, out_, quiet_, threads_);
   }
 
-  void check(const Given&) override {
+  void check(const Given& given) override {
     if (out_.empty()) out_ = "out/eval";
+    opt_.csv_flags_typed = typed_csv_flags(given);
   }
 
   // The checkpoint and the data, read once.

@@ -28,13 +28,16 @@ class PredictCommand : public Command {
   }
 
   // The checkpoint and the CSV rows, read once.
-  void plan(const Invocation&) override { plan_ = plan_predict(checkpoint_, csv_, format_); }
+  void check(const Given& given) override { typed_ = typed_csv_flags(given); }
+
+  void plan(const Invocation&) override { plan_ = plan_predict(checkpoint_, csv_, format_, typed_); }
 
   int run(const Invocation&) override { return run_predict(*plan_, out_, quiet_); }
 
  private:
   std::string checkpoint_, csv_, out_ = "out/predict/predictions.csv";
   data::CsvOptions format_;
+  std::vector<std::string> typed_;  // the format flags typed
   bool quiet_ = false;
   std::optional<PredictPlan> plan_;
 };

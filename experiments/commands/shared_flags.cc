@@ -54,6 +54,13 @@ void add_csv_format_flags(CLI::App& a, data::CsvOptions& f) {
   a.add_option("--csv-columns", f.keep, "the only CSV columns to use as features (the label besides)")->delimiter(',')->default_str("");
 }
 
+std::vector<std::string> typed_csv_flags(const Given& given) {
+  std::vector<std::string> typed;
+  for (const std::string& f : kRecordedCsvFlags)
+    if (given(f)) typed.push_back(f);
+  return typed;
+}
+
 void add_output_flags(CLI::App& a, std::string& out, bool& quiet, int& threads) {
   a.add_option("--out", out, "output folder")->check(non_empty())->default_str("out/" + a.get_name());
   a.add_flag("--quiet", quiet, "no progress output");

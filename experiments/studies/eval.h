@@ -16,6 +16,8 @@ struct EvalOptions {
   std::string fashion_dir = "/usr/share/datasets/fashion-mnist";  // Fashion-MNIST models: its test set
   int64_t eval_batch = 1000;
   data::CsvOptions csv_format;  // how --csv is laid out (separator, comments, header, skipped rows)
+  // The format flags typed (kRecordedCsvFlags); the others take the checkpoint's recorded format.
+  std::vector<std::string> csv_flags_typed;
 };
 
 // What an evaluation reads, read once: the options, the checkpoint's model and the labelled data

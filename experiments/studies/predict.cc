@@ -55,10 +55,13 @@ int predict_values(const SavedModel& m, const data::Dataset& rows, const autogra
 
 }  // namespace
 
-PredictPlan plan_predict(const std::string& checkpoint, const std::string& csv, const data::CsvOptions& format) {
+PredictPlan plan_predict(const std::string& checkpoint, const std::string& csv, const data::CsvOptions& format,
+                         const std::vector<std::string>& typed) {
   PredictPlan p{load_saved_model(checkpoint), {}};
   const data::Dataset train = csv_columns_of(p.model, checkpoint, "predict");
-  data::CsvOptions opt = format;
+  data::CsvOptions opt = with_recorded_format(format, p.model, [&](const std::string& f) {
+    return std::find(typed.begin(), typed.end(), f) != typed.end();
+  });
   opt.label_column = p.model.label;
   opt.task = p.model.task;
   p.rows = data::read_csv_features(csv, opt, train);

@@ -24,7 +24,9 @@ struct PredictPlan {
   SavedModel model;
   data::Dataset rows;
 };
-PredictPlan plan_predict(const std::string& checkpoint, const std::string& csv, const data::CsvOptions& format);
+// format: the flags typed (their names in `typed`); the others take the checkpoint's recorded format.
+PredictPlan plan_predict(const std::string& checkpoint, const std::string& csv, const data::CsvOptions& format,
+                         const std::vector<std::string>& typed = {});
 int run_predict(const PredictPlan& plan, const std::string& out, bool quiet);
 
 }  // namespace normlab::experiments::studies

@@ -861,6 +861,17 @@ BOOST_AUTO_TEST_CASE(csv_files_in_the_layouts_of_real_data_sets_train) {
                              "species"}, "semi");
   BOOST_TEST(semi["class_names"] == nlohmann::json::parse(R"(["setosa","versicolor","virginica"])"));
   BOOST_TEST(semi["preprocessing"]["mean"] == sk["preprocessing"]["mean"]);  // the same rows, the same split
+  // The checkpoint records how its file was read: eval and predict read the same kind of file
+  // without the flags, and a flag typed still wins.
+  const std::string semi_model = (t.path() / "semi" / "model.safetensors").string();
+  BOOST_TEST(run_normlab({"eval", "--checkpoint", semi_model, "--csv", kFixtures + "semicolons.csv", "--quiet", "--out",
+                          (t.path() / "semi-eval").string()}) == 0);
+  BOOST_TEST(run_normlab({"predict", "--checkpoint", semi_model, "--csv", kFixtures + "semicolons.csv", "--quiet",
+                          "--out", (t.path() / "semi.csv").string()}) == 0);
+  BOOST_TEST(read_file(t.path() / "semi.csv").find("line,predicted,label,p_setosa") == 0u);
+  expect_error({"predict", "--checkpoint", semi_model, "--csv", kFixtures + "semicolons.csv", "--csv-sep", ",",
+                "--quiet", "--out", (t.path() / "semi2.csv").string()},
+               "not a feature column");
   // Two columns left out: the manifest's features are the other two, in file order.
   const auto two = trained({"--csv", kFixtures + "semicolons.csv", "--csv-sep", ";", "--csv-comment", "#", "--label",
                             "species", "--csv-drop", "sepal_width,petal_length"}, "two");
