@@ -55,6 +55,24 @@ Splits load_fashion(const DataSpec& spec) {
   return s;
 }
 
+// --class-names: one name per class of the label column, distinct, for a classification.
+void check_class_names(const DataSpec& spec, const data::Dataset& d) {
+  const auto& names = spec.class_names;
+  if (names.empty()) return;
+  if (!d.is_classification())
+    throw Error("--class-names names the classes of a classification; the label column \"" + spec.label +
+                "\" is read as a regression target");
+  std::string labels;
+  for (const std::string& c : d.class_names) labels += (labels.empty() ? "" : ", ") + c;
+  if (static_cast<int64_t>(names.size()) != d.num_classes)
+    throw Error("--class-names gives " + std::to_string(names.size()) + " names; the label column \"" + spec.label +
+                "\" has " + std::to_string(d.num_classes) + " classes (" + labels + "), in that order");
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i].empty() || std::find(names.begin(), names.begin() + i, names[i]) != names.begin() + i)
+      throw Error("--class-names: name " + std::to_string(i + 1) + " (\"" + names[i] + "\") is " +
+                  (names[i].empty() ? "empty" : "given twice") + "; expected one distinct name per class (" + labels + ")");
+}
+
 Splits load_csv(const DataSpec& spec) {
   if (spec.csv_path.empty()) throw Error("--dataset csv needs --csv FILE (and --label COLUMN)");
   if (spec.label.empty()) throw Error("--dataset csv needs --label COLUMN, the name of the label column");
@@ -69,6 +87,7 @@ Splits load_csv(const DataSpec& spec) {
   } else {
     s = data::split_fractions(all, spec.validation_fraction, spec.test_fraction, spec.seed, true);
   }
+  check_class_names(spec, all);
   return s;
 }
 
@@ -94,7 +113,7 @@ std::vector<DatasetEntry> builtin_datasets() {
   t.push_back({.name = "csv",
                .flags = {"--csv", "--csv-test", "--label", "--csv-sep", "--csv-comment", "--csv-no-header",
                          "--csv-skip-rows", "--csv-drop", "--csv-columns", "--csv-na", "--missing", "--task",
-                         "--categorical"},
+                         "--categorical", "--class-names"},
                .input_rule = "the CSV's feature columns in the order of feature_names, as numbers; a column of "
                              "categories (\"categories\") as one 0/1 feature \"<column>=<category>\" per category",
                .load = load_csv});

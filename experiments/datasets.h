@@ -22,6 +22,7 @@ struct DataSpec {
   std::string fashion_dir = "/usr/share/datasets/fashion-mnist";
   std::string csv_path, csv_test_path, label;  // csv: the file(s) and the label column
   data::CsvOptions csv_format;                 // csv: separator, comment character, header, skipped rows
+  std::vector<std::string> class_names;        // csv: names for the classes, in class order (empty: the labels)
   int64_t train_limit = 0;         // use only the first n training samples (0: all)
   int64_t test_limit = 0;          // use only the first n test samples (0: all)
   double validation_fraction = 0;  // of the training samples, held out for validation

@@ -41,7 +41,8 @@ std::map<std::string, std::string> data_metadata(const DataSpec& spec, const dat
                                                                                      : "error"}}
                            .dump();
   }
-  md["class_names"] = nlohmann::json(train.class_names).dump();
+  md["class_names"] = nlohmann::json(spec.class_names.empty() ? train.class_names : spec.class_names).dump();
+  if (!spec.class_names.empty()) md["class_labels"] = nlohmann::json(train.class_names).dump();
   if (!train.feature_names.empty()) md["feature_names"] = nlohmann::json(train.feature_names).dump();
   if (!train.categories.empty()) {  // one-hot encoded columns: the file's columns, and the categories in order
     md["columns"] = nlohmann::json(train.source_columns).dump();
@@ -71,6 +72,9 @@ void read_data_side(const std::map<std::string, std::string>& md,
                     SavedModel& m) {
   try {
     m.class_names = nlohmann::json::parse(get("class_names")).get<std::vector<std::string>>();
+    m.class_labels = md.count("class_labels")
+                         ? nlohmann::json::parse(md.at("class_labels")).get<std::vector<std::string>>()
+                         : m.class_names;
     if (md.count("feature_names"))
       m.feature_names = nlohmann::json::parse(md.at("feature_names")).get<std::vector<std::string>>();
     const nlohmann::json pre = nlohmann::json::parse(get("preprocessing"));
@@ -129,6 +133,9 @@ SavedModel load_saved_model(const std::string& path) {
   if (!m.fill.empty() && static_cast<int64_t>(m.fill.size()) != n)
     throw Error(path + ": the preprocessing has " + std::to_string(m.fill.size()) + " fill values for " +
                 std::to_string(n) + " features");
+  if (m.class_labels.size() != m.class_names.size())
+    throw Error(path + ": " + std::to_string(m.class_labels.size()) + " class labels for " +
+                std::to_string(m.class_names.size()) + " class names");
   if (m.task == data::Task::Regression ? m.spec.outputs != 1 : static_cast<int64_t>(m.class_names.size()) != m.spec.outputs)
     throw Error(path + ": " + std::to_string(m.class_names.size()) + " class names for a model of " +
                 std::to_string(m.spec.outputs) + " outputs");
@@ -150,8 +157,8 @@ data::Dataset csv_columns_of(const SavedModel& m, const std::string& checkpoint,
   train.name = checkpoint;
   train.feature_names = m.feature_names;
   train.x = autograd::empty({0, static_cast<int64_t>(m.feature_names.size())});
-  train.class_names = m.class_names;
-  train.num_classes = static_cast<int64_t>(m.class_names.size());  // 0 for regression
+  train.class_names = m.class_labels;  // as the file writes them
+  train.num_classes = static_cast<int64_t>(m.class_labels.size());  // 0 for regression
   train.label_name = m.label;
   train.fill = m.fill;
   train.source_columns = m.source_columns;

@@ -23,6 +23,7 @@ namespace normlab::experiments {
 //   (the model predicts (y - mean) / std); "dataset": "fashion-mnist", "csv" or a synthetic set's name;
 //   "data_recipe": JSON, what rebuilds the data set's test split for eval (a synthetic set's samples,
 //   noise, seed and split fractions); "label": the CSV's label column; "class_names": JSON list, index order (the logits' order);
+//   with --class-names, "class_labels": the label column's values of those classes;
 //   with --categorical: "columns", the file's feature columns, and "categories", [[column,
 //   [category, ...]], ...]: a categorical column's features "<column>=<category>" are 1 for the row's
 //   category, else 0;
@@ -44,6 +45,7 @@ struct SavedModel {
   nlohmann::json data_recipe;  // what rebuilds the data set's test split (DatasetEntry::recipe; null: none)
   data::Task task = data::Task::Classification;  // regression: standardizer.y_mean/y_std scale the target
   std::vector<std::string> class_names, feature_names;
+  std::vector<std::string> class_labels;  // the label column's values of the classes (with --class-names; else class_names)
   data::Standardizer standardizer;
   std::vector<float> fill;  // --missing mean: each feature's value for a missing cell (empty: none)
   // --categorical: the file's feature columns, and each categorical column's categories (empty: none)

@@ -107,6 +107,11 @@ void TrainingCommand::add_data_flags(CLI::App& a) {
        "non-numeric cell in the first 1000 rows), or both")
       ->delimiter(',')
       ->default_str("");
+  a.add_option("--class-names", d.class_names,
+               "names of the CSV's classes in class order (the labels sorted: 0, 1, 2, ...), e.g. setosa,versicolor,"
+               "virginica: in the checkpoint, eval's tables and predict's columns")
+      ->delimiter(',')
+      ->default_str("");
   a.add_option("--data-dir", d.fashion_dir, "folder of the Fashion-MNIST files (*-ubyte.gz)")->check(non_empty());
   a.add_option("--train-limit", d.train_limit, "use only the first N training samples (0: all; of any data set)")->check(whole(0, kMaxInt));
   a.add_option("--test-limit", d.test_limit, "use only the first N test samples (0: all; of any data set)")->check(whole(0, kMaxInt));

@@ -55,7 +55,7 @@ data::Dataset eval_data(const EvalOptions& opt, const SavedModel& m) {
     throw Error(opt.checkpoint + " was trained on " + m.dataset + ": give the labelled data to evaluate with --csv FILE" +
                 (m.dataset == "csv" ? " (a file with the training columns and the label column \"" + m.label + "\")" : ""));
   }
-  if (m.task == data::Task::Classification && raw.class_names != m.class_names)
+  if (m.task == data::Task::Classification && raw.class_names != m.class_labels)
     throw Error(raw.name + ": its classes differ from the model's (" + std::to_string(raw.class_names.size()) + " vs " +
                 std::to_string(m.class_names.size()) + ")");
   return m.standardizer.apply(raw);

@@ -852,6 +852,25 @@ BOOST_AUTO_TEST_CASE(csv_files_in_the_layouts_of_real_data_sets_train) {
   const auto sk = trained({"--csv", kFixtures + "sklearn_layout.csv", "--csv-skip-rows", "1", "--csv-no-header",
                            "--label", "4"}, "sk");
   BOOST_TEST(sk["class_names"] == nlohmann::json::parse(R"(["0","1","2"])"));
+  // --class-names names numeric classes: in the checkpoint, eval's tables and predict's columns,
+  // while eval and predict still read the file's labels 0, 1, 2.
+  const auto named = trained({"--csv", kFixtures + "sklearn_layout.csv", "--csv-skip-rows", "1", "--csv-no-header",
+                              "--label", "4", "--class-names", "setosa,versicolor,virginica"}, "named");
+  BOOST_TEST(named["class_names"] == nlohmann::json::parse(R"(["setosa","versicolor","virginica"])"));
+  BOOST_TEST(named["class_labels"] == nlohmann::json::parse(R"(["0","1","2"])"));
+  const std::string named_model = (t.path() / "named" / "model.safetensors").string();
+  BOOST_TEST(run_normlab({"predict", "--checkpoint", named_model, "--csv", kFixtures + "sklearn_layout.csv", "--quiet",
+                          "--out", (t.path() / "named.csv").string()}) == 0);
+  BOOST_TEST(read_file(t.path() / "named.csv").find("line,predicted,label,p_setosa,p_versicolor,p_virginica") == 0u);
+  BOOST_TEST(run_normlab({"eval", "--checkpoint", named_model, "--csv", kFixtures + "sklearn_layout.csv", "--quiet",
+                          "--out", (t.path() / "named-eval").string()}) == 0);
+  BOOST_TEST(read_file(t.path() / "named-eval" / "report.md").find("| versicolor |") != std::string::npos);
+  expect_error({"train", "--csv", kFixtures + "sklearn_layout.csv", "--csv-skip-rows", "1", "--csv-no-header", "--label",
+                "4", "--class-names", "a,b", "--out", (t.path() / "z").string()},
+               std::vector<std::string>{"--class-names gives 2 names", "has 3 classes (0, 1, 2)"});
+  expect_error({"train", "--csv", kFixtures + "sklearn_layout.csv", "--csv-skip-rows", "1", "--csv-no-header", "--label",
+                "4", "--class-names", "a,b,a", "--out", (t.path() / "z").string()},
+               std::vector<std::string>{"--class-names: name 3 (\"a\") is given twice"});
   // Without those flags, the count line is not taken for a header: the error names the flags that read it.
   expect_error({"train", "--csv", kFixtures + "sklearn_layout.csv", "--label", "4", "--out", (t.path() / "y").string()},
                std::vector<std::string>{"line 1: \"60,4,setosa,versicolor,virginica\" is scikit-learn's count line",
