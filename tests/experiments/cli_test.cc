@@ -23,7 +23,9 @@ namespace fs = std::filesystem;
 using normlab::test::capture_output;
 using normlab::test::read_file;
 using normlab::test::run_normlab;
+using normlab::test::run_normlab_quiet;
 using normlab::test::TempDir;
+using normlab::test::write_file;
 
 namespace {
 
@@ -548,6 +550,39 @@ BOOST_AUTO_TEST_CASE(bad_values_are_usage_errors_naming_the_flag_before_anything
       BOOST_TEST(!fs::exists(out), "the failed command created its output folder");
     }
   }
+}
+
+// Each case: the arguments (--out and --quiet added), the exit status, what the message must say.
+struct RefusedCase {
+  std::vector<std::string> args;
+  int status;
+  std::vector<std::string> needles;
+};
+
+void expect_refused(const std::vector<RefusedCase>& cases, const std::string& out) {
+  for (RefusedCase c : cases) {
+    c.args.insert(c.args.end(), {"--out", out, "--quiet"});
+    BOOST_TEST_CONTEXT("normlab " << [&] { std::string s; for (auto& a : c.args) s += a + " "; return s; }()) {
+      const auto [status, message] = status_of(c.args);
+      BOOST_TEST(status == c.status);
+      for (const auto& n : c.needles) BOOST_TEST(message.find(n) != std::string::npos, "lacks \"" << n << "\": " << message);
+      BOOST_TEST(!fs::exists(out), "the failed command created its output folder");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(empty_list_items_are_usage_errors_naming_the_flag_and_the_position) {
+  // CLI11 drops the empty items of a comma-separated list: "--hidden 16," once trained 2-16-2.
+  TempDir t;
+  const int usage = normlab::experiments::kExitUsage;
+  expect_refused({{{"train", "--quick", "--hidden", "16,"}, usage, {"--hidden '16,'", "item 2 of 2 is empty"}},
+                  {{"train", "--quick", "--hidden", "16,,16"}, usage, {"--hidden '16,,16'", "item 2 of 3 is empty"}},
+                  {{"train", "--quick", "--hidden=,16"}, usage, {"--hidden ',16'", "item 1 of 2 is empty"}},
+                  {{"sweep", "--quick", "--batch-sizes", "8,"}, usage, {"--batch-sizes '8,'", "item 2 of 2"}},
+                  {{"sweep", "--quick", "--over", "lr", "--lrs", "0.1,"}, usage, {"--lrs '0.1,'", "item 2 of 2"}},
+                  {{"compare", "--quick", "--norms", "batch,,layer"}, usage, {"--norms", "item 2 of 3"}},
+                  {{"compare", "--quick", "--seeds", "0,1,"}, usage, {"--seeds '0,1,'", "item 3 of 3"}}},
+                 (t.path() / "out").string());
 }
 
 BOOST_AUTO_TEST_CASE(flags_that_cannot_apply_are_usage_errors_in_every_subcommand) {
