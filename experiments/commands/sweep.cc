@@ -107,6 +107,8 @@ class SweepCommand : public TrainingCommand {
   std::vector<std::string> norms_run() const override { return norms_; }
 
   void make_plan(const Splits& data) override {
+    if (Given(app_)("--batch-sizes"))
+      for (int64_t b : batch_sizes_) check_batch_fits("--batch-sizes", b, data.train.size());
     TrainConfig base = o_.train;
     base.stats_every = 0;  // the sweep records no activation statistics
     if (o_.train.distributed) {

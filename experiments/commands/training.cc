@@ -71,6 +71,13 @@ std::string dataset_phrase(const TrainingOptions& o, const Given& given) {
          (given("--dataset") ? "" : given("--csv") ? ", named by --csv" : o.quick ? ", the --quick default" : ", the default");
 }
 
+void check_batch_fits(const std::string& flag, int64_t batch, int64_t rows, const std::string& what) {
+  if (batch <= rows) return;
+  throw UsageError(flag + " " + std::to_string(batch) + " is larger than " + what + " (" + std::to_string(rows) +
+                   " samples): a batch holds at most every sample once; give " + flag + " of at most " +
+                   std::to_string(rows));
+}
+
 // ---- flags ----
 
 void TrainingCommand::add_flags(CLI::App& app) {
@@ -313,6 +320,7 @@ void TrainingCommand::plan(const Invocation&) {
   o_.train.model.inputs = data_.train.features();
   o_.train.model.outputs = data_.train.is_classification() ? data_.train.num_classes : 1;
   o_.train.task = data_.train.is_classification() ? data::Task::Classification : data::Task::Regression;
+  if (Given(app_)("--batch-size")) check_batch_fits("--batch-size", o_.train.batch_size, data_.train.size());
   try {
     make_plan(data_);
   } catch (const UsageError&) {

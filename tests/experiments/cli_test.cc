@@ -585,6 +585,30 @@ BOOST_AUTO_TEST_CASE(empty_list_items_are_usage_errors_naming_the_flag_and_the_p
                  (t.path() / "out").string());
 }
 
+BOOST_AUTO_TEST_CASE(a_batch_larger_than_the_training_set_is_refused) {
+  // moons, 400 samples: 320 train at --test-fraction 0.2. The batch was once recorded as given, and
+  // the sweep scaled the learning rate by it (x 780 at batch 100000).
+  TempDir t;
+  const int usage = normlab::experiments::kExitUsage;
+  const std::vector<std::string> moons{"--dataset", "moons", "--samples", "400"};
+  auto with = [&](std::vector<std::string> head, std::vector<std::string> tail) {
+    head.insert(head.end(), moons.begin(), moons.end());
+    head.insert(head.end(), tail.begin(), tail.end());
+    return head;
+  };
+  expect_refused({{with({"train"}, {"--batch-size", "1000"}), usage,
+                   {"--batch-size 1000 is larger than the training set (320 samples)", "at most 320"}},
+                  {with({"compare"}, {"--batch-size", "321"}), usage, {"--batch-size 321", "(320 samples)"}},
+                  {with({"sweep"}, {"--batch-sizes", "8,100000"}), usage, {"--batch-sizes 100000", "(320 samples)"}},
+                  {with({"sweep"}, {"--over", "lr", "--batch-size", "500"}), usage, {"--batch-size 500"}},
+                  {with({"study"}, {"--sweep-train-limit", "100", "--batch-sizes", "8,128"}), usage,
+                   {"--batch-sizes 128 is larger than the sweep's training set (100 samples)"}}},
+                 (t.path() / "out").string());
+  // The whole training set as one batch is a batch.
+  BOOST_TEST(run_normlab_quiet(with({"train"}, {"--batch-size", "320", "--epochs", "1", "--hidden", "4", "--out",
+                                                (t.path() / "ok").string()})) == 0);
+}
+
 BOOST_AUTO_TEST_CASE(flags_that_cannot_apply_are_usage_errors_in_every_subcommand) {
   // Each flag below would be silently ignored with the rest of its command line: every subcommand
   // that has the flag refuses it, naming it and why, before anything is written.
