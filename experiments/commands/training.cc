@@ -292,6 +292,9 @@ void TrainingCommand::check(const Given& given) {
   else apply_dataset_defaults(given);
   check_own(given);
   check_applicable(given);
+  if (o_.data.name == "csv" && o_.data.csv_path.empty()) throw Error("--dataset csv needs --csv FILE (and --label COLUMN)");
+  if (o_.data.name == "csv" && o_.data.label.empty())
+    throw Error("--dataset csv needs --label COLUMN, the name of the label column");
   if (o_.train.distributed && !dist::launched())
     throw Error("--distributed trains over the processes of an mpirun job: start it as mpirun -np 2 normlab " + name() +
                 " --distributed ... (as root also with OMPI_ALLOW_RUN_AS_ROOT=1 "

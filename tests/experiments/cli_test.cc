@@ -609,6 +609,55 @@ BOOST_AUTO_TEST_CASE(a_batch_larger_than_the_training_set_is_refused) {
                                                 (t.path() / "ok").string()})) == 0);
 }
 
+BOOST_AUTO_TEST_CASE(fractions_that_round_to_no_sample_say_what_they_gave) {
+  // 4 samples at --val-fraction 0.1 once made no validation set while the report said
+  // "--val-fraction 0"; a 2-row file at --test-fraction 0.2 asked for "a test fraction above 0".
+  TempDir t;
+  write_file(t.path() / "two.csv", "x,y\n1,a\n2,b\n");
+  const int usage = normlab::experiments::kExitUsage;
+  expect_refused({{{"train", "--dataset", "moons", "--samples", "4", "--val-fraction", "0.1"}, usage,
+                   {"--val-fraction 0.1 of 4 samples rounds to 0 validation samples", "0.1 x 4 = 0.4",
+                    "give --val-fraction 0.13 or more"}},
+                  {{"train", "--csv", (t.path() / "two.csv").string(), "--label", "y"}, usage,
+                   {"--test-fraction 0.2 of 2 samples rounds to 0 test samples", "0.2 x 2 = 0.4",
+                    "give --test-fraction 0.25 or more"}}},
+                 (t.path() / "out").string());
+}
+
+BOOST_AUTO_TEST_CASE(a_csv_file_of_one_class_is_refused_naming_the_column_and_the_value) {
+  TempDir t;
+  std::string rows = "x,kind\n";
+  for (int i = 0; i < 20; ++i) rows += std::to_string(i) + ",cat\n";
+  write_file(t.path() / "one.csv", rows);
+  const auto [status, message] = status_of({"train", "--csv", (t.path() / "one.csv").string(), "--label", "kind",
+                                            "--quiet", "--out", (t.path() / "out").string()});
+  BOOST_TEST(status != 0);
+  for (const char* n : {"one.csv", "label column \"kind\" holds one value, \"cat\"", "at least two classes"})
+    BOOST_TEST(message.find(n) != std::string::npos, "lacks \"" << n << "\": " << message);
+  BOOST_TEST(!fs::exists(t.path() / "out"));
+}
+
+BOOST_AUTO_TEST_CASE(data_flags_follow_one_rule_on_every_data_set) {
+  // A CSV data set without --label, or an unknown data set, is a usage error (exit 2, once 1 for
+  // --label); --train-limit above the training split is refused on synthetic sets and CSV files as
+  // on Fashion-MNIST (once taken silently as "all").
+  TempDir t;
+  const int usage = normlab::experiments::kExitUsage;
+  const std::string csv = kFixtures + "iris_like.csv";  // 60 rows: 45 train at --test-fraction 0.25
+  std::vector<RefusedCase> cases;
+  for (const char* sub : {"train", "compare", "sweep", "study"}) {
+    cases.push_back({{sub, "--dataset", "mnist"}, usage, {"unknown dataset 'mnist'"}});
+    cases.push_back({{sub, "--csv", csv}, usage, {"--dataset csv needs --label COLUMN"}});
+    cases.push_back({{sub, "--dataset", "moons", "--samples", "400", "--train-limit", "500"}, usage,
+                     {"--train-limit 500 is larger than the training split (320 samples)"}});
+    cases.push_back({{sub, "--dataset", "moons", "--samples", "400", "--test-limit", "81"}, usage,
+                     {"--test-limit 81 is larger than the test split (80 samples)"}});
+  }
+  cases.push_back({{"train", "--csv", csv, "--label", "species", "--test-fraction", "0.25", "--train-limit", "46"}, usage,
+                   {"--train-limit 46", "(45 samples)"}});
+  expect_refused(cases, (t.path() / "out").string());
+}
+
 BOOST_AUTO_TEST_CASE(flags_that_cannot_apply_are_usage_errors_in_every_subcommand) {
   // Each flag below would be silently ignored with the rest of its command line: every subcommand
   // that has the flag refuses it, naming it and why, before anything is written.
