@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 
 #include "base/error.h"
 #include "experiments/archs.h"
@@ -18,6 +19,11 @@
 namespace normlab::experiments {
 
 namespace {
+
+// The most values one layer's output (per sample) and one layer's weights may hold: 256 MB and
+// 1 GB of float32, far above any model a CPU trains, far below what would exhaust memory.
+constexpr double kMaxActivations = double(int64_t{1} << 26);
+constexpr double kMaxWeights = double(int64_t{1} << 28);
 
 // One token of a layer string: its kind and numbers, e.g. conv32k3p1 -> "conv", {32}, {k:3, p:1}.
 struct Token {
@@ -133,6 +139,21 @@ class Builder {
                   std::to_string(s.inputs) + " features");
     return s.image;
   }
+  // A layer's output (per sample) or weights larger than a model here may hold: an error naming the
+  // layer and its flag before anything is allocated, e.g. padding 99999 (terabytes of activations).
+  void check_size(const Token& t, const std::string& what, const std::string& shape, double values, double most) const {
+    if (values <= most) return;
+    const std::string layer = arch(s_.arch).image ? "--model: layer " + std::to_string(t.index) + " '" + t.text + "'"
+                                                  : "--hidden: the layer of width " + std::to_string(t.n);
+    throw Error(layer + ": " + what + " would be " + shape + " (" +
+                fmt_count(values) + " values), more than the " + fmt_count(most) + " a layer may hold here; give " +
+                (t.kind == "conv" ? "less padding, a larger stride or fewer channels" : "a smaller width"));
+  }
+  static std::string fmt_count(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, v < 1e9 ? "%.0f" : "%.3g", v);
+    return buf;
+  }
   bool image() const { return shape_.size() == 3; }
   int64_t numel() const { return image() ? shape_[0] * shape_[1] * shape_[2] : shape_[0]; }
   std::string where(const Token& t) const { return "the activations are " + shape_text(shape_) + " at " + t.text; }
@@ -179,6 +200,9 @@ class Builder {
       token_error(t, "groups " + std::to_string(groups) + " must divide the input channels (" + std::to_string(shape_[0]) +
                          ") and the output channels (" + std::to_string(t.n) + ")");
     const auto [oh, ow] = window(t, k, st, p, d);
+    check_size(t, "its output per sample", shape_text({t.n, oh, ow}), double(t.n) * double(oh) * double(ow), kMaxActivations);
+    check_size(t, "its weights", shape_text({t.n, shape_[0] / groups, k.first, k.second}),
+               double(t.n) * double(shape_[0] / groups) * double(k.first) * double(k.second), kMaxWeights);
     std::shared_ptr<nn::Module> mod;
     if (m_) {
       nn::Conv2dOptions o{.stride = nn::Size2d(st.first, st.second), .padding = nn::Size2d(p.first, p.second),
@@ -217,6 +241,7 @@ class Builder {
 
   void linear(const Token& t) {
     if (image()) token_error(t, "a Linear needs flat features, but " + where(t) + " (put flatten or gap before it)");
+    check_size(t, "its weights", shape_text({t.n, shape_[0]}), double(t.n) * double(shape_[0]), kMaxWeights);
     open_layer(m_ ? add_weighted(std::make_shared<nn::Linear>(shape_[0], t.n, *gen_)) : nullptr);
     shape_ = {t.n};
   }

@@ -170,7 +170,7 @@ void TrainingCommand::add_train_flags(CLI::App& a) {
   preset_default(a.add_option("--warmup", t.warmup_steps, "linear warmup steps")->check(whole(0, kMaxInt)),
                  "10 with --quick, 50 on fashion-mnist, else 0");
   a.add_option("--schedule", t.schedule, "after warmup: " + or_list(names_in(schedules())));
-  a.add_option("--step-every", t.step_every, "schedule step: decay every N steps")->check(whole(0, kMaxInt));
+  a.add_option("--step-every", t.step_every, "schedule step: decay every N steps")->check(whole(1, kMaxInt));
   a.add_option("--step-gamma", t.step_gamma, "schedule step: decay factor")
       ->check(real(0, std::numeric_limits<double>::infinity(), true));
   if (traits_.eval_every)

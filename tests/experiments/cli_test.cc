@@ -637,6 +637,21 @@ BOOST_AUTO_TEST_CASE(a_csv_file_of_one_class_is_refused_naming_the_column_and_th
   BOOST_TEST(!fs::exists(t.path() / "out"));
 }
 
+BOOST_AUTO_TEST_CASE(sizes_that_cannot_train_name_the_flag_and_the_layer_before_allocating) {
+  // conv8k3p99999 once failed with "out of memory: could not allocate 12803072184320 bytes".
+  TempDir t;
+  const int usage = normlab::experiments::kExitUsage;
+  expect_refused({{{"train", "--quick", "--schedule", "step", "--step-every", "0"}, usage, {"--step-every", "got '0'"}},
+                  {{"train", "--quick", "--schedule", "step"}, usage, {"--schedule step needs --step-every N"}},
+                  {{"train", "--quick", "--arch", "cnn", "--image-shape", "1,1,2", "--model", "conv8k3p99999"}, usage,
+                   {"--model: layer 1 'conv8k3p99999'", "8x199997x199998", "less padding"}},
+                  {{"train", "--quick", "--arch", "cnn", "--image-shape", "1,1,2", "--model", "conv64k1-conv9999999k1"}, usage,
+                   {"--model: layer 2 'conv9999999k1'", "its weights would be 9999999x64x1x1"}},
+                  {{"train", "--quick", "--hidden", "1048576,1048576"}, usage,
+                   {"--hidden: the layer of width 1048576", "its weights would be 1048576x1048576"}}},
+                 (t.path() / "out").string());
+}
+
 BOOST_AUTO_TEST_CASE(data_flags_follow_one_rule_on_every_data_set) {
   // A CSV data set without --label, or an unknown data set, is a usage error (exit 2, once 1 for
   // --label); --train-limit above the training split is refused on synthetic sets and CSV files as
