@@ -29,7 +29,7 @@ class StudyCommand : public TrainingCommand {
 
  protected:
   void add_own_flags(CLI::App& a) override {
-    a.add_option("--norms", norms_, "norms to compare: " + norm_names())->delimiter(',');
+    a.add_option("--norms", norms_, "norms to compare: " + norm_names())->delimiter(',')->check(norm_name());
     a.add_option("--seeds", seeds_, "seeds")->delimiter(',')->check(seed_value());
     preset_default(a.add_option("--batch-sizes", batch_sizes_, "batch sizes of the sweep")
                        ->delimiter(',')
@@ -60,9 +60,13 @@ class StudyCommand : public TrainingCommand {
         ->delimiter(',')
         ->check(whole(1, kMaxBatch))
         ->capture_default_str();
-    a.add_option("--cnn-norms", cnn_norms_, "norms of the CNN comparison")->delimiter(',')->capture_default_str();
+    a.add_option("--cnn-norms", cnn_norms_, "norms of the CNN comparison")
+        ->delimiter(',')
+        ->check(norm_name())
+        ->capture_default_str();
     a.add_option("--cnn-sweep-norms", cnn_sweep_norms_, "norms of the CNN sweep")
         ->delimiter(',')
+        ->check(norm_name())
         ->capture_default_str();
   }
 

@@ -652,6 +652,19 @@ BOOST_AUTO_TEST_CASE(sizes_that_cannot_train_name_the_flag_and_the_layer_before_
                  (t.path() / "out").string());
 }
 
+BOOST_AUTO_TEST_CASE(unknown_norms_are_refused_in_every_norm_flag) {
+  // study --quick has no CNN part, and once ran without a word about --cnn-norms foo.
+  TempDir t;
+  const int usage = normlab::experiments::kExitUsage;
+  expect_refused({{{"study", "--quick", "--cnn-norms", "foo"}, usage, {"--cnn-norms", "unknown norm 'foo'"}},
+                  {{"study", "--quick", "--cnn-sweep-norms", "batch,foo"}, usage, {"--cnn-sweep-norms", "unknown norm 'foo'"}},
+                  {{"study", "--quick", "--norms", "foo"}, usage, {"--norms", "unknown norm 'foo'"}},
+                  {{"sweep", "--quick", "--norms", "batch,foo"}, usage, {"--norms", "unknown norm 'foo'"}},
+                  {{"compare", "--quick", "--norms", "foo"}, usage, {"--norms", "unknown norm 'foo'"}},
+                  {{"train", "--quick", "--norm", "foo"}, usage, {"--norm", "unknown norm 'foo'"}}},
+                 (t.path() / "out").string());
+}
+
 BOOST_AUTO_TEST_CASE(data_flags_follow_one_rule_on_every_data_set) {
   // A CSV data set without --label, or an unknown data set, is a usage error (exit 2, once 1 for
   // --label); --train-limit above the training split is refused on synthetic sets and CSV files as
