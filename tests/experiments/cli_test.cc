@@ -686,6 +686,27 @@ BOOST_AUTO_TEST_CASE(data_flags_follow_one_rule_on_every_data_set) {
   expect_refused(cases, (t.path() / "out").string());
 }
 
+BOOST_AUTO_TEST_CASE(the_recorded_command_line_pastes_back_into_a_shell) {
+  // --csv-sep ' ' was once recorded unquoted. Every argument that a shell would split, expand or
+  // glob is recorded in single quotes; the shell reads the recorded line back as the arguments given.
+  TempDir t;
+  write_file(t.path() / "spaces.csv", "a b label\n1 2 x\n2 1 y\n3 3 x\n4 2 y\n5 1 x\n6 3 y\n7 2 x\n8 1 y\n9 2 x\n0 3 y\n");
+  const std::string out = (t.path() / "it's $HOME *").string();
+  const std::vector<std::string> args{"train", "--csv", (t.path() / "spaces.csv").string(), "--csv-sep", " ", "--label",
+                                      "label", "--csv-na", "?,-", "--hidden", "4", "--epochs", "1", "--batch-size",
+                                      "2", "--test-fraction", "0.3", "--quiet", "--out", out};
+  BOOST_REQUIRE(run_normlab(args) == 0);
+  const std::string line = nlohmann::json::parse(read_file(fs::path(out) / "manifest.json"))["command"];
+  BOOST_TEST(line.find("--csv-sep ' '") != std::string::npos, line);
+  BOOST_TEST(line.find("--hidden 4 --epochs 1") != std::string::npos, line);  // plain words stay plain
+  BOOST_TEST(read_file(fs::path(out) / "report.md").find("Command: `" + line + "`") != std::string::npos);
+  const auto shell = normlab::test::run_command("set -- " + line + "; for a in \"$@\"; do printf '%s\\n' \"$a\"; done");
+  BOOST_REQUIRE(shell.status == 0);
+  std::vector<std::string> want{"normlab"};
+  want.insert(want.end(), args.begin(), args.end());
+  BOOST_TEST(split_lines(shell.output) == want, boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(flags_that_cannot_apply_are_usage_errors_in_every_subcommand) {
   // Each flag below would be silently ignored with the rest of its command line: every subcommand
   // that has the flag refuses it, naming it and why, before anything is written.
