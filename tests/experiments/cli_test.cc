@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -705,6 +707,64 @@ BOOST_AUTO_TEST_CASE(the_recorded_command_line_pastes_back_into_a_shell) {
   std::vector<std::string> want{"normlab"};
   want.insert(want.end(), args.begin(), args.end());
   BOOST_TEST(split_lines(shell.output) == want, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(edited_checkpoints_are_refused_naming_the_file_and_what_is_wrong) {
+  // An unknown norm in the metadata once read "unknown norm 'foo'" as if a flag were wrong; an
+  // edited "model" field was ignored; NaN weights were evaluated to "accuracy 33.33%, loss nan".
+  TempDir t;
+  const std::string dir = (t.path() / "m").string();
+  BOOST_REQUIRE(run_normlab({"train", "--quick", "--epochs", "1", "--quiet", "--out", dir}) == 0);
+  const auto good = normlab::serialize::load_safetensors(dir + "/model.safetensors");
+  BOOST_REQUIRE(good.metadata.at("model") == "2-32-32-2");
+  const auto edited = [&](const std::string& name, const std::function<void(normlab::serialize::SafetensorsFile&)>& edit) {
+    normlab::serialize::SafetensorsFile f = good;
+    for (auto& [n, x] : f.tensors) x = x.clone();
+    edit(f);
+    const std::string path = (t.path() / name).string();
+    normlab::serialize::save_safetensors(path, f.tensors, f.metadata);
+    return path;
+  };
+  const auto tensor = [](normlab::serialize::SafetensorsFile& f, const std::string& name) {
+    for (auto& [n, x] : f.tensors)
+      if (n == name) return x;
+    throw std::runtime_error("no tensor " + name);
+  };
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {edited("norm.safetensors", [](auto& f) { f.metadata["norm"] = "foo"; }),
+       {"norm.safetensors: metadata \"norm\" is \"foo\"", "expected one of: none, batch"}},
+      {edited("act.safetensors", [](auto& f) { f.metadata["activation"] = "swish"; }),
+       {"act.safetensors: metadata \"activation\" is \"swish\"", "relu"}},
+      {edited("model.safetensors", [](auto& f) { f.metadata["model"] = "2-64-64-2"; }),
+       {"model.safetensors: metadata \"model\" is \"2-64-64-2\"", "tensor 0.weight is [32, 2] where that model's is [64, 2]"}},
+      {edited("model3.safetensors", [](auto& f) { f.metadata["model"] = "2-32-32-32-2"; }),
+       {"metadata \"model\" is \"2-32-32-32-2\"", "tensor 4.weight is [2, 32] where that model's is [32, 32]"}},
+      {edited("nan.safetensors", [&](auto& f) { tensor(f, "2.weight").set_flat(5, std::nan("")); }),
+       {"nan.safetensors: the tensor 2.weight holds NaN (element 5 of 1024)"}},
+      {edited("inf.safetensors", [&](auto& f) { tensor(f, "4.bias").set_flat(1, -INFINITY); }),
+       {"inf.safetensors: the tensor 4.bias holds an infinite value"}},
+  };
+  for (const auto& [path, needles] : cases)
+    BOOST_TEST_CONTEXT(path) {
+      const auto [status, message] = status_of({"eval", "--checkpoint", path, "--quiet", "--out", (t.path() / "e").string()});
+      BOOST_TEST(status == normlab::experiments::kExitError);
+      for (const auto& n : needles) BOOST_TEST(message.find(n) != std::string::npos, "lacks \"" << n << "\": " << message);
+      BOOST_TEST(!fs::exists(t.path() / "e"));
+    }
+  // predict too, on a CSV model.
+  const std::string csv = kFixtures + "iris_like.csv";
+  BOOST_REQUIRE(run_normlab({"train", "--csv", csv, "--label", "species", "--hidden", "4", "--epochs", "1",
+                             "--batch-size", "8", "--quiet", "--out", (t.path() / "c").string()}) == 0);
+  auto f = normlab::serialize::load_safetensors((t.path() / "c" / "model.safetensors").string());
+  for (auto& [n, x] : f.tensors)
+    if (n == "0.weight") x.set_flat(0, INFINITY);
+  const std::string bad = (t.path() / "c" / "inf.safetensors").string();
+  normlab::serialize::save_safetensors(bad, f.tensors, f.metadata);
+  const auto [status, message] = status_of({"predict", "--checkpoint", bad, "--csv", csv, "--quiet", "--out",
+                                            (t.path() / "p.csv").string()});
+  BOOST_TEST(status == normlab::experiments::kExitError);
+  BOOST_TEST(message.find("inf.safetensors: the tensor 0.weight holds an infinite value") != std::string::npos, message);
+  BOOST_TEST(!fs::exists(t.path() / "p.csv"));
 }
 
 BOOST_AUTO_TEST_CASE(flags_that_cannot_apply_are_usage_errors_in_every_subcommand) {
