@@ -767,6 +767,32 @@ BOOST_AUTO_TEST_CASE(edited_checkpoints_are_refused_naming_the_file_and_what_is_
   BOOST_TEST(!fs::exists(t.path() / "p.csv"));
 }
 
+BOOST_AUTO_TEST_CASE(errors_name_the_out_given_and_print_no_raw_bytes) {
+  // An output folder that cannot be made was named by its hidden partial sibling
+  // (.sub.normlab-partial-PID); a corrupt checkpoint header printed its raw 0xff byte.
+  TempDir t;
+  write_file(t.path() / "file", "x");
+  const std::string out = (t.path() / "file" / "sub").string();
+  const auto [status, message] = status_of({"train", "--quick", "--quiet", "--out", out});
+  BOOST_TEST(status == normlab::experiments::kExitError);
+  BOOST_TEST(message.find("cannot write to output folder " + out + " (--out): Not a directory") != std::string::npos, message);
+  BOOST_TEST(message.find("normlab-partial") == std::string::npos, message);
+  const std::string header = "{\"a\":\xff}";
+  std::string bytes(8, '\0');
+  bytes[0] = static_cast<char>(header.size());
+  write_file(t.path() / "ff.safetensors", bytes + header);
+  const auto r = normlab::test::run_command(std::string(NORMLAB_BINARY) + " eval --checkpoint '" +
+                                            (t.path() / "ff.safetensors").string() + "' --out '" +
+                                            (t.path() / "e").string() + "' 2>&1");
+  BOOST_TEST(r.status == normlab::experiments::kExitError);
+  BOOST_TEST(r.output.find("ff.safetensors") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find("\\xff") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find('\xff') == std::string::npos);
+  // UTF-8 text (a file name) stays as it is; control characters and broken sequences are escaped.
+  BOOST_TEST(normlab::experiments::printable("donn\xc3\xa9" "es.csv: a\tb\n") == "donn\xc3\xa9" "es.csv: a\tb\n");
+  BOOST_TEST(normlab::experiments::printable("x\x01y\x1b[2Jz\xc3") == "x\\x01y\\x1b[2Jz\\xc3");
+}
+
 BOOST_AUTO_TEST_CASE(flags_that_cannot_apply_are_usage_errors_in_every_subcommand) {
   // Each flag below would be silently ignored with the rest of its command line: every subcommand
   // that has the flag refuses it, naming it and why, before anything is written.
