@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 
 #include <algorithm>
 
@@ -64,8 +65,25 @@ void check_limit(const std::string& flag, int64_t limit, int64_t n, const std::s
                      std::to_string(n) + " samples): give " + flag + " " + std::to_string(n) + " or less (0: all)");
 }
 
+// A Fashion-MNIST limit above its file's count: the usage error of the other data sets (the
+// label file's header says the count; a missing or damaged file is left to the loader to report).
+void check_fashion_limit(const std::string& flag, int64_t limit, const std::string& dir, const std::string& prefix,
+                         const std::string& part) {
+  const std::string labels = (dir.empty() || dir.back() == '/' ? dir : dir + "/") + prefix + "-labels-idx1-ubyte.gz";
+  if (limit <= 0 || !std::filesystem::exists(labels)) return;
+  int64_t total = 0;
+  try {
+    data::read_idx_labels(labels, 1, &total);
+  } catch (const Error&) {
+    return;
+  }
+  check_limit(flag, limit, total, part);
+}
+
 Splits load_fashion(const DataSpec& spec) {
   auto lim = [](int64_t n) { return n > 0 ? std::optional<int64_t>(n) : std::nullopt; };
+  check_fashion_limit("--train-limit", spec.train_limit, spec.fashion_dir, "train", "fashion-mnist training");
+  check_fashion_limit("--test-limit", spec.test_limit, spec.fashion_dir, "t10k", "fashion-mnist test");
   data::Dataset train = data::load_fashion_mnist(data::FashionMnistSplit::Train, spec.fashion_dir, lim(spec.train_limit));
   Splits s;
   s.test = data::load_fashion_mnist(data::FashionMnistSplit::Test, spec.fashion_dir, lim(spec.test_limit));

@@ -685,6 +685,12 @@ BOOST_AUTO_TEST_CASE(data_flags_follow_one_rule_on_every_data_set) {
   }
   cases.push_back({{"train", "--csv", csv, "--label", "species", "--test-fraction", "0.25", "--train-limit", "46"}, usage,
                    {"--train-limit 46", "(45 samples)"}});
+  if (fs::exists("/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz")) {  // Debian's dataset-fashion-mnist
+    cases.push_back({{"train", "--train-limit", "60001"}, usage,
+                     {"--train-limit 60001 is larger than the fashion-mnist training split (60000 samples)"}});
+    cases.push_back({{"train", "--test-limit", "10001"}, usage,
+                     {"--test-limit 10001 is larger than the fashion-mnist test split (10000 samples)"}});
+  }
   expect_refused(cases, (t.path() / "out").string());
 }
 
