@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -25,51 +26,44 @@ constexpr uint64_t kMaxBodyBytes = uint64_t{1} << 34;
 // Bytes read (and memory grown) per step.
 constexpr uint64_t kChunkBytes = uint64_t{1} << 22;
 
-// An open gzip (or plain: zlib reads those transparently) file; every error names the file.
+// An open gzip file (one or more gzip members, as gzip writes them) or a plain file (read as is);
+// every error names the file. zlib's gzread ignores whatever follows the last gzip member, so the
+// members are inflated here: bytes after the last one that do not start another are an error.
 class GzFile {
  public:
-  explicit GzFile(const std::string& path, const std::string& hint) : path_(path) {
+  explicit GzFile(const std::string& path, const std::string& hint) : path_(path), in_(1 << 17) {
     namespace fs = std::filesystem;
     std::error_code ec;
     if (!fs::exists(path, ec))
       throw Error(path + ": no such file" + (hint.empty() ? "" : "; " + hint));
     if (!fs::is_regular_file(path, ec)) throw Error(path + ": is not a regular file");
     errno = 0;
-    file_ = gzopen(path.c_str(), "rb");
-    if (!file_)
-      throw Error(path + ": cannot open: " + (errno ? std::strerror(errno) : "zlib could not allocate"));
-    gzbuffer(file_, 1 << 17);
+    file_ = std::fopen(path.c_str(), "rb");
+    if (!file_) throw Error(path + ": cannot open: " + std::strerror(errno));
+    fill(2);
+    gzip_ = z_.avail_in >= 2 && in_[0] == 0x1f && in_[1] == 0x8b;
+    if (gzip_ && inflateInit2(&z_, 15 + 16) != Z_OK) {  // 15 + 16: a gzip wrapper
+      std::fclose(file_);
+      throw Error(path + ": cannot open: zlib could not allocate");
+    }
   }
-  ~GzFile() { if (file_) gzclose(file_); }
+  ~GzFile() {
+    if (gzip_) inflateEnd(&z_);
+    if (file_) std::fclose(file_);
+  }
   GzFile(const GzFile&) = delete;
   GzFile& operator=(const GzFile&) = delete;
 
   // Reads up to n bytes (fewer only at the end of the data); throws on corrupt data.
   int64_t read(void* buf, int64_t n) {
+    auto* out = static_cast<unsigned char*>(buf);
     int64_t done = 0;
-    while (done < n) {
-      const unsigned chunk = static_cast<unsigned>(std::min<int64_t>(n - done, 1 << 30));
-      const int got = gzread(file_, static_cast<char*>(buf) + done, chunk);
-      if (got < 0) {
-        int code = 0;
-        const char* msg = gzerror(file_, &code);
-        throw Error(path_ + ": corrupt gzip data (" + (msg ? msg : "unknown zlib error") + ")");
-      }
-      if (got == 0) {
-        // End of data. zlib reports a stream cut short (compressed data or its 8-byte CRC and size
-        // trailer missing) only as a soft Z_BUF_ERROR that gzread itself does not return.
-        int code = Z_OK;
-        const char* msg = gzerror(file_, &code);
-        if (code == Z_BUF_ERROR)
-          throw Error(path_ + ": truncated gzip file (" + (msg ? msg : "unexpected end of file") +
-                      "; the compressed data or its CRC and size trailer is missing)");
-        break;
-      }
+    while (done < n && !ended_) {
+      const int64_t got = gzip_ ? inflate_some(out + done, n - done) : copy_some(out + done, n - done);
       done += got;
     }
     return done;
   }
-
   // Reads n bytes or throws "truncated", saying what was being read.
   void read_exact(void* buf, int64_t n, const std::string& what) {
     const int64_t got = read(buf, n);
@@ -94,8 +88,75 @@ class GzFile {
   const std::string& path() const { return path_; }
 
  private:
+  // Tops the input up to at least `want` bytes when the file has them (fewer at its end).
+  void fill(size_t want) {
+    if (z_.avail_in >= want) return;
+    if (z_.avail_in > 0) std::memmove(in_.data(), z_.next_in, z_.avail_in);
+    z_.next_in = in_.data();
+    while (z_.avail_in < want) {
+      const size_t got = std::fread(in_.data() + z_.avail_in, 1, in_.size() - z_.avail_in, file_);
+      if (got == 0) {
+        if (std::ferror(file_)) throw Error(path_ + ": cannot read: " + std::strerror(errno));
+        return;
+      }
+      z_.avail_in += static_cast<uInt>(got);
+      consumed_ += got;
+    }
+  }
+
+  // A plain file: its bytes as they are.
+  int64_t copy_some(unsigned char* out, int64_t n) {
+    fill(1);
+    if (z_.avail_in == 0) return ended_ = true, 0;
+    const uInt k = static_cast<uInt>(std::min<int64_t>(n, z_.avail_in));
+    std::memcpy(out, z_.next_in, k);
+    z_.next_in += k, z_.avail_in -= k;
+    return k;
+  }
+
+  // Inflates into out; at the end of a member, starts the next one or checks that the file ends.
+  int64_t inflate_some(unsigned char* out, int64_t n) {
+    fill(1);
+    if (z_.avail_in == 0)
+      throw Error(path_ + ": truncated gzip file (unexpected end of file; the compressed data or its CRC and size "
+                  "trailer is missing)");
+    z_.next_out = out;
+    z_.avail_out = static_cast<uInt>(std::min<int64_t>(n, 1 << 30));
+    const uInt before = z_.avail_out;
+    const int rc = inflate(&z_, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR)
+      throw Error(path_ + ": corrupt gzip data (" + (z_.msg ? z_.msg : "zlib error " + std::to_string(rc)) + ")");
+    const int64_t got = before - z_.avail_out;
+    if (rc == Z_STREAM_END) next_member();
+    return got;
+  }
+
+  // After a member: the end of the file, another member, or bytes that are neither (an error).
+  void next_member() {
+    fill(2);
+    if (z_.avail_in == 0) {
+      ended_ = true;
+      return;
+    }
+    if (z_.avail_in >= 2 && z_.next_in[0] == 0x1f && z_.next_in[1] == 0x8b) {
+      inflateReset(&z_);
+      return;
+    }
+    const uint64_t at = consumed_ - z_.avail_in;
+    std::error_code ec;
+    const uint64_t size = std::filesystem::file_size(path_, ec);
+    throw Error(path_ + ": unexpected bytes after the gzip data: the compressed stream ends at byte " +
+                std::to_string(at) + (ec ? "" : " of " + std::to_string(size)) +
+                ", and what follows is not another gzip member (a damaged or appended-to file)");
+  }
+
   std::string path_;
-  gzFile file_ = nullptr;
+  std::FILE* file_ = nullptr;
+  std::vector<unsigned char> in_;  // input read from the file, not yet used: z_.next_in, z_.avail_in
+  z_stream z_{};
+  uint64_t consumed_ = 0;  // bytes read from the file so far
+  bool gzip_ = false;
+  bool ended_ = false;  // no more data
 };
 
 // Big-endian 32-bit unsigned, as IDX stores its header.

@@ -65,6 +65,32 @@ void check_subcommand_word(int argc, char** argv) {
                    " (the subcommands: " + names + "; see: normlab --help)");
 }
 
+// A list flag's value with an empty item ("--hidden 16,", "--lrs 0.1,,1"), which CLI11 would drop
+// silently: a usage error naming the flag, the value and the item's position.
+void check_list_items(const CLI::App& sub, int argc, char** argv) {
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") return;
+    if (arg.rfind("--", 0) != 0) continue;
+    const size_t eq = arg.find('=');
+    const std::string flag = arg.substr(0, eq);
+    const CLI::Option* o = sub.get_option_no_throw(flag);
+    if (o == nullptr || o->get_delimiter() == '\0' || (eq == std::string::npos && i + 1 >= argc)) continue;
+    const std::string value = eq == std::string::npos ? argv[i + 1] : arg.substr(eq + 1);
+    const char sep = o->get_delimiter();
+    if (value.find(sep) == std::string::npos) continue;
+    std::vector<std::string> items{""};
+    for (char c : value)
+      if (c == sep) items.emplace_back();
+      else items.back() += c;
+    for (size_t k = 0; k < items.size(); ++k)
+      if (items[k].empty())
+        throw UsageError(flag + " '" + value + "': item " + std::to_string(k + 1) + " of " + std::to_string(items.size()) +
+                         " is empty (a list is values separated by '" + std::string(1, sep) +
+                         "', with nothing before the first, after the last or between two)");
+  }
+}
+
 // Parses argv and checks the chosen command's flags (presets, conflicts); throws UsageError.
 void parse(Parsed& p, int argc, char** argv) {
   check_subcommand_word(argc, argv);
@@ -91,6 +117,7 @@ void parse(Parsed& p, int argc, char** argv) {
   p.sub = p.app.get_subcommands().front();
   for (auto& [sub, c] : p.commands)
     if (sub == p.sub) p.command = c.get();
+  check_list_items(*p.sub, argc, argv);
   try {
     p.command->check(Given(p.sub));
   } catch (const UsageError&) {
@@ -101,6 +128,26 @@ void parse(Parsed& p, int argc, char** argv) {
 }
 
 }  // namespace
+
+std::string printable(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    bool ok = len > 0 && i + len <= s.size();
+    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 2;
+    if (len == 1 && ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f)) ok = false;
+    if (ok) {
+      out.append(s, i, len);
+      i += len;
+      continue;
+    }
+    static const char* const kHex = "0123456789abcdef";
+    out += std::string("\\x") + kHex[c >> 4] + kHex[c & 15];
+    ++i;
+  }
+  return out;
+}
 
 std::string check_command_line(int argc, char** argv) {
   Parsed p;

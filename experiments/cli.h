@@ -20,6 +20,10 @@ struct UsageError : Error {
   using Error::Error;
 };
 
+// A message as it can be printed: control characters (but newline and tab) and bytes that are not
+// part of valid UTF-8 (a corrupt file's 0xff) become \xHH; UTF-8 text, such as file names, stays.
+std::string printable(const std::string& message);
+
 // Parses argv and runs the chosen subcommand; returns the exit status (ExitStatus). Errors are
 // thrown: UsageError for usage errors, normlab::Error for the others (main prints them as
 // "normlab: error: ..." and exits with 2 or 1).

@@ -3,13 +3,16 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 
 #include <algorithm>
 
 #include "data/csv.h"
 #include "data/fashion_mnist.h"
 #include "data/synthetic.h"
+#include "experiments/cli.h"
 #include "experiments/entries.h"
+#include "experiments/output.h"
 
 namespace normlab::experiments {
 
@@ -42,9 +45,45 @@ void check_split_classes(const Splits& s) {
   }
 }
 
+// A fraction of n samples that rounds to none (--val-fraction 0.1 of 4 samples): a usage error
+// saying what the fraction gave, why, and the smallest fraction that gives one sample.
+void check_fraction_gives_samples(const std::string& flag, double fraction, int64_t n, int64_t got,
+                                  const std::string& part) {
+  if (fraction <= 0 || got > 0 || n <= 0) return;
+  const double least = 0.5 / static_cast<double>(n);
+  const double step = std::pow(10.0, std::floor(std::log10(least)) - 1);
+  throw UsageError(flag + " " + fmt(fraction) + " of " + std::to_string(n) + " samples rounds to 0 " + part +
+                   " samples (" + fmt(fraction) + " x " + std::to_string(n) + " = " + fmt(fraction * n, 3) +
+                   ", rounded to the nearest whole sample): give " + flag + " " +
+                   fmt(std::ceil(least / step - 1e-9) * step, 3) + " or more, or more samples");
+}
+
+// A sample limit above the samples there are: a usage error naming the flag and the size.
+void check_limit(const std::string& flag, int64_t limit, int64_t n, const std::string& part) {
+  if (limit > n)
+    throw UsageError(flag + " " + std::to_string(limit) + " is larger than the " + part + " split (" +
+                     std::to_string(n) + " samples): give " + flag + " " + std::to_string(n) + " or less (0: all)");
+}
+
+// A Fashion-MNIST limit above its file's count: the usage error of the other data sets (the
+// label file's header says the count; a missing or damaged file is left to the loader to report).
+void check_fashion_limit(const std::string& flag, int64_t limit, const std::string& dir, const std::string& prefix,
+                         const std::string& part) {
+  const std::string labels = (dir.empty() || dir.back() == '/' ? dir : dir + "/") + prefix + "-labels-idx1-ubyte.gz";
+  if (limit <= 0 || !std::filesystem::exists(labels)) return;
+  int64_t total = 0;
+  try {
+    data::read_idx_labels(labels, 1, &total);
+  } catch (const Error&) {
+    return;
+  }
+  check_limit(flag, limit, total, part);
+}
 
 Splits load_fashion(const DataSpec& spec) {
   auto lim = [](int64_t n) { return n > 0 ? std::optional<int64_t>(n) : std::nullopt; };
+  check_fashion_limit("--train-limit", spec.train_limit, spec.fashion_dir, "train", "fashion-mnist training");
+  check_fashion_limit("--test-limit", spec.test_limit, spec.fashion_dir, "t10k", "fashion-mnist test");
   data::Dataset train = data::load_fashion_mnist(data::FashionMnistSplit::Train, spec.fashion_dir, lim(spec.train_limit));
   Splits s;
   s.test = data::load_fashion_mnist(data::FashionMnistSplit::Test, spec.fashion_dir, lim(spec.test_limit));
@@ -79,6 +118,9 @@ Splits load_csv(const DataSpec& spec) {
   data::CsvOptions o = spec.csv_format;
   o.label_column = spec.label;
   data::Dataset all = data::read_csv(spec.csv_path, o);
+  if (all.num_classes == 1)
+    throw Error(spec.csv_path + ": the label column \"" + spec.label + "\" holds one value, \"" + all.class_names[0] +
+                "\", in every row: a classifier needs at least two classes");
   Splits s;
   if (!spec.csv_test_path.empty()) {
     s.test = data::read_csv(spec.csv_test_path, o, all);
@@ -159,7 +201,13 @@ Splits load_data(const DataSpec& spec) {
     throw Error("the validation fraction must be in [0, 1), got " + std::to_string(spec.validation_fraction));
   const DatasetEntry& entry = dataset(spec.name);
   Splits s = entry.load(spec);
+  const bool split_test = !entry.own_test_set && spec.csv_test_path.empty();  // the test part is a fraction too
+  const int64_t split_n = s.train.size() + s.validation.size() + (split_test ? s.test.size() : 0);
+  check_fraction_gives_samples("--val-fraction", spec.validation_fraction, split_n, s.validation.size(), "validation");
+  if (split_test) check_fraction_gives_samples("--test-fraction", spec.test_fraction, split_n, s.test.size(), "test");
   if (!entry.reads_limits) {
+    check_limit("--train-limit", spec.train_limit, s.train.size(), "training");
+    check_limit("--test-limit", spec.test_limit, s.test.size(), "test");
     check_split_classes(s);  // held-out classes, of the split or of the test file, must be trained on
     if (spec.train_limit > 0 && spec.train_limit < s.train.size()) s.train = data::first_n(s.train, spec.train_limit);
     if (spec.test_limit > 0 && spec.test_limit < s.test.size()) s.test = data::first_n(s.test, spec.test_limit);

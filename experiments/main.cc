@@ -18,10 +18,10 @@ int main(int argc, char** argv) {
     return ex::run_cli(argc, argv);
   } catch (const ex::UsageError& e) {
     // In an mpirun job every rank parses the same command line: rank 0 alone says what is wrong.
-    if (normlab::dist::job_rank() == 0) std::fprintf(stderr, "normlab: error: %s\n", e.what());
+    if (normlab::dist::job_rank() == 0) std::fprintf(stderr, "normlab: error: %s\n", ex::printable(e.what()).c_str());
     return ex::kExitUsage;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "normlab: error: %s\n", e.what());
+    std::fprintf(stderr, "normlab: error: %s\n", ex::printable(e.what()).c_str());
     return ex::kExitError;
   }
 }

@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdio>
 
+#include "autograd/generator.h"
 #include "base/error.h"
 #include "experiments/archs.h"
 #include "experiments/entries.h"
@@ -18,6 +21,11 @@
 namespace normlab::experiments {
 
 namespace {
+
+// The most values one layer's output (per sample) and one layer's weights may hold: 256 MB and
+// 1 GB of float32, far above any model a CPU trains, far below what would exhaust memory.
+constexpr double kMaxActivations = double(int64_t{1} << 26);
+constexpr double kMaxWeights = double(int64_t{1} << 28);
 
 // One token of a layer string: its kind and numbers, e.g. conv32k3p1 -> "conv", {32}, {k:3, p:1}.
 struct Token {
@@ -133,6 +141,21 @@ class Builder {
                   std::to_string(s.inputs) + " features");
     return s.image;
   }
+  // A layer's output (per sample) or weights larger than a model here may hold: an error naming the
+  // layer and its flag before anything is allocated, e.g. padding 99999 (terabytes of activations).
+  void check_size(const Token& t, const std::string& what, const std::string& shape, double values, double most) const {
+    if (values <= most) return;
+    const std::string layer = arch(s_.arch).image ? "--model: layer " + std::to_string(t.index) + " '" + t.text + "'"
+                                                  : "--hidden: the layer of width " + std::to_string(t.n);
+    throw Error(layer + ": " + what + " would be " + shape + " (" +
+                fmt_count(values) + " values), more than the " + fmt_count(most) + " a layer may hold here; give " +
+                (t.kind == "conv" ? "less padding, a larger stride or fewer channels" : "a smaller width"));
+  }
+  static std::string fmt_count(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, v < 1e9 ? "%.0f" : "%.3g", v);
+    return buf;
+  }
   bool image() const { return shape_.size() == 3; }
   int64_t numel() const { return image() ? shape_[0] * shape_[1] * shape_[2] : shape_[0]; }
   std::string where(const Token& t) const { return "the activations are " + shape_text(shape_) + " at " + t.text; }
@@ -179,6 +202,9 @@ class Builder {
       token_error(t, "groups " + std::to_string(groups) + " must divide the input channels (" + std::to_string(shape_[0]) +
                          ") and the output channels (" + std::to_string(t.n) + ")");
     const auto [oh, ow] = window(t, k, st, p, d);
+    check_size(t, "its output per sample", shape_text({t.n, oh, ow}), double(t.n) * double(oh) * double(ow), kMaxActivations);
+    check_size(t, "its weights", shape_text({t.n, shape_[0] / groups, k.first, k.second}),
+               double(t.n) * double(shape_[0] / groups) * double(k.first) * double(k.second), kMaxWeights);
     std::shared_ptr<nn::Module> mod;
     if (m_) {
       nn::Conv2dOptions o{.stride = nn::Size2d(st.first, st.second), .padding = nn::Size2d(p.first, p.second),
@@ -217,6 +243,7 @@ class Builder {
 
   void linear(const Token& t) {
     if (image()) token_error(t, "a Linear needs flat features, but " + where(t) + " (put flatten or gap before it)");
+    check_size(t, "its weights", shape_text({t.n, shape_[0]}), double(t.n) * double(shape_[0]), kMaxWeights);
     open_layer(m_ ? add_weighted(std::make_shared<nn::Linear>(shape_[0], t.n, *gen_)) : nullptr);
     shape_ = {t.n};
   }
@@ -334,12 +361,98 @@ ModelSpec model_spec_from_metadata(const std::map<std::string, std::string>& md,
   s.outputs = whole("outputs", get("outputs"));
   s.norm = get("norm");
   s.activation = get("activation");
+  if (std::none_of(norms().begin(), norms().end(), [&](const NormEntry& e) { return e.name == s.norm; }))
+    throw Error(file + ": metadata \"norm\" is \"" + s.norm + "\", expected one of: " + norm_names());
+  if (std::none_of(activations().begin(), activations().end(), [&](const ActivationEntry& e) { return e.name == s.activation; }))
+    throw Error(file + ": metadata \"activation\" is \"" + s.activation + "\", expected one of: " + activation_names());
   if (md.count("norm.num_groups")) s.groups = whole("norm.num_groups", md.at("norm.num_groups"));
   const auto found = std::find_if(archs().begin(), archs().end(), [&](const ArchEntry& a) { return a.name == s.arch; });
   if (found == archs().end())
     throw Error(file + ": metadata \"arch\" is \"" + s.arch + "\", expected one of: " + arch_names());
   if (found->read_metadata) found->read_metadata(s, get, list);
   return s;
+}
+
+namespace {
+
+// The spec a "model" field describes ("2-32-32-2"; "1x28x28-<layers>-10"), the rest as in s.
+ModelSpec described_spec(ModelSpec s, const std::string& model) {
+  std::vector<std::string> parts{""};
+  for (char c : model)
+    if (c == '-') parts.emplace_back();
+    else parts.back() += c;
+  const auto whole = [](const std::string& t) {
+    if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos)
+      throw Error("not a whole number: '" + t + "'");
+    return static_cast<int64_t>(std::stoll(t));
+  };
+  if (parts.size() < 2) throw Error("too few parts");
+  s.outputs = whole(parts.back());
+  if (arch(s.arch).image) {
+    s.image.clear();
+    std::string dim;
+    for (char c : parts.front() + "x")
+      if (c == 'x') s.image.push_back(whole(dim)), dim.clear();
+      else dim += c;
+    s.inputs = s.image.size() == 3 ? s.image[0] * s.image[1] * s.image[2] : 0;
+    s.layers.clear();
+    for (size_t i = 1; i + 1 < parts.size(); ++i) s.layers += (i > 1 ? "-" : "") + parts[i];
+  } else {
+    s.inputs = whole(parts.front());
+    s.hidden.clear();
+    for (size_t i = 1; i + 1 < parts.size(); ++i) s.hidden.push_back(whole(parts[i]));
+  }
+  return s;
+}
+
+std::string shape_of(const autograd::Tensor& t) {
+  std::string r = "[";
+  for (size_t i = 0; i < t.shape().size(); ++i) r += (i ? ", " : "") + std::to_string(t.shape()[i]);
+  return r + "]";
+}
+
+// A "model" field other than the model the rest of the metadata builds: an error naming a tensor
+// of the described model whose shape differs from the file's and both shapes, or, when the
+// tensors are those of the described model, the model the other metadata would build.
+void check_model_field(const std::map<std::string, std::string>& md, const ModelSpec& s,
+                       const autograd::NamedTensors& tensors, const std::string& file) {
+  const auto it = md.find("model");
+  if (it == md.end() || it->second == describe(s)) return;
+  const std::string head = file + ": metadata \"model\" is \"" + it->second + "\"";
+  std::string mismatch = ", which describes no model normlab builds";
+  try {
+    autograd::Generator gen(0);
+    mismatch.clear();
+    for (const auto& [name, want] : build_model(described_spec(s, it->second), gen).net->state_dict()) {
+      const auto got = std::find_if(tensors.begin(), tensors.end(), [&](const auto& t) { return t.first == name; });
+      if (got == tensors.end()) mismatch = ", but the file has no tensor " + name + " (" + shape_of(want) + ") of that model";
+      else if (got->second.shape() != want.shape())
+        mismatch = ", but the file's tensor " + name + " is " + shape_of(got->second) + " where that model's is " + shape_of(want);
+      if (!mismatch.empty()) break;
+    }
+  } catch (const Error&) {
+  }
+  if (!mismatch.empty()) throw Error(head + mismatch + " (an edited checkpoint?)");
+  throw Error(head + ", as its tensors are, but the other metadata (inputs, outputs, hidden or layers and image_shape) "
+              "describe a " + describe(s) + " model (an edited checkpoint?)");
+}
+
+}  // namespace
+
+void check_checkpoint_tensors(const std::map<std::string, std::string>& md, const ModelSpec& s,
+                              const autograd::NamedTensors& tensors, const std::string& file) {
+  try {
+    validate(s);
+  } catch (const Error& e) {
+    throw Error(file + ": the checkpoint's metadata describes no model normlab builds: " + e.what());
+  }
+  check_model_field(md, s, tensors, file);
+  for (const auto& [name, t] : tensors)
+    for (int64_t i = 0; i < t.numel(); ++i)
+      if (const double v = t.flat(i); !std::isfinite(v))
+        throw Error(file + ": the tensor " + name + " holds " + (std::isnan(v) ? "NaN" : "an infinite value") +
+                    " (element " + std::to_string(i) + " of " + std::to_string(t.numel()) +
+                    "): the weights cannot give predictions (a run that diverged, or a damaged file)");
 }
 
 }  // namespace normlab::experiments

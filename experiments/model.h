@@ -72,5 +72,11 @@ std::map<std::string, std::string> checkpoint_metadata(const ModelSpec& spec);
 // The spec that checkpoint_metadata recorded (arch, inputs, outputs, hidden or layers and
 // image_shape, norm, norm.num_groups, activation); errors name `file` and the missing or bad key.
 ModelSpec model_spec_from_metadata(const std::map<std::string, std::string>& metadata, const std::string& file);
+// A checkpoint's model and tensors checked before they are loaded: the spec builds a model (else
+// the error names `file`), the "model" field describes that model (an edited one is refused,
+// naming a tensor whose shape would differ and both shapes), and every value is finite (NaN or
+// infinite weights name the tensor).
+void check_checkpoint_tensors(const std::map<std::string, std::string>& metadata, const ModelSpec& spec,
+                              const autograd::NamedTensors& tensors, const std::string& file);
 
 }  // namespace normlab::experiments

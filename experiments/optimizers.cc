@@ -91,7 +91,9 @@ std::vector<ScheduleEntry> builtin_schedules() {
                .help = "times --step-gamma every --step-every steps",
                .flags = {"--step-every", "--step-gamma"},
                .check = [](const TrainConfig& c) {
-                 if (c.step_every <= 0) throw Error("schedule 'step' needs a positive step interval");
+                 if (c.step_every <= 0)
+                   throw Error("--schedule step needs --step-every N, the steps between two decays (at least 1), got " +
+                               std::to_string(c.step_every));
                },
                .make = [](const TrainConfig& c, int64_t) -> optim::Schedule {
                  return optim::StepLR(c.step_every, c.step_gamma);

@@ -26,6 +26,7 @@ bool replaceable(const fs::path& out) {
 }  // namespace
 
 ResultSet::ResultSet(fs::path out) : out_(std::move(out)) {
+  const std::string given = out_.string();  // as the user wrote it (--out)
   std::error_code ec;
   out_ = fs::absolute(out_, ec).lexically_normal();
   if (out_.filename().empty()) out_ = out_.parent_path();  // "dir/" names dir
@@ -41,7 +42,13 @@ ResultSet::ResultSet(fs::path out) : out_(std::move(out)) {
   const fs::path parent = out_.parent_path().empty() ? fs::path(".") : out_.parent_path();
   partial_ = parent / ("." + out_.filename().string() + ".normlab-partial-" + std::to_string(::getpid()));
   fs::remove_all(partial_, ec);
-  prepare_output_dir(partial_);  // creates the parents too, and checks the folder is writable
+  try {
+    prepare_output_dir(partial_);  // creates the parents too, and checks the folder is writable
+  } catch (const Error& e) {  // the message names --out, not the hidden folder beside it
+    const std::string inner = "cannot write to output folder " + partial_.string() + ": ", what = e.what();
+    throw Error("cannot write to output folder " + given + " (--out): " +
+                (what.rfind(inner, 0) == 0 ? what.substr(inner.size()) : what));
+  }
 }
 
 ResultSet::~ResultSet() {

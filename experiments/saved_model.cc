@@ -139,6 +139,7 @@ SavedModel load_saved_model(const std::string& path) {
   if (m.task == data::Task::Regression ? m.spec.outputs != 1 : static_cast<int64_t>(m.class_names.size()) != m.spec.outputs)
     throw Error(path + ": " + std::to_string(m.class_names.size()) + " class names for a model of " +
                 std::to_string(m.spec.outputs) + " outputs");
+  check_checkpoint_tensors(md, m.spec, file.tensors, path);
   autograd::Generator gen(0);  // the initial weights are replaced by the file's
   m.net = build_model(m.spec, gen).net;
   nn::load_module(file, path, *m.net);  // the file read above: one read of the checkpoint

@@ -17,7 +17,7 @@ class CompareCommand : public TrainingCommand {
 
  protected:
   void add_own_flags(CLI::App& a) override {
-    a.add_option("--norms", cfg_.norms, "norms to compare: " + norm_names())->delimiter(',');
+    a.add_option("--norms", cfg_.norms, "norms to compare: " + norm_names())->delimiter(',')->check(norm_name());
     a.add_option("--seeds", cfg_.seeds, "seeds")->delimiter(',')->check(seed_value());
     a.add_option("--target", cfg_.target_accuracy, "target accuracy for steps/epochs-to-target")->check(real(0, 1));
   }

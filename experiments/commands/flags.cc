@@ -7,6 +7,7 @@
 #include <string>
 
 #include "experiments/output.h"
+#include "experiments/registry.h"
 
 namespace normlab::experiments::commands {
 
@@ -65,6 +66,16 @@ CLI::Validator non_negative() { return real(0, std::numeric_limits<double>::infi
 
 CLI::Validator non_empty() {
   return CLI::Validator([](std::string& s) -> std::string { return s.empty() ? "must not be empty" : ""; }, "");
+}
+
+CLI::Validator norm_name() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        for (const NormEntry& e : norms())
+          if (e.name == s) return "";
+        return "unknown norm '" + s + "' (expected one of: " + norm_names() + ")";
+      },
+      "");
 }
 
 }  // namespace normlab::experiments::commands

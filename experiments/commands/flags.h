@@ -19,5 +19,8 @@ CLI::Validator real(double lo, double hi, bool lo_open = false, bool hi_open = f
 CLI::Validator non_negative();
 // Text that is not empty.
 CLI::Validator non_empty();
+// The name of a registered norm, e.g. "--cnn-norms: unknown norm 'foo' (expected one of: ...)";
+// checked as typed, also where the runs that would use it do not run.
+CLI::Validator norm_name();
 
 }  // namespace normlab::experiments::commands

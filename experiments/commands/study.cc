@@ -29,7 +29,7 @@ class StudyCommand : public TrainingCommand {
 
  protected:
   void add_own_flags(CLI::App& a) override {
-    a.add_option("--norms", norms_, "norms to compare: " + norm_names())->delimiter(',');
+    a.add_option("--norms", norms_, "norms to compare: " + norm_names())->delimiter(',')->check(norm_name());
     a.add_option("--seeds", seeds_, "seeds")->delimiter(',')->check(seed_value());
     preset_default(a.add_option("--batch-sizes", batch_sizes_, "batch sizes of the sweep")
                        ->delimiter(',')
@@ -60,9 +60,13 @@ class StudyCommand : public TrainingCommand {
         ->delimiter(',')
         ->check(whole(1, kMaxBatch))
         ->capture_default_str();
-    a.add_option("--cnn-norms", cnn_norms_, "norms of the CNN comparison")->delimiter(',')->capture_default_str();
+    a.add_option("--cnn-norms", cnn_norms_, "norms of the CNN comparison")
+        ->delimiter(',')
+        ->check(norm_name())
+        ->capture_default_str();
     a.add_option("--cnn-sweep-norms", cnn_sweep_norms_, "norms of the CNN sweep")
         ->delimiter(',')
+        ->check(norm_name())
         ->capture_default_str();
   }
 
@@ -100,6 +104,7 @@ class StudyCommand : public TrainingCommand {
   // --lr x batch / 128, BatchNorm evaluated three ways) on a random --cnn-train-limit images. The
   // CNN part has no warmup unless --warmup is given: its runs are short (39 steps at batch 128).
   void make_plan(const Splits& data) override {
+    check_batches(data.train.size());
     StudyConfig st;
     st.compare = CompareConfig{.base = o_.train, .norms = norms_, .seeds = seeds_, .target_accuracy = target_};
     if (st.compare.base.stats_every == 0)
@@ -128,6 +133,19 @@ class StudyCommand : public TrainingCommand {
                                  .norms = cnn_sweep_norms_, .seeds = seeds_};
     }
     plan_ = plan_study(st, data);
+  }
+
+  // The batch sizes given against the training sets their parts train on.
+  void check_batches(int64_t n) const {
+    const Given given(app_);
+    const auto subset = [n](int64_t limit) { return limit > 0 ? std::min(limit, n) : n; };
+    const std::string sweep = "the sweep's training set", cnn = "the CNN part's training set";
+    if (given("--batch-sizes"))
+      for (int64_t b : batch_sizes_) check_batch_fits("--batch-sizes", b, subset(sweep_train_limit_), sweep);
+    if (!cnn_part()) return;
+    if (given("--cnn-batch-size")) check_batch_fits("--cnn-batch-size", cnn_batch_size_, subset(cnn_train_limit_), cnn);
+    if (given("--cnn-batch-sizes"))
+      for (int64_t b : cnn_batch_sizes_) check_batch_fits("--cnn-batch-sizes", b, subset(cnn_train_limit_), cnn);
   }
 
   Report run_plan(const Splits& data, const StudyContext& ctx) override {

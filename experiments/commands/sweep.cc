@@ -39,7 +39,7 @@ class SweepCommand : public TrainingCommand {
     preset_default(a.add_option("--lrs", lrs_, "learning rates (--over lr)")->delimiter(',')->check(non_negative()),
                    "0.01,0.1,1 with --quick, else 0.01,0.03,0.1,0.3,1,3");
     a.add_option("--reference-batch", reference_batch_, "lr = --lr x batch / this (linear scaling)")->check(whole(1, kMaxBatch));
-    a.add_option("--norms", norms_, "norms to compare: " + norm_names())->delimiter(',');
+    a.add_option("--norms", norms_, "norms to compare: " + norm_names())->delimiter(',')->check(norm_name());
     preset_default(a.add_option("--seeds", seeds_, "seeds")->delimiter(',')->check(seed_value()),
                    "0,1,2,3,4 with --full, else 0,1,2");
     a.add_flag("--distributed", o_.train.distributed,
@@ -107,6 +107,8 @@ class SweepCommand : public TrainingCommand {
   std::vector<std::string> norms_run() const override { return norms_; }
 
   void make_plan(const Splits& data) override {
+    if (Given(app_)("--batch-sizes"))
+      for (int64_t b : batch_sizes_) check_batch_fits("--batch-sizes", b, data.train.size());
     TrainConfig base = o_.train;
     base.stats_every = 0;  // the sweep records no activation statistics
     if (o_.train.distributed) {

@@ -3,9 +3,24 @@
 
 namespace normlab::experiments::commands {
 
+namespace {
+
+// One argument as a POSIX shell reads it back: as is when it holds only characters no shell
+// treats specially, else in single quotes (a quote inside as '\'').
+std::string shell_word(const std::string& s) {
+  static const char* const kPlain =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+./,:=@%";
+  if (!s.empty() && s.find_first_not_of(kPlain) == std::string::npos) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace
+
 std::string Invocation::text() const {
   std::string t;
-  for (int i = 0; i < argc; ++i) t += (i ? " " : "") + std::string(i == 0 ? "normlab" : argv[i]);
+  for (int i = 0; i < argc; ++i) t += (i ? " " : "") + (i == 0 ? std::string("normlab") : shell_word(argv[i]));
   return t;
 }
 

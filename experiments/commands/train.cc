@@ -32,7 +32,7 @@ class TrainCommand : public TrainingCommand {
 
  protected:
   void add_own_flags(CLI::App& a) override {
-    a.add_option("--norm", norm_, "norm in the hidden layers: " + norm_names());
+    a.add_option("--norm", norm_, "norm in the hidden layers: " + norm_names())->check(norm_name());
     a.add_option("--seed", seed_, "seed of the initialization and the batch order")->check(seed_value());
     a.add_flag("--distributed", o_.train.distributed,
                "data-parallel training over the processes of an mpirun job (mpirun -np 2 normlab train "

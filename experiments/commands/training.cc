@@ -71,6 +71,13 @@ std::string dataset_phrase(const TrainingOptions& o, const Given& given) {
          (given("--dataset") ? "" : given("--csv") ? ", named by --csv" : o.quick ? ", the --quick default" : ", the default");
 }
 
+void check_batch_fits(const std::string& flag, int64_t batch, int64_t rows, const std::string& what) {
+  if (batch <= rows) return;
+  throw UsageError(flag + " " + std::to_string(batch) + " is larger than " + what + " (" + std::to_string(rows) +
+                   " samples): a batch holds at most every sample once; give " + flag + " of at most " +
+                   std::to_string(rows));
+}
+
 // ---- flags ----
 
 void TrainingCommand::add_flags(CLI::App& app) {
@@ -168,7 +175,7 @@ void TrainingCommand::add_train_flags(CLI::App& a) {
   preset_default(a.add_option("--warmup", t.warmup_steps, "linear warmup steps")->check(whole(0, kMaxInt)),
                  "10 with --quick, 50 on fashion-mnist, else 0");
   a.add_option("--schedule", t.schedule, "after warmup: " + or_list(names_in(schedules())));
-  a.add_option("--step-every", t.step_every, "schedule step: decay every N steps")->check(whole(0, kMaxInt));
+  a.add_option("--step-every", t.step_every, "schedule step: decay every N steps")->check(whole(1, kMaxInt));
   a.add_option("--step-gamma", t.step_gamma, "schedule step: decay factor")
       ->check(real(0, std::numeric_limits<double>::infinity(), true));
   if (traits_.eval_every)
@@ -297,6 +304,9 @@ void TrainingCommand::check(const Given& given) {
   if (traits_.fits_csv_files && !o_.quick && o_.data.name == "csv") apply_csv_defaults(given);
   check_own(given);
   check_applicable(given);
+  if (o_.data.name == "csv" && o_.data.csv_path.empty()) throw Error("--dataset csv needs --csv FILE (and --label COLUMN)");
+  if (o_.data.name == "csv" && o_.data.label.empty())
+    throw Error("--dataset csv needs --label COLUMN, the name of the label column");
   if (o_.train.distributed && !dist::launched())
     throw Error("--distributed trains over the processes of an mpirun job: start it as mpirun -np 2 normlab " + name() +
                 " --distributed ... (as root also with OMPI_ALLOW_RUN_AS_ROOT=1 "
@@ -326,6 +336,7 @@ void TrainingCommand::plan(const Invocation&) {
   o_.train.model.inputs = data_.train.features();
   o_.train.model.outputs = data_.train.is_classification() ? data_.train.num_classes : 1;
   o_.train.task = data_.train.is_classification() ? data::Task::Classification : data::Task::Regression;
+  if (Given(app_)("--batch-size")) check_batch_fits("--batch-size", o_.train.batch_size, data_.train.size());
   try {
     make_plan(data_);
   } catch (const UsageError&) {

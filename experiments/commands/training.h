@@ -110,6 +110,11 @@ class TrainingCommand : public Command {
   Splits data_;
 };
 
+// A batch size the user gave (flag: "--batch-size", "--batch-sizes") larger than the training set
+// it trains on (rows samples; what: "the training set"): a usage error naming the flag, the batch
+// and the size, for a batch cannot hold more samples than there are.
+void check_batch_fits(const std::string& flag, int64_t batch, int64_t rows, const std::string& what = "the training set");
+
 // "the dataset is 'moons', the --quick default": what a message about a data-set flag says.
 std::string dataset_phrase(const TrainingOptions& o, const Given& given);
 

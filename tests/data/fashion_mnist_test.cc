@@ -157,6 +157,30 @@ BOOST_AUTO_TEST_CASE(corrupt_gzip_data) {
                  {labels, "corrupt gzip data"});
 }
 
+BOOST_AUTO_TEST_CASE(bytes_after_the_last_gzip_member_are_refused) {
+  // zlib's gzread stops at the end of the last gzip member and ignores what follows, so a file with
+  // bytes appended (or a second file glued on without a gzip header) once read as valid.
+  TempDir dir;
+  write_pair(dir, {1, 2});
+  const std::string labels = dir.file("train-labels-idx1-ubyte.gz");
+  const std::string valid = read_file(labels);
+  for (const std::string& tail : {std::string("garbage"), std::string(1, '\0'), std::string("\x1f")}) {
+    write_file(labels, valid + tail);
+    check_mentions(error_of([&] { read_idx_labels(labels); }),
+                   {labels, "unexpected bytes after the gzip data", "ends at byte " + std::to_string(valid.size()),
+                    "of " + std::to_string(valid.size() + tail.size())});
+    check_mentions(error_of([&] { read_idx_labels(labels, 1); }), {labels, "unexpected bytes after the gzip data"});
+  }
+  // Several gzip members (as `cat a.gz b.gz` makes) are one file: the labels split over two.
+  const std::string part = dir.file("part.gz");
+  const std::vector<uint8_t> whole = idx(2049, {3}, {4, 5, 6});
+  write_gz(part, std::vector<uint8_t>(whole.begin(), whole.begin() + 9));
+  const std::string first = read_file(part);
+  write_gz(part, std::vector<uint8_t>(whole.begin() + 9, whole.end()));
+  write_file(labels, first + read_file(part));
+  BOOST_TEST(read_idx_labels(labels) == (std::vector<uint8_t>{4, 5, 6}), boost::test_tools::per_element());
+}
+
 // Peak resident memory of this process so far, in MiB.
 int64_t peak_rss_mib() {
   rusage u{};

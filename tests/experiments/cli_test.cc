@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -23,7 +25,9 @@ namespace fs = std::filesystem;
 using normlab::test::capture_output;
 using normlab::test::read_file;
 using normlab::test::run_normlab;
+using normlab::test::run_normlab_quiet;
 using normlab::test::TempDir;
+using normlab::test::write_file;
 
 namespace {
 
@@ -548,6 +552,251 @@ BOOST_AUTO_TEST_CASE(bad_values_are_usage_errors_naming_the_flag_before_anything
       BOOST_TEST(!fs::exists(out), "the failed command created its output folder");
     }
   }
+}
+
+// Each case: the arguments (--out and --quiet added), the exit status, what the message must say.
+struct RefusedCase {
+  std::vector<std::string> args;
+  int status;
+  std::vector<std::string> needles;
+};
+
+void expect_refused(const std::vector<RefusedCase>& cases, const std::string& out) {
+  for (RefusedCase c : cases) {
+    c.args.insert(c.args.end(), {"--out", out, "--quiet"});
+    BOOST_TEST_CONTEXT("normlab " << [&] { std::string s; for (auto& a : c.args) s += a + " "; return s; }()) {
+      const auto [status, message] = status_of(c.args);
+      BOOST_TEST(status == c.status);
+      for (const auto& n : c.needles) BOOST_TEST(message.find(n) != std::string::npos, "lacks \"" << n << "\": " << message);
+      BOOST_TEST(!fs::exists(out), "the failed command created its output folder");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(empty_list_items_are_usage_errors_naming_the_flag_and_the_position) {
+  // CLI11 drops the empty items of a comma-separated list: "--hidden 16," once trained 2-16-2.
+  TempDir t;
+  const int usage = normlab::experiments::kExitUsage;
+  expect_refused({{{"train", "--quick", "--hidden", "16,"}, usage, {"--hidden '16,'", "item 2 of 2 is empty"}},
+                  {{"train", "--quick", "--hidden", "16,,16"}, usage, {"--hidden '16,,16'", "item 2 of 3 is empty"}},
+                  {{"train", "--quick", "--hidden=,16"}, usage, {"--hidden ',16'", "item 1 of 2 is empty"}},
+                  {{"sweep", "--quick", "--batch-sizes", "8,"}, usage, {"--batch-sizes '8,'", "item 2 of 2"}},
+                  {{"sweep", "--quick", "--over", "lr", "--lrs", "0.1,"}, usage, {"--lrs '0.1,'", "item 2 of 2"}},
+                  {{"compare", "--quick", "--norms", "batch,,layer"}, usage, {"--norms", "item 2 of 3"}},
+                  {{"compare", "--quick", "--seeds", "0,1,"}, usage, {"--seeds '0,1,'", "item 3 of 3"}}},
+                 (t.path() / "out").string());
+}
+
+BOOST_AUTO_TEST_CASE(a_batch_larger_than_the_training_set_is_refused) {
+  // moons, 400 samples: 320 train at --test-fraction 0.2. The batch was once recorded as given, and
+  // the sweep scaled the learning rate by it (x 780 at batch 100000).
+  TempDir t;
+  const int usage = normlab::experiments::kExitUsage;
+  const std::vector<std::string> moons{"--dataset", "moons", "--samples", "400"};
+  auto with = [&](std::vector<std::string> head, std::vector<std::string> tail) {
+    head.insert(head.end(), moons.begin(), moons.end());
+    head.insert(head.end(), tail.begin(), tail.end());
+    return head;
+  };
+  expect_refused({{with({"train"}, {"--batch-size", "1000"}), usage,
+                   {"--batch-size 1000 is larger than the training set (320 samples)", "at most 320"}},
+                  {with({"compare"}, {"--batch-size", "321"}), usage, {"--batch-size 321", "(320 samples)"}},
+                  {with({"sweep"}, {"--batch-sizes", "8,100000"}), usage, {"--batch-sizes 100000", "(320 samples)"}},
+                  {with({"sweep"}, {"--over", "lr", "--batch-size", "500"}), usage, {"--batch-size 500"}},
+                  {with({"study"}, {"--sweep-train-limit", "100", "--batch-sizes", "8,128"}), usage,
+                   {"--batch-sizes 128 is larger than the sweep's training set (100 samples)"}}},
+                 (t.path() / "out").string());
+  // The whole training set as one batch is a batch.
+  BOOST_TEST(run_normlab_quiet(with({"train"}, {"--batch-size", "320", "--epochs", "1", "--hidden", "4", "--out",
+                                                (t.path() / "ok").string()})) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(fractions_that_round_to_no_sample_say_what_they_gave) {
+  // 4 samples at --val-fraction 0.1 once made no validation set while the report said
+  // "--val-fraction 0"; a 2-row file at --test-fraction 0.2 asked for "a test fraction above 0".
+  TempDir t;
+  write_file(t.path() / "two.csv", "x,y\n1,a\n2,b\n");
+  const int usage = normlab::experiments::kExitUsage;
+  expect_refused({{{"train", "--dataset", "moons", "--samples", "4", "--val-fraction", "0.1"}, usage,
+                   {"--val-fraction 0.1 of 4 samples rounds to 0 validation samples", "0.1 x 4 = 0.4",
+                    "give --val-fraction 0.13 or more"}},
+                  {{"train", "--csv", (t.path() / "two.csv").string(), "--label", "y"}, usage,
+                   {"--test-fraction 0.2 of 2 samples rounds to 0 test samples", "0.2 x 2 = 0.4",
+                    "give --test-fraction 0.25 or more"}}},
+                 (t.path() / "out").string());
+}
+
+BOOST_AUTO_TEST_CASE(a_csv_file_of_one_class_is_refused_naming_the_column_and_the_value) {
+  TempDir t;
+  std::string rows = "x,kind\n";
+  for (int i = 0; i < 20; ++i) rows += std::to_string(i) + ",cat\n";
+  write_file(t.path() / "one.csv", rows);
+  const auto [status, message] = status_of({"train", "--csv", (t.path() / "one.csv").string(), "--label", "kind",
+                                            "--quiet", "--out", (t.path() / "out").string()});
+  BOOST_TEST(status != 0);
+  for (const char* n : {"one.csv", "label column \"kind\" holds one value, \"cat\"", "at least two classes"})
+    BOOST_TEST(message.find(n) != std::string::npos, "lacks \"" << n << "\": " << message);
+  BOOST_TEST(!fs::exists(t.path() / "out"));
+}
+
+BOOST_AUTO_TEST_CASE(sizes_that_cannot_train_name_the_flag_and_the_layer_before_allocating) {
+  // conv8k3p99999 once failed with "out of memory: could not allocate 12803072184320 bytes".
+  TempDir t;
+  const int usage = normlab::experiments::kExitUsage;
+  expect_refused({{{"train", "--quick", "--schedule", "step", "--step-every", "0"}, usage, {"--step-every", "got '0'"}},
+                  {{"train", "--quick", "--schedule", "step"}, usage, {"--schedule step needs --step-every N"}},
+                  {{"train", "--quick", "--arch", "cnn", "--image-shape", "1,1,2", "--model", "conv8k3p99999"}, usage,
+                   {"--model: layer 1 'conv8k3p99999'", "8x199997x199998", "less padding"}},
+                  {{"train", "--quick", "--arch", "cnn", "--image-shape", "1,1,2", "--model", "conv64k1-conv9999999k1"}, usage,
+                   {"--model: layer 2 'conv9999999k1'", "its weights would be 9999999x64x1x1"}},
+                  {{"train", "--quick", "--hidden", "1048576,1048576"}, usage,
+                   {"--hidden: the layer of width 1048576", "its weights would be 1048576x1048576"}}},
+                 (t.path() / "out").string());
+}
+
+BOOST_AUTO_TEST_CASE(unknown_norms_are_refused_in_every_norm_flag) {
+  // study --quick has no CNN part, and once ran without a word about --cnn-norms foo.
+  TempDir t;
+  const int usage = normlab::experiments::kExitUsage;
+  expect_refused({{{"study", "--quick", "--cnn-norms", "foo"}, usage, {"--cnn-norms", "unknown norm 'foo'"}},
+                  {{"study", "--quick", "--cnn-sweep-norms", "batch,foo"}, usage, {"--cnn-sweep-norms", "unknown norm 'foo'"}},
+                  {{"study", "--quick", "--norms", "foo"}, usage, {"--norms", "unknown norm 'foo'"}},
+                  {{"sweep", "--quick", "--norms", "batch,foo"}, usage, {"--norms", "unknown norm 'foo'"}},
+                  {{"compare", "--quick", "--norms", "foo"}, usage, {"--norms", "unknown norm 'foo'"}},
+                  {{"train", "--quick", "--norm", "foo"}, usage, {"--norm", "unknown norm 'foo'"}}},
+                 (t.path() / "out").string());
+}
+
+BOOST_AUTO_TEST_CASE(data_flags_follow_one_rule_on_every_data_set) {
+  // A CSV data set without --label, or an unknown data set, is a usage error (exit 2, once 1 for
+  // --label); --train-limit above the training split is refused on synthetic sets and CSV files as
+  // on Fashion-MNIST (once taken silently as "all").
+  TempDir t;
+  const int usage = normlab::experiments::kExitUsage;
+  const std::string csv = kFixtures + "iris_like.csv";  // 60 rows: 45 train at --test-fraction 0.25
+  std::vector<RefusedCase> cases;
+  for (const char* sub : {"train", "compare", "sweep", "study"}) {
+    cases.push_back({{sub, "--dataset", "mnist"}, usage, {"unknown dataset 'mnist'"}});
+    cases.push_back({{sub, "--csv", csv}, usage, {"--dataset csv needs --label COLUMN"}});
+    cases.push_back({{sub, "--dataset", "moons", "--samples", "400", "--train-limit", "500"}, usage,
+                     {"--train-limit 500 is larger than the training split (320 samples)"}});
+    cases.push_back({{sub, "--dataset", "moons", "--samples", "400", "--test-limit", "81"}, usage,
+                     {"--test-limit 81 is larger than the test split (80 samples)"}});
+  }
+  cases.push_back({{"train", "--csv", csv, "--label", "species", "--test-fraction", "0.25", "--train-limit", "46"}, usage,
+                   {"--train-limit 46", "(45 samples)"}});
+  if (fs::exists("/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz")) {  // Debian's dataset-fashion-mnist
+    cases.push_back({{"train", "--train-limit", "60001"}, usage,
+                     {"--train-limit 60001 is larger than the fashion-mnist training split (60000 samples)"}});
+    cases.push_back({{"train", "--test-limit", "10001"}, usage,
+                     {"--test-limit 10001 is larger than the fashion-mnist test split (10000 samples)"}});
+  }
+  expect_refused(cases, (t.path() / "out").string());
+}
+
+BOOST_AUTO_TEST_CASE(the_recorded_command_line_pastes_back_into_a_shell) {
+  // --csv-sep ' ' was once recorded unquoted. Every argument that a shell would split, expand or
+  // glob is recorded in single quotes; the shell reads the recorded line back as the arguments given.
+  TempDir t;
+  write_file(t.path() / "spaces.csv", "a b label\n1 2 x\n2 1 y\n3 3 x\n4 2 y\n5 1 x\n6 3 y\n7 2 x\n8 1 y\n9 2 x\n0 3 y\n");
+  const std::string out = (t.path() / "it's $HOME *").string();
+  const std::vector<std::string> args{"train", "--csv", (t.path() / "spaces.csv").string(), "--csv-sep", " ", "--label",
+                                      "label", "--csv-na", "?,-", "--hidden", "4", "--epochs", "1", "--batch-size",
+                                      "2", "--test-fraction", "0.3", "--quiet", "--out", out};
+  BOOST_REQUIRE(run_normlab(args) == 0);
+  const std::string line = nlohmann::json::parse(read_file(fs::path(out) / "manifest.json"))["command"];
+  BOOST_TEST(line.find("--csv-sep ' '") != std::string::npos, line);
+  BOOST_TEST(line.find("--hidden 4 --epochs 1") != std::string::npos, line);  // plain words stay plain
+  BOOST_TEST(read_file(fs::path(out) / "report.md").find("Command: `" + line + "`") != std::string::npos);
+  const auto shell = normlab::test::run_command("set -- " + line + "; for a in \"$@\"; do printf '%s\\n' \"$a\"; done");
+  BOOST_REQUIRE(shell.status == 0);
+  std::vector<std::string> want{"normlab"};
+  want.insert(want.end(), args.begin(), args.end());
+  BOOST_TEST(split_lines(shell.output) == want, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(edited_checkpoints_are_refused_naming_the_file_and_what_is_wrong) {
+  // An unknown norm in the metadata once read "unknown norm 'foo'" as if a flag were wrong; an
+  // edited "model" field was ignored; NaN weights were evaluated to "accuracy 33.33%, loss nan".
+  TempDir t;
+  const std::string dir = (t.path() / "m").string();
+  BOOST_REQUIRE(run_normlab({"train", "--quick", "--epochs", "1", "--quiet", "--out", dir}) == 0);
+  const auto good = normlab::serialize::load_safetensors(dir + "/model.safetensors");
+  BOOST_REQUIRE(good.metadata.at("model") == "2-32-32-2");
+  const auto edited = [&](const std::string& name, const std::function<void(normlab::serialize::SafetensorsFile&)>& edit) {
+    normlab::serialize::SafetensorsFile f = good;
+    for (auto& [n, x] : f.tensors) x = x.clone();
+    edit(f);
+    const std::string path = (t.path() / name).string();
+    normlab::serialize::save_safetensors(path, f.tensors, f.metadata);
+    return path;
+  };
+  const auto tensor = [](normlab::serialize::SafetensorsFile& f, const std::string& name) {
+    for (auto& [n, x] : f.tensors)
+      if (n == name) return x;
+    throw std::runtime_error("no tensor " + name);
+  };
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {edited("norm.safetensors", [](auto& f) { f.metadata["norm"] = "foo"; }),
+       {"norm.safetensors: metadata \"norm\" is \"foo\"", "expected one of: none, batch"}},
+      {edited("act.safetensors", [](auto& f) { f.metadata["activation"] = "swish"; }),
+       {"act.safetensors: metadata \"activation\" is \"swish\"", "relu"}},
+      {edited("model.safetensors", [](auto& f) { f.metadata["model"] = "2-64-64-2"; }),
+       {"model.safetensors: metadata \"model\" is \"2-64-64-2\"", "tensor 0.weight is [32, 2] where that model's is [64, 2]"}},
+      {edited("model3.safetensors", [](auto& f) { f.metadata["model"] = "2-32-32-32-2"; }),
+       {"metadata \"model\" is \"2-32-32-32-2\"", "tensor 4.weight is [2, 32] where that model's is [32, 32]"}},
+      {edited("nan.safetensors", [&](auto& f) { tensor(f, "2.weight").set_flat(5, std::nan("")); }),
+       {"nan.safetensors: the tensor 2.weight holds NaN (element 5 of 1024)"}},
+      {edited("inf.safetensors", [&](auto& f) { tensor(f, "4.bias").set_flat(1, -INFINITY); }),
+       {"inf.safetensors: the tensor 4.bias holds an infinite value"}},
+  };
+  for (const auto& [path, needles] : cases)
+    BOOST_TEST_CONTEXT(path) {
+      const auto [status, message] = status_of({"eval", "--checkpoint", path, "--quiet", "--out", (t.path() / "e").string()});
+      BOOST_TEST(status == normlab::experiments::kExitError);
+      for (const auto& n : needles) BOOST_TEST(message.find(n) != std::string::npos, "lacks \"" << n << "\": " << message);
+      BOOST_TEST(!fs::exists(t.path() / "e"));
+    }
+  // predict too, on a CSV model.
+  const std::string csv = kFixtures + "iris_like.csv";
+  BOOST_REQUIRE(run_normlab({"train", "--csv", csv, "--label", "species", "--hidden", "4", "--epochs", "1",
+                             "--batch-size", "8", "--quiet", "--out", (t.path() / "c").string()}) == 0);
+  auto f = normlab::serialize::load_safetensors((t.path() / "c" / "model.safetensors").string());
+  for (auto& [n, x] : f.tensors)
+    if (n == "0.weight") x.set_flat(0, INFINITY);
+  const std::string bad = (t.path() / "c" / "inf.safetensors").string();
+  normlab::serialize::save_safetensors(bad, f.tensors, f.metadata);
+  const auto [status, message] = status_of({"predict", "--checkpoint", bad, "--csv", csv, "--quiet", "--out",
+                                            (t.path() / "p.csv").string()});
+  BOOST_TEST(status == normlab::experiments::kExitError);
+  BOOST_TEST(message.find("inf.safetensors: the tensor 0.weight holds an infinite value") != std::string::npos, message);
+  BOOST_TEST(!fs::exists(t.path() / "p.csv"));
+}
+
+BOOST_AUTO_TEST_CASE(errors_name_the_out_given_and_print_no_raw_bytes) {
+  // An output folder that cannot be made was named by its hidden partial sibling
+  // (.sub.normlab-partial-PID); a corrupt checkpoint header printed its raw 0xff byte.
+  TempDir t;
+  write_file(t.path() / "file", "x");
+  const std::string out = (t.path() / "file" / "sub").string();
+  const auto [status, message] = status_of({"train", "--quick", "--quiet", "--out", out});
+  BOOST_TEST(status == normlab::experiments::kExitError);
+  BOOST_TEST(message.find("cannot write to output folder " + out + " (--out): Not a directory") != std::string::npos, message);
+  BOOST_TEST(message.find("normlab-partial") == std::string::npos, message);
+  const std::string header = "{\"a\":\xff}";
+  std::string bytes(8, '\0');
+  bytes[0] = static_cast<char>(header.size());
+  write_file(t.path() / "ff.safetensors", bytes + header);
+  const auto r = normlab::test::run_command(std::string(NORMLAB_BINARY) + " eval --checkpoint '" +
+                                            (t.path() / "ff.safetensors").string() + "' --out '" +
+                                            (t.path() / "e").string() + "' 2>&1");
+  BOOST_TEST(r.status == normlab::experiments::kExitError);
+  BOOST_TEST(r.output.find("ff.safetensors") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find("\\xff") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find('\xff') == std::string::npos);
+  // UTF-8 text (a file name) stays as it is; control characters and broken sequences are escaped.
+  BOOST_TEST(normlab::experiments::printable("donn\xc3\xa9" "es.csv: a\tb\n") == "donn\xc3\xa9" "es.csv: a\tb\n");
+  BOOST_TEST(normlab::experiments::printable("x\x01y\x1b[2Jz\xc3") == "x\\x01y\\x1b[2Jz\\xc3");
 }
 
 BOOST_AUTO_TEST_CASE(flags_that_cannot_apply_are_usage_errors_in_every_subcommand) {
