@@ -203,7 +203,8 @@ Splits load_data(const DataSpec& spec) {
   Splits s = entry.load(spec);
   const bool split_test = !entry.own_test_set && spec.csv_test_path.empty();  // the test part is a fraction too
   const int64_t split_n = s.train.size() + s.validation.size() + (split_test ? s.test.size() : 0);
-  check_fraction_gives_samples("--val-fraction", spec.validation_fraction, split_n, s.validation.size(), "validation");
+  if (!spec.validation_defaulted)
+    check_fraction_gives_samples("--val-fraction", spec.validation_fraction, split_n, s.validation.size(), "validation");
   if (split_test) check_fraction_gives_samples("--test-fraction", spec.test_fraction, split_n, s.test.size(), "test");
   if (!entry.reads_limits) {
     check_limit("--train-limit", spec.train_limit, s.train.size(), "training");

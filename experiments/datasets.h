@@ -26,6 +26,7 @@ struct DataSpec {
   int64_t train_limit = 0;         // use only the first n training samples (0: all)
   int64_t test_limit = 0;          // use only the first n test samples (0: all)
   double validation_fraction = 0;  // of the training samples, held out for validation
+  bool validation_defaulted = false;  // the fraction is a default, not typed: it may give no sample
   double test_fraction = 0.2;      // csv without a test file, and synthetic sets
   int64_t samples = 2000;          // synthetic: number of samples
   double noise = 0.1;              // synthetic: noise

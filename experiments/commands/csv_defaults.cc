@@ -32,7 +32,7 @@ void TrainingCommand::apply_csv_defaults(const Given& given) {
   o_.fit_optimizer = !given("--optimizer");
   o_.fit_validation = !given("--val-fraction");
   if (o_.fit_optimizer) o_.train.optimizer = "adam";
-  if (o_.fit_validation) o_.data.validation_fraction = 0.1;
+  if (o_.fit_validation) o_.data.validation_fraction = 0.1, o_.data.validation_defaulted = true;
   o_.fit_early_stopping = !given("--early-stopping") && o_.data.validation_fraction > 0;
   if (o_.fit_early_stopping) o_.train.early_stopping = kPatience;
 }

@@ -683,8 +683,8 @@ BOOST_AUTO_TEST_CASE(data_flags_follow_one_rule_on_every_data_set) {
     cases.push_back({{sub, "--dataset", "moons", "--samples", "400", "--test-limit", "81"}, usage,
                      {"--test-limit 81 is larger than the test split (80 samples)"}});
   }
-  cases.push_back({{"train", "--csv", csv, "--label", "species", "--test-fraction", "0.25", "--train-limit", "46"}, usage,
-                   {"--train-limit 46", "(45 samples)"}});
+  cases.push_back({{"train", "--csv", csv, "--label", "species", "--test-fraction", "0.25", "--val-fraction", "0",
+                    "--train-limit", "46"}, usage, {"--train-limit 46", "(45 samples)"}});
   if (fs::exists("/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz")) {  // Debian's dataset-fashion-mnist
     cases.push_back({{"train", "--train-limit", "60001"}, usage,
                      {"--train-limit 60001 is larger than the fashion-mnist training split (60000 samples)"}});
@@ -1067,13 +1067,14 @@ BOOST_AUTO_TEST_CASE(plots_use_percent_axes_whole_epochs_and_a_key_below) {
 }
 
 BOOST_AUTO_TEST_CASE(small_data_sets_train_with_the_default_batch_size) {
-  // 45 training rows at batch 128: one batch of all of them per epoch (as PyTorch's DataLoader
-  // without drop_last), where the run once refused to start. Under BatchNorm, a last batch of a
-  // single sample is left out, and the report says so. (No validation split: all 45 rows train.)
+  // 45 training samples of a synthetic set at the default batch 128: one batch of all of them per
+  // epoch (as PyTorch's DataLoader without drop_last), where the run once refused to start. Under
+  // BatchNorm, a last batch of a single sample is left out, and the report says so. (The CSV
+  // file below has no validation split: all 45 rows train.)
   TempDir t;
   const std::string csv = kFixtures + "iris_like.csv";
-  BOOST_REQUIRE(run_normlab({"train", "--csv", csv, "--label", "species", "--test-fraction", "0.25", "--epochs", "2",
-                             "--batch-size", "128", "--val-fraction", "0", "--quiet", "--out", (t.path() / "a").string()}) == 0);
+  BOOST_REQUIRE(run_normlab({"train", "--dataset", "moons", "--samples", "60", "--test-fraction", "0.25", "--epochs",
+                             "2", "--quiet", "--out", (t.path() / "a").string()}) == 0);
   const auto steps = split_lines(read_file(t.path() / "a" / "steps.csv"));
   BOOST_TEST(steps.size() == 3u);  // header + 1 step per epoch
   // 45 rows at batch 4: 11 batches of 4 and a last one of 1, dropped under BatchNorm only.
