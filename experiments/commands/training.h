@@ -5,6 +5,7 @@
 // and write the results as one set into --out.
 #pragma once
 #include <algorithm>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -98,8 +99,13 @@ class TrainingCommand : public Command {
   void check_applicable(const Given& given) const;
   void check_architecture(const Given& given);
 
+  void find_resume_sources();
+
   TrainingTraits traits_;
   Splits data_;
+  nlohmann::json settings_;                      // the command and the flags typed (StudyContext::settings)
+  bool resume_out_ = false;                      // --resume: --out's records are reused
+  std::vector<std::filesystem::path> resume_killed_;  // --resume: killed commands' partial folders reused
 };
 
 // "the dataset is 'moons', the --quick default": what a message about a data-set flag says.

@@ -20,6 +20,7 @@ nlohmann::json manifest(const StudyContext& ctx, const nlohmann::json& config, d
   nlohmann::json m;
   m["normlab"] = NORMLAB_VERSION;  // the version (the project() version in CMakeLists.txt)
   m["command"] = ctx.command_line;
+  if (!ctx.settings.is_null()) m["settings_typed"] = ctx.settings;
   m["git_commit"] = git_commit();
   m["highway_target"] = autograd::kernels::active_target();
   m["threads"] = autograd::num_threads();

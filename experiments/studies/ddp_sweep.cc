@@ -246,7 +246,7 @@ namespace {
 // where they hold it; Ctrl-C in one list leaves the lists after it unstarted.
 Runs run_lists(const DdpSweepConfig& cfg, const std::vector<std::vector<CheckedRun>>& lists, const Splits& data,
                const StudyContext& ctx) {
-  const std::vector<nlohmann::json> previous = previous_runs(ctx.resume_from);
+  const std::vector<nlohmann::json> previous = previous_runs(ctx.resume_from, ctx.resume_killed);
   Runs all;
   size_t offset = 0;
   for (size_t k = 0; k < lists.size(); ++k) {
