@@ -5,7 +5,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 
 #include "autograd/parallel.h"
@@ -13,11 +12,11 @@
 #include "experiments/archs.h"
 #include "experiments/cli.h"
 #include "experiments/commands/flags.h"
+#include "experiments/commands/resume.h"
 #include "experiments/entries.h"
 #include "experiments/interrupt.h"
 #include "experiments/optimizers.h"
 #include "experiments/output.h"
-#include "experiments/records.h"
 #include "experiments/registry.h"
 #include "experiments/result_set.h"
 #include "experiments/saved_model.h"
@@ -64,57 +63,6 @@ void check_entry_flags(const std::vector<Entry>& entries, const Entry& chosen, c
       for (const Entry* o : owners_of(entries, flag)) names.push_back(o->name);
       throw Error(flag + " goes with " + select + " " + or_list(names) + ", not " + phrase);
     }
-}
-
-// The command and the flags typed, but those that do not change the results (--out, --resume,
-// --quiet, --threads): what --resume compares with the folder it continues.
-nlohmann::json typed_settings(const CLI::App& app, const std::string& command) {
-  nlohmann::json flags = nlohmann::json::object();
-  for (const CLI::Option* o : app.get_options()) {
-    const std::string name = o->get_name();
-    if (o->count() == 0 || name == "--out" || name == "--resume" || name == "--quiet" || name == "--threads" ||
-        name == "--help")
-      continue;
-    std::string v;
-    for (const std::string& r : o->results()) v += (v.empty() ? "" : ",") + r;
-    flags[name] = v;
-  }
-  return {{"command", command}, {"flags", flags}};
-}
-
-// The settings an earlier command recorded in `dir`: its journal's header, else its manifest's
-// (a manifest written before they were recorded: the command only); null if none.
-nlohmann::json settings_in(const fs::path& dir) {
-  if (nlohmann::json h = journal_header(dir / kJournal); h.contains("command")) return h;
-  std::ifstream f(dir / "manifest.json", std::ios::binary);
-  const nlohmann::json m = nlohmann::json::parse(f, nullptr, false);
-  if (m.is_discarded() || !m.is_object()) return nullptr;
-  if (m.contains("settings_typed")) return m["settings_typed"];
-  const nlohmann::json c = m.value("config", nlohmann::json::object());
-  if (c.is_object() && c.contains("study") && c["study"].is_string()) return {{"command", c["study"]}};
-  return nullptr;
-}
-
-// Why `then` (settings_in) is not `now` (typed_settings): "" when they agree, else a sentence that
-// names the other command, or each flag that differs with its two values.
-std::string settings_differ(const nlohmann::json& then, const nlohmann::json& now) {
-  const std::string cmd = then.value("command", "");
-  if (cmd != now.value("command", ""))
-    return "it holds the results of `normlab " + cmd + "`, not of `normlab " + now.value("command", "") +
-           "`: resume with the command that made them, or choose another --out to start afresh";
-  if (!then.contains("flags")) return "";  // recorded before flags were: the runs' settings are checked one by one
-  nlohmann::json keys = then["flags"];
-  keys.update(now["flags"]);
-  std::string diff;
-  const auto value = [](const nlohmann::json& flags, const std::string& k) {
-    return flags.contains(k) ? k + " " + flags[k].get<std::string>() : "no " + k;
-  };
-  for (const auto& [k, _] : keys.items())
-    if (then["flags"].value(k, nlohmann::json()) != now["flags"].value(k, nlohmann::json()))
-      diff += (diff.empty() ? "" : "; ") + value(then["flags"], k) + " then, " + value(now["flags"], k) + " now";
-  if (diff.empty()) return "";
-  return "its results were made with other flags (" + diff + "); --resume continues them with the same flags only: "
-         "give those, or choose another --out to retrain every run";
 }
 
 }  // namespace
@@ -351,31 +299,7 @@ void TrainingCommand::check(const Given& given) {
 
 void TrainingCommand::final_checks(const Given&) {
   if (!o_.resume) return;
-  find_resume_sources();
-}
-
-// --resume: the earlier results to continue, made by this command with the same flags: --out's
-// records, and the journals of the commands killed while they wrote --out. Refused, naming the
-// command or the flags that differ, when the only results there are of another command or flags.
-void TrainingCommand::find_resume_sources() {
-  const fs::path out = output_folder(o_.out), records = out / traits_.records;
-  const fs::path part = fs::path(traits_.records).parent_path();  // study: compare/
-  std::string refused;
-  if (fs::exists(records)) {
-    refused = settings_differ(settings_in(out), settings_);
-    resume_out_ = refused.empty();
-  }
-  for (const fs::path& k : killed_partials(out)) {
-    const nlohmann::json then = settings_in(k / part);
-    if (then.is_null()) continue;  // killed before its first run finished
-    const std::string why = settings_differ(then, settings_);
-    if (why.empty()) resume_killed_.push_back(k);
-    else if (refused.empty()) refused = why;
-  }
-  if (resume_out_ || !resume_killed_.empty()) return;
-  if (!refused.empty()) throw Error("--resume: " + o_.out + ": " + refused);
-  throw Error("--resume: " + o_.out + " holds no results to continue (" + records.string() +
-              " is missing, and no command killed while it wrote " + o_.out + " left a finished run)");
+  resume_ = resume_sources(o_.out, traits_.records, settings_);
 }
 
 // ---- the run ----
@@ -411,11 +335,11 @@ int TrainingCommand::run(const Invocation& inv) {
   ctx.dataset = describe(o_.data, data_);
   ctx.checkpoint_data = data_metadata(o_.data, data_);
   ctx.settings = settings_;
-  ctx.resume_killed = resume_killed_;
+  ctx.resume_killed = resume_.killed;
   if (dist::rank() != 0) {  // this rank's share of the work; rank 0 writes the results
     ctx.quiet = true;
     ctx.out = fs::temp_directory_path() / ("normlab-rank" + std::to_string(dist::rank()) + "-" + std::to_string(::getpid()));
-    if (resume_out_) ctx.resume_from = output_folder(o_.out);
+    if (resume_.out) ctx.resume_from = output_folder(o_.out);
     prepare_output_dir(ctx.out);
     run_other_rank(data_, ctx);
     std::error_code ec;
@@ -424,7 +348,7 @@ int TrainingCommand::run(const Invocation& inv) {
   }
   ResultSet set(o_.out);
   ctx.out = set.dir();
-  if (resume_out_) ctx.resume_from = set.out();
+  if (resume_.out) ctx.resume_from = set.out();
   complete_context(ctx);
   const Report rep = run_plan(data_, ctx);
   set.commit();

@@ -5,12 +5,12 @@
 // and write the results as one set into --out.
 #pragma once
 #include <algorithm>
-#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "experiments/commands/command.h"
+#include "experiments/commands/resume.h"
 #include "experiments/commands/shared_flags.h"
 #include "experiments/datasets.h"
 #include "experiments/studies/study.h"
@@ -99,13 +99,10 @@ class TrainingCommand : public Command {
   void check_applicable(const Given& given) const;
   void check_architecture(const Given& given);
 
-  void find_resume_sources();
-
   TrainingTraits traits_;
   Splits data_;
   nlohmann::json settings_;                      // the command and the flags typed (StudyContext::settings)
-  bool resume_out_ = false;                      // --resume: --out's records are reused
-  std::vector<std::filesystem::path> resume_killed_;  // --resume: killed commands' partial folders reused
+  ResumeSources resume_;                         // --resume: the earlier results reused
 };
 
 // "the dataset is 'moons', the --quick default": what a message about a data-set flag says.
