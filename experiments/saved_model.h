@@ -46,12 +46,20 @@ struct SavedModel {
   // --categorical: the file's feature columns, and each categorical column's categories (empty: none)
   std::vector<std::string> source_columns;
   std::vector<std::pair<std::string, std::vector<std::string>>> categories;
+  // Ctrl-C stopped its training: the weights at the interruption, after `steps` of `planned_steps`
+  // (the metadata's "interrupted", "steps" and "planned_steps"; "" when not recorded).
+  bool interrupted = false;
+  std::string steps, planned_steps;
 };
 
 // Reads a model.safetensors that `normlab train` wrote. Errors name the file and what is missing
 // (a checkpoint without the data metadata, e.g. one written before normlab recorded it, or by
 // another program) or does not fit (weights of other shapes than the metadata's model).
 SavedModel load_saved_model(const std::string& path);
+
+// What eval and predict print (to stderr) before they use a model whose training was interrupted:
+// "normlab: warning: <path> holds the weights at an interruption ..."; "" for a finished run.
+std::string interrupted_warning(const SavedModel& m, const std::string& path);
 
 // An empty data set with the model's training columns, classes and label column: what
 // data::read_csv needs to read a file with the same columns for this model. Throws (naming

@@ -23,6 +23,7 @@
 #include "experiments/interrupt.h"
 #include "experiments/records.h"
 #include "experiments/result_set.h"
+#include "serialize/safetensors.h"
 #include "tests/support/files.h"
 #include "tests/support/process.h"
 
@@ -570,6 +571,51 @@ BOOST_AUTO_TEST_CASE(an_out_that_is_a_symbolic_link_is_followed) {
   BOOST_TEST(run_normlab_quiet({"compare", "--quick", "--seeds", "0", "--epochs", "1", "--resume", "--out",
                                 dangling.string()}) == kExitOk);
   BOOST_TEST(runs_reused(t.path() / "made" / "manifest.json") == 3);  // none, batch, layer
+}
+
+BOOST_AUTO_TEST_CASE(an_interrupted_train_says_so_records_its_steps_and_eval_and_predict_warn) {
+  TempDir t;
+  const std::string csv = std::string(NORMLAB_SOURCE_DIR) + "/tests/experiments/fixtures/iris_like.csv";
+  const auto train = [&](const fs::path& out) {
+    return run_normlab_quiet({"train", "--csv", csv, "--label", "species", "--epochs", "8", "--batch-size", "8",
+                              "--out", out.string()});
+  };
+  const auto stderr_of = [&](const fs::path& dir) {
+    const std::string model = (dir / "model.safetensors").string();
+    return normlab::test::capture_output(2, [&] {
+      BOOST_TEST(run_normlab_quiet({"eval", "--checkpoint", model, "--csv", csv, "--out", (dir / "eval").string()}) ==
+                 kExitOk);
+      BOOST_TEST(run_normlab_quiet({"predict", "--checkpoint", model, "--csv", csv, "--out",
+                                    (dir / "p.csv").string()}) == kExitOk);
+    });
+  };
+  clear_interrupt();
+  interrupt_after_steps(13);  // 48 training rows at batch 8: 6 steps per epoch, 48 planned
+  BOOST_REQUIRE(train(t.path() / "part") == kExitInterrupted);
+  clear_interrupt();
+  const std::string report = read_file(t.path() / "part" / "report.md");
+  BOOST_TEST(report.find("Interrupted (Ctrl-C) after 13 steps of 48") != std::string::npos, report);
+  BOOST_TEST(report.find("holds the weights at the interruption, after 13 of 48 steps: not the final model") !=
+             std::string::npos, report);
+  BOOST_TEST(report.find("The final model is in") == std::string::npos);
+  const auto md = normlab::serialize::load_safetensors((t.path() / "part" / "model.safetensors").string()).metadata;
+  BOOST_TEST(md.at("steps") == "13");
+  BOOST_TEST(md.at("planned_steps") == "48");
+  BOOST_TEST(md.at("interrupted") == "true");
+  const std::string warned = stderr_of(t.path() / "part");
+  const std::string warning = "warning: " + (t.path() / "part" / "model.safetensors").string() +
+                              " holds the weights at an interruption of its training (Ctrl-C after 13 of 48 steps";
+  size_t count = 0;
+  for (size_t at = warned.find(warning); at != std::string::npos; at = warned.find(warning, at + 1)) ++count;
+  BOOST_TEST(count == 2u, warned);  // eval, then predict
+  // A finished run: the final model, all its steps, no warning.
+  BOOST_REQUIRE(train(t.path() / "whole") == kExitOk);
+  BOOST_TEST(read_file(t.path() / "whole" / "report.md").find("The final model is in `model.safetensors`") !=
+             std::string::npos);
+  const auto whole = normlab::serialize::load_safetensors((t.path() / "whole" / "model.safetensors").string()).metadata;
+  BOOST_TEST(whole.at("steps") == "48");
+  BOOST_TEST(whole.count("interrupted") == 0u);
+  BOOST_TEST(stderr_of(t.path() / "whole").find("warning") == std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
