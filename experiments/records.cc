@@ -124,7 +124,7 @@ void RunJournal::append(size_t index, const RunResult& r) {
     h["normlab_journal"] = 1;
     text = h.dump() + "\n";
   }
-  text += nlohmann::json{{"index", index}, {"records", records_json(r)}}.dump() + "\n";
+  text += nlohmann::json{{"index", offset_ + index}, {"records", records_json(r)}}.dump() + "\n";
   const bool ok = write_all(fd, text) && ::fsync(fd) == 0;
   const std::string why = std::strerror(errno);
   ::close(fd);

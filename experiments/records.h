@@ -39,12 +39,15 @@ inline constexpr const char* kJournal = "finished-runs.jsonl";
 class RunJournal {
  public:
   RunJournal(std::filesystem::path path, nlohmann::json header) : path_(std::move(path)), header_(std::move(header)) {}
-  // Appends run `index`; throws normlab::Error naming the file if it cannot.
+  // Appends run `index` (+ the offset); throws normlab::Error naming the file if it cannot.
   void append(size_t index, const RunResult& r);
+  // Where the runs of the next list start among the command's runs (a command of several lists).
+  void set_offset(size_t offset) { offset_ = offset; }
 
  private:
   std::filesystem::path path_;
   nlohmann::json header_;
+  size_t offset_ = 0;
 };
 // The header of the journal at path (null when it has none or cannot be read).
 nlohmann::json journal_header(const std::filesystem::path& path);
