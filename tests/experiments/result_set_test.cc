@@ -90,15 +90,16 @@ bool wait_for_partial(const fs::path& parent) {
 }
 
 
-// The number of finished runs in the journals below `dir` (a partial folder): their lines that
-// hold a run ("index").
+// The number of finished runs in the journals below `dir` (a partial folder): their whole lines
+// that hold a run ({"index": ...}).
 size_t journaled_runs(const fs::path& dir) {
   size_t n = 0;
   std::error_code ec;
   for (const auto& e : fs::recursive_directory_iterator(dir, ec))
     if (e.path().filename() == kJournal) {
-      const std::string text = read_file(e.path());
-      for (size_t at = text.find("\"index\""); at != std::string::npos; at = text.find("\"index\"", at + 1)) ++n;
+      const std::string text = read_file(e.path());  // maybe a line being written: only whole lines count
+      for (size_t at = 0, end; (end = text.find('\n', at)) != std::string::npos; at = end + 1)
+        n += text.compare(at, 9, "{\"index\":") == 0;
     }
   return n;
 }
