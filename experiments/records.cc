@@ -75,8 +75,6 @@ void write_records(const std::filesystem::path& path, const std::vector<RunResul
   nlohmann::json all = nlohmann::json::array();
   for (const RunResult& r : runs) all.push_back(records_json(r));
   write_file_atomic(path, nlohmann::json{{"normlab_records", 1}, {"runs", all}}.dump() + "\n");
-  std::error_code ec;
-  std::filesystem::remove(path.parent_path() / kJournal, ec);
 }
 
 namespace {

@@ -17,7 +17,7 @@ nlohmann::json to_json(const TrainConfig& c);
 
 // The records of a run (its config, losses, epochs, statistics, divergence, timing).
 nlohmann::json records_json(const RunResult& r);
-// Writes the runs' records to path atomically: {"runs": [...]}; then removes the journal beside it.
+// Writes the runs' records to path atomically: {"runs": [...]}.
 void write_records(const std::filesystem::path& path, const std::vector<RunResult>& runs);
 
 // The runs stored in a records file, by position; std::nullopt when the file does not exist.
@@ -33,8 +33,8 @@ std::vector<nlohmann::json> previous_runs(const std::filesystem::path& folder,
 // The journal of finished runs (kJournal in a study's folder): a run is appended, flushed and
 // fsynced the moment it finishes, so that a command killed at any point (SIGKILL, power loss, an
 // OOM kill) loses no finished run. Its first line is a header ({"normlab_journal": 1, ...header}),
-// then one line per run: {"index": i, "records": records_json}. write_records removes it (the
-// records file then holds every run). The file is made at the first run.
+// then one line per run: {"index": i, "records": records_json}. write_report (report.h) removes it
+// once records.json holds every run and manifest.json the settings. The file is made at the first run.
 inline constexpr const char* kJournal = "finished-runs.jsonl";
 class RunJournal {
  public:

@@ -186,7 +186,8 @@ void TrainingCommand::add_output_flags(CLI::App& a) {
   commands::add_output_flags(a, o_.out, o_.quiet, o_.threads);
   if (!traits_.single_run)
     a.add_flag("--resume", o_.resume,
-               "continue the interrupted results in --out: keep their finished runs, train the rest (same flags)");
+               "continue the results in --out of an interrupted or killed command: keep its finished runs, train "
+               "the rest (the same flags)");
 }
 
 // ---- presets and checks ----
