@@ -111,7 +111,8 @@ SavedModel load_saved_model(const std::string& path) {
   }
   read_data_side(md, get, path, m);
   m.interrupted = md.count("interrupted") && md.at("interrupted") == "true";
-  if (m.interrupted) m.steps = md.count("steps") ? md.at("steps") : "", m.planned_steps = md.count("planned_steps") ? md.at("planned_steps") : "";
+  if (md.count("steps")) m.steps = md.at("steps");
+  if (md.count("planned_steps")) m.planned_steps = md.at("planned_steps");
   const auto n = static_cast<int64_t>(m.standardizer.mean.size());
   if (n != m.spec.inputs || static_cast<int64_t>(m.standardizer.std.size()) != n)
     throw Error(path + ": the preprocessing has " + std::to_string(n) + " means and " +
@@ -152,7 +153,8 @@ data::Dataset csv_columns_of(const SavedModel& m, const std::string& checkpoint,
 
 std::string interrupted_warning(const SavedModel& m, const std::string& path) {
   if (!m.interrupted) return "";
-  const std::string when = m.steps.empty() ? "" : " after " + m.steps + (m.planned_steps.empty() ? "" : " of " + m.planned_steps) + " steps";
+  const std::string of = m.planned_steps.empty() ? "" : " of " + m.planned_steps;
+  const std::string when = m.steps.empty() ? "" : " after " + m.steps + of + " steps";
   return "normlab: warning: " + path + " holds the weights at an interruption of its training (Ctrl-C" + when +
          "; its metadata says interrupted=true), not a finished model: `normlab train --resume` with the flags "
          "that made it finishes the training\n";

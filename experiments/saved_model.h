@@ -47,7 +47,7 @@ struct SavedModel {
   std::vector<std::string> source_columns;
   std::vector<std::pair<std::string, std::vector<std::string>>> categories;
   // Ctrl-C stopped its training: the weights at the interruption, after `steps` of `planned_steps`
-  // (the metadata's "interrupted", "steps" and "planned_steps"; "" when not recorded).
+  // (the metadata's "interrupted", "steps" and "planned_steps"; a string "" when not recorded).
   bool interrupted = false;
   std::string steps, planned_steps;
 };

@@ -47,7 +47,8 @@ std::string settings_differ(const nlohmann::json& then, const nlohmann::json& no
   if (cmd != now.value("command", ""))
     return "it holds the results of `normlab " + cmd + "`, not of `normlab " + now.value("command", "") +
            "`: resume with the command that made them, or choose another --out to start afresh";
-  if (!then.contains("flags") || !then["flags"].is_object()) return "";  // recorded before flags were: the runs' settings are checked one by one
+  // Recorded before the flags were (the command only): the runs' settings are checked one by one.
+  if (!then.contains("flags") || !then["flags"].is_object()) return "";
   nlohmann::json keys = then["flags"];
   keys.update(now["flags"]);
   std::string diff;

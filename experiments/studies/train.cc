@@ -176,7 +176,9 @@ Report run_train(const CheckedRun& run, const Splits& data, const StudyContext& 
   if (r.interrupted) metadata["interrupted"] = "true", metadata["planned_steps"] = std::to_string(r.total_steps);
   nn::save_module((ctx.out / (r.diverged ? "model.diverged.safetensors" : "model.safetensors")).string(), *r.model,
                   metadata);
-  Report rep{"Training run", train_markdown(r, ctx, has_val, train_plots(r, ctx, has_val), data.standardizer.y_std, steps_done), r.diverged};
+  Report rep{"Training run",
+             train_markdown(r, ctx, has_val, train_plots(r, ctx, has_val), data.standardizer.y_std, steps_done),
+             r.diverged};
   rep.interrupted = r.interrupted;
   nlohmann::json man = manifest(ctx, {{"study", "train"}, {"config", to_json(r.config)}}, r.seconds);
   man["interrupted"] = r.interrupted;

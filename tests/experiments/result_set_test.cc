@@ -121,7 +121,8 @@ size_t kill_after_runs(const std::vector<std::string>& args, const fs::path& par
   int st = 0;
   for (int i = 0; i < 60000 && !ready; ++i) {
     for (const fs::path& p : partials_in(parent))
-      if (p.filename().string().ends_with("-" + std::to_string(pid)) && (seen = journaled_runs(p)) >= runs) ready = true;
+      if (p.filename().string().ends_with("-" + std::to_string(pid)) && (seen = journaled_runs(p)) >= runs)
+        ready = true;
     if (!ready && ::waitpid(pid, &st, WNOHANG) == pid) break;  // it ended before: the test fails below
     if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
