@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <filesystem>
@@ -618,6 +619,28 @@ BOOST_AUTO_TEST_CASE(an_interrupted_train_says_so_records_its_steps_and_eval_and
   BOOST_TEST(whole.at("steps") == "48");
   BOOST_TEST(whole.count("interrupted") == 0u);
   BOOST_TEST(stderr_of(t.path() / "whole").find("warning") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_journal_cut_by_a_kill_gives_its_whole_lines) {
+  TempDir t;
+  BOOST_REQUIRE_EQUAL(run_normlab_quiet({"sweep", "--quick", "--norms", "none", "--seeds", "0", "--batch-sizes", "8,32",
+                                         "--out", (t.path() / "done").string()}), kExitOk);
+  const auto runs = read_records(t.path() / "done" / "records.json").value();
+  BOOST_REQUIRE_EQUAL(runs.size(), 2u);
+  // A killed command's partial folder: its journal holds run 1, then a line the kill cut.
+  const fs::path killed = t.path() / ".x.normlab-partial-1";
+  fs::create_directories(killed);
+  const std::string line = nlohmann::json{{"index", 1}, {"records", runs[1]}}.dump();
+  normlab::test::write_file(killed / kJournal, "{\"command\":\"sweep\",\"normlab_journal\":1}\n" + line + "\n" +
+                                                   line.substr(0, line.size() / 2));
+  const auto previous = previous_runs({}, {killed});
+  BOOST_REQUIRE_EQUAL(previous.size(), 2u);
+  BOOST_TEST(previous[0].is_null());
+  BOOST_TEST(previous[1] == runs[1]);
+  BOOST_TEST(journal_header(killed / kJournal)["command"] == "sweep");
+  // --out's records come first; the journal fills the runs they lack.
+  const auto both = previous_runs(t.path() / "done", {killed});
+  BOOST_TEST((both.size() == 2u && both[0] == runs[0] && both[1] == runs[1]));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
