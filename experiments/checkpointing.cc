@@ -1,8 +1,6 @@
 // Training checkpoints: two tensor files named by their step and state.json, written last.
 #include "experiments/checkpointing.h"
 
-#include <signal.h>
-
 #include <cerrno>
 #include <fstream>
 #include <sstream>
@@ -11,6 +9,7 @@
 #include "base/error.h"
 #include "experiments/output.h"
 #include "experiments/records.h"
+#include "experiments/result_set.h"
 #include "nn/checkpoint.h"
 #include "optim/checkpoint.h"
 
@@ -21,16 +20,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr int kFormat = 1;  // state.json's "normlab_checkpoint"
-
-// A process id that no longer runs (its partial folder is what it left when it was killed).
-bool dead(const std::string& pid) {
-  try {
-    const long p = std::stol(pid);
-    return p > 0 && ::kill(static_cast<pid_t>(p), 0) != 0 && errno == ESRCH;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
 
 // The steps done at the checkpoint in dir, or -1 when dir holds none that can be read.
 int64_t steps_of(const fs::path& dir) {
@@ -110,16 +99,8 @@ std::optional<fs::path> find_checkpoint(const fs::path& where) {
   };
   if (fs::exists(where / "checkpoint" / "state.json")) consider(where / "checkpoint");
   // A killed command's partial folder: ".<name>.normlab-partial-<pid>" beside the output folder.
-  std::error_code ec;
-  const fs::path out = fs::absolute(where, ec).lexically_normal();
-  const fs::path name = out.filename().empty() ? out.parent_path().filename() : out.filename();
-  const fs::path parent = out.filename().empty() ? out.parent_path().parent_path() : out.parent_path();
-  const std::string prefix = "." + name.string() + ".normlab-partial-";
-  for (const auto& f : fs::directory_iterator(parent, ec)) {
-    const std::string n = f.path().filename().string();
-    if (n.starts_with(prefix) && dead(n.substr(prefix.size())) && fs::exists(f.path() / "checkpoint" / "state.json"))
-      consider(f.path() / "checkpoint");
-  }
+  for (const fs::path& k : killed_partials(output_folder(where)))
+    if (fs::exists(k / "checkpoint" / "state.json")) consider(k / "checkpoint");
   return best;
 }
 

@@ -24,6 +24,12 @@ struct StudyContext {
   // --resume: the folder of an earlier command with the same settings, whose records.json holds
   // the runs to reuse (empty: train every run).
   std::filesystem::path resume_from;
+  // --resume: the partial folders that killed commands of the same settings left beside --out
+  // (result_set.h), whose finished runs are reused too (their journals, records.h).
+  std::vector<std::filesystem::path> resume_killed;
+  // The command and the flags typed ({"command": "sweep", "flags": {"--lrs": "0.1,0.2"}}): in the
+  // manifest and the journal's header, what --resume checks before it continues a folder.
+  nlohmann::json settings;
   // train: a checkpoint after every N epochs (0: only when Ctrl-C stops the run), in out/checkpoint;
   // and the checkpoint folder to continue from (train --resume; empty: start afresh).
   int64_t checkpoint_every = 0;

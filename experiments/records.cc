@@ -1,7 +1,12 @@
 // Runs' records as JSON, written and read back exactly.
 #include "experiments/records.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -74,6 +79,67 @@ void write_records(const std::filesystem::path& path, const std::vector<RunResul
   write_file_atomic(path, nlohmann::json{{"normlab_records", 1}, {"runs", all}}.dump() + "\n");
 }
 
+namespace {
+
+// Writes all of text to fd (retrying short writes); false on an error.
+bool write_all(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Syncs a folder, so that a file made in it survives a power loss.
+void sync_dir(const std::filesystem::path& dir) {
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+// The lines of a journal that parse as JSON objects (a line cut by a kill is left out).
+std::vector<nlohmann::json> journal_lines(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(f, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.is_object()) lines.push_back(j);
+  }
+  return lines;
+}
+
+}  // namespace
+
+void RunJournal::append(size_t index, const RunResult& r) {
+  const bool fresh = !std::filesystem::exists(path_);
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0) throw Error("cannot write " + path_.string() + ": " + std::strerror(errno));
+  std::string text;
+  if (fresh) {
+    nlohmann::json h = header_.is_object() ? header_ : nlohmann::json::object();
+    h["normlab_journal"] = 1;
+    text = h.dump() + "\n";
+  }
+  text += nlohmann::json{{"index", offset_ + index}, {"records", records_json(r)}}.dump() + "\n";
+  const bool ok = write_all(fd, text) && ::fsync(fd) == 0;
+  const std::string why = std::strerror(errno);
+  ::close(fd);
+  if (!ok) throw Error("cannot write " + path_.string() + ": " + why);
+  if (fresh) sync_dir(path_.parent_path()), sync_dir(path_.parent_path().parent_path());
+}
+
+nlohmann::json journal_header(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::string line;
+  if (!std::getline(f, line)) return nullptr;
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+  return !j.is_discarded() && j.is_object() && j.contains("normlab_journal") ? j : nlohmann::json();
+}
+
 std::optional<std::vector<nlohmann::json>> read_records(const std::filesystem::path& path) {
   if (!std::filesystem::exists(path)) return std::nullopt;
   std::ifstream f(path, std::ios::binary);
@@ -85,9 +151,25 @@ std::optional<std::vector<nlohmann::json>> read_records(const std::filesystem::p
   return j["runs"].get<std::vector<nlohmann::json>>();
 }
 
-std::vector<nlohmann::json> previous_runs(const std::filesystem::path& folder) {
-  if (folder.empty()) return {};
-  return read_records(folder / "records.json").value_or(std::vector<nlohmann::json>{});
+std::vector<nlohmann::json> previous_runs(const std::filesystem::path& folder,
+                                          const std::vector<std::filesystem::path>& killed) {
+  std::vector<nlohmann::json> runs;
+  if (!folder.empty()) runs = read_records(folder / "records.json").value_or(std::vector<nlohmann::json>{});
+  const auto put = [&runs](size_t i, const nlohmann::json& run) {
+    if (i >= runs.size()) runs.resize(i + 1);
+    if (runs[i].is_null()) runs[i] = run;
+  };
+  for (const std::filesystem::path& k : killed) {
+    try {  // a killed command's records.json is complete (it was killed before the last rename)
+      const auto all = read_records(k / "records.json").value_or(std::vector<nlohmann::json>{});
+      for (size_t i = 0; i < all.size(); ++i) put(i, all[i]);
+    } catch (const Error&) {
+    }
+    for (const nlohmann::json& line : journal_lines(k / kJournal))
+      if (line.contains("index") && line["index"].is_number_unsigned() && line.contains("records"))
+        put(line["index"].get<size_t>(), line["records"]);
+  }
+  return runs;
 }
 
 std::optional<RunResult> stored_run(const nlohmann::json& j, const TrainConfig& config) {

@@ -24,8 +24,33 @@ void write_records(const std::filesystem::path& path, const std::vector<RunResul
 // Throws normlab::Error naming the file if it is not a records file.
 std::optional<std::vector<nlohmann::json>> read_records(const std::filesystem::path& path);
 // The runs an earlier command left in `folder`/records.json (none when folder is empty or the
-// file does not exist).
-std::vector<nlohmann::json> previous_runs(const std::filesystem::path& folder);
+// file does not exist), completed by the runs that killed commands left in `killed` (their
+// partial folders, result_set.h: records.json, then the journal of finished runs) where the
+// earlier command holds no run at that position.
+std::vector<nlohmann::json> previous_runs(const std::filesystem::path& folder,
+                                          const std::vector<std::filesystem::path>& killed = {});
+
+// The journal of finished runs (kJournal in a study's folder): a run is appended, flushed and
+// fsynced the moment it finishes, so that a command killed at any point (SIGKILL, power loss, an
+// OOM kill) loses no finished run. Its first line is a header ({"normlab_journal": 1, ...header}),
+// then one line per run: {"index": i, "records": records_json}. write_report (report.h) removes it
+// once records.json holds every run and manifest.json the settings. The file is made at the first run.
+inline constexpr const char* kJournal = "finished-runs.jsonl";
+class RunJournal {
+ public:
+  RunJournal(std::filesystem::path path, nlohmann::json header) : path_(std::move(path)), header_(std::move(header)) {}
+  // Appends run `index` (+ the offset); throws normlab::Error naming the file if it cannot.
+  void append(size_t index, const RunResult& r);
+  // Where the runs of the next list start among the command's runs (a command of several lists).
+  void set_offset(size_t offset) { offset_ = offset; }
+
+ private:
+  std::filesystem::path path_;
+  nlohmann::json header_;
+  size_t offset_ = 0;
+};
+// The header of the journal at path (null when it has none or cannot be read).
+nlohmann::json journal_header(const std::filesystem::path& path);
 // The stored run for `config` (the same settings, compared as JSON), or std::nullopt.
 std::optional<RunResult> stored_run(const nlohmann::json& stored, const TrainConfig& config);
 

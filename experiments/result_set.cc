@@ -5,8 +5,12 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include <signal.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 #include "base/error.h"
 #include "experiments/output.h"
@@ -23,14 +27,53 @@ bool replaceable(const fs::path& out) {
   return fs::exists(out / "manifest.json") || fs::exists(out / "report.md");
 }
 
+// True if the process `pid` (the text after "-partial-", maybe with "-old") no longer runs.
+bool gone(const std::string& pid) {
+  try {
+    const long p = std::stol(pid);
+    return p > 0 && ::kill(static_cast<pid_t>(p), 0) != 0 && errno == ESRCH;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// ".<name>.normlab-partial-": the start of the partial folders' names of the output folder out.
+std::string partial_prefix(const fs::path& out) { return "." + out.filename().string() + ".normlab-partial-"; }
+
 }  // namespace
 
-ResultSet::ResultSet(fs::path out) : out_(std::move(out)) {
-  const std::string given = out_.string();  // as the user wrote it (--out)
+fs::path output_folder(const fs::path& given) {
   std::error_code ec;
-  out_ = fs::absolute(out_, ec).lexically_normal();
-  if (out_.filename().empty()) out_ = out_.parent_path();  // "dir/" names dir
-  if (out_ == out_.root_path()) throw Error("cannot write to output folder " + out_.string() + ": it is the root");
+  fs::path out = fs::absolute(given, ec).lexically_normal();
+  if (out.filename().empty()) out = out.parent_path();  // "dir/" names dir
+  for (int links = 0; fs::is_symlink(out, ec); ++links) {  // --out is a link: the folder it points to
+    if (links == 40) throw Error("cannot write to output folder " + given.string() + ": too many symbolic links");
+    const fs::path to = fs::read_symlink(out, ec);
+    out = (to.is_absolute() ? to : out.parent_path() / to).lexically_normal();
+    if (out.filename().empty()) out = out.parent_path();
+  }
+  if (out == out.root_path()) throw Error("cannot write to output folder " + given.string() + ": it is the root");
+  return out;
+}
+
+std::vector<fs::path> killed_partials(const fs::path& out) {
+  const std::string prefix = partial_prefix(out);
+  std::vector<std::pair<fs::file_time_type, fs::path>> found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(out.parent_path(), ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.starts_with(prefix) && gone(n.substr(prefix.size())) && e.is_directory(ec))
+      found.emplace_back(fs::last_write_time(e.path(), ec), e.path());
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<fs::path> paths;
+  for (auto& f : found) paths.push_back(std::move(f.second));
+  return paths;
+}
+
+ResultSet::ResultSet(fs::path out) : out_(output_folder(out)) {
+  const std::string given = out.string();  // as the user wrote it (--out)
+  std::error_code ec;
   if (fs::exists(out_, ec)) {
     if (!fs::is_directory(out_, ec))
       throw Error("cannot write to output folder " + out_.string() + ": it exists and is not a folder");
@@ -40,7 +83,7 @@ ResultSet::ResultSet(fs::path out) : out_(std::move(out)) {
                   "or empty folder with --out");
   }
   const fs::path parent = out_.parent_path().empty() ? fs::path(".") : out_.parent_path();
-  partial_ = parent / ("." + out_.filename().string() + ".normlab-partial-" + std::to_string(::getpid()));
+  partial_ = parent / (partial_prefix(out_) + std::to_string(::getpid()));
   fs::remove_all(partial_, ec);
   try {
     prepare_output_dir(partial_);  // creates the parents too, and checks the folder is writable
@@ -66,6 +109,7 @@ void ResultSet::commit() {
   if (!fs::exists(out_, ec)) {
     if (::rename(partial_.c_str(), out_.c_str()) != 0) fail("cannot put the results in " + out_.string(), std::strerror(errno));
     committed_ = true;
+    remove_killed();
     return;
   }
   // Both exist: swap them in one step, so that the output folder is always one complete set.
@@ -77,11 +121,19 @@ void ResultSet::commit() {
     if (::rename(partial_.c_str(), out_.c_str()) != 0) fail("cannot put the results in " + out_.string(), std::strerror(errno));
     committed_ = true;
     fs::remove_all(old, ec);
+    remove_killed();
     return;
   }
   committed_ = true;
   fs::remove_all(partial_, ec);  // now the previous set
   if (ec) throw Error("cannot remove the previous results, now in " + partial_.string() + ": " + ec.message());
+  remove_killed();
+}
+
+// What killed commands left beside the output folder: the new set replaced it, so none is wanted.
+void ResultSet::remove_killed() const {
+  std::error_code ec;
+  for (const fs::path& p : killed_partials(out_)) fs::remove_all(p, ec);
 }
 
 }  // namespace normlab::experiments

@@ -1,11 +1,23 @@
 // A command's output folder, written as one set: every file goes to a hidden sibling folder that
 // replaces the output folder in one step when the command is done. A command killed before that
 // leaves the output folder as it was, beside a folder whose name says it is incomplete
-// (".<name>.normlab-partial-<pid>"); a command that fails removes its partial folder.
+// (".<name>.normlab-partial-<pid>"); a command that fails removes its partial folder. `--resume`
+// reads the finished runs a killed command left there (records.h), and the command that next
+// puts a set in place of the output folder removes the partial folders of processes that are gone.
+// An output folder that is a symbolic link is followed: the set replaces the folder it points to.
 #pragma once
 #include <filesystem>
+#include <vector>
 
 namespace normlab::experiments {
+
+// The output folder that `out` (as given to --out) names: absolute, a symbolic link followed (its
+// target, which need not exist yet). Throws normlab::Error naming `out` if it is the root.
+std::filesystem::path output_folder(const std::filesystem::path& out);
+
+// The partial folders beside the output folder `out` (output_folder) of processes that are gone:
+// what killed commands left, oldest first.
+std::vector<std::filesystem::path> killed_partials(const std::filesystem::path& out);
 
 class ResultSet {
  public:
@@ -23,10 +35,12 @@ class ResultSet {
   // The output folder the set becomes.
   const std::filesystem::path& out() const { return out_; }
   // Puts the set in place of the output folder at once (an atomic exchange when one exists), then
-  // removes the old set. Throws normlab::Error if it cannot.
+  // removes the old set and the killed commands' partial folders (killed_partials). Throws
+  // normlab::Error if it cannot.
   void commit();
 
  private:
+  void remove_killed() const;
   std::filesystem::path out_, partial_;
   bool committed_ = false;
 };

@@ -53,8 +53,9 @@ class ThreadCount {
 class RunQueue {
  public:
   RunQueue(const std::vector<CheckedRun>& configs, const Splits& data, bool quiet, const RunLabel& label,
-           const RunOutcome& outcome, const std::vector<nlohmann::json>& previous, size_t first, size_t stride)
-      : configs_(configs), data_(data), label_(label), outcome_(outcome), previous_(previous),
+           const RunOutcome& outcome, const std::vector<nlohmann::json>& previous, size_t first, size_t stride,
+           RunJournal* journal)
+      : configs_(configs), data_(data), label_(label), outcome_(outcome), previous_(previous), journal_(journal),
         progress_(steps_of(configs, data, first, stride), quiet), finished_(configs.size()),
         steps_done_(configs.size(), 0), next_(first), stride_(stride) {}
 
@@ -114,6 +115,7 @@ class RunQueue {
     std::lock_guard<std::mutex> lock(mu_);
     report_steps(i, steps_per_run(c, data_), name);
     if (!r.interrupted) {
+      if (journal_) journal_->append(i, r);  // durable before it is reported
       progress_.line(name + ": " + outcome_(r) + (kept ? " (from the earlier records)" : ""));
       reused_ += kept ? 1 : 0;
     }
@@ -125,6 +127,7 @@ class RunQueue {
   const RunLabel& label_;
   const RunOutcome& outcome_;
   const std::vector<nlohmann::json>& previous_;
+  RunJournal* journal_;
   Progress progress_;
   std::mutex mu_;  // guards everything below that the workers share
   std::vector<std::optional<RunResult>> finished_;
@@ -136,7 +139,8 @@ class RunQueue {
 }  // namespace
 
 Runs run_all(const std::vector<CheckedRun>& configs, const Splits& data, bool quiet, const RunLabel& label,
-             const RunOutcome& outcome, const std::vector<nlohmann::json>& previous, int ranks_per_run) {
+             const RunOutcome& outcome, const std::vector<nlohmann::json>& previous, int ranks_per_run,
+             RunJournal* journal) {
   const size_t n = configs.size();
   if (ranks_per_run < 1 || dist::world_size() % ranks_per_run != 0)
     throw Error("runs over " + std::to_string(ranks_per_run) + " processes each need a job of a multiple of " +
@@ -149,7 +153,7 @@ Runs run_all(const std::vector<CheckedRun>& configs, const Splits& data, bool qu
   std::optional<dist::Group> group;  // this run's ranks (a collective: every rank makes one)
   if (whole_job) group.emplace(static_cast<int>(me));
   const bool sender = dist::rank() == 0;  // the group's first rank
-  RunQueue queue(configs, data, quiet, label, outcome, previous, me, ranks);
+  RunQueue queue(configs, data, quiet, label, outcome, previous, me, ranks, sender ? journal : nullptr);
   // With several threads, runs train side by side, one thread each: their results do not depend
   // on the thread count, and at the studies' sizes two single-thread runs at once finish sooner
   // than two 2-thread runs in turn (a batch-2 MLP step gains nothing from a second thread).

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "experiments/records.h"
 #include "experiments/trainer.h"
 
 namespace normlab::experiments {
@@ -33,12 +34,14 @@ struct Runs {
 // With ranks_per_run = R > 1 (configs with distributed set), the W processes form W / R groups of
 // R consecutive ranks (dist::Group): group g trains runs g, g + W/R, ..., each data-parallel over
 // its R ranks, one run at a time; W must be a multiple of R.
+// With a journal (records.h), every run this process finishes (trained or taken from `previous`)
+// is appended to it the moment it finishes: a command killed later keeps it for --resume.
 // A run's name on the progress bar, and what its line says when it ends.
 using RunLabel = std::function<std::string(const TrainConfig&)>;
 using RunOutcome = std::function<std::string(const RunResult&)>;
 
 Runs run_all(const std::vector<CheckedRun>& configs, const Splits& data, bool quiet, const RunLabel& label,
              const RunOutcome& outcome,
-             const std::vector<nlohmann::json>& previous = {}, int ranks_per_run = 1);
+             const std::vector<nlohmann::json>& previous = {}, int ranks_per_run = 1, RunJournal* journal = nullptr);
 
 }  // namespace normlab::experiments

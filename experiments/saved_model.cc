@@ -125,6 +125,9 @@ SavedModel load_saved_model(const std::string& path) {
     }
   }
   read_data_side(md, get, path, m);
+  m.interrupted = md.count("interrupted") && md.at("interrupted") == "true";
+  if (md.count("steps")) m.steps = md.at("steps");
+  if (md.count("planned_steps")) m.planned_steps = md.at("planned_steps");
   const auto n = static_cast<int64_t>(m.standardizer.mean.size());
   if (n != m.spec.inputs || static_cast<int64_t>(m.standardizer.std.size()) != n)
     throw Error(path + ": the preprocessing has " + std::to_string(n) + " means and " +
@@ -188,6 +191,15 @@ data::CsvOptions with_recorded_format(data::CsvOptions o, const SavedModel& m,
     throw Error("the checkpoint's metadata \"csv_format\" is not valid: " + std::string(e.what()));
   }
   return o;
+}
+
+std::string interrupted_warning(const SavedModel& m, const std::string& path) {
+  if (!m.interrupted) return "";
+  const std::string of = m.planned_steps.empty() ? "" : " of " + m.planned_steps;
+  const std::string when = m.steps.empty() ? "" : " after " + m.steps + of + " steps";
+  return "normlab: warning: " + path + " holds the weights at an interruption of its training (Ctrl-C" + when +
+         "; its metadata says interrupted=true), not a finished model: `normlab train --resume` with the flags "
+         "that made it finishes the training\n";
 }
 
 }  // namespace normlab::experiments

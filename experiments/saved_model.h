@@ -52,6 +52,10 @@ struct SavedModel {
   std::vector<std::string> source_columns;
   std::vector<std::pair<std::string, std::vector<std::string>>> categories;
   nlohmann::json csv_format;  // how the training CSV file was read (null: not a CSV file, or an older checkpoint)
+  // Ctrl-C stopped its training: the weights at the interruption, after `steps` of `planned_steps`
+  // (the metadata's "interrupted", "steps" and "planned_steps"; a string "" when not recorded).
+  bool interrupted = false;
+  std::string steps, planned_steps;
 };
 
 // `o` with the CSV format the checkpoint recorded (separator, comment character, header, skipped
@@ -64,6 +68,10 @@ data::CsvOptions with_recorded_format(data::CsvOptions o, const SavedModel& m,
 // (a checkpoint without the data metadata, e.g. one written before normlab recorded it, or by
 // another program) or does not fit (weights of other shapes than the metadata's model).
 SavedModel load_saved_model(const std::string& path);
+
+// What eval and predict print (to stderr) before they use a model whose training was interrupted:
+// "normlab: warning: <path> holds the weights at an interruption ..."; "" for a finished run.
+std::string interrupted_warning(const SavedModel& m, const std::string& path);
 
 // An empty data set with the model's training columns, classes and label column: what
 // data::read_csv needs to read a file with the same columns for this model. Throws (naming

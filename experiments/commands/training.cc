@@ -12,6 +12,7 @@
 #include "experiments/archs.h"
 #include "experiments/cli.h"
 #include "experiments/commands/flags.h"
+#include "experiments/commands/resume.h"
 #include "experiments/entries.h"
 #include "experiments/interrupt.h"
 #include "experiments/optimizers.h"
@@ -203,7 +204,8 @@ void TrainingCommand::add_output_flags(CLI::App& a) {
   commands::add_output_flags(a, o_.out, o_.quiet, o_.threads);
   if (!traits_.single_run)
     a.add_flag("--resume", o_.resume,
-               "continue the interrupted results in --out: keep their finished runs, train the rest (same flags)");
+               "continue the results in --out of an interrupted or killed command: keep its finished runs, train "
+               "the rest (the same flags)");
 }
 
 // ---- presets and checks ----
@@ -314,14 +316,13 @@ void TrainingCommand::check(const Given& given) {
   apply_optimizer_defaults(given);
   if (o_.train.model.hidden.empty()) o_.train.model.hidden = {64, 64};
   check_architecture(given);
+  settings_ = typed_settings(*app_, name());
   final_checks(given);
 }
 
 void TrainingCommand::final_checks(const Given&) {
   if (!o_.resume) return;
-  const fs::path records = fs::path(o_.out) / traits_.records;
-  if (!fs::exists(records))
-    throw Error("--resume: " + o_.out + " holds no results to continue (" + records.string() + " is missing)");
+  resume_ = resume_sources(o_.out, traits_.records, settings_);
 }
 
 // ---- the run ----
@@ -359,10 +360,12 @@ int TrainingCommand::run(const Invocation& inv) {
   ctx.dataset = describe(o_.data, data_);
   ctx.defaults_note = o_.defaults_note;
   ctx.checkpoint_data = data_metadata(o_.data, data_);
+  ctx.settings = settings_;
+  ctx.resume_killed = resume_.killed;
   if (dist::rank() != 0) {  // this rank's share of the work; rank 0 writes the results
     ctx.quiet = true;
     ctx.out = fs::temp_directory_path() / ("normlab-rank" + std::to_string(dist::rank()) + "-" + std::to_string(::getpid()));
-    if (o_.resume) ctx.resume_from = fs::absolute(o_.out);
+    if (resume_.out) ctx.resume_from = output_folder(o_.out);
     prepare_output_dir(ctx.out);
     run_other_rank(data_, ctx);
     std::error_code ec;
@@ -371,7 +374,7 @@ int TrainingCommand::run(const Invocation& inv) {
   }
   ResultSet set(o_.out);
   ctx.out = set.dir();
-  if (o_.resume) ctx.resume_from = set.out();
+  if (resume_.out) ctx.resume_from = set.out();
   complete_context(ctx);
   const Report rep = run_plan(data_, ctx);
   set.commit();

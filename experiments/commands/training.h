@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "experiments/commands/command.h"
+#include "experiments/commands/resume.h"
 #include "experiments/commands/shared_flags.h"
 #include "experiments/datasets.h"
 #include "experiments/studies/study.h"
@@ -108,6 +109,8 @@ class TrainingCommand : public Command {
 
   TrainingTraits traits_;
   Splits data_;
+  nlohmann::json settings_;                      // the command and the flags typed (StudyContext::settings)
+  ResumeSources resume_;                         // --resume: the earlier results reused
 };
 
 // A batch size the user gave (flag: "--batch-size", "--batch-sizes") larger than the training set

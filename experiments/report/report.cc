@@ -11,6 +11,7 @@
 #include "experiments/git_commit.h"
 #include "experiments/optimizers.h"
 #include "experiments/output.h"
+#include "experiments/records.h"
 #include "experiments/report/plot.h"
 #include "experiments/registry.h"
 
@@ -20,6 +21,7 @@ nlohmann::json manifest(const StudyContext& ctx, const nlohmann::json& config, d
   nlohmann::json m;
   m["normlab"] = NORMLAB_VERSION;  // the version (the project() version in CMakeLists.txt)
   m["command"] = ctx.command_line;
+  if (!ctx.settings.is_null()) m["settings_typed"] = ctx.settings;
   m["git_commit"] = git_commit();
   m["highway_target"] = autograd::kernels::active_target();
   m["threads"] = autograd::num_threads();
@@ -34,6 +36,8 @@ nlohmann::json manifest(const StudyContext& ctx, const nlohmann::json& config, d
 void write_report(const StudyContext& ctx, const Report& rep, const nlohmann::json& manifest_json) {
   write_file_atomic(ctx.out / "report.md", "# " + rep.title + "\n\nCommand: `" + ctx.command_line + "`\n\n" + rep.markdown);
   write_file_atomic(ctx.out / "manifest.json", manifest_json.dump(2) + "\n");
+  std::error_code ec;  // the runs are in records.json, the settings in the manifest: the journal is done
+  std::filesystem::remove(ctx.out / kJournal, ec);
 }
 
 std::string interrupted_note(const Runs& runs, const std::string& command) {

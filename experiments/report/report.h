@@ -14,7 +14,8 @@ namespace normlab::experiments::report {
 
 // The manifest common to every study: configuration, git commit, Highway target, threads, wall time.
 nlohmann::json manifest(const StudyContext& ctx, const nlohmann::json& config, double wall_seconds);
-// Writes ctx.out/report.md ("# title", the command line, the markdown) and ctx.out/manifest.json.
+// Writes ctx.out/report.md ("# title", the command line, the markdown) and ctx.out/manifest.json,
+// then removes the journal of finished runs in ctx.out (records.h): the set is complete.
 void write_report(const StudyContext& ctx, const Report& rep, const nlohmann::json& manifest_json);
 
 // The report's first lines when Ctrl-C stopped the command ("" otherwise): how many runs finished

@@ -320,6 +320,7 @@ Report run_compare(const CompareConfig& cfg, const Splits& data, const StudyCont
 Report run_compare(const CompareConfig& cfg, const std::vector<CheckedRun>& configs, const Splits& data,
                    const StudyContext& ctx) {
   prepare_output_dir(ctx.out);
+  RunJournal journal(ctx.out / kJournal, ctx.settings);
   const Runs runs = run_all(
       configs, data, ctx.quiet,
       [](const TrainConfig& c) { return "compare: norm " + c.model.norm + ", seed " + std::to_string(c.seed); },
@@ -328,7 +329,7 @@ Report run_compare(const CompareConfig& cfg, const std::vector<CheckedRun>& conf
                           : "test " + sc.name + " " + sc.format(final_epoch(r).test_acc) + ", test loss " +
                                 fmt(final_epoch(r).test_loss, 4);
       },
-      previous_runs(ctx.resume_from));
+      previous_runs(ctx.resume_from, ctx.resume_killed), 1, &journal);
   const bool use_val = data.validation.size() > 0;
   const auto agg = aggregate(cfg, runs.results, use_val);
   write_tables(cfg, runs.results, agg, ctx, use_val);

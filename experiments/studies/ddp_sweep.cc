@@ -246,9 +246,10 @@ namespace {
 // where they hold it; Ctrl-C in one list leaves the lists after it unstarted.
 Runs run_lists(const DdpSweepConfig& cfg, const std::vector<std::vector<CheckedRun>>& lists, const Splits& data,
                const StudyContext& ctx) {
-  const std::vector<nlohmann::json> previous = previous_runs(ctx.resume_from);
+  const std::vector<nlohmann::json> previous = previous_runs(ctx.resume_from, ctx.resume_killed);
   Runs all;
   size_t offset = 0;
+  RunJournal journal(ctx.out / kJournal, ctx.settings);
   for (size_t k = 0; k < lists.size(); ++k) {
     const std::vector<CheckedRun>& list = lists[k];
     const bool stopped = all.interrupted();  // Ctrl-C in an earlier part: the rest is not started
@@ -257,7 +258,9 @@ Runs run_lists(const DdpSweepConfig& cfg, const std::vector<std::vector<CheckedR
     const std::vector<nlohmann::json> prev(previous.begin() + static_cast<ptrdiff_t>(std::min(offset, previous.size())),
                                            previous.begin() + static_cast<ptrdiff_t>(std::min(offset + list.size(), previous.size())));
     const int w = cfg.ranks[k];
-    Runs part = run_all(list, data, ctx.quiet, [w](const TrainConfig& c) { return label(c, w); }, outcome, prev, w);
+    journal.set_offset(offset);
+    Runs part =
+        run_all(list, data, ctx.quiet, [w](const TrainConfig& c) { return label(c, w); }, outcome, prev, w, &journal);
     for (auto& r : part.results) all.results.push_back(std::move(r));
     all.reused += part.reused;
     all.wall_seconds += part.wall_seconds;

@@ -2,6 +2,7 @@
 #include "experiments/studies/eval.h"
 
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "autograd/engine.h"
@@ -118,6 +119,7 @@ Confusion confusion_of(const SavedModel& m, const data::Dataset& d, int64_t eval
 EvalPlan plan_eval(const EvalOptions& opt) {
   EvalPlan p{opt, load_saved_model(opt.checkpoint), {}};
   p.data = eval_data(opt, p.model);
+  std::fputs(interrupted_warning(p.model, opt.checkpoint).c_str(), stderr);
   return p;
 }
 

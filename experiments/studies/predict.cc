@@ -65,6 +65,7 @@ PredictPlan plan_predict(const std::string& checkpoint, const std::string& csv, 
   opt.label_column = p.model.label;
   opt.task = p.model.task;
   p.rows = data::read_csv_features(csv, opt, train);
+  std::fputs(interrupted_warning(p.model, checkpoint).c_str(), stderr);
   return p;
 }
 

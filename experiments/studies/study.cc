@@ -147,6 +147,14 @@ std::string side_by_side(const Report& mlp, const Report& cnn) {
   return md.str() + "\n";
 }
 
+// The context of the study's part `sub`: its folder, and its folders to resume from.
+void into_part(StudyContext& part, const StudyContext& ctx, const std::string& sub) {
+  part.out = ctx.out / sub;
+  part.resume_from = ctx.resume_from.empty() ? ctx.resume_from : ctx.resume_from / sub;
+  part.resume_killed.clear();
+  for (const auto& k : ctx.resume_killed) part.resume_killed.push_back(k / sub);
+}
+
 }  // namespace
 
 StudyPlan plan_study(const StudyConfig& cfg, const Splits& data) {
@@ -168,19 +176,16 @@ Report run_study(const StudyPlan& plan, const DataSpec& spec, const Splits& data
   const Splits& sweep = plan.sweep_data;
   prepare_output_dir(ctx.out);
   StudyContext part = ctx;
-  part.out = ctx.out / "compare";
-  if (!ctx.resume_from.empty()) part.resume_from = ctx.resume_from / "compare";
+  into_part(part, ctx, "compare");
   const Report a = run_compare(cfg.compare, plan.compare, data, part);
-  part.out = ctx.out / "sweep";
-  if (!ctx.resume_from.empty()) part.resume_from = ctx.resume_from / "sweep";
+  into_part(part, ctx, "sweep");
   part.dataset = describe(spec, sweep);
   const Report b = run_sweep(cfg.sweep, plan.sweep, sweep, part);
   Report c, d;  // the CNN part, if any
   const Splits& cnn = plan.cnn_data;
   if (cfg.cnn) {
     for (auto [rep, sub] : {std::pair{&c, "cnn-compare"}, std::pair{&d, "cnn-sweep"}}) {
-      part.out = ctx.out / sub;
-      part.resume_from = ctx.resume_from.empty() ? ctx.resume_from : ctx.resume_from / sub;
+      into_part(part, ctx, sub);
       part.dataset = describe(spec, rep == &c ? cnn : plan.cnn_sweep_data);
       *rep = rep == &c ? run_compare(cfg.cnn_compare, plan.cnn_compare, cnn, part)
                        : run_sweep(cfg.cnn_sweep, plan.cnn_sweep, plan.cnn_sweep_data, part);

@@ -372,13 +372,14 @@ Report run_sweep(const SweepConfig& cfg, const std::vector<CheckedRun>& configs,
                  const StudyContext& ctx) {
   const Plan plan = plan_of(cfg);
   prepare_output_dir(ctx.out);
+  RunJournal journal(ctx.out / kJournal, ctx.settings);
   const Runs runs = run_all(
       configs, data, ctx.quiet,
       [](const TrainConfig& c) {
         return "sweep: norm " + c.model.norm + ", batch " + std::to_string(c.batch_size) + ", lr " + fmt(c.lr, 4) +
                ", seed " + std::to_string(c.seed);
       },
-      outcome, previous_runs(ctx.resume_from));
+      outcome, previous_runs(ctx.resume_from, ctx.resume_killed), 1, &journal);
   const Points pts = points_of(cfg, plan, runs.results);
   write_tables(cfg, plan, runs.results, pts, ctx, data.validation.size() > 0);
   write_records(ctx.out / "records.json", runs.results);

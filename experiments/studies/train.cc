@@ -92,8 +92,22 @@ std::vector<std::string> train_plots(const RunResult& r, const StudyContext& ctx
   return plots;
 }
 
+// Where the model is, the report's last words: the final model, or the weights at the interruption
+// or at the divergence.
+std::string model_note(const RunResult& r, int64_t steps_done) {
+  if (r.diverged)
+    return "The run diverged: its weights are not a usable model. They are kept for inspection as "
+           "`model.diverged.safetensors` (PyTorch state_dict names); there is no `model.safetensors`.\n";
+  if (r.interrupted)
+    return "`model.safetensors` (PyTorch state_dict names) holds the weights at the interruption, after " +
+           std::to_string(steps_done) + " of " + std::to_string(r.total_steps) +
+           " steps: not the final model (its metadata says interrupted=true and the steps done; eval and predict "
+           "warn when they use it).\n";
+  return "The final model is in `model.safetensors` (PyTorch state_dict names).\n";
+}
+
 std::string train_markdown(const RunResult& r, const StudyContext& ctx, bool has_val,
-                           const std::vector<std::string>& plots, double y_std) {
+                           const std::vector<std::string>& plots, double y_std, int64_t steps_done) {
   const TrainConfig& c = r.config;
   const ScoreText sc = score_text(c);
   const std::string name = sc.percent ? "acc" : sc.name;
@@ -135,16 +149,11 @@ std::string train_markdown(const RunResult& r, const StudyContext& ctx, bool has
        << fmt(final_epoch(r).val_loss, 4) << "), and its test " << sc.name << " is "
        << sc.format(final_epoch(r).test_acc) << ".\n";
   if (r.interrupted)
-    md << "\n**Interrupted (Ctrl-C) after " << (r.epochs.empty() ? 0 : r.epochs.back().step) << " steps of "
+    md << "\n**Interrupted (Ctrl-C) after " << steps_done << " steps of "
        << r.total_steps << "**: the table holds the finished epochs; the steps of the unfinished one are in steps.csv; "
        << "the model is the one at the interruption. The same command with `--resume` continues the run from "
        << "`checkpoint/` and ends with the results of a run that never stopped.\n";
-  md << "\n" << image_links(plots);
-  if (r.diverged)
-    md << "The run diverged: its weights are not a usable model. They are kept for inspection as "
-          "`model.diverged.safetensors` (PyTorch state_dict names); there is no `model.safetensors`.\n";
-  else
-    md << "The final model is in `model.safetensors` (PyTorch state_dict names).\n";
+  md << "\n" << image_links(plots) << model_note(r, steps_done);
   return md.str();
 }
 
@@ -158,8 +167,9 @@ Report run_train(const CheckedRun& run, const Splits& data, const StudyContext& 
   // Each epoch's line as soon as it is evaluated (above the bar on a terminal).
   const RunControl control{.checkpoint_dir = ctx.out / "checkpoint", .checkpoint_every = ctx.checkpoint_every,
                            .resume = ctx.resume_checkpoint};
+  int64_t steps_done = 0;  // the steps taken (fewer than planned when Ctrl-C stops the run)
   RunResult r = train_run(
-      run, data, [&](int64_t done, int64_t) { progress.update(done, label); },
+      run, data, [&](int64_t done, int64_t) { progress.update(steps_done = done, label); },
       [&](const EpochRecord& e) { progress.line(epoch_line(e, score_text(config))); }, control);
   if (r.diverged) progress.line("diverged at step " + std::to_string(r.diverged_step) + " (loss is not finite)");
   progress.finish();
@@ -170,14 +180,16 @@ Report run_train(const CheckedRun& run, const Splits& data, const StudyContext& 
   metadata["normlab"] = NORMLAB_VERSION;
   metadata["git_commit"] = git_commit();
   metadata["format"] = "pt";
-  metadata["steps"] = std::to_string(r.total_steps);
+  metadata["steps"] = std::to_string(r.interrupted ? steps_done : r.total_steps);
   metadata["repr"] = r.model->str();
   if (r.diverged) metadata["diverged_at_step"] = std::to_string(r.diverged_step);
-  if (r.interrupted) metadata["interrupted"] = "true";
+  if (r.interrupted) metadata["interrupted"] = "true", metadata["planned_steps"] = std::to_string(r.total_steps);
   if (r.best_epoch > 0) metadata["best_epoch"] = std::to_string(r.best_epoch);
   nn::save_module((ctx.out / (r.diverged ? "model.diverged.safetensors" : "model.safetensors")).string(), *r.model,
                   metadata);
-  Report rep{"Training run", train_markdown(r, ctx, has_val, train_plots(r, ctx, has_val), data.standardizer.y_std), r.diverged};
+  Report rep{"Training run",
+             train_markdown(r, ctx, has_val, train_plots(r, ctx, has_val), data.standardizer.y_std, steps_done),
+             r.diverged};
   rep.interrupted = r.interrupted;
   nlohmann::json man = manifest(ctx, {{"study", "train"}, {"config", to_json(r.config)}}, r.seconds);
   man["interrupted"] = r.interrupted;

@@ -1,13 +1,16 @@
 // Output folders as whole sets, Ctrl-C and --resume: a failed command leaves nothing, a killed one
 // leaves the previous set and a partial folder named as such, a folder of other files is never
 // replaced; Ctrl-C writes the finished runs marked interrupted (exit 130), a second Ctrl-C quits at
-// once, and --resume finishes the rest with CSV files byte for byte those of an uninterrupted run.
+// once, and --resume finishes the rest with CSV files byte for byte those of an uninterrupted run,
+// also after kill -9 (the journal of finished runs); the next set removes killed commands' partial
+// folders; --resume refuses another command's or other flags' results; --out may be a link.
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <filesystem>
@@ -19,7 +22,9 @@
 #include "base/error.h"
 #include "experiments/cli.h"
 #include "experiments/interrupt.h"
+#include "experiments/records.h"
 #include "experiments/result_set.h"
+#include "serialize/safetensors.h"
 #include "tests/support/files.h"
 #include "tests/support/process.h"
 
@@ -85,9 +90,75 @@ bool wait_for_partial(const fs::path& parent) {
   return false;
 }
 
+
+// The number of finished runs in the journals below `dir` (a partial folder): their whole lines
+// that hold a run ({"index": ...}).
+size_t journaled_runs(const fs::path& dir) {
+  size_t n = 0;
+  std::error_code ec;
+  for (const auto& e : fs::recursive_directory_iterator(dir, ec))
+    if (e.path().filename() == kJournal) {
+      const std::string text = read_file(e.path());  // maybe a line being written: only whole lines count
+      for (size_t at = 0, end; (end = text.find('\n', at)) != std::string::npos; at = end + 1)
+        n += text.compare(at, 9, "{\"index\":") == 0;
+    }
+  return n;
+}
+
+// The partial folders in parent.
+std::vector<fs::path> partials_in(const fs::path& parent) {
+  std::vector<fs::path> v;
+  for (const auto& e : fs::directory_iterator(parent))
+    if (e.path().filename().string().find(".normlab-partial-") != std::string::npos) v.push_back(e.path());
+  return v;
+}
+
+// Starts normlab with args and kills it (SIGKILL) once its partial folder's journals hold at least
+// `runs` finished runs (0: as soon as its partial folder exists); returns the runs journaled then.
+size_t kill_after_runs(const std::vector<std::string>& args, const fs::path& parent, size_t runs) {
+  const pid_t pid = spawn(args);
+  size_t seen = 0;
+  bool ready = false;
+  int st = 0;
+  for (int i = 0; i < 60000 && !ready; ++i) {
+    for (const fs::path& p : partials_in(parent))
+      if (p.filename().string().ends_with("-" + std::to_string(pid)) && (seen = journaled_runs(p)) >= runs)
+        ready = true;
+    if (!ready && ::waitpid(pid, &st, WNOHANG) == pid) break;  // it ended before: the test fails below
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  BOOST_REQUIRE_MESSAGE(ready, "the command ended or took too long before " << runs << " runs finished");
+  ::kill(pid, SIGKILL);
+  BOOST_TEST(wait_status(pid) == 128 + SIGKILL);
+  return seen;
+}
+
+// The manifest's "runs_reused" (-1 if it has none).
+long runs_reused(const fs::path& manifest) {
+  const std::string m = read_file(manifest);
+  const size_t at = m.find("\"runs_reused\": ");
+  return at == std::string::npos ? -1 : std::stol(m.substr(at + 15));
+}
+
+// The text of the error a normlab command throws ("no error" if it throws none).
+std::string error_of(std::vector<std::string> args) {
+  try {
+    run_normlab_quiet(std::move(args));
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 const std::vector<std::string> kLongSweep{"sweep", "--dataset", "moons", "--samples", "20000", "--epochs", "40",
                                           "--batch-sizes", "2,4", "--norms", "none,batch", "--seeds", "0",
                                           "--quiet", "--threads", "1"};
+
+std::vector<std::string> kLongSweep_with(const fs::path& out) {
+  std::vector<std::string> a = kLongSweep;
+  a.insert(a.end(), {"--out", out.string()});
+  return a;
+}
 
 }  // namespace
 
@@ -357,6 +428,219 @@ BOOST_AUTO_TEST_CASE(ctrl_c_writes_the_finished_runs_and_a_second_one_quits_at_o
     ::_exit(0);  // not reached
   }
   BOOST_TEST(wait_status(pid) == kExitInterrupted);
+}
+
+BOOST_AUTO_TEST_CASE(a_sweep_killed_after_n_runs_resumes_from_them_to_the_same_csv_files) {
+  const std::vector<std::string> base{"sweep", "--quick", "--norms", "none,batch", "--seeds", "0,1", "--batch-sizes",
+                                      "2,8", "--samples", "1500", "--epochs", "8", "--threads", "1", "--quiet"};
+  const auto with_out = [&](const fs::path& out, std::vector<std::string> extra = {}) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), {"--out", out.string()});
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  TempDir t;
+  clear_interrupt();
+  BOOST_REQUIRE_EQUAL(run_normlab_quiet(with_out(t.path() / "whole")), kExitOk);
+  const auto whole = csv_files(t.path() / "whole");
+  BOOST_REQUIRE_EQUAL(whole.size(), 3u);
+  for (const size_t n : {1, 3, 6}) {  // of 8 runs
+    BOOST_TEST_CONTEXT("killed after " << n << " runs") {
+      TempDir k;
+      const fs::path out = k.path() / "out";
+      const size_t done = kill_after_runs(with_out(out), k.path(), n);
+      BOOST_TEST(done >= n);
+      BOOST_REQUIRE(!fs::exists(out));  // killed before the end: only the partial folder
+      BOOST_TEST(partials_in(k.path()).size() == 1u);
+      BOOST_TEST(run_normlab_quiet(with_out(out, {"--resume"})) == kExitOk);
+      BOOST_TEST(runs_reused(out / "manifest.json") >= static_cast<long>(done));  // not trained again
+      const auto resumed = csv_files(out);
+      BOOST_TEST(resumed.size() == whole.size());
+      for (const auto& [name, bytes] : whole) BOOST_TEST((resumed.count(name) == 1 && resumed.at(name) == bytes), name);
+      BOOST_TEST(partials_in(k.path()).empty());  // the killed command's folder was removed
+      BOOST_TEST(!fs::exists(out / kJournal));    // records.json holds the runs
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_killed_resume_and_killed_compare_and_study_keep_their_finished_runs) {
+  struct Case {
+    std::vector<std::string> args;
+    size_t runs;  // killed once this many runs finished
+  };
+  const std::vector<Case> cases{
+      {{"compare", "--quick", "--seeds", "0,1", "--epochs", "4"}, 1},
+      {{"study", "--quick", "--seeds", "0"}, 3},  // the comparison (2 runs) and a run of the sweep
+  };
+  for (const Case& c : cases) {
+    BOOST_TEST_CONTEXT(c.args[0]) {
+      TempDir t;
+      const auto with_out = [&](const fs::path& out, std::vector<std::string> extra = {}) {
+        std::vector<std::string> a = c.args;
+        a.insert(a.end(), {"--threads", "1", "--quiet", "--out", out.string()});
+        a.insert(a.end(), extra.begin(), extra.end());
+        return a;
+      };
+      clear_interrupt();
+      BOOST_REQUIRE_EQUAL(run_normlab_quiet(with_out(t.path() / "whole")), kExitOk);
+      const fs::path out = t.path() / "part";
+      const size_t first = kill_after_runs(with_out(out), t.path(), c.runs);
+      // A resume killed in turn: its journal holds the runs it took over and those it trained.
+      const size_t second = kill_after_runs(with_out(out, {"--resume"}), t.path(), first + 1);
+      BOOST_TEST(second > first);
+      BOOST_TEST(run_normlab_quiet(with_out(out, {"--resume"})) == kExitOk);
+      const auto whole = csv_files(t.path() / "whole"), resumed = csv_files(out);
+      BOOST_TEST(whole.size() == resumed.size());
+      for (const auto& [name, bytes] : whole) BOOST_TEST((resumed.count(name) == 1 && resumed.at(name) == bytes), name);
+      BOOST_TEST(partials_in(t.path()).empty());
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_partial_folders_of_killed_commands_are_removed_by_the_next_set) {
+  TempDir t;
+  const fs::path out = t.path() / "out";
+  const pid_t gone = ::fork();  // a process id that no longer runs
+  if (gone == 0) ::_exit(0);
+  wait_status(gone);
+  const fs::path dead = t.path() / (".out.normlab-partial-" + std::to_string(gone));
+  const fs::path live = t.path() / (".out.normlab-partial-" + std::to_string(::getppid()));  // a running process
+  const fs::path other = t.path() / (".other.normlab-partial-" + std::to_string(gone));
+  for (const fs::path& p : {dead, live, other}) fs::create_directories(p);
+  BOOST_TEST((killed_partials(out) == std::vector<fs::path>{dead}));
+  // A killed command's partial folder, empty (killed before a run finished): a later command on
+  // the same --out succeeds and removes it; a running process's and another folder's stay.
+  TempDir k;
+  kill_after_runs(kLongSweep_with(k.path() / "out"), k.path(), 0);
+  BOOST_TEST(partials_in(k.path()).size() == 1u);
+  BOOST_REQUIRE_EQUAL(run_normlab_quiet({"compare", "--quick", "--seeds", "0", "--epochs", "1", "--out",
+                                         (k.path() / "out").string()}), kExitOk);
+  BOOST_TEST(partials_in(k.path()).empty());
+  BOOST_REQUIRE_EQUAL(run_normlab_quiet({"compare", "--quick", "--seeds", "0", "--epochs", "1", "--out",
+                                         out.string()}), kExitOk);
+  BOOST_TEST(!fs::exists(dead));
+  BOOST_TEST(fs::exists(live));
+  BOOST_TEST(fs::exists(other));
+  // Killed before its first run finished, it leaves nothing to resume: --resume says so.
+  TempDir e;
+  kill_after_runs(kLongSweep_with(e.path() / "out"), e.path(), 0);
+  const std::string none = error_of({"sweep", "--quick", "--resume", "--out", (e.path() / "out").string()});
+  BOOST_TEST(none.find("holds no results to continue") != std::string::npos, none);
+}
+
+BOOST_AUTO_TEST_CASE(resume_refuses_results_of_another_command_or_other_flags_naming_them) {
+  TempDir t;
+  const fs::path out = t.path() / "out";
+  BOOST_REQUIRE_EQUAL(run_normlab_quiet({"sweep", "--quick", "--batch-sizes", "8,32", "--out", out.string()}), kExitOk);
+  const std::string before = read_file(out / "runs.csv");
+  const std::string cmd = error_of({"compare", "--quick", "--resume", "--out", out.string()});
+  BOOST_TEST(cmd.find("the results of `normlab sweep`, not of `normlab compare`") != std::string::npos, cmd);
+  const std::string flags =
+      error_of({"sweep", "--quick", "--batch-sizes", "8,64", "--epochs", "2", "--resume", "--out", out.string()});
+  BOOST_TEST(flags.find("other flags (--batch-sizes 8,32 then, --batch-sizes 8,64 now; no --epochs then, "
+                        "--epochs 2 now)") != std::string::npos, flags);
+  BOOST_TEST(read_file(out / "runs.csv") == before);  // untouched
+  // The same flags (in another order, other --threads): resumed, every run reused.
+  BOOST_TEST(run_normlab_quiet({"sweep", "--batch-sizes", "8,32", "--quick", "--threads", "1", "--resume", "--out",
+                                out.string()}) == kExitOk);
+  BOOST_TEST(runs_reused(out / "manifest.json") == 18);  // 3 norms, 3 seeds, 2 batch sizes
+  BOOST_TEST(read_file(out / "runs.csv") == before);
+  // A killed command's journal records its flags too.
+  const fs::path killed = t.path() / "killed";
+  kill_after_runs({"sweep", "--quick", "--quiet", "--threads", "1", "--out", killed.string()}, t.path(), 1);
+  const std::string other = error_of({"sweep", "--quick", "--lr", "0.2", "--resume", "--out", killed.string()});
+  BOOST_TEST(other.find("no --lr then, --lr 0.2 now") != std::string::npos, other);
+}
+
+BOOST_AUTO_TEST_CASE(an_out_that_is_a_symbolic_link_is_followed) {
+  TempDir t;
+  const fs::path target = t.path() / "results", link = t.path() / "latest";
+  BOOST_REQUIRE_EQUAL(run_normlab_quiet({"compare", "--quick", "--seeds", "0", "--epochs", "1", "--out",
+                                         target.string()}), kExitOk);
+  fs::create_directory_symlink("results", link);
+  BOOST_REQUIRE_EQUAL(run_normlab_quiet({"compare", "--quick", "--seeds", "0", "--epochs", "2", "--out",
+                                         link.string()}), kExitOk);
+  BOOST_TEST(fs::is_symlink(link));  // still the link
+  BOOST_TEST(read_file(target / "report.md").find("--epochs 2") != std::string::npos);  // the new set, where it points
+  BOOST_TEST((names_in(t.path()) == std::vector<std::string>{"latest", "results"}));
+  // A link to a folder that does not exist yet: the set is made there.
+  const fs::path dangling = t.path() / "next";
+  fs::create_directory_symlink(t.path() / "made", dangling);
+  BOOST_REQUIRE_EQUAL(run_normlab_quiet({"compare", "--quick", "--seeds", "0", "--epochs", "1", "--out",
+                                         dangling.string()}), kExitOk);
+  BOOST_TEST(fs::is_symlink(dangling));
+  BOOST_TEST(fs::exists(t.path() / "made" / "runs.csv"));
+  // --resume through the link continues the folder it points to.
+  BOOST_TEST(run_normlab_quiet({"compare", "--quick", "--seeds", "0", "--epochs", "1", "--resume", "--out",
+                                dangling.string()}) == kExitOk);
+  BOOST_TEST(runs_reused(t.path() / "made" / "manifest.json") == 3);  // none, batch, layer
+}
+
+BOOST_AUTO_TEST_CASE(an_interrupted_train_says_so_records_its_steps_and_eval_and_predict_warn) {
+  TempDir t;
+  const std::string csv = std::string(NORMLAB_SOURCE_DIR) + "/tests/experiments/fixtures/iris_like.csv";
+  const auto train = [&](const fs::path& out) {
+    return run_normlab_quiet({"train", "--csv", csv, "--label", "species", "--epochs", "8", "--batch-size", "8",
+                              "--val-fraction", "0", "--out", out.string()});
+  };
+  const auto stderr_of = [&](const fs::path& dir) {
+    const std::string model = (dir / "model.safetensors").string();
+    return normlab::test::capture_output(2, [&] {
+      BOOST_TEST(run_normlab_quiet({"eval", "--checkpoint", model, "--csv", csv, "--out", (dir / "eval").string()}) ==
+                 kExitOk);
+      BOOST_TEST(run_normlab_quiet({"predict", "--checkpoint", model, "--csv", csv, "--out",
+                                    (dir / "p.csv").string()}) == kExitOk);
+    });
+  };
+  clear_interrupt();
+  interrupt_after_steps(13);  // 48 training rows at batch 8: 6 steps per epoch, 48 planned
+  BOOST_REQUIRE(train(t.path() / "part") == kExitInterrupted);
+  clear_interrupt();
+  const std::string report = read_file(t.path() / "part" / "report.md");
+  BOOST_TEST(report.find("Interrupted (Ctrl-C) after 13 steps of 48") != std::string::npos, report);
+  BOOST_TEST(report.find("holds the weights at the interruption, after 13 of 48 steps: not the final model") !=
+             std::string::npos, report);
+  BOOST_TEST(report.find("The final model is in") == std::string::npos);
+  const auto md = normlab::serialize::load_safetensors((t.path() / "part" / "model.safetensors").string()).metadata;
+  BOOST_TEST(md.at("steps") == "13");
+  BOOST_TEST(md.at("planned_steps") == "48");
+  BOOST_TEST(md.at("interrupted") == "true");
+  const std::string warned = stderr_of(t.path() / "part");
+  const std::string warning = "warning: " + (t.path() / "part" / "model.safetensors").string() +
+                              " holds the weights at an interruption of its training (Ctrl-C after 13 of 48 steps";
+  size_t count = 0;
+  for (size_t at = warned.find(warning); at != std::string::npos; at = warned.find(warning, at + 1)) ++count;
+  BOOST_TEST(count == 2u, warned);  // eval, then predict
+  // A finished run: the final model, all its steps, no warning.
+  BOOST_REQUIRE(train(t.path() / "whole") == kExitOk);
+  BOOST_TEST(read_file(t.path() / "whole" / "report.md").find("The final model is in `model.safetensors`") !=
+             std::string::npos);
+  const auto whole = normlab::serialize::load_safetensors((t.path() / "whole" / "model.safetensors").string()).metadata;
+  BOOST_TEST(whole.at("steps") == "48");
+  BOOST_TEST(whole.count("interrupted") == 0u);
+  BOOST_TEST(stderr_of(t.path() / "whole").find("warning") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_journal_cut_by_a_kill_gives_its_whole_lines) {
+  TempDir t;
+  BOOST_REQUIRE_EQUAL(run_normlab_quiet({"sweep", "--quick", "--norms", "none", "--seeds", "0", "--batch-sizes", "8,32",
+                                         "--out", (t.path() / "done").string()}), kExitOk);
+  const auto runs = read_records(t.path() / "done" / "records.json").value();
+  BOOST_REQUIRE_EQUAL(runs.size(), 2u);
+  // A killed command's partial folder: its journal holds run 1, then a line the kill cut.
+  const fs::path killed = t.path() / ".x.normlab-partial-1";
+  fs::create_directories(killed);
+  const std::string line = nlohmann::json{{"index", 1}, {"records", runs[1]}}.dump();
+  normlab::test::write_file(killed / kJournal, "{\"command\":\"sweep\",\"normlab_journal\":1}\n" + line + "\n" +
+                                                   line.substr(0, line.size() / 2));
+  const auto previous = previous_runs({}, {killed});
+  BOOST_REQUIRE_EQUAL(previous.size(), 2u);
+  BOOST_TEST(previous[0].is_null());
+  BOOST_TEST(previous[1] == runs[1]);
+  BOOST_TEST(journal_header(killed / kJournal)["command"] == "sweep");
+  // --out's records come first; the journal fills the runs they lack.
+  const auto both = previous_runs(t.path() / "done", {killed});
+  BOOST_TEST((both.size() == 2u && both[0] == runs[0] && both[1] == runs[1]));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
