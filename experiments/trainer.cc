@@ -260,6 +260,22 @@ RunPosition resume_from(const std::filesystem::path& dir, RunResult& r, nn::Modu
   return ck.position;
 }
 
+// The run's model with its initial weights: seeded, or --init-from's; data-parallel, every rank
+// checks it has the same settings and data, then takes rank 0's weights. Sets c's inputs and outputs.
+Model initial_model(TrainConfig& c, const Splits& s) {
+  c.model.inputs = s.train.features();
+  c.model.outputs = s.train.is_classification() ? s.train.num_classes : 1;
+  autograd::Generator gen(c.seed);
+  Model model = build_model(c.model, gen);
+  if (!c.init_from.empty()) nn::load_module(c.init_from, *model.net);
+  if (c.distributed) {
+    check_same_settings(to_json(c).dump() + ", " + std::to_string(s.train.size()) + " training and " +
+                        std::to_string(s.test.size()) + " test samples");
+    broadcast_state(*model.net);
+  }
+  return model;
+}
+
 }  // namespace
 
 RunResult train_run(const TrainConfig& config, const Splits& s, const StepCallback& on_step,
@@ -275,17 +291,8 @@ RunResult train_run(const CheckedRun& run, const Splits& s, const StepCallback& 
   RunResult r;
   r.config = config;
   TrainConfig& c = r.config;
-  c.model.inputs = s.train.features();
-  c.model.outputs = s.train.is_classification() ? s.train.num_classes : 1;
-  autograd::Generator gen(c.seed);
-  Model model = build_model(c.model, gen);
+  Model model = initial_model(c, s);
   r.model = model.net;
-  if (!c.init_from.empty()) nn::load_module(c.init_from, *model.net);
-  if (c.distributed) {  // every rank: the same settings and data, then rank 0's initial weights
-    check_same_settings(to_json(c).dump() + ", " + std::to_string(s.train.size()) + " training and " +
-                        std::to_string(s.test.size()) + " test samples");
-    broadcast_state(*model.net);
-  }
   const std::unique_ptr<optim::Optimizer> optimizer = make_optimizer(c, model.net->parameters());
   optim::Optimizer& opt = *optimizer;
   data::DataLoader loader(s.train, c.batch_size, true, c.seed, drops_last_batch(c, s.train.size()));

@@ -157,6 +157,31 @@ void TrainingCommand::add_train_flags(CLI::App& a) {
   preset_default(a.add_option("--batch-size", t.batch_size, traits_.batch_size_help)
                      ->check(whole(1, kMaxBatch)),
                  "32 with --quick, else 128");
+  add_optimizer_flags(a);
+  if (traits_.eval_every)
+    a.add_option("--eval-every", t.eval_every,
+                 "also evaluate (validation, test) every N steps, into evals.csv; compare: steps to the target "
+                 "as fine as N steps, instead of an epoch")
+        ->check(whole(1, kMaxInt))
+        ->default_str("");
+  if (traits_.eval_every)
+    a.add_option("--early-stopping", t.early_stopping,
+                 "stop after N epochs without a lower validation loss and keep the best epoch's weights "
+                 "(needs --val-fraction above 0)")
+        ->check(whole(1, kMaxInt))
+        ->default_str("");
+  if (traits_.stats_every)
+    preset_default(a.add_option("--stats-every", t.stats_every, "record activation statistics and gradient norms every N steps")
+                       ->check(whole(0, kMaxInt)),
+                   std::string("10 with --quick, else 0, which records about 50 times per run") +
+                       traits_.stats_every_note);
+  preset_default(a.add_option("--eval-batch", t.eval_batch, "evaluation batch size")->check(whole(1, kMaxBatch)),
+                 "1000, 100 with --arch cnn and in the study's CNN part");
+}
+
+// The optimizer, its settings and the learning-rate schedule.
+void TrainingCommand::add_optimizer_flags(CLI::App& a) {
+  TrainConfig& t = o_.train;
   preset_default(a.add_option("--lr", t.lr, traits_.lr_help)->check(non_negative()), "0.001 with --optimizer adam or adamw, 0.1 with --quick, else 0.05");
   a.add_option("--optimizer", t.optimizer,
                or_list(names_in(optimizers())) + " (PyTorch's update rules; adam and adamw default to --lr 0.001, adamw to "
@@ -179,25 +204,6 @@ void TrainingCommand::add_train_flags(CLI::App& a) {
   a.add_option("--step-every", t.step_every, "schedule step: decay every N steps")->check(whole(1, kMaxInt));
   a.add_option("--step-gamma", t.step_gamma, "schedule step: decay factor")
       ->check(real(0, std::numeric_limits<double>::infinity(), true));
-  if (traits_.eval_every)
-    a.add_option("--eval-every", t.eval_every,
-                 "also evaluate (validation, test) every N steps, into evals.csv; compare: steps to the target "
-                 "as fine as N steps, instead of an epoch")
-        ->check(whole(1, kMaxInt))
-        ->default_str("");
-  if (traits_.eval_every)
-    a.add_option("--early-stopping", t.early_stopping,
-                 "stop after N epochs without a lower validation loss and keep the best epoch's weights "
-                 "(needs --val-fraction above 0)")
-        ->check(whole(1, kMaxInt))
-        ->default_str("");
-  if (traits_.stats_every)
-    preset_default(a.add_option("--stats-every", t.stats_every, "record activation statistics and gradient norms every N steps")
-                       ->check(whole(0, kMaxInt)),
-                   std::string("10 with --quick, else 0, which records about 50 times per run") +
-                       traits_.stats_every_note);
-  preset_default(a.add_option("--eval-batch", t.eval_batch, "evaluation batch size")->check(whole(1, kMaxBatch)),
-                 "1000, 100 with --arch cnn and in the study's CNN part");
 }
 
 void TrainingCommand::add_output_flags(CLI::App& a) {

@@ -98,6 +98,7 @@ class TrainingCommand : public Command {
  private:
   void add_data_flags(CLI::App& a);
   void add_train_flags(CLI::App& a);
+  void add_optimizer_flags(CLI::App& a);
   void add_output_flags(CLI::App& a);
   void apply_quick(const Given& given);
   void apply_dataset_defaults(const Given& given);
