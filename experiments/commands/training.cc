@@ -126,6 +126,7 @@ void TrainingCommand::add_data_flags(CLI::App& a) {
   auto* val = a.add_option("--val-fraction", d.validation_fraction, "fraction of the training samples held out for validation")
                   ->check(real(0, 1, false, true));
   if (!traits_.val_fraction_default.empty()) preset_default(val, traits_.val_fraction_default);
+  else if (traits_.fits_csv_files) preset_default(val, "0.1 on a CSV file, else 0");
   a.add_option("--test-fraction", d.test_fraction, "test fraction for CSV without a test file and synthetic sets")
       ->check(real(0, 1, false, true));
   a.add_option("--samples", d.samples, "synthetic sets: number of samples")->check(whole(1, 10000000));
@@ -153,23 +154,26 @@ void TrainingCommand::add_train_flags(CLI::App& a) {
                  "1,28,28 on fashion-mnist");
   a.add_option("--activation", t.model.activation, "activation in the hidden layers: " + activation_names());
   a.add_option("--groups", t.model.groups, "GroupNorm: number of groups")->check(whole(1, 1 << 20));
-  preset_default(a.add_option("--epochs", t.epochs, "epochs per run")->check(whole(1, 1000000)), "3 with --quick, else 5");
+  preset_default(a.add_option("--epochs", t.epochs, "epochs per run")->check(whole(1, 1000000)),
+                 traits_.fits_csv_files ? "3 with --quick, on a CSV file from its size (at most 200), else 5"
+                                        : "3 with --quick, else 5");
   preset_default(a.add_option("--batch-size", t.batch_size, traits_.batch_size_help)
                      ->check(whole(1, kMaxBatch)),
-                 "32 with --quick, else 128");
+                 traits_.fits_csv_files ? "32 with --quick, on a CSV file from its size (8 to 128), else 128"
+                                        : "32 with --quick, else 128");
   add_optimizer_flags(a);
-  if (traits_.eval_every)
+  if (traits_.eval_every) {
     a.add_option("--eval-every", t.eval_every,
                  "also evaluate (validation, test) every N steps, into evals.csv; compare: steps to the target "
                  "as fine as N steps, instead of an epoch")
         ->check(whole(1, kMaxInt))
         ->default_str("");
-  if (traits_.eval_every)
-    a.add_option("--early-stopping", t.early_stopping,
-                 "stop after N epochs without a lower validation loss and keep the best epoch's weights "
-                 "(needs --val-fraction above 0)")
-        ->check(whole(1, kMaxInt))
-        ->default_str("");
+    preset_default(a.add_option("--early-stopping", t.early_stopping,
+                                "stop after N epochs without a lower validation loss and keep the best epoch's "
+                                "weights (needs --val-fraction above 0)")
+                       ->check(whole(1, kMaxInt)),
+                   "10 on a CSV file with a validation split, else off");
+  }
   if (traits_.stats_every)
     preset_default(a.add_option("--stats-every", t.stats_every, "record activation statistics and gradient norms every N steps")
                        ->check(whole(0, kMaxInt)),
@@ -185,7 +189,8 @@ void TrainingCommand::add_optimizer_flags(CLI::App& a) {
   preset_default(a.add_option("--lr", t.lr, traits_.lr_help)->check(non_negative()), "0.001 with --optimizer adam or adamw, 0.1 with --quick, else 0.05");
   a.add_option("--optimizer", t.optimizer,
                or_list(names_in(optimizers())) + " (PyTorch's update rules; adam and adamw default to --lr 0.001, adamw to "
-               "--weight-decay 0.01, as PyTorch)")
+               "--weight-decay 0.01, as PyTorch)" +
+                   std::string(traits_.fits_csv_files ? " (default: adam on a CSV file, else sgd)" : ""))
       ->check(CLI::IsMember(names_in(optimizers())));
   a.add_option("--momentum", t.momentum, "SGD momentum")->check(real(0, 1, false, true));
   preset_default(a.add_option("--weight-decay", t.weight_decay, "weight decay: L2 added to the gradient (sgd, adam), decoupled (adamw)")

@@ -298,7 +298,8 @@ BOOST_AUTO_TEST_CASE(help_states_the_preset_defaults) {
       {"--hidden", "(default: 32,32 with --quick, 256,256 on fashion-mnist, else 64,64)"},
       {"--warmup", "(default: 10 with --quick, 50 on fashion-mnist, else 0)"},
       {"--epochs", "3 with --quick"},
-      {"--batch-size", "(default: 32 with --quick, else 128)"},
+      {"--batch-size", "(default: 32 with --quick, "},
+      {"--early-stopping", "(default: 10 on a CSV file with a validation split, else off)"},
       {"--lr", "(default: 0.001 with --optimizer adam or adamw, 0.1 with --quick, else 0.05)"},
       {"--dataset", "(default: moons with --quick, else fashion-mnist)"},
       {"--noise", "(default: 0.25 with --quick, else 0.1)"}};
