@@ -71,8 +71,8 @@ std::vector<fs::path> killed_partials(const fs::path& out) {
   return paths;
 }
 
-ResultSet::ResultSet(fs::path out) : out_(output_folder(out)) {
-  const std::string given = out.string();  // as the user wrote it (--out)
+ResultSet::ResultSet(fs::path out) : out_(output_folder(out)), given_(out.string()) {
+  const std::string& given = given_;
   std::error_code ec;
   if (fs::exists(out_, ec)) {
     if (!fs::is_directory(out_, ec))
@@ -92,6 +92,14 @@ ResultSet::ResultSet(fs::path out) : out_(output_folder(out)) {
     throw Error("cannot write to output folder " + given + " (--out): " +
                 (what.rfind(inner, 0) == 0 ? what.substr(inner.size()) : what));
   }
+}
+
+std::string ResultSet::in_user_terms(const std::string& message) const {
+  const std::string hidden = partial_.string();
+  std::string m = message;
+  for (size_t at = m.find(hidden); at != std::string::npos; at = m.find(hidden, at + given_.size()))
+    m.replace(at, hidden.size(), given_);
+  return m;
 }
 
 ResultSet::~ResultSet() {

@@ -7,6 +7,7 @@
 // An output folder that is a symbolic link is followed: the set replaces the folder it points to.
 #pragma once
 #include <filesystem>
+#include <string>
 #include <vector>
 
 namespace normlab::experiments {
@@ -38,10 +39,14 @@ class ResultSet {
   // removes the old set and the killed commands' partial folders (killed_partials). Throws
   // normlab::Error if it cannot.
   void commit();
+  // An error message with the partial folder named as the user named the output folder: "cannot
+  // write .../.out.normlab-partial-12/runs.csv" becomes "cannot write out/runs.csv".
+  std::string in_user_terms(const std::string& message) const;
 
  private:
   void remove_killed() const;
   std::filesystem::path out_, partial_;
+  std::string given_;  // --out as typed
   bool committed_ = false;
 };
 

@@ -48,7 +48,11 @@ class EvalCommand : public Command {
     ctx.out = set.dir();
     ctx.quiet = quiet_;
     ctx.command_line = inv.text();
-    run_eval(*plan_, ctx);
+    try {
+      run_eval(*plan_, ctx);
+    } catch (const Error& e) {  // a file that cannot be written: named in --out, not the hidden folder
+      throw Error(set.in_user_terms(e.what()));
+    }
     set.commit();
     std::printf("normlab: results in %s (report.md)\n", out_.c_str());
     return kExitOk;

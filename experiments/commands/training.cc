@@ -387,7 +387,15 @@ int TrainingCommand::run(const Invocation& inv) {
   ctx.out = set.dir();
   if (resume_.out) ctx.resume_from = set.out();
   complete_context(ctx);
-  const Report rep = run_plan(data_, ctx);
+  const Report rep = [&] {
+    try {
+      return run_plan(data_, ctx);
+    } catch (const UsageError&) {
+      throw;
+    } catch (const Error& e) {  // a file that cannot be written: named in --out, not the hidden folder
+      throw Error(set.in_user_terms(e.what()));
+    }
+  }();
   set.commit();
   after_commit(ctx);
   std::printf("normlab: results in %s%s\n", o_.out.c_str(), traits_.single_run ? "" : " (report.md)");

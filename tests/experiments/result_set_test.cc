@@ -194,6 +194,18 @@ BOOST_AUTO_TEST_CASE(a_set_replaces_the_folder_whole_or_not_at_all) {
   BOOST_TEST(read_file(mine / "thesis.tex") == "x");
 }
 
+BOOST_AUTO_TEST_CASE(errors_while_writing_name_the_out_given) {
+  // A file that cannot be written during a run is named under --out as the user typed it, not
+  // under the hidden partial folder it was being written in.
+  TempDir t;
+  const std::string given = (t.path() / "results").string();
+  ResultSet set(given);
+  const std::string hidden = set.dir().string();
+  BOOST_TEST(set.in_user_terms("cannot write " + hidden + "/runs.csv: No space left on device") ==
+             "cannot write " + given + "/runs.csv: No space left on device");
+  BOOST_TEST(set.in_user_terms("no path here") == "no path here");
+}
+
 BOOST_AUTO_TEST_CASE(a_killed_command_leaves_the_previous_set_and_a_partial_folder) {
   TempDir t;
   const fs::path out = t.path() / "out";
