@@ -818,4 +818,12 @@ Dataset read_csv(const std::string& path, const CsvOptions& options, const Datas
   return read(path, options, &train);
 }
 
+std::string missing_name(Missing m) {
+  return m == Missing::Drop ? "drop" : m == Missing::Mean ? "mean" : "error";
+}
+
+Missing missing_from_name(const std::string& name) {
+  return name == "drop" ? Missing::Drop : name == "mean" ? Missing::Mean : Missing::Error;
+}
+
 }  // namespace normlab::data

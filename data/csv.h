@@ -13,6 +13,10 @@ enum class Task { Classification, Regression };
 // What to do with a missing cell (empty, or one of the NA strings): stop with an error naming it,
 // drop its row, or (features only) put the column's mean over the training file in its place.
 enum class Missing { Error, Drop, Mean };
+// "error", "drop" or "mean", as --missing takes it and checkpoints record it; and back (any
+// other name: Error).
+std::string missing_name(Missing m);
+Missing missing_from_name(const std::string& name);
 
 // The strings read as a missing value besides an empty cell: pandas's default na_values.
 inline const std::vector<std::string> kDefaultNaValues{

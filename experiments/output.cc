@@ -15,21 +15,31 @@ namespace normlab::experiments {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// Writes all of text to fd (retrying short and interrupted writes); false on an error (errno says which).
+bool write_all(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
 void write_file_atomic(const fs::path& path, const std::string& content) {
   const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) throw Error("cannot write " + path.string() + ": " + std::strerror(errno));
-  size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error("cannot write " + path.string() + ": " + why);
-    }
-    done += static_cast<size_t>(n);
+  if (!write_all(fd, content)) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw Error("cannot write " + path.string() + ": " + why);
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     const std::string why = std::strerror(errno);
@@ -41,6 +51,15 @@ void write_file_atomic(const fs::path& path, const std::string& content) {
     ::unlink(tmp.c_str());
     throw Error("cannot write " + path.string() + ": " + why);
   }
+}
+
+void append_file_synced(const fs::path& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0) throw Error("cannot write " + path.string() + ": " + std::strerror(errno));
+  const bool ok = write_all(fd, text) && ::fsync(fd) == 0;
+  const std::string why = std::strerror(errno);
+  ::close(fd);
+  if (!ok) throw Error("cannot write " + path.string() + ": " + why);
 }
 
 void prepare_output_dir(const fs::path& dir) {

@@ -11,6 +11,10 @@ namespace normlab::experiments {
 // Throws normlab::Error naming the path on failure, leaving no temporary file behind.
 void write_file_atomic(const std::filesystem::path& path, const std::string& content);
 
+// Appends text to path (created if missing) and syncs it to disk before returning: a journal line
+// that survives a kill or a power loss. Throws normlab::Error naming the path on failure.
+void append_file_synced(const std::filesystem::path& path, const std::string& text);
+
 // Creates the folder (and parents) and checks that files can be written in it; throws
 // normlab::Error with the reason ("cannot write to output folder X: ...") otherwise.
 void prepare_output_dir(const std::filesystem::path& dir);

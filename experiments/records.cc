@@ -4,9 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -81,18 +79,6 @@ void write_records(const std::filesystem::path& path, const std::vector<RunResul
 
 namespace {
 
-// Writes all of text to fd (retrying short writes); false on an error.
-bool write_all(int fd, const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 // Syncs a folder, so that a file made in it survives a power loss.
 void sync_dir(const std::filesystem::path& dir) {
   const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
@@ -116,8 +102,6 @@ std::vector<nlohmann::json> journal_lines(const std::filesystem::path& path) {
 
 void RunJournal::append(size_t index, const RunResult& r) {
   const bool fresh = !std::filesystem::exists(path_);
-  const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (fd < 0) throw Error("cannot write " + path_.string() + ": " + std::strerror(errno));
   std::string text;
   if (fresh) {
     nlohmann::json h = header_.is_object() ? header_ : nlohmann::json::object();
@@ -125,10 +109,7 @@ void RunJournal::append(size_t index, const RunResult& r) {
     text = h.dump() + "\n";
   }
   text += nlohmann::json{{"index", offset_ + index}, {"records", records_json(r)}}.dump() + "\n";
-  const bool ok = write_all(fd, text) && ::fsync(fd) == 0;
-  const std::string why = std::strerror(errno);
-  ::close(fd);
-  if (!ok) throw Error("cannot write " + path_.string() + ": " + why);
+  append_file_synced(path_, text);
   if (fresh) sync_dir(path_.parent_path()), sync_dir(path_.parent_path().parent_path());
 }
 

@@ -1,6 +1,7 @@
 // What a model.safetensors says about its data and preprocessing (saved_model.h).
 #include "experiments/saved_model.h"
 
+#include <algorithm>
 #include <functional>
 
 #include <nlohmann/json.hpp>
@@ -36,9 +37,7 @@ std::map<std::string, std::string> data_metadata(const DataSpec& spec, const dat
     md["csv_format"] = nlohmann::json{{"separator", std::string(1, f.delimiter)},
                                       {"comment", f.comment ? std::string(1, f.comment) : std::string()},
                                       {"header", f.header}, {"skip_rows", f.skip_rows}, {"na_values", f.na_values},
-                                      {"missing", f.missing == data::Missing::Drop   ? "drop"
-                                                  : f.missing == data::Missing::Mean ? "mean"
-                                                                                     : "error"}}
+                                      {"missing", data::missing_name(f.missing)}}
                            .dump();
   }
   md["class_names"] = nlohmann::json(spec.class_names.empty() ? train.class_names : spec.class_names).dump();
@@ -170,8 +169,8 @@ data::Dataset csv_columns_of(const SavedModel& m, const std::string& checkpoint,
   return train;
 }
 
-data::CsvOptions with_recorded_format(data::CsvOptions o, const SavedModel& m,
-                                      const std::function<bool(const std::string&)>& typed) {
+data::CsvOptions with_recorded_format(data::CsvOptions o, const SavedModel& m, const std::vector<std::string>& flags) {
+  const auto typed = [&](const std::string& f) { return std::find(flags.begin(), flags.end(), f) != flags.end(); };
   const nlohmann::json& f = m.csv_format;
   if (!f.is_object()) return o;
   try {
@@ -183,10 +182,7 @@ data::CsvOptions with_recorded_format(data::CsvOptions o, const SavedModel& m,
     if (!typed("--csv-no-header")) o.header = f.at("header").get<bool>();
     if (!typed("--csv-skip-rows")) o.skip_rows = f.at("skip_rows").get<int64_t>();
     if (!typed("--csv-na")) o.na_values = f.at("na_values").get<std::vector<std::string>>();
-    if (!typed("--missing")) {
-      const std::string miss = f.at("missing").get<std::string>();
-      o.missing = miss == "drop" ? data::Missing::Drop : miss == "mean" ? data::Missing::Mean : data::Missing::Error;
-    }
+    if (!typed("--missing")) o.missing = data::missing_from_name(f.at("missing").get<std::string>());
   } catch (const std::exception& e) {
     throw Error("the checkpoint's metadata \"csv_format\" is not valid: " + std::string(e.what()));
   }

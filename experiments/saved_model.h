@@ -2,7 +2,6 @@
 // data it was trained on and how that data was prepared (so the model can be used outside the
 // run: `normlab predict`, scripts/load_in_pytorch.py), and reading all of it back.
 #pragma once
-#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -61,8 +60,7 @@ struct SavedModel {
 // `o` with the CSV format the checkpoint recorded (separator, comment character, header, skipped
 // rows, NA strings, missing-value rule), except for what the flags typed for this command set
 // (`typed`: --csv-sep, --csv-comment, --csv-no-header, --csv-skip-rows, --csv-na, --missing).
-data::CsvOptions with_recorded_format(data::CsvOptions o, const SavedModel& m,
-                                      const std::function<bool(const std::string&)>& typed);
+data::CsvOptions with_recorded_format(data::CsvOptions o, const SavedModel& m, const std::vector<std::string>& typed);
 
 // Reads a model.safetensors that `normlab train` wrote. Errors name the file and what is missing
 // (a checkpoint without the data metadata, e.g. one written before normlab recorded it, or by

@@ -45,9 +45,7 @@ void add_csv_format_flags(CLI::App& a, data::CsvOptions& f) {
       ->default_str("");
   a.add_option_function<std::string>(
        "--missing",
-       [&f](const std::string& v) {
-         f.missing = v == "drop" ? data::Missing::Drop : v == "mean" ? data::Missing::Mean : data::Missing::Error;
-       },
+       [&f](const std::string& v) { f.missing = data::missing_from_name(v); },
        "a missing CSV cell: error (default), drop (its row), mean (the column's mean over the training file)")
       ->check(CLI::IsMember({"error", "drop", "mean"}));
   a.add_option("--csv-drop", f.drop, "CSV columns to leave out, e.g. id,date")->delimiter(',')->default_str("");

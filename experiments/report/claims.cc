@@ -22,10 +22,6 @@ std::string fixed(double v, int decimals, bool sign = false) {
   return buf;
 }
 
-int64_t finite_count(const std::vector<double>& v) {
-  return std::count_if(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
-}
-
 std::string p_text(double p) {
   if (p < 0.001) return "p < 0.001";
   char buf[32];
@@ -49,7 +45,7 @@ bool distinguishable(const std::vector<double>& a, const std::vector<double>& b)
 }
 
 std::string difference_text(const std::vector<double>& a, const std::vector<double>& b, const Units& u) {
-  const int64_t na = finite_count(a), nb = finite_count(b);
+  const int64_t na = mean_interval(a).n, nb = mean_interval(b).n;  // the finite values of each side
   const WelchTest w = welch_test(a, b);
   std::string text = fixed(u.factor * w.diff, u.decimals, true) + u.unit + " (";
   if (na < 2 || nb < 2) {

@@ -29,9 +29,7 @@ data::Dataset eval_data(const EvalOptions& opt, const SavedModel& m) {
   data::Dataset raw;
   if (!opt.csv.empty()) {
     const data::Dataset train = csv_columns_of(m, opt.checkpoint, "eval --csv");
-    data::CsvOptions o = with_recorded_format(opt.csv_format, m, [&](const std::string& f) {
-      return std::find(opt.csv_flags_typed.begin(), opt.csv_flags_typed.end(), f) != opt.csv_flags_typed.end();
-    });
+    data::CsvOptions o = with_recorded_format(opt.csv_format, m, opt.csv_flags_typed);
     o.label_column = m.label;
     o.task = m.task;
     raw = data::read_csv(opt.csv, o, train);

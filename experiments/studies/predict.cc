@@ -59,9 +59,7 @@ PredictPlan plan_predict(const std::string& checkpoint, const std::string& csv, 
                          const std::vector<std::string>& typed) {
   PredictPlan p{load_saved_model(checkpoint), {}};
   const data::Dataset train = csv_columns_of(p.model, checkpoint, "predict");
-  data::CsvOptions opt = with_recorded_format(format, p.model, [&](const std::string& f) {
-    return std::find(typed.begin(), typed.end(), f) != typed.end();
-  });
+  data::CsvOptions opt = with_recorded_format(format, p.model, typed);
   opt.label_column = p.model.label;
   opt.task = p.model.task;
   p.rows = data::read_csv_features(csv, opt, train);

@@ -86,20 +86,14 @@ std::string losses(const std::vector<std::pair<double, std::vector<double>>>& c,
   return md;
 }
 
-// The batch sizes both sweeps ran, smallest first.
-std::vector<double> common_batches(const Report& a, const Report& b) {
-  const auto of = [](const Report& r) {
-    std::vector<double> x;
-    for (const auto& [n, c] : r.sweep_accuracy)
-      for (const auto& [b, v] : c) x.push_back(b);
-    std::sort(x.begin(), x.end());
-    x.erase(std::unique(x.begin(), x.end()), x.end());
-    return x;
-  };
-  const std::vector<double> xa = of(a), xb = of(b);
-  std::vector<double> both;
-  std::set_intersection(xa.begin(), xa.end(), xb.begin(), xb.end(), std::back_inserter(both));
-  return both;
+// The batch sizes a sweep ran, smallest first.
+std::vector<double> batches_of(const Report& r) {
+  std::vector<double> x;
+  for (const auto& [n, c] : r.sweep_accuracy)
+    for (const auto& [b, v] : c) x.push_back(b);
+  std::sort(x.begin(), x.end());
+  x.erase(std::unique(x.begin(), x.end()), x.end());
+  return x;
 }
 
 // MLP and CNN side by side, from the two batch-size sweeps: at each batch size the norms tied for
@@ -111,14 +105,11 @@ std::string side_by_side(const Report& mlp, const Report& cnn) {
         "seeds; the MLP on its sweep's images, the CNN on its own). The best norm at each batch size is the one with "
         "the highest mean, listed with every norm not distinguishable from it (Welch's t-test over seeds, 95%).\n\n"
         "| batch | MLP: best norms (best's accuracy) | CNN: best norms (best's accuracy) |\n|---|---|---|\n";
-  std::vector<double> batches;
-  for (const auto* r : {&mlp, &cnn})
-    for (const auto& [n, c] : r->sweep_accuracy)
-      for (const auto& [x, v] : c)
-        if (std::find(batches.begin(), batches.end(), x) == batches.end()) batches.push_back(x);
-  std::sort(batches.begin(), batches.end());
-  for (double b : batches) md << "| " << fmt(b) << " | " << winners(mlp, b) << " | " << winners(cnn, b) << " |\n";
-  std::vector<double> small = common_batches(mlp, cnn);
+  const std::vector<double> in_mlp = batches_of(mlp), in_cnn = batches_of(cnn);
+  std::vector<double> either, small;  // the batch sizes either sweep ran; those both ran
+  std::set_union(in_mlp.begin(), in_mlp.end(), in_cnn.begin(), in_cnn.end(), std::back_inserter(either));
+  std::set_intersection(in_mlp.begin(), in_mlp.end(), in_cnn.begin(), in_cnn.end(), std::back_inserter(small));
+  for (double b : either) md << "| " << fmt(b) << " | " << winners(mlp, b) << " | " << winners(cnn, b) << " |\n";
   if (small.size() > 2) small.resize(2);
   if (small.empty()) return md.str() + "\n";
   md << "\nPoints lost at the smallest batch sizes both sweeps ran against the norm's own best batch size (the "

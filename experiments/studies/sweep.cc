@@ -191,7 +191,7 @@ std::vector<std::string> sweep_plots(const SweepConfig& cfg, const Plan& plan, c
 
 // A results cell: mean ± 95% CI in %, with its n when fewer runs than seeds count (diverged, not run).
 std::string pm(const std::vector<double>& v, size_t seeds) {
-  const auto n = std::count_if(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
+  const int64_t n = mean_interval(v).n;  // the runs that did not diverge
   return accuracy_cell(v) + (n > 0 && static_cast<size_t>(n) < seeds ? " (n = " + std::to_string(n) + ")" : "");
 }
 
