@@ -124,7 +124,8 @@ void check_model_field(const std::map<std::string, std::string>& md, const Model
     autograd::Generator gen(0);
     mismatch.clear();
     for (const auto& [name, want] : build_model(described_spec(s, it->second), gen).net->state_dict()) {
-      const auto got = std::find_if(tensors.begin(), tensors.end(), [&](const auto& t) { return t.first == name; });
+      const std::string& wanted = name;  // clang 14 cannot capture a structured binding
+      const auto got = std::find_if(tensors.begin(), tensors.end(), [&](const auto& t) { return t.first == wanted; });
       if (got == tensors.end()) mismatch = ", but the file has no tensor " + name + " (" + shape_of(want) + ") of that model";
       else if (got->second.shape() != want.shape())
         mismatch = ", but the file's tensor " + name + " is " + shape_of(got->second) + " where that model's is " + shape_of(want);
