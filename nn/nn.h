@@ -3,6 +3,7 @@
 // and safetensors checkpoints (the functional norms are autograd ops: autograd/norm.h).
 #pragma once
 #include "nn/activation.h"
+#include "nn/attention.h"
 #include "nn/batchnorm.h"
 #include "nn/checkpoint.h"
 #include "nn/conv.h"
@@ -18,3 +19,4 @@
 #include "nn/pooling.h"
 #include "nn/rmsnorm.h"
 #include "nn/sequential.h"
+#include "nn/transformer.h"
