@@ -1,6 +1,7 @@
 // The attention ops: float64 gradchecks, agreement with the unfused formula built from primitive
 // ops (matmul, softmax), the packed op against the (B, H, T, D) op on the split heads, causality
-// (a later token never changes an earlier output), and the errors.
+// (a later token never changes an earlier output), PyTorch parity (tests/fixtures/attention.safetensors:
+// PyTorch 1.13's unfused softmax(q k^T / sqrt(D) masked with -inf) @ v), and the errors.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <string>
@@ -8,6 +9,7 @@
 
 #include "autograd/autograd.h"
 #include "tests/support/compare.h"
+#include "tests/support/fixtures.h"
 #include "tests/support/tensors.h"
 
 using namespace normlab::autograd;
@@ -149,6 +151,36 @@ BOOST_AUTO_TEST_CASE(a_later_token_never_changes_an_earlier_output) {
   v2.set_flat((T - 1) * 3, 3.0);
   BOOST_TEST(scaled_dot_product_attention(q, k, v, false).flat(0) != scaled_dot_product_attention(q, k2, v2, false).flat(0));
   BOOST_TEST(scaled_dot_product_attention(q, k, v, true).flat(0) == scaled_dot_product_attention(q, k2, v2, true).flat(0));
+}
+
+// PyTorch 1.13's unfused formula, forward and the gradients of sum(output * grad_output), for
+// (B, H, T, D) operands with and without the causal mask and for nanoGPT's packed qkv. Tolerances as
+// tests/nn/parity_test.cc's: float32 rtol 1e-5 with an absolute floor of 1e-6, float64 1e-10, 1e-13.
+BOOST_AUTO_TEST_CASE(pytorch_parity) {
+  const normlab::test::Fixture fx("attention");
+  for (const std::string dt : {"f32", "f64"}) {
+    const double rtol = dt == "f32" ? 1e-5 : 1e-10, atol = dt == "f32" ? 1e-6 : 1e-13;
+    for (const std::string name : {"full", "causal"}) {
+      const std::string p = dt + "." + name + ".";
+      BOOST_TEST_CONTEXT(p) {
+        Tensor q = fx.get(p + "q").clone(), k = fx.get(p + "k").clone(), v = fx.get(p + "v").clone();
+        for (const Tensor* t : {&q, &k, &v}) t->requires_grad_();
+        const Tensor y = scaled_dot_product_attention(q, k, v, name == "causal");
+        sum(mul(y, fx.get(p + "grad_output"))).backward();
+        expect_elements_close(p + "output", values(y), values(fx.get(p + "output")), rtol, atol);
+        expect_elements_close(p + "grad_q", values(q.grad()), values(fx.get(p + "grad_q")), rtol, atol);
+        expect_elements_close(p + "grad_k", values(k.grad()), values(fx.get(p + "grad_k")), rtol, atol);
+        expect_elements_close(p + "grad_v", values(v.grad()), values(fx.get(p + "grad_v")), rtol, atol);
+      }
+    }
+    const std::string p = dt + ".packed.";
+    Tensor qkv = fx.get(p + "qkv").clone();
+    qkv.requires_grad_();
+    const Tensor y = causal_self_attention(qkv, std::stoll(fx.meta("packed.heads")));
+    sum(mul(y, fx.get(p + "grad_output"))).backward();
+    expect_elements_close(p + "output", values(y), values(fx.get(p + "output")), rtol, atol);
+    expect_elements_close(p + "grad_qkv", values(qkv.grad()), values(fx.get(p + "grad_qkv")), rtol, atol);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(errors) {

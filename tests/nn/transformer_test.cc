@@ -1,6 +1,7 @@
 // The GPT block and its attention layer: nanoGPT's state_dict names and init, float64 gradchecks
 // for every norm and position, causality (and BatchNorm over tokens leaking the future in training
-// mode only), and the errors.
+// mode only), PyTorch parity (tests/fixtures/transformer_block.safetensors: a nanoGPT Block written
+// in PyTorch 1.13 for every norm and position, its state_dict loaded here by name), and the errors.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <string>
@@ -10,10 +11,13 @@
 #include "nn/attention.h"
 #include "nn/init.h"
 #include "nn/transformer.h"
+#include "tests/support/compare.h"
+#include "tests/support/fixtures.h"
 #include "tests/support/tensors.h"
 
 using namespace normlab::autograd;
 using namespace normlab::nn;
+using normlab::test::expect_elements_close;
 using normlab::test::expect_error;
 using normlab::test::expect_gradcheck;
 using normlab::test::random_input;
@@ -168,6 +172,58 @@ BOOST_AUTO_TEST_CASE(batch_norm_over_tokens_leaks_the_future_in_training_only) {
           BOOST_TEST(earlier_changed == (norm == BlockNorm::Batch && training));
         }
       }
+}
+
+// Every case of the fixture: the block built here, PyTorch's state_dict loaded by name (every name
+// must match, both ways), one training-mode forward, and the output, the gradients of
+// sum(output * grad_output) w.r.t. the input and every parameter, and BatchNorm's running statistics
+// after the step compared with PyTorch's.
+BOOST_AUTO_TEST_CASE(pytorch_parity) {
+  const normlab::test::Fixture fx("transformer_block");
+  const int64_t C = std::stoll(fx.meta("width")), heads = std::stoll(fx.meta("heads"));
+  std::string cases = fx.meta("cases") + ",";
+  int checked = 0;
+  for (size_t at = cases.find(','); at != std::string::npos; cases.erase(0, at + 1), at = cases.find(',')) {
+    const std::string name = cases.substr(0, at), norm = name.substr(0, name.find('_')),
+                      position = name.substr(name.find('_') + 1);
+    for (const std::string dt : {"f32", "f64"}) {
+      const std::string p = dt + "." + name + ".";
+      BOOST_TEST_CONTEXT(p) {
+        // Float32 as parity_test.cc (rtol 1e-5, atol 1e-6); float64 1e-10, 1e-13.
+        const double rtol = dt == "f32" ? 1e-5 : 1e-10, atol = dt == "f32" ? 1e-6 : 1e-13;
+        Generator gen(1);
+        TransformerBlock b(C, heads, parse_block_norm(norm), parse_norm_position(position), gen, 1,
+                           dt == "f32" ? DType::Float32 : DType::Float64);
+        NamedTensors state;
+        size_t grads = 0, after = 0;
+        for (const auto& e : fx.tensors()) {
+          if (e.first.rfind(p + "state.", 0) == 0) state.push_back({e.first.substr(p.size() + 6), e.second});
+          if (e.first.rfind(p + "grad.", 0) == 0) ++grads;
+          if (e.first.rfind(p + "after.", 0) == 0) ++after;
+        }
+        b.load_state_dict(state);
+        b.train();
+        Tensor x = fx.get(p + "input").clone();
+        x.requires_grad_();
+        const Tensor y = b(x);
+        sum(mul(y, fx.get(p + "grad_output"))).backward();
+        expect_elements_close(p + "output", y.to_vector(), fx.get(p + "output").to_vector(), rtol, atol);
+        expect_elements_close(p + "grad_input", x.grad().to_vector(), fx.get(p + "grad_input").to_vector(), rtol,
+                              atol);
+        const NamedTensors params = b.named_parameters(), buffers = b.named_buffers();
+        BOOST_TEST(params.size() == grads);
+        for (const auto& e : params)
+          expect_elements_close(p + "grad." + e.first, e.second.grad().to_vector(),
+                                fx.get(p + "grad." + e.first).to_vector(), rtol, atol);
+        BOOST_TEST(buffers.size() == after);
+        for (const auto& e : buffers)
+          expect_elements_close(p + "after." + e.first, e.second.to_vector(),
+                                fx.get(p + "after." + e.first).to_vector(), rtol, atol);
+        ++checked;
+      }
+    }
+  }
+  BOOST_TEST(checked == 16);  // 4 norms x 2 positions x 2 dtypes
 }
 
 BOOST_AUTO_TEST_CASE(errors) {
