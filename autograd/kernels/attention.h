@@ -10,8 +10,9 @@
 // Backward, from dO and the saved o and lse (P_ij = e^(S_ij - lse_i) recomputed, flash-attention style):
 //   dV = P^T dO,  dP = dO V^T,  delta_i = dO_i . o_i (= sum_j P_ij dP_ij),
 //   dS = P (dP - delta),  dQ = s dS K,  dK = s dS^T Q.
-// The forward computes a query row's scores into a scratch row of T values, so the (T, T) score
-// matrix never exists; the backward goes over each row's keys once and needs no scratch.
+// Each (b, h) works on its own scratch, allocated once per (b, h): K^T (D, T) (and V^T for the
+// backward's dP), so that a query row's T scores are computed along the keys, and one or two rows of
+// T values. The (T, T) score matrix never exists.
 //
 // Layout: element (b, h, t, d) of q is q[b * q.batch + h * q.head + t * q.row + d] (the same for k,
 // v, o), so the kernels read (B, H, T, D) tensors and the packed (B, T, 3C) output of a qkv
@@ -20,8 +21,9 @@
 // overwritten and must not alias inputs; dq, dk, dv may share one buffer when their elements are
 // disjoint (the packed case). Pairs (b, h) run in parallel on autograd's pool; each writes only its
 // own elements and computes them in a fixed order, so results do not depend on the thread count.
-// The order of the sums over d and j depends on the Highway target only. Inputs are assumed
-// finite (a NaN or inf score makes that row's outputs NaN or meaningless, as in PyTorch's math path).
+// Scores and the sums over keys j add their terms in the reference's order (d = 0 first, j = 0
+// first); only delta_i, the softmax's sum l_i and multiply-add fusion depend on the Highway target.
+// Inputs are assumed finite (a NaN or inf score makes that row's outputs NaN or meaningless).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -54,7 +56,7 @@ void attention_backward(const AttentionShape& s, const double* q, const double* 
 
 // ---- Scalar references: what the Highway kernels must compute ------------------------------------
 // The same operations in the same order of loops, with sums from d = 0 and j = 0 up (the SIMD
-// targets add within lanes first) and std::exp, std::log.
+// targets add delta_i and l_i within lanes first, and may fuse multiply-adds) and std::exp, std::log.
 namespace ref {
 
 template <typename T>
