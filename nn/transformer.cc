@@ -52,11 +52,11 @@ Tensor TokenBatchNorm::forward(const Tensor& x) {
   return autograd::reshape(BatchNorm1d::forward(autograd::reshape(x, {shape[0] * shape[1], shape[2]})), shape);
 }
 
-// ---- MLP ------------------------------------------------------------------------------------------
+// ---- TransformerMLP ----------------------------------------------------------------------------
 
-MLP::MLP(int64_t width, Generator& gen, int64_t n_layer, DType dtype) {
-  if (width < 1) throw Error("MLP: expected width >= 1, got " + std::to_string(width));
-  if (n_layer < 1) throw Error("MLP: expected n_layer >= 1, got " + std::to_string(n_layer));
+TransformerMLP::TransformerMLP(int64_t width, Generator& gen, int64_t n_layer, DType dtype) {
+  if (width < 1) throw Error("TransformerMLP: expected width >= 1, got " + std::to_string(width));
+  if (n_layer < 1) throw Error("TransformerMLP: expected n_layer >= 1, got " + std::to_string(n_layer));
   c_fc_ = register_module("c_fc", std::make_shared<Linear>(width, 4 * width, gen));
   gelu_ = register_module("gelu", std::make_shared<GELU>());
   c_proj_ = register_module("c_proj", std::make_shared<Linear>(4 * width, width, gen));
@@ -65,7 +65,7 @@ MLP::MLP(int64_t width, Generator& gen, int64_t n_layer, DType dtype) {
   to(dtype);
 }
 
-Tensor MLP::forward(const Tensor& x) { return (*c_proj_)((*gelu_)((*c_fc_)(x))); }
+Tensor TransformerMLP::forward(const Tensor& x) { return (*c_proj_)((*gelu_)((*c_fc_)(x))); }
 
 // ---- TransformerBlock -----------------------------------------------------------------------------
 
@@ -90,7 +90,7 @@ TransformerBlock::TransformerBlock(int64_t width, int64_t heads, BlockNorm norm,
   ln_1_ = register_module("ln_1", make_norm(norm, width, dtype));
   attn_ = register_module("attn", std::make_shared<CausalSelfAttention>(width, heads, gen, n_layer, dtype));
   ln_2_ = register_module("ln_2", make_norm(norm, width, dtype));
-  mlp_ = register_module("mlp", std::make_shared<MLP>(width, gen, n_layer, dtype));
+  mlp_ = register_module("mlp", std::make_shared<TransformerMLP>(width, gen, n_layer, dtype));
 }
 
 Tensor TransformerBlock::forward(const Tensor& x) {

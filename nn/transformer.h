@@ -45,13 +45,13 @@ class TokenBatchNorm : public BatchNorm1d {
   Tensor forward(const Tensor& x) override;
 };
 
-// nanoGPT's MLP: x (*, C) -> c_proj(gelu(c_fc(x))), c_fc = Linear(C, 4C), c_proj = Linear(4C, C).
+// nanoGPT's MLP (printed "MLP"): x (*, C) -> c_proj(gelu(c_fc(x))), c_fc = Linear(C, 4C), c_proj = Linear(4C, C).
 // GELU is normlab's (nn::GELU: the tanh approximation, GPT-2's; nanoGPT's nn.GELU() is the exact erf
 // form, which normlab does not have). Init as nanoGPT: weights N(0, 0.02), c_proj's
 // N(0, 0.02 / sqrt(2 n_layer)), biases 0.
-class MLP : public Module {
+class TransformerMLP : public Module {
  public:
-  MLP(int64_t width, Generator& gen, int64_t n_layer = 1, DType dtype = DType::Float32);
+  TransformerMLP(int64_t width, Generator& gen, int64_t n_layer = 1, DType dtype = DType::Float32);
   Tensor forward(const Tensor& x) override;
   std::string repr() const override { return "MLP"; }
 
@@ -61,8 +61,8 @@ class MLP : public Module {
 };
 
 // One GPT block on x (B, T, C), C = width, `heads` attention heads (heads must divide width):
-// children ln_1, attn (CausalSelfAttention), ln_2, mlp (MLP), so state_dict names read as nanoGPT's
-// (ln_1.weight, attn.c_attn.weight, mlp.c_fc.weight, ...). n_layer is the depth of the model the
+// children ln_1, attn (CausalSelfAttention), ln_2, mlp (TransformerMLP), so state_dict names read
+// as nanoGPT's (ln_1.weight, attn.c_attn.weight, mlp.c_fc.weight, ...). n_layer is the depth of the model the
 // block belongs to, for the init of the residual projections (N(0, 0.02 / sqrt(2 n_layer))).
 // With BlockNorm::Batch in training mode, an earlier position's output depends on later tokens
 // (see TokenBatchNorm): the block is causal only in eval mode, or with the other norms.
