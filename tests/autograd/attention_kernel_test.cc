@@ -91,6 +91,12 @@ void check_all_cases() {
         check_case<T>(contiguous(2, 3, T_, D, causal), seed++);
         check_case<T>(packed(2, 3, T_, D, causal, 1), seed++);
       }
+  // Rows long enough for every block size of the kernels on every target (4, 2, 1 vectors and a
+  // tail: 117 = 64 + 32 + 16 + 5 with 16 lanes) along the keys and along D.
+  for (bool causal : {false, true}) {
+    check_case<T>(contiguous(1, 2, 117, 117, causal), seed++);
+    check_case<T>(packed(2, 1, 70, 117, causal, 3), seed++);
+  }
   check_case<T>(contiguous(1, 1, 0, 5, true), seed++);  // no tokens: nothing to do
 }
 
