@@ -1,9 +1,10 @@
 // Everything of the nn library in one include: modules (convolution and pooling too), norms,
-// activations, losses, init,
+// activations, losses, init, gradient clipping,
 // and safetensors checkpoints (the functional norms are autograd ops: autograd/norm.h).
 #pragma once
 #include "nn/activation.h"
 #include "nn/batchnorm.h"
+#include "nn/clip_grad.h"
 #include "nn/checkpoint.h"
 #include "nn/conv.h"
 #include "nn/dropout.h"
