@@ -101,6 +101,22 @@ BatchPlan plan_batches(const Shape& bs, Shape ba, Shape bb) {
   return p;
 }
 
+// Which matrices of a batched product an operand of a kernel call is: A's, B's or the output's
+// (the output, and its gradient, have one matrix per batch index).
+enum class Role { A, B, Out };
+
+// Z = op(X) op(Y) (+ Z) for every outer batch index of the plan, each call covering the inner
+// batches; sx, sy, sz are the operands' matrix sizes in elements.
+void gemm_batches(const BatchPlan& p, const k::GemmShape& s, const Tensor& x, Role rx, int64_t sx, const Tensor& y,
+                  Role ry, int64_t sy, const Tensor& z, Role rz, int64_t sz) {
+  for (int64_t q = 0, nq = p.count(); q < nq; ++q) {
+    int64_t oa, ob;
+    p.offsets(q, &oa, &ob);
+    const auto at = [&](Role r) { return r == Role::A ? oa : r == Role::B ? ob : q * p.inner; };
+    gemm(s, x, at(rx) * sx, y, at(ry) * sy, z, at(rz) * sz);
+  }
+}
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
@@ -136,13 +152,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   s.stride_a = plan.inner_a ? M * K : 0;
   s.stride_b = plan.inner_b ? K * N : 0;
   s.stride_c = M * N;
-  if (out.numel() > 0) {
-    for (int64_t q = 0, nq = plan.count(); q < nq; ++q) {
-      int64_t oa, ob;
-      plan.offsets(q, &oa, &ob);
-      gemm(s, a, oa * M * K, b, ob * K * N, out, q * plan.inner * M * N);
-    }
-  }
+  if (out.numel() > 0) gemm_batches(plan, s, a, Role::A, M * K, b, Role::B, K * N, out, Role::Out, M * N);
   // Over broadcast batch dims an operand's gradient is the sum of the gradients of its uses, in
   // batch order (outer index, then inner, accumulated by the kernel) onto zeros. An operand with a
   // matrix for every batch index (as many as the output) gets each gradient once, written directly.
@@ -160,11 +170,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
       t.trans_b = true, t.m = s.m, t.n = s.k, t.k = s.n, t.batch = s.batch, t.accumulate = !full_a;
       t.stride_a = s.stride_c, t.stride_b = s.stride_b, t.stride_c = s.stride_a;
       if (ga.numel() > 0)
-        for (int64_t q = 0, nq = plan.count(); q < nq; ++q) {
-          int64_t oa, ob;
-          plan.offsets(q, &oa, &ob);
-          gemm(t, g, q * plan.inner * s.m * s.n, b, ob * s.k * s.n, ga, oa * s.m * s.k);
-        }
+        gemm_batches(plan, t, g, Role::Out, s.m * s.n, b, Role::B, s.k * s.n, ga, Role::A, s.m * s.k);
     }
     if (n[1]) {  // dB = A^T dC: (K, M) (M, N)
       gb = empty(sb, dt);
@@ -173,11 +179,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
       t.trans_a = true, t.m = s.k, t.n = s.n, t.k = s.m, t.batch = s.batch, t.accumulate = !full_b;
       t.stride_a = s.stride_a, t.stride_b = s.stride_c, t.stride_c = s.stride_b;
       if (gb.numel() > 0)
-        for (int64_t q = 0, nq = plan.count(); q < nq; ++q) {
-          int64_t oa, ob;
-          plan.offsets(q, &oa, &ob);
-          gemm(t, a, oa * s.m * s.k, g, q * plan.inner * s.m * s.n, gb, ob * s.k * s.n);
-        }
+        gemm_batches(plan, t, a, Role::A, s.m * s.k, g, Role::Out, s.m * s.n, gb, Role::B, s.k * s.n);
     }
     return Grads{ga, gb};
   });
