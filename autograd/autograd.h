@@ -1,10 +1,11 @@
-// Everything of the autograd library in one include: tensors, ops (norms and dropout too), the
+// Everything of the autograd library in one include: tensors, ops (norms, dropout and embedding too), the
 // engine, gradcheck.
 #pragma once
 #include "autograd/allocator.h"
 #include "autograd/conv.h"
 #include "autograd/dropout.h"
 #include "autograd/elementwise.h"
+#include "autograd/embedding.h"
 #include "autograd/engine.h"
 #include "autograd/gradcheck.h"
 #include "autograd/loss.h"

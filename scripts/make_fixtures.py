@@ -604,6 +604,73 @@ def make_adam():
     fx.write()
 
 
+# ---- Sequence-model ops: embedding, broadcast matmul, clip_grad_norm_ ---------------------------------
+
+SEQ_MATMUL_CASES = [  # name, a shape, b shape
+    ("a4d_b3d", (2, 1, 3, 4), (5, 4, 2)),
+    ("a2d_b4d", (3, 4), (2, 2, 4, 5)),
+    ("both_broadcast", (4, 1, 2, 3), (1, 3, 3, 2)),
+    ("same_batch", (2, 3, 4), (2, 4, 5)),
+]
+SEQ_CLIP_CASES = [  # name, max_norm, norm_type
+    ("norm2", 1.0, 2.0),
+    ("norm_inf", 0.5, float("inf")),
+    ("norm2_unclipped", 100.0, 2.0),
+]
+SEQ_CLIP_SHAPES = [(3, 4), (5,), (2, 2, 2)]
+
+
+def make_seq_ops():
+    fx = Fixture("seq_ops")
+    torch.manual_seed(12)
+    # F.embedding: ids (3, 5) into a (7, 4) table, with repeated ids (and row 6 never used).
+    ids = torch.tensor([[3, 0, 3, 5, 1], [0, 0, 2, 3, 4], [5, 3, 1, 1, 3]], dtype=torch.int64)
+    w64 = torch.randn(7, 4, dtype=torch.float64)
+    dy64 = torch.randn(3, 5, 4, dtype=torch.float64)
+    fx.add("embedding.ids", ids)  # I64
+    for dn, dt in DTYPES.items():
+        w, dy = leaf(w64.to(dt)), dy64.to(dt)
+        y = F.embedding(ids, w)
+        (dw,) = grads(y, [w], dy)
+        p = f"{dn}.embedding"
+        fx.add(p + ".weight", w)
+        fx.add(p + ".output", y)
+        fx.add(p + ".grad_output", dy)
+        fx.add(p + ".grad_weight", dw)
+    # torch.matmul with broadcast batch dims: output and both gradients.
+    for name, sa, sb in SEQ_MATMUL_CASES:
+        a64, b64 = torch.randn(sa, dtype=torch.float64), torch.randn(sb, dtype=torch.float64)
+        dy64 = torch.randn(torch.matmul(a64, b64).shape, dtype=torch.float64)
+        fx.meta(f"matmul_{name}.a_shape", json.dumps(list(sa)))
+        fx.meta(f"matmul_{name}.b_shape", json.dumps(list(sb)))
+        for dn, dt in DTYPES.items():
+            a, b, dy = leaf(a64.to(dt)), leaf(b64.to(dt)), dy64.to(dt)
+            y = torch.matmul(a, b)
+            da, db = grads(y, [a, b], dy)
+            p = f"{dn}.matmul_{name}"
+            for field, t in [("a", a), ("b", b), ("output", y), ("grad_output", dy), ("grad_a", da),
+                             ("grad_b", db)]:
+                fx.add(p + "." + field, t)
+    # clip_grad_norm_ over three gradients: the total norm and the clipped gradients.
+    g64 = [torch.randn(s, dtype=torch.float64) * 0.7 for s in SEQ_CLIP_SHAPES]
+    fx.meta("clip.params", str(len(SEQ_CLIP_SHAPES)))
+    for name, max_norm, norm_type in SEQ_CLIP_CASES:
+        fx.meta(f"clip_{name}.max_norm", repr(max_norm))
+        fx.meta(f"clip_{name}.norm_type", repr(norm_type))
+        for dn, dt in DTYPES.items():
+            params = [torch.zeros(s, dtype=dt, requires_grad=True) for s in SEQ_CLIP_SHAPES]
+            for prm, g in zip(params, g64):
+                prm.grad = g.to(dt).clone()
+            p = f"{dn}.clip_{name}"
+            for j, prm in enumerate(params):
+                fx.add(f"{p}.grad{j}", prm.grad)
+            total = torch.nn.utils.clip_grad_norm_(params, max_norm, norm_type)
+            fx.add(p + ".total_norm", total)
+            for j, prm in enumerate(params):
+                fx.add(f"{p}.clipped{j}", prm.grad)
+    fx.write()
+
+
 # ---- Checking a file written elsewhere ----------------------------------------------------------------
 
 def check(path):
@@ -650,6 +717,7 @@ def main():
     make_norms2d()
     make_cnn_steps()
     make_adam()
+    make_seq_ops()
 
 
 if __name__ == "__main__":
