@@ -2,6 +2,7 @@
 // engine, gradcheck.
 #pragma once
 #include "autograd/allocator.h"
+#include "autograd/attention.h"
 #include "autograd/conv.h"
 #include "autograd/dropout.h"
 #include "autograd/elementwise.h"

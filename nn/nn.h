@@ -3,6 +3,7 @@
 // and safetensors checkpoints (the functional norms are autograd ops: autograd/norm.h).
 #pragma once
 #include "nn/activation.h"
+#include "nn/attention.h"
 #include "nn/batchnorm.h"
 #include "nn/clip_grad.h"
 #include "nn/checkpoint.h"
@@ -20,3 +21,4 @@
 #include "nn/pooling.h"
 #include "nn/rmsnorm.h"
 #include "nn/sequential.h"
+#include "nn/transformer.h"

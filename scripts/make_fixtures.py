@@ -19,6 +19,7 @@ eval-mode output on a fixed input (see tests/fixtures/README.md).
 import argparse
 import itertools
 import json
+import math
 import os
 import struct
 import sys
@@ -668,6 +669,170 @@ def make_seq_ops():
             fx.add(p + ".total_norm", total)
             for j, prm in enumerate(params):
                 fx.add(f"{p}.clipped{j}", prm.grad)
+
+# ---- Attention and the GPT block --------------------------------------------------------------------
+
+def unfused_attention(q, k, v, causal):
+    """softmax(q k^T / sqrt(D), masked with -inf above the diagonal when causal) @ v on (..., T, D):
+    the formula of nanoGPT's slow path (PyTorch 1.13 has no F.scaled_dot_product_attention)."""
+    T = q.size(-2)
+    att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+    if causal:
+        mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
+        att = att.masked_fill(~mask, float("-inf"))
+    return F.softmax(att, dim=-1) @ v
+
+
+def split_heads_attention(qkv, heads):
+    """nanoGPT's CausalSelfAttention between c_attn and c_proj: (B, T, 3C) -> (B, T, C)."""
+    B, T, C3 = qkv.shape
+    C = C3 // 3
+    q, k, v = qkv.split(C, dim=2)
+    q, k, v = (t.view(B, T, heads, C // heads).transpose(1, 2) for t in (q, k, v))
+    y = unfused_attention(q, k, v, True)
+    return y.transpose(1, 2).contiguous().view(B, T, C)
+
+
+def make_attention():
+    """Cases f32/f64 x full/causal on (B, H, T, D) q, k, v (odd T and D), and a packed (B, T, 3C) qkv."""
+    fx = Fixture("attention")
+    torch.manual_seed(7)
+    shape = (1, 2, 5, 3)
+    q64, k64, v64 = (torch.randn(shape, dtype=torch.float64) for _ in range(3))
+    dy64 = torch.randn(shape, dtype=torch.float64)
+    B, T, C, heads = 2, 5, 6, 2
+    qkv64 = torch.randn(B, T, 3 * C, dtype=torch.float64)
+    dyp64 = torch.randn(B, T, C, dtype=torch.float64)
+    fx.meta("packed.heads", str(heads))
+    for dn, dt in DTYPES.items():
+        for name, causal in (("full", False), ("causal", True)):
+            p = f"{dn}.{name}"
+            q, k, v = leaf(q64.to(dt)), leaf(k64.to(dt)), leaf(v64.to(dt))
+            y = unfused_attention(q, k, v, causal)
+            dq, dk, dv = grads(y, [q, k, v], dy64.to(dt))
+            for n, t in (("q", q), ("k", k), ("v", v), ("output", y), ("grad_output", dy64.to(dt)),
+                         ("grad_q", dq), ("grad_k", dk), ("grad_v", dv)):
+                fx.add(f"{p}.{n}", t)
+        qkv = leaf(qkv64.to(dt))
+        y = split_heads_attention(qkv, heads)
+        (dqkv,) = grads(y, [qkv], dyp64.to(dt))
+        for n, t in (("qkv", qkv), ("output", y), ("grad_output", dyp64.to(dt)), ("grad_qkv", dqkv)):
+            fx.add(f"{dn}.packed.{n}", t)
+    fx.write()
+
+
+class RMSNormByHand(torch.nn.Module):
+    """x / sqrt(mean(x^2) + eps) * weight over the last dim (PyTorch 1.13 has no nn.RMSNorm); eps is
+    normlab's nn::RMSNorm default, the machine epsilon of the dtype."""
+
+    def __init__(self, C, eps):
+        super().__init__()
+        self.eps = eps
+        self.weight = torch.nn.Parameter(torch.ones(C))
+
+    def forward(self, x):
+        return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class TokenBatchNorm(torch.nn.BatchNorm1d):
+    """BatchNorm1d over the B x T tokens of (B, T, C): the naive BatchNorm of NLP."""
+
+    def forward(self, x):
+        B, T, C = x.shape
+        return super().forward(x.reshape(B * T, C)).reshape(B, T, C)
+
+
+class GPTAttention(torch.nn.Module):
+    def __init__(self, C, heads):
+        super().__init__()
+        self.heads = heads
+        self.c_attn = torch.nn.Linear(C, 3 * C)
+        self.c_proj = torch.nn.Linear(C, C)
+
+    def forward(self, x):
+        return self.c_proj(split_heads_attention(self.c_attn(x), self.heads))
+
+
+class GPTMLP(torch.nn.Module):
+    def __init__(self, C):
+        super().__init__()
+        self.c_fc = torch.nn.Linear(C, 4 * C)
+        self.gelu = torch.nn.GELU(approximate="tanh")  # normlab's nn::GELU (nanoGPT: exact erf)
+        self.c_proj = torch.nn.Linear(4 * C, C)
+
+    def forward(self, x):
+        return self.c_proj(self.gelu(self.c_fc(x)))
+
+
+class GPTBlock(torch.nn.Module):
+    """nanoGPT's Block with a choice of norm (layer, rms, batch, none) and position (pre, post)."""
+
+    def __init__(self, C, heads, norm, position, dt):
+        super().__init__()
+        make = {"layer": lambda: torch.nn.LayerNorm(C),
+                "rms": lambda: RMSNormByHand(C, torch.finfo(dt).eps),
+                "batch": lambda: TokenBatchNorm(C),
+                "none": lambda: torch.nn.Identity()}[norm]
+        self.position = position
+        self.ln_1 = make()
+        self.attn = GPTAttention(C, heads)
+        self.ln_2 = make()
+        self.mlp = GPTMLP(C)
+
+    def forward(self, x):
+        if self.position == "pre":
+            x = x + self.attn(self.ln_1(x))
+            return x + self.mlp(self.ln_2(x))
+        x = self.ln_1(x + self.attn(x))
+        return self.ln_2(x + self.mlp(x))
+
+
+BLOCK_NORMS = ["layer", "rms", "batch", "none"]
+BLOCK_POSITIONS = ["pre", "post"]
+
+
+def make_transformer_block():
+    """Per dtype, norm and position: the block's state_dict (weights N(0, 0.3), biases N(0, 0.1), norm
+    scales 1 + N(0, 0.2): larger than nanoGPT's init, so every path matters), an input, the output in
+    training mode and the gradients of sum(output * grad_output) w.r.t. the input and every parameter;
+    for BatchNorm also the running statistics after that step."""
+    fx = Fixture("transformer_block")
+    B, T, C, heads = 2, 5, 6, 2
+    fx.meta("width", str(C))
+    fx.meta("heads", str(heads))
+    fx.meta("cases", ",".join(f"{n}_{p}" for n in BLOCK_NORMS for p in BLOCK_POSITIONS))
+    for norm in BLOCK_NORMS:
+        for position in BLOCK_POSITIONS:
+            torch.manual_seed(11)
+            ref = GPTBlock(C, heads, norm, position, torch.float64).double()
+            with torch.no_grad():
+                for name, t in ref.named_parameters():
+                    if name.startswith("ln_"):
+                        t.copy_(1 + 0.2 * torch.randn_like(t) if name.endswith("weight") else 0.1 * torch.randn_like(t))
+                    else:
+                        t.copy_((0.3 if name.endswith("weight") else 0.1) * torch.randn_like(t))
+            state64 = {n: t.detach().clone() for n, t in ref.state_dict().items()}
+            x64 = torch.randn(B, T, C, dtype=torch.float64)
+            dy64 = torch.randn(B, T, C, dtype=torch.float64)
+            for dn, dt in DTYPES.items():
+                p = f"{dn}.{norm}_{position}"
+                block = GPTBlock(C, heads, norm, position, dt).to(dt)
+                block.load_state_dict({n: (t if t.dtype == torch.int64 else t.to(dt)) for n, t in state64.items()})
+                block.train()
+                for n, t in block.state_dict().items():
+                    fx.add(f"{p}.state.{n}", t)
+                x = leaf(x64.to(dt))
+                y = block(x)
+                names = [n for n, _ in block.named_parameters()]
+                gs = grads(y, [x] + [t for _, t in block.named_parameters()], dy64.to(dt))
+                fx.add(p + ".input", x)
+                fx.add(p + ".output", y)
+                fx.add(p + ".grad_output", dy64.to(dt))
+                fx.add(p + ".grad_input", gs[0])
+                for n, g in zip(names, gs[1:]):
+                    fx.add(f"{p}.grad.{n}", g)
+                for n, t in block.named_buffers():
+                    fx.add(f"{p}.after.{n}", t)
     fx.write()
 
 
@@ -718,6 +883,8 @@ def main():
     make_cnn_steps()
     make_adam()
     make_seq_ops()
+    make_attention()
+    make_transformer_block()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,97 @@
+// Attention ops: argument checks, one fused kernel call per forward, and the backward recorded
+// right below it calling the fused backward kernel.
+#include "autograd/attention.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/engine.h"
+#include "autograd/kernels/attention.h"
+
+namespace normlab::autograd {
+
+namespace k = kernels;
+using Grads = std::vector<Tensor>;
+
+// ---- (B, H, T, D) operands ------------------------------------------------------------------------
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& kt, const Tensor& v, bool causal) {
+  const std::string op = "scaled_dot_product_attention";
+  for (const Tensor* t : {&q, &kt, &v})
+    check(t->defined(), [&] { return op + ": an input is an undefined tensor"; });
+  if (q.dim() != 4)
+    throw Error(op + ": expected q of rank 4 (B, H, T, D), got q of size " + shape_str(q.shape()));
+  for (auto [t, name] : {std::pair<const Tensor*, const char*>{&kt, "k"}, {&v, "v"}}) {
+    if (t->shape() != q.shape())
+      throw Error(op + ": expected " + name + " of q's size " + shape_str(q.shape()) + ", got " + name +
+                  " of size " + shape_str(t->shape()));
+    if (t->dtype() != q.dtype())
+      throw Error(op + ": expected " + name + " of q's dtype " + dtype_name(q.dtype()) + ", got " +
+                  dtype_name(t->dtype()));
+  }
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3);
+  const k::AttentionLayout l{H * T * D, T * D, D};
+  const k::AttentionShape s{B, H, T, D, causal, l, l, l, l};
+  Tensor o = empty_like(q), lse = empty({B, H, T}, q.dtype());
+  dispatch(q.dtype(), [&](auto zero) {
+    using T_ = decltype(zero);
+    k::attention_forward(s, q.data<T_>(), kt.data<T_>(), v.data<T_>(), o.data<T_>(), lse.data<T_>());
+  });
+  // Saves q, k, v, the output and the log-sum-exp of each query row; P is recomputed.
+  return record("ScaledDotProductAttentionBackward", o, {q, kt, v},
+                [q = saved(q), kt = saved(kt), v = saved(v), o_ = saved(o), lse, s](const Tensor& g, const Needs&) {
+                  // The kernel makes all three gradients at once.
+                  Tensor dq = empty_like(q), dk = empty_like(q), dv = empty_like(q);
+                  dispatch(q.dtype(), [&](auto zero) {
+                    using T_ = decltype(zero);
+                    k::attention_backward(s, q.data<T_>(), kt.data<T_>(), v.data<T_>(), o_.data<T_>(), g.data<T_>(),
+                                          lse.data<T_>(), dq.data<T_>(), dk.data<T_>(), dv.data<T_>());
+                  });
+                  return Grads{dq, dk, dv};
+                });
+}
+
+// ---- Packed qkv (B, T, 3C) ------------------------------------------------------------------------
+
+Tensor causal_self_attention(const Tensor& qkv, int64_t heads) {
+  const std::string op = "causal_self_attention";
+  check(qkv.defined(), [&] { return op + ": the input is an undefined tensor"; });
+  if (qkv.dim() != 3)
+    throw Error(op + ": expected qkv of rank 3 (B, T, 3C), got qkv of size " + shape_str(qkv.shape()));
+  const int64_t B = qkv.size(0), T = qkv.size(1), C3 = qkv.size(2);
+  if (C3 % 3 != 0)
+    throw Error(op + ": expected qkv's last size 3C (q, k, v side by side) to be a multiple of 3, got qkv of size " +
+                shape_str(qkv.shape()));
+  const int64_t C = C3 / 3;
+  if (heads < 1) throw Error(op + ": expected heads >= 1, got heads = " + std::to_string(heads));
+  if (C % heads != 0)
+    throw Error(op + ": the width C = " + std::to_string(C) + " (qkv of size " + shape_str(qkv.shape()) +
+                ") is not divisible by heads = " + std::to_string(heads));
+  const int64_t H = heads, D = C / heads;
+  // Element (b, h, t, d) of q is qkv[b, t, h D + d]; of k and v the same C and 2C further on; of o
+  // (B, T, C) o[b, t, h D + d].
+  const k::AttentionLayout in{T * C3, D, C3}, out{T * C, D, C};
+  const k::AttentionShape s{B, H, T, D, true, in, in, in, out};
+  Tensor o = empty({B, T, C}, qkv.dtype()), lse = empty({B, H, T}, qkv.dtype());
+  dispatch(qkv.dtype(), [&](auto zero) {
+    using T_ = decltype(zero);
+    const T_* p = qkv.data<T_>();
+    k::attention_forward(s, p, p + C, p + 2 * C, o.data<T_>(), lse.data<T_>());
+  });
+  return record("CausalSelfAttentionBackward", o, {qkv},
+                [qkv = saved(qkv), o_ = saved(o), lse, s, C](const Tensor& g, const Needs&) {
+                  // dq, dk, dv fill the three thirds of one (B, T, 3C) gradient.
+                  Tensor d = empty_like(qkv);
+                  dispatch(qkv.dtype(), [&](auto zero) {
+                    using T_ = decltype(zero);
+                    const T_* p = qkv.data<T_>();
+                    T_* dp = d.data<T_>();
+                    k::attention_backward(s, p, p + C, p + 2 * C, o_.data<T_>(), g.data<T_>(), lse.data<T_>(), dp,
+                                          dp + C, dp + 2 * C);
+                  });
+                  return Grads{d};
+                });
+}
+
+}  // namespace normlab::autograd
