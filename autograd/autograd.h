@@ -10,6 +10,7 @@
 #include "autograd/engine.h"
 #include "autograd/gradcheck.h"
 #include "autograd/loss.h"
+#include "autograd/lstm.h"
 #include "autograd/matmul.h"
 #include "autograd/norm.h"
 #include "autograd/pooling.h"

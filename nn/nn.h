@@ -17,6 +17,7 @@
 #include "nn/layernorm.h"
 #include "nn/linear.h"
 #include "nn/loss.h"
+#include "nn/lstm.h"
 #include "nn/module.h"
 #include "nn/pooling.h"
 #include "nn/rmsnorm.h"

@@ -833,6 +833,61 @@ def make_transformer_block():
                     fx.add(f"{p}.grad.{n}", g)
                 for n, t in block.named_buffers():
                     fx.add(f"{p}.after.{n}", t)
+
+# ---- LSTM ---------------------------------------------------------------------------------------------
+
+def make_lstm():
+    """torch.nn.LSTM with its default init (state_dict saved under <dt>.<case>.state.<name>), on a
+    random input (and initial state), and the gradients of the fixed loss
+    <output, grad_output> + <h_n, grad_h_n> + <c_n, grad_c_n> w.r.t. the input, h0, c0 and every
+    parameter (<dt>.<case>.grad.<name>)."""
+    fx = Fixture("lstm")
+    torch.manual_seed(11)
+    cases = [  # name, input_size, hidden_size, num_layers, bias, batch_first, T, B, initial state
+        ("two_layers", 5, 4, 2, True, True, 6, 3, True),
+        ("one_layer_nobias", 3, 5, 1, False, False, 4, 2, False),
+    ]
+    for name, I, H, L, bias, bf, T, B, init_state in cases:
+        for key, value in [("input_size", I), ("hidden_size", H), ("num_layers", L)]:
+            fx.meta(f"{name}.{key}", str(value))
+        for key, value in [("bias", bias), ("batch_first", bf), ("initial_state", init_state)]:
+            fx.meta(f"{name}.{key}", str(value).lower())
+        m64 = torch.nn.LSTM(I, H, num_layers=L, bias=bias, batch_first=bf).double()
+        x64 = torch.randn((B, T, I) if bf else (T, B, I), dtype=torch.float64)
+        h064, c064 = torch.randn(L, B, H, dtype=torch.float64), torch.randn(L, B, H, dtype=torch.float64)
+        dy64 = torch.randn((B, T, H) if bf else (T, B, H), dtype=torch.float64)
+        dh64, dc64 = torch.randn(L, B, H, dtype=torch.float64), torch.randn(L, B, H, dtype=torch.float64)
+        for dn, dt in DTYPES.items():
+            m = torch.nn.LSTM(I, H, num_layers=L, bias=bias, batch_first=bf).to(dt)
+            m.load_state_dict({k: v.to(dt) for k, v in m64.state_dict().items()}, strict=True)
+            x = leaf(x64.to(dt))
+            p = f"{dn}.{name}"
+            if init_state:
+                h0, c0 = leaf(h064.to(dt)), leaf(c064.to(dt))
+                y, (hn, cn) = m(x, (h0, c0))
+            else:
+                h0 = c0 = None
+                y, (hn, cn) = m(x)
+            params = list(m.named_parameters())
+            live = [x] + ([h0, c0] if init_state else []) + [t for _, t in params]
+            gs = torch.autograd.grad([y, hn, cn], live, [dy64.to(dt), dh64.to(dt), dc64.to(dt)])
+            for k, v in m.state_dict().items():
+                fx.add(f"{p}.state.{k}", v)
+            fx.add(p + ".input", x)
+            fx.add(p + ".output", y)
+            fx.add(p + ".h_n", hn)
+            fx.add(p + ".c_n", cn)
+            fx.add(p + ".grad_output", dy64.to(dt))
+            fx.add(p + ".grad_h_n", dh64.to(dt))
+            fx.add(p + ".grad_c_n", dc64.to(dt))
+            fx.add(p + ".grad_input", gs[0])
+            if init_state:
+                fx.add(p + ".h0", h0)
+                fx.add(p + ".c0", c0)
+                fx.add(p + ".grad_h0", gs[1])
+                fx.add(p + ".grad_c0", gs[2])
+            for (k, _), g in zip(params, gs[3 if init_state else 1:]):
+                fx.add(f"{p}.grad.{k}", g)
     fx.write()
 
 
@@ -885,6 +940,7 @@ def main():
     make_seq_ops()
     make_attention()
     make_transformer_block()
+    make_lstm()
 
 
 if __name__ == "__main__":
