@@ -1,4 +1,4 @@
-// Everything of the autograd library in one include: tensors, ops (norms and dropout too), the
+// Everything of the autograd library in one include: tensors, ops (norms, dropout and embedding too), the
 // engine, gradcheck.
 #pragma once
 #include "autograd/allocator.h"
@@ -6,9 +6,11 @@
 #include "autograd/conv.h"
 #include "autograd/dropout.h"
 #include "autograd/elementwise.h"
+#include "autograd/embedding.h"
 #include "autograd/engine.h"
 #include "autograd/gradcheck.h"
 #include "autograd/loss.h"
+#include "autograd/lstm.h"
 #include "autograd/matmul.h"
 #include "autograd/norm.h"
 #include "autograd/pooling.h"

@@ -22,64 +22,164 @@ std::string mat_str(const Shape& s) {
 }
 
 template <typename T>
-void run_gemm(const k::GemmShape& s, const Tensor& a, const Tensor& b, const Tensor& c) {
-  k::gemm(s, a.data<T>(), b.data<T>(), c.data<T>());
+void run_gemm(const k::GemmShape& s, const Tensor& a, int64_t oa, const Tensor& b, int64_t ob, const Tensor& c,
+              int64_t oc) {
+  k::gemm(s, a.data<T>() + oa, b.data<T>() + ob, c.data<T>() + oc);
 }
 
+// C = op(A) op(B) on the matrices at element offsets oa, ob, oc (s.batch of them). A call with no
+// batch item leaves C as it is (the callers zero an operand's gradient before summing into it).
+void gemm(const k::GemmShape& s, const Tensor& a, int64_t oa, const Tensor& b, int64_t ob, const Tensor& c,
+          int64_t oc) {
+  if (s.batch == 0 || s.m == 0 || s.n == 0) return;
+  if (a.dtype() == DType::Float32) run_gemm<float>(s, a, oa, b, ob, c, oc);
+  else run_gemm<double>(s, a, oa, b, ob, c, oc);
+}
+
+// The same on whole tensors (linear's products).
 void gemm(const k::GemmShape& s, const Tensor& a, const Tensor& b, const Tensor& c) {
   if (c.numel() == 0) return;
-  if (s.batch == 0) {  // an empty batch summed into a shared operand's gradient: zeros
-    fill_(c, 0);
-    return;
+  gemm(s, a, 0, b, 0, c, 0);
+}
+
+// How a broadcast batched product walks its batch dims. The output's batch dims (the broadcast of
+// both operands' leading dims) are split into an outer part, walked one index at a time, and the
+// longest inner suffix over which each operand is either fully present or fully broadcast: one
+// kernel call covers the inner part, with stride M K (present) or 0 (broadcast) for each operand.
+struct BatchPlan {
+  Shape outer;                           // the outer batch dims (row-major)
+  std::vector<int64_t> outer_a, outer_b;  // per outer dim: the step of A's (B's) matrix, 0 if broadcast
+  int64_t inner = 1;                     // matrices in one kernel call
+  bool inner_a = false, inner_b = false;  // is A (B) present (not broadcast) over the inner dims?
+  int64_t count() const { return numel(outer); }
+  // Matrix offsets (in matrices, not elements) of outer index q in A and B.
+  void offsets(int64_t q, int64_t* oa, int64_t* ob) const {
+    *oa = *ob = 0;
+    for (size_t d = outer.size(); d-- > 0;) {
+      const int64_t i = q % outer[d];
+      q /= outer[d];
+      *oa += i * outer_a[d];
+      *ob += i * outer_b[d];
+    }
   }
-  if (a.dtype() == DType::Float32) run_gemm<float>(s, a, b, c);
-  else run_gemm<double>(s, a, b, c);
+};
+
+// Plans the walk over batch dims bs of the output, with the operands' batch dims ba and bb
+// (each padded on the left with 1s to bs's rank).
+BatchPlan plan_batches(const Shape& bs, Shape ba, Shape bb) {
+  const size_t r = bs.size();
+  const Shape ones(r, 1);
+  ba.insert(ba.begin(), ones.begin(), ones.begin() + static_cast<std::ptrdiff_t>(r - ba.size()));
+  bb.insert(bb.begin(), ones.begin(), ones.begin() + static_cast<std::ptrdiff_t>(r - bb.size()));
+  BatchPlan p;
+  // The inner suffix: dims of size 1 fit any suffix; the first other dim sets whether each operand
+  // is present, and the suffix stops at the first dim that disagrees.
+  size_t split = r;
+  bool set = false;
+  for (size_t d = r; d-- > 0;) {
+    if (bs[d] == 1) {
+      split = d;
+      continue;
+    }
+    const bool pa = ba[d] != 1, pb = bb[d] != 1;
+    if (!set) p.inner_a = pa, p.inner_b = pb, set = true;
+    else if (pa != p.inner_a || pb != p.inner_b) break;
+    p.inner *= bs[d];
+    split = d;
+  }
+  // The step of each outer dim, in matrices: the product of the operand's own batch sizes after it.
+  int64_t step_a = p.inner_a ? p.inner : 1, step_b = p.inner_b ? p.inner : 1;
+  p.outer.assign(bs.begin(), bs.begin() + static_cast<std::ptrdiff_t>(split));
+  p.outer_a.assign(split, 0);
+  p.outer_b.assign(split, 0);
+  for (size_t d = split; d-- > 0;) {
+    p.outer_a[d] = ba[d] == 1 ? 0 : step_a;
+    p.outer_b[d] = bb[d] == 1 ? 0 : step_b;
+    step_a *= ba[d];
+    step_b *= bb[d];
+  }
+  return p;
+}
+
+// Which matrices of a batched product an operand of a kernel call is: A's, B's or the output's
+// (the output, and its gradient, have one matrix per batch index).
+enum class Role { A, B, Out };
+
+// Z = op(X) op(Y) (+ Z) for every outer batch index of the plan, each call covering the inner
+// batches; sx, sy, sz are the operands' matrix sizes in elements.
+void gemm_batches(const BatchPlan& p, const k::GemmShape& s, const Tensor& x, Role rx, int64_t sx, const Tensor& y,
+                  Role ry, int64_t sy, const Tensor& z, Role rz, int64_t sz) {
+  for (int64_t q = 0, nq = p.count(); q < nq; ++q) {
+    int64_t oa, ob;
+    p.offsets(q, &oa, &ob);
+    const auto at = [&](Role r) { return r == Role::A ? oa : r == Role::B ? ob : q * p.inner; };
+    gemm(s, x, at(rx) * sx, y, at(ry) * sy, z, at(rz) * sz);
+  }
 }
 
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
-  const auto fail = [&] {
-    throw Error("matmul: shapes " + mat_str(a.shape()) + " and " + mat_str(b.shape()) + " cannot be multiplied");
+  const auto fail = [&](const std::string& why) {
+    throw Error("matmul: shapes " + mat_str(a.shape()) + " and " + mat_str(b.shape()) + " cannot be multiplied (" +
+                why + ")");
   };
   if (a.dtype() != b.dtype())
     throw Error("matmul: expected both tensors to have the same dtype, got " + dtype_name(a.dtype()) + " and " +
                 dtype_name(b.dtype()));
-  if (a.dim() < 2 || a.dim() > 3 || b.dim() < 2 || b.dim() > 3) {
-    throw Error("matmul: expected 2-D or 3-D (batched) tensors, got shapes " + mat_str(a.shape()) + " and " +
-                mat_str(b.shape()));
-  }
+  if (a.dim() < 2 || b.dim() < 2)
+    throw Error("matmul: expected tensors of rank 2 or more (matrices, or batches of them), got shapes " +
+                mat_str(a.shape()) + " and " + mat_str(b.shape()));
   const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
-  if (b.size(-2) != K) fail();
-  const int64_t ba = a.dim() == 3 ? a.size(0) : 1, bb = b.dim() == 3 ? b.size(0) : 1;
-  if (a.dim() == 3 && b.dim() == 3 && ba != bb) fail();
-  const int64_t batch = a.dim() == 3 ? ba : bb;  // (not max(ba, bb): a batch of 0 is 0)
-  const bool batched = a.dim() == 3 || b.dim() == 3;
-  Tensor out = empty(batched ? Shape{batch, M, N} : Shape{M, N}, a.dtype());
+  if (b.size(-2) != K)
+    fail("the first has " + std::to_string(K) + " columns, the second " + std::to_string(b.size(-2)) + " rows");
+  // Batch dims broadcast as elementwise ops do (NumPy rules): (2, 1) with (5) gives (2, 5).
+  const Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+  Shape bs;
+  try {
+    bs = broadcast_shapes(ba, bb, "matmul");
+  } catch (const Error&) {
+    fail("batch dims " + shape_str(ba) + " and " + shape_str(bb) + " do not broadcast");
+  }
+  Shape os = bs;
+  os.push_back(M);
+  os.push_back(N);
+  Tensor out = empty(os, a.dtype());
+  const BatchPlan plan = plan_batches(bs, ba, bb);
+  // C_q (M, N) = A_q (M, K) B_q (K, N) for every batch index q: one kernel call per outer index.
   k::GemmShape s;
-  s.m = M, s.n = N, s.k = K, s.batch = batch;
-  s.stride_a = a.dim() == 3 ? M * K : 0;
-  s.stride_b = b.dim() == 3 ? K * N : 0;
+  s.m = M, s.n = N, s.k = K, s.batch = plan.inner;
+  s.stride_a = plan.inner_a ? M * K : 0;
+  s.stride_b = plan.inner_b ? K * N : 0;
   s.stride_c = M * N;
-  gemm(s, a, b, out);
+  if (out.numel() > 0) gemm_batches(plan, s, a, Role::A, M * K, b, Role::B, K * N, out, Role::Out, M * N);
+  // Over broadcast batch dims an operand's gradient is the sum of the gradients of its uses, in
+  // batch order (outer index, then inner, accumulated by the kernel) onto zeros. An operand with a
+  // matrix for every batch index (as many as the output) gets each gradient once, written directly.
+  const bool full_a = numel(ba) == numel(bs), full_b = numel(bb) == numel(bs);
   // Saves A only if B needs a gradient, and B only if A does.
-  return record(batched ? "BmmBackward0" : "MmBackward0", out, {a, b},
+  const bool mm = a.dim() == 2 && b.dim() == 2;
+  return record(mm ? "MmBackward0" : "BmmBackward0", out, {a, b},
                 [a = b.requires_grad() ? saved(a) : Tensor(), b = a.requires_grad() ? saved(b) : Tensor(),
-                 sa = a.shape(), sb = b.shape(), dt = a.dtype(), s](const Tensor& g, const Needs& n) {
+                 sa = a.shape(), sb = b.shape(), dt = a.dtype(), s, plan, full_a, full_b](const Tensor& g, const Needs& n) {
     Tensor ga, gb;
-    if (n[0]) {  // dA = dC B^T: (M, N) (N, K); a 2-D A shared by the batch sums its gradients
+    if (n[0]) {  // dA = dC B^T: (M, N) (N, K)
       ga = empty(sa, dt);
+      if (!full_a) fill_(ga, 0);
       k::GemmShape t;
-      t.trans_b = true, t.m = s.m, t.n = s.k, t.k = s.n, t.batch = s.batch;
+      t.trans_b = true, t.m = s.m, t.n = s.k, t.k = s.n, t.batch = s.batch, t.accumulate = !full_a;
       t.stride_a = s.stride_c, t.stride_b = s.stride_b, t.stride_c = s.stride_a;
-      gemm(t, g, b, ga);
+      if (ga.numel() > 0)
+        gemm_batches(plan, t, g, Role::Out, s.m * s.n, b, Role::B, s.k * s.n, ga, Role::A, s.m * s.k);
     }
     if (n[1]) {  // dB = A^T dC: (K, M) (M, N)
       gb = empty(sb, dt);
+      if (!full_b) fill_(gb, 0);
       k::GemmShape t;
-      t.trans_a = true, t.m = s.k, t.n = s.n, t.k = s.m, t.batch = s.batch;
+      t.trans_a = true, t.m = s.k, t.n = s.n, t.k = s.m, t.batch = s.batch, t.accumulate = !full_b;
       t.stride_a = s.stride_a, t.stride_b = s.stride_c, t.stride_c = s.stride_b;
-      gemm(t, a, g, gb);
+      if (gb.numel() > 0)
+        gemm_batches(plan, t, a, Role::A, s.m * s.k, g, Role::Out, s.m * s.n, gb, Role::B, s.k * s.n);
     }
     return Grads{ga, gb};
   });

@@ -1,11 +1,14 @@
-// Differentiable matrix products: matmul (2-D and batched 3-D) and linear (x W^T + b, fused).
+// Differentiable matrix products: matmul (2-D, batched, broadcast over batch dims) and linear (x W^T + b, fused).
 #pragma once
 #include "autograd/tensor.h"
 
 namespace normlab::autograd {
 
-// a @ b: (M, K) @ (K, N) -> (M, N); (B, M, K) @ (B, K, N) -> (B, M, N); a 2-D operand is shared
-// by every batch of the other. Other ranks or mismatched sizes are an error naming both shapes.
+// a @ b as torch.matmul for ranks >= 2: (*ba, M, K) @ (*bb, K, N) -> (*broadcast(ba, bb), M, N), the
+// leading (batch) dims broadcast as in elementwise ops, e.g. (2, 1, 3, 4) @ (5, 4, 2) -> (2, 5, 3, 2);
+// (M, K) @ (K, N) -> (M, N) and a 2-D operand is shared by every batch of the other. Rank < 2,
+// K mismatched or batch dims that do not broadcast are an error naming both shapes. The gradient of
+// an operand broadcast over batch dims sums over them in batch order (independent of the threads).
 Tensor matmul(const Tensor& a, const Tensor& b);
 // y = x W^T + b for x (*, in), W (out, in), b (out) or undefined; returns (*, out). The products
 // read W in place (no transpose is made) and the bias is added in the same pass.

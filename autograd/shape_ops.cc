@@ -196,4 +196,161 @@ Tensor narrow(const Tensor& x, int64_t start, int64_t length) {
   });
 }
 
+// ---- Sequence ops: narrow along a dim, cat, stack, split, select ------------------------------------
+// Along dim d a tensor is viewed as (outer, n, inner): outer the product of the sizes before d,
+// inner of those after. A slice or a piece of a cat is then `outer` blocks of (its size) * inner
+// contiguous elements, copied block by block.
+
+namespace {
+
+// Copies `outer` blocks of `len` elements of es bytes: block o from src + o src_row + src_off to
+// dst + o dst_row + dst_off (rows and offsets in elements).
+void copy_blocks(const void* src, void* dst, int64_t outer, int64_t src_row, int64_t src_off, int64_t dst_row,
+                 int64_t dst_off, int64_t len, size_t es) {
+  if (len == 0) return;
+  const char* s = static_cast<const char*>(src);
+  char* d = static_cast<char*>(dst);
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(d + (o * dst_row + dst_off) * es, s + (o * src_row + src_off) * es, len * es);
+}
+
+// Product of the sizes of dims [a, b).
+int64_t dims_product(const Shape& s, int64_t a, int64_t b) {
+  int64_t p = 1;
+  for (int64_t i = a; i < b; ++i) p *= s[i];
+  return p;
+}
+
+}  // namespace
+
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
+  if (x.dim() == 0) throw Error("narrow: cannot narrow a rank-0 tensor");
+  const int64_t d = normalize_dim(dim, x.dim(), "narrow");
+  if (d == 0) return narrow(x, start, length);
+  const Shape& xs = x.shape();
+  const int64_t n = xs[d];
+  if (start < 0 || length < 0 || start + length > n)
+    throw Error("narrow: positions " + std::to_string(start) + " to " + std::to_string(start + length) +
+                " are out of range for dim " + std::to_string(d) + " of size " + std::to_string(n) +
+                " (input of shape " + shape_str(xs) + ")");
+  const int64_t outer = dims_product(xs, 0, d), inner = dims_product(xs, d + 1, x.dim());
+  Shape os = xs;
+  os[d] = length;
+  Tensor out = empty(os, x.dtype());
+  const size_t es = dtype_size(x.dtype());
+  copy_blocks(x.raw_data(), out.raw_data(), outer, n * inner, start * inner, length * inner, 0, length * inner, es);
+  // Backward: the gradient goes into the slice's blocks of a zero tensor of x's shape.
+  return record("SliceBackward0", out, {x}, [xs, dt = x.dtype(), outer, inner, n, start, length](
+                                                 const Tensor& g, const Needs&) {
+    Tensor gx = zeros(xs, dt);
+    copy_blocks(g.raw_data(), gx.raw_data(), outer, length * inner, 0, n * inner, start * inner, length * inner,
+                dtype_size(dt));
+    return Grads{gx};
+  });
+}
+
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (tensors.empty()) throw Error("cat: expected a non-empty list of tensors");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (!tensors[i].defined()) throw Error("cat: tensor " + std::to_string(i) + " is undefined");
+    if (tensors[i].dim() == 0)
+      throw Error("cat: zero-dimensional tensor (at position " + std::to_string(i) + ") cannot be concatenated");
+  }
+  const Tensor& first = tensors[0];
+  const int64_t r = first.dim(), d = normalize_dim(dim, r, "cat");
+  int64_t total = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    if (t.dtype() != first.dtype())
+      throw Error("cat: expected tensors of one dtype, got " + std::string(dtype_name(first.dtype())) +
+                  " (tensor 0) and " + dtype_name(t.dtype()) + " (tensor " + std::to_string(i) + ")");
+    bool same = t.dim() == r;
+    for (int64_t k = 0; same && k < r; ++k) same = k == d || t.shape()[k] == first.shape()[k];
+    if (!same)
+      throw Error("cat: expected tensors of the same shape except in dim " + std::to_string(d) + ", got " +
+                  shape_str(first.shape()) + " (tensor 0) and " + shape_str(t.shape()) + " (tensor " +
+                  std::to_string(i) + ")");
+    total += t.shape()[d];
+  }
+  Shape os = first.shape();
+  os[d] = total;
+  const int64_t outer = dims_product(os, 0, d), inner = dims_product(os, d + 1, r);
+  Tensor out = empty(os, first.dtype());
+  const size_t es = dtype_size(first.dtype());
+  std::vector<int64_t> sizes(tensors.size());
+  int64_t at = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    sizes[i] = tensors[i].shape()[d];
+    copy_blocks(tensors[i].raw_data(), out.raw_data(), outer, sizes[i] * inner, 0, total * inner, at * inner,
+                sizes[i] * inner, es);
+    at += sizes[i];
+  }
+  // Backward: each input's gradient is its slice of g along d.
+  return record("CatBackward0", out, tensors, [d, sizes](const Tensor& g, const Needs& need) {
+    Grads gs(sizes.size());
+    int64_t start = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (need[i]) gs[i] = narrow(g, d, start, sizes[i]);
+      start += sizes[i];
+    }
+    return gs;
+  });
+}
+
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (tensors.empty()) throw Error("stack: expected a non-empty list of tensors");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (!tensors[i].defined()) throw Error("stack: tensor " + std::to_string(i) + " is undefined");
+    if (tensors[i].shape() != tensors[0].shape())
+      throw Error("stack: expected each tensor to be equal size, but got " + shape_str(tensors[0].shape()) +
+                  " at entry 0 and " + shape_str(tensors[i].shape()) + " at entry " + std::to_string(i));
+  }
+  const int64_t r = tensors[0].dim();
+  if (dim < -r - 1 || dim > r)
+    throw Error("stack: dim " + std::to_string(dim) + " out of range for tensors of rank " + std::to_string(r) +
+                " (expected a dim in [" + std::to_string(-r - 1) + ", " + std::to_string(r) + "])");
+  const int64_t d = dim < 0 ? dim + r + 1 : dim;
+  std::vector<Tensor> parts;
+  parts.reserve(tensors.size());
+  for (const Tensor& t : tensors) parts.push_back(unsqueeze(t, d));
+  return renamed(cat(parts, d), "StackBackward0");
+}
+
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim) {
+  if (x.dim() == 0) throw Error("split: cannot split a rank-0 tensor");
+  const int64_t d = normalize_dim(dim, x.dim(), "split");
+  int64_t total = 0;
+  std::string list = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) list += (i ? ", " : "") + std::to_string(sizes[i]);
+  list += "]";
+  for (int64_t s : sizes) {
+    if (s < 0) throw Error("split: sizes must be >= 0, got " + list);
+    total += s;
+  }
+  if (total != x.shape()[d])
+    throw Error("split: split_sizes " + list + " must sum to " + std::to_string(x.shape()[d]) + ", the size of dim " +
+                std::to_string(d) + " of the input of shape " + shape_str(x.shape()) + ", but they sum to " +
+                std::to_string(total));
+  std::vector<Tensor> out;
+  out.reserve(sizes.size());
+  int64_t start = 0;
+  for (int64_t s : sizes) {
+    out.push_back(narrow(x, d, start, s));
+    start += s;
+  }
+  return out;
+}
+
+Tensor select(const Tensor& x, int64_t dim, int64_t index) {
+  if (x.dim() == 0) throw Error("select: cannot select on a rank-0 tensor");
+  const int64_t d = normalize_dim(dim, x.dim(), "select");
+  const int64_t n = x.shape()[d];
+  if (index < -n || index >= n)
+    throw Error("select: index " + std::to_string(index) + " out of range for dim " + std::to_string(d) +
+                " of size " + std::to_string(n) + " (input of shape " + shape_str(x.shape()) + ")");
+  Shape s = x.shape();
+  s.erase(s.begin() + d);
+  return renamed(reshape(narrow(x, d, index < 0 ? index + n : index, 1), s), "SelectBackward0");
+}
+
 }  // namespace normlab::autograd

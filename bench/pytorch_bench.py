@@ -51,6 +51,7 @@ except ImportError:
           "(and run this script with /usr/bin/python3)", file=sys.stderr)
     sys.exit(3)
 torch.set_num_threads(args.threads)
+from pytorch_seq import seq_workloads  # noqa: E402  (imports torch: after the thread settings)
 
 
 def blas_info():
@@ -177,6 +178,7 @@ def workloads():
     out += norm_workloads(g)
     out += scaling_workloads(g)
     out += conv_workloads(g)
+    out += seq_workloads(g)
     return out
 
 

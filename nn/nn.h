@@ -1,13 +1,15 @@
-// Everything of the nn library in one include: modules (convolution and pooling too), norms,
-// activations, losses, init,
+// Everything of the nn library in one include: modules (convolution, pooling, embedding too), norms,
+// activations, losses, init, gradient clipping,
 // and safetensors checkpoints (the functional norms are autograd ops: autograd/norm.h).
 #pragma once
 #include "nn/activation.h"
 #include "nn/attention.h"
 #include "nn/batchnorm.h"
+#include "nn/clip_grad.h"
 #include "nn/checkpoint.h"
 #include "nn/conv.h"
 #include "nn/dropout.h"
+#include "nn/embedding.h"
 #include "nn/flatten.h"
 #include "nn/groupnorm.h"
 #include "nn/init.h"
@@ -15,6 +17,7 @@
 #include "nn/layernorm.h"
 #include "nn/linear.h"
 #include "nn/loss.h"
+#include "nn/lstm.h"
 #include "nn/module.h"
 #include "nn/pooling.h"
 #include "nn/rmsnorm.h"

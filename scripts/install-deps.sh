@@ -24,6 +24,7 @@ PACKAGES=(
   zlib1g-dev                         # gzip: Fashion-MNIST IDX files
   gnuplot-nox                        # plots of the experiments
   dataset-fashion-mnist              # the Fashion-MNIST data set
+  fortunes                           # fortune-mod's English fortunes (BSD): the default text corpus
   libopenmpi-dev openmpi-bin         # OpenMPI: data-parallel jobs (dist/, SyncBatchNorm) and their tests
 )
 

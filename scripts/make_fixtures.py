@@ -605,6 +605,71 @@ def make_adam():
     fx.write()
 
 
+# ---- Sequence-model ops: embedding, broadcast matmul, clip_grad_norm_ ---------------------------------
+
+SEQ_MATMUL_CASES = [  # name, a shape, b shape
+    ("a4d_b3d", (2, 1, 3, 4), (5, 4, 2)),
+    ("a2d_b4d", (3, 4), (2, 2, 4, 5)),
+    ("both_broadcast", (4, 1, 2, 3), (1, 3, 3, 2)),
+    ("same_batch", (2, 3, 4), (2, 4, 5)),
+]
+SEQ_CLIP_CASES = [  # name, max_norm, norm_type
+    ("norm2", 1.0, 2.0),
+    ("norm_inf", 0.5, float("inf")),
+    ("norm2_unclipped", 100.0, 2.0),
+]
+SEQ_CLIP_SHAPES = [(3, 4), (5,), (2, 2, 2)]
+
+
+def make_seq_ops():
+    fx = Fixture("seq_ops")
+    torch.manual_seed(12)
+    # F.embedding: ids (3, 5) into a (7, 4) table, with repeated ids (and row 6 never used).
+    ids = torch.tensor([[3, 0, 3, 5, 1], [0, 0, 2, 3, 4], [5, 3, 1, 1, 3]], dtype=torch.int64)
+    w64 = torch.randn(7, 4, dtype=torch.float64)
+    dy64 = torch.randn(3, 5, 4, dtype=torch.float64)
+    fx.add("embedding.ids", ids)  # I64
+    for dn, dt in DTYPES.items():
+        w, dy = leaf(w64.to(dt)), dy64.to(dt)
+        y = F.embedding(ids, w)
+        (dw,) = grads(y, [w], dy)
+        p = f"{dn}.embedding"
+        fx.add(p + ".weight", w)
+        fx.add(p + ".output", y)
+        fx.add(p + ".grad_output", dy)
+        fx.add(p + ".grad_weight", dw)
+    # torch.matmul with broadcast batch dims: output and both gradients.
+    for name, sa, sb in SEQ_MATMUL_CASES:
+        a64, b64 = torch.randn(sa, dtype=torch.float64), torch.randn(sb, dtype=torch.float64)
+        dy64 = torch.randn(torch.matmul(a64, b64).shape, dtype=torch.float64)
+        fx.meta(f"matmul_{name}.a_shape", json.dumps(list(sa)))
+        fx.meta(f"matmul_{name}.b_shape", json.dumps(list(sb)))
+        for dn, dt in DTYPES.items():
+            a, b, dy = leaf(a64.to(dt)), leaf(b64.to(dt)), dy64.to(dt)
+            y = torch.matmul(a, b)
+            da, db = grads(y, [a, b], dy)
+            p = f"{dn}.matmul_{name}"
+            for field, t in [("a", a), ("b", b), ("output", y), ("grad_output", dy), ("grad_a", da),
+                             ("grad_b", db)]:
+                fx.add(p + "." + field, t)
+    # clip_grad_norm_ over three gradients: the total norm and the clipped gradients.
+    g64 = [torch.randn(s, dtype=torch.float64) * 0.7 for s in SEQ_CLIP_SHAPES]
+    fx.meta("clip.params", str(len(SEQ_CLIP_SHAPES)))
+    for name, max_norm, norm_type in SEQ_CLIP_CASES:
+        fx.meta(f"clip_{name}.max_norm", repr(max_norm))
+        fx.meta(f"clip_{name}.norm_type", repr(norm_type))
+        for dn, dt in DTYPES.items():
+            params = [torch.zeros(s, dtype=dt, requires_grad=True) for s in SEQ_CLIP_SHAPES]
+            for prm, g in zip(params, g64):
+                prm.grad = g.to(dt).clone()
+            p = f"{dn}.clip_{name}"
+            for j, prm in enumerate(params):
+                fx.add(f"{p}.grad{j}", prm.grad)
+            total = torch.nn.utils.clip_grad_norm_(params, max_norm, norm_type)
+            fx.add(p + ".total_norm", total)
+            for j, prm in enumerate(params):
+                fx.add(f"{p}.clipped{j}", prm.grad)
+
 # ---- Attention and the GPT block --------------------------------------------------------------------
 
 def unfused_attention(q, k, v, causal):
@@ -768,6 +833,61 @@ def make_transformer_block():
                     fx.add(f"{p}.grad.{n}", g)
                 for n, t in block.named_buffers():
                     fx.add(f"{p}.after.{n}", t)
+
+# ---- LSTM ---------------------------------------------------------------------------------------------
+
+def make_lstm():
+    """torch.nn.LSTM with its default init (state_dict saved under <dt>.<case>.state.<name>), on a
+    random input (and initial state), and the gradients of the fixed loss
+    <output, grad_output> + <h_n, grad_h_n> + <c_n, grad_c_n> w.r.t. the input, h0, c0 and every
+    parameter (<dt>.<case>.grad.<name>)."""
+    fx = Fixture("lstm")
+    torch.manual_seed(11)
+    cases = [  # name, input_size, hidden_size, num_layers, bias, batch_first, T, B, initial state
+        ("two_layers", 5, 4, 2, True, True, 6, 3, True),
+        ("one_layer_nobias", 3, 5, 1, False, False, 4, 2, False),
+    ]
+    for name, I, H, L, bias, bf, T, B, init_state in cases:
+        for key, value in [("input_size", I), ("hidden_size", H), ("num_layers", L)]:
+            fx.meta(f"{name}.{key}", str(value))
+        for key, value in [("bias", bias), ("batch_first", bf), ("initial_state", init_state)]:
+            fx.meta(f"{name}.{key}", str(value).lower())
+        m64 = torch.nn.LSTM(I, H, num_layers=L, bias=bias, batch_first=bf).double()
+        x64 = torch.randn((B, T, I) if bf else (T, B, I), dtype=torch.float64)
+        h064, c064 = torch.randn(L, B, H, dtype=torch.float64), torch.randn(L, B, H, dtype=torch.float64)
+        dy64 = torch.randn((B, T, H) if bf else (T, B, H), dtype=torch.float64)
+        dh64, dc64 = torch.randn(L, B, H, dtype=torch.float64), torch.randn(L, B, H, dtype=torch.float64)
+        for dn, dt in DTYPES.items():
+            m = torch.nn.LSTM(I, H, num_layers=L, bias=bias, batch_first=bf).to(dt)
+            m.load_state_dict({k: v.to(dt) for k, v in m64.state_dict().items()}, strict=True)
+            x = leaf(x64.to(dt))
+            p = f"{dn}.{name}"
+            if init_state:
+                h0, c0 = leaf(h064.to(dt)), leaf(c064.to(dt))
+                y, (hn, cn) = m(x, (h0, c0))
+            else:
+                h0 = c0 = None
+                y, (hn, cn) = m(x)
+            params = list(m.named_parameters())
+            live = [x] + ([h0, c0] if init_state else []) + [t for _, t in params]
+            gs = torch.autograd.grad([y, hn, cn], live, [dy64.to(dt), dh64.to(dt), dc64.to(dt)])
+            for k, v in m.state_dict().items():
+                fx.add(f"{p}.state.{k}", v)
+            fx.add(p + ".input", x)
+            fx.add(p + ".output", y)
+            fx.add(p + ".h_n", hn)
+            fx.add(p + ".c_n", cn)
+            fx.add(p + ".grad_output", dy64.to(dt))
+            fx.add(p + ".grad_h_n", dh64.to(dt))
+            fx.add(p + ".grad_c_n", dc64.to(dt))
+            fx.add(p + ".grad_input", gs[0])
+            if init_state:
+                fx.add(p + ".h0", h0)
+                fx.add(p + ".c0", c0)
+                fx.add(p + ".grad_h0", gs[1])
+                fx.add(p + ".grad_c0", gs[2])
+            for (k, _), g in zip(params, gs[3 if init_state else 1:]):
+                fx.add(f"{p}.grad.{k}", g)
     fx.write()
 
 
@@ -817,8 +937,10 @@ def main():
     make_norms2d()
     make_cnn_steps()
     make_adam()
+    make_seq_ops()
     make_attention()
     make_transformer_block()
+    make_lstm()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,79 @@
+// Gradient clipping by total norm: the per-gradient norms, their norm, and the in-place scaling.
+#include "nn/clip_grad.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "base/format.h"
+
+namespace normlab::nn {
+
+namespace {
+
+// The p-norm of one gradient, summed in double in element order: (sum |g|^p)^(1/p), max |g| for inf.
+template <typename T>
+double grad_norm(const T* g, int64_t n, double p) {
+  if (std::isinf(p)) {
+    double m = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = std::fabs(static_cast<double>(g[i]));
+      if (!(v <= m)) m = v;  // NaN propagates: once m is NaN, v <= m is false for every v
+      if (std::isnan(m)) return m;
+    }
+    return m;
+  }
+  double s = 0;
+  if (p == 2) {
+    for (int64_t i = 0; i < n; ++i) s += static_cast<double>(g[i]) * static_cast<double>(g[i]);
+    return std::sqrt(s);
+  }
+  if (p == 1) {
+    for (int64_t i = 0; i < n; ++i) s += std::fabs(static_cast<double>(g[i]));
+    return s;
+  }
+  for (int64_t i = 0; i < n; ++i) s += std::pow(std::fabs(static_cast<double>(g[i])), p);
+  return std::pow(s, 1 / p);
+}
+
+}  // namespace
+
+double clip_grad_norm_(const std::vector<autograd::Tensor>& params, double max_norm, double norm_type,
+                       bool error_if_nonfinite) {
+  if (!(norm_type > 0))  // also refuses NaN
+    throw Error("clip_grad_norm_: norm_type must be > 0 (or inf), got " + base::py_float(norm_type));
+  if (!(max_norm >= 0))
+    throw Error("clip_grad_norm_: max_norm must be >= 0, got " + base::py_float(max_norm));
+  std::vector<autograd::Tensor> grads;
+  for (const autograd::Tensor& p : params)
+    if (p.defined() && p.grad().defined()) grads.push_back(p.grad());
+  if (grads.empty()) return 0;
+  // total = the norm of the vector of per-gradient norms (same p), in parameter order.
+  const bool inf = std::isinf(norm_type);
+  double total = 0;
+  for (const autograd::Tensor& g : grads) {
+    const double n = autograd::dispatch(g.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      return grad_norm<T>(g.data<T>(), g.numel(), norm_type);
+    });
+    if (inf) total = std::isnan(n) || std::isnan(total) ? std::numeric_limits<double>::quiet_NaN() : std::max(total, n);
+    else total += norm_type == 2 ? n * n : norm_type == 1 ? n : std::pow(n, norm_type);
+  }
+  if (!inf) total = norm_type == 2 ? std::sqrt(total) : norm_type == 1 ? total : std::pow(total, 1 / norm_type);
+  if (error_if_nonfinite && !std::isfinite(total))
+    throw Error("clip_grad_norm_: the total norm of order " + base::py_float(norm_type) +
+                " of the gradients is non-finite (" + base::py_float(total) +
+                "), so it cannot be clipped; pass error_if_nonfinite=false to scale the gradients by it anyway");
+  // coef = min(max_norm / (total + 1e-6), 1), in double, then rounded to each gradient's dtype.
+  const double coef = std::min(max_norm / (total + 1e-6), 1.0);
+  for (const autograd::Tensor& g : grads)
+    autograd::dispatch(g.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      T* d = g.data<T>();
+      const T c = static_cast<T>(coef);
+      for (int64_t i = 0, n = g.numel(); i < n; ++i) d[i] *= c;
+    });
+  return total;
+}
+
+}  // namespace normlab::nn

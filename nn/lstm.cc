@@ -1,0 +1,99 @@
+// LSTM: parameter setup with PyTorch's names and init, input checks, and the layer-by-layer loop over
+// time steps (one input GEMM per layer, then per step one hidden GEMM and the fused cell).
+#include "nn/lstm.h"
+
+#include <cmath>
+#include <vector>
+
+#include "nn/init.h"
+
+namespace normlab::nn {
+
+using autograd::dtype_name;
+using autograd::shape_str;
+
+LSTM::LSTM(int64_t input_size, int64_t hidden_size, Generator& gen, const LSTMOptions& o)
+    : input_size_(input_size), hidden_size_(hidden_size), o_(o) {
+  if (input_size < 1 || hidden_size < 1 || o.num_layers < 1)
+    throw Error("LSTM: expected input_size, hidden_size and num_layers >= 1, got input_size=" +
+                std::to_string(input_size) + ", hidden_size=" + std::to_string(hidden_size) +
+                ", num_layers=" + std::to_string(o.num_layers));
+  const int64_t H = hidden_size;
+  const double bound = 1 / std::sqrt(static_cast<double>(H));
+  for (int64_t k = 0; k < o.num_layers; ++k) {
+    const std::string s = "_l" + std::to_string(k);
+    Layer l;
+    l.w_ih = register_parameter("weight_ih" + s, autograd::empty({4 * H, k == 0 ? input_size : H}, o.dtype));
+    l.w_hh = register_parameter("weight_hh" + s, autograd::empty({4 * H, H}, o.dtype));
+    if (o.bias) {
+      l.b_ih = register_parameter("bias_ih" + s, autograd::empty({4 * H}, o.dtype));
+      l.b_hh = register_parameter("bias_hh" + s, autograd::empty({4 * H}, o.dtype));
+    }
+    layers_.push_back(l);
+  }
+  // PyTorch's reset_parameters: every parameter in order, U(-1/sqrt(H), 1/sqrt(H)).
+  for (const Tensor& p : parameters()) init::uniform_(p, -bound, bound, gen);
+}
+
+void LSTM::check_state(const Tensor& s, const char* name, int64_t B, DType dtype) const {
+  if (!s.defined()) return;
+  const Shape want = {o_.num_layers, B, hidden_size_};
+  if (s.shape() != want)
+    throw Error(repr() + ": expected " + name + " of shape " + shape_str(want) +
+                " (num_layers, batch, hidden_size), got " + shape_str(s.shape()));
+  if (s.dtype() != dtype)
+    throw Error(repr() + ": " + name + " is " + dtype_name(s.dtype()) + " but the input is " + dtype_name(dtype));
+}
+
+Tensor LSTM::forward(const Tensor& x) { return forward_with_state(x).output; }
+
+LSTMOutput LSTM::forward_with_state(const Tensor& x, const Tensor& h0, const Tensor& c0) {
+  using namespace autograd;
+  const std::string layout = o_.batch_first ? "(B, T, " : "(T, B, ";
+  if (!x.defined() || x.dim() != 3 || x.size(2) != input_size_)
+    throw Error(repr() + ": expected input of shape " + layout + std::to_string(input_size_) + "), got " +
+                (x.defined() ? shape_str(x.shape()) : std::string("an undefined tensor")));
+  if (x.dtype() != layers_[0].w_ih.dtype())
+    throw Error(repr() + ": the input is " + dtype_name(x.dtype()) + " but the parameters are " +
+                dtype_name(layers_[0].w_ih.dtype()));
+  // Time-major inside: each step's rows (B, *) are then contiguous, a view of dim 0.
+  const Tensor xt = o_.batch_first ? transpose(x, 0, 1) : x;
+  const int64_t T = xt.size(0), B = xt.size(1), H = hidden_size_;
+  if (T < 1) throw Error(repr() + ": expected a sequence of at least one step, got input of shape " + shape_str(x.shape()));
+  check_state(h0, "h0", B, x.dtype());
+  check_state(c0, "c0", B, x.dtype());
+
+  Tensor seq = xt;  // (T, B, in): the current layer's input sequence
+  std::vector<Tensor> h_last, c_last, hs(T);
+  for (int64_t k = 0; k < o_.num_layers; ++k) {
+    const Layer& l = layers_[k];
+    // All T input projections at once, both biases added: (T B, in) x W_ih^T + (b_ih + b_hh).
+    const Tensor bias = o_.bias ? l.b_ih + l.b_hh : Tensor();
+    const Tensor xp = reshape(linear(reshape(seq, {T * B, seq.size(2)}), l.w_ih, bias), {T, B, 4 * H});
+    Tensor h = h0.defined() ? select(h0, 0, k) : Tensor();
+    Tensor c = c0.defined() ? select(c0, 0, k) : zeros({B, H}, x.dtype());
+    for (int64_t t = 0; t < T; ++t) {
+      // G = x_t W_ih^T + b + h_{t-1} W_hh^T (no hidden GEMM while h is still the zero start).
+      const Tensor xp_t = select(xp, 0, t);
+      const Tensor G = h.defined() ? xp_t + linear(h, l.w_hh) : xp_t;
+      const Tensor state = lstm_cell(G, c);  // (2, B, H): h, c
+      h = select(state, 0, 0);
+      c = select(state, 0, 1);
+      hs[t] = h;
+    }
+    seq = stack(hs, 0);  // (T, B, H)
+    h_last.push_back(h);
+    c_last.push_back(c);
+  }
+  return {o_.batch_first ? transpose(seq, 0, 1) : seq, stack(h_last, 0), stack(c_last, 0)};
+}
+
+std::string LSTM::repr() const {
+  std::string r = "LSTM(" + std::to_string(input_size_) + ", " + std::to_string(hidden_size_);
+  if (o_.num_layers != 1) r += ", num_layers=" + std::to_string(o_.num_layers);
+  if (!o_.bias) r += ", bias=False";
+  if (o_.batch_first) r += ", batch_first=True";
+  return r + ")";
+}
+
+}  // namespace normlab::nn
