@@ -13,6 +13,7 @@
 #include "nn/instancenorm.h"
 #include "nn/layernorm.h"
 #include "nn/linear.h"
+#include "nn/ln_lstm.h"
 #include "nn/loss.h"
 #include "nn/lstm.h"
 #include "nn/module.h"

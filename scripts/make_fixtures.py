@@ -661,6 +661,101 @@ def make_lstm():
     fx.write()
 
 
+def ln_lstm_forward(x, p, L, H, batch_first, h0, c0, eps=1e-5):
+    """The layer-normalized LSTM (Ba, Kiros, Hinton 2016) as nn::LayerNormLSTM computes it, from the
+    parameters p by name: G = LN_ih(x W_ih^T) + LN_hh(h W_hh^T) + b (LNs over the 4H vector, gain
+    only), gates i, f, g, o; c = sigmoid(f) c + sigmoid(i) tanh(g); h = sigmoid(o) tanh(LN_c(c))."""
+    seq = x.transpose(0, 1) if batch_first else x
+    T, B = seq.shape[0], seq.shape[1]
+    hn, cn = [], []
+    for k in range(L):
+        w_ih, w_hh, b = p[f"weight_ih_l{k}"], p[f"weight_hh_l{k}"], p[f"bias_l{k}"]
+        g_ih, g_hh = p[f"ln_ih_l{k}.weight"], p[f"ln_hh_l{k}.weight"]
+        g_c, b_c = p[f"ln_c_l{k}.weight"], p[f"ln_c_l{k}.bias"]
+        h = h0[k] if h0 is not None else torch.zeros(B, H, dtype=x.dtype)
+        c = c0[k] if c0 is not None else torch.zeros(B, H, dtype=x.dtype)
+        outs = []
+        for t in range(T):
+            G = (F.layer_norm(seq[t] @ w_ih.t(), (4 * H,), g_ih, None, eps)
+                 + F.layer_norm(h @ w_hh.t(), (4 * H,), g_hh, None, eps) + b)
+            i, f, g, o = G.chunk(4, 1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(F.layer_norm(c, (H,), g_c, b_c, eps))
+            outs.append(h)
+        seq = torch.stack(outs)
+        hn.append(h)
+        cn.append(c)
+    return (seq.transpose(0, 1) if batch_first else seq), torch.stack(hn), torch.stack(cn)
+
+
+def make_ln_lstm():
+    """ln_lstm_forward with random parameters (LayerNorm gains 1 + 0.2 randn, shifts 0.2 randn, so
+    that they matter), fields as lstm.safetensors': <dt>.<case>.state.<name>, input, h0, c0, output,
+    h_n, c_n, grad_* of the same fixed loss, grad.<name>; and for the float32 cases the metadata
+    f32.<case>.<field>.float32_deviation: the largest distance of PyTorch's float32 result from a
+    float64 run on the same values (LayerNorms over small or nearly constant rows make some float32
+    gradients uncertain to ~1e-5, beyond the usual float32 tolerance)."""
+    fx = Fixture("ln_lstm")
+    torch.manual_seed(12)
+    cases = [  # name, input_size, hidden_size, num_layers, batch_first, T, B, initial state
+        ("two_layers", 5, 4, 2, True, 6, 3, True),
+        ("one_layer", 3, 5, 1, False, 4, 2, False),
+    ]
+    for name, I, H, L, bf, T, B, init_state in cases:
+        for key, value in [("input_size", I), ("hidden_size", H), ("num_layers", L)]:
+            fx.meta(f"{name}.{key}", str(value))
+        for key, value in [("batch_first", bf), ("initial_state", init_state)]:
+            fx.meta(f"{name}.{key}", str(value).lower())
+        bound = H ** -0.5
+        p64 = {}
+        for k in range(L):
+            p64[f"weight_ih_l{k}"] = torch.empty(4 * H, I if k == 0 else H, dtype=torch.float64).uniform_(-bound, bound)
+            p64[f"weight_hh_l{k}"] = torch.empty(4 * H, H, dtype=torch.float64).uniform_(-bound, bound)
+            p64[f"bias_l{k}"] = torch.empty(4 * H, dtype=torch.float64).uniform_(-bound, bound)
+        for k in range(L):
+            p64[f"ln_ih_l{k}.weight"] = 1 + 0.2 * torch.randn(4 * H, dtype=torch.float64)
+            p64[f"ln_hh_l{k}.weight"] = 1 + 0.2 * torch.randn(4 * H, dtype=torch.float64)
+            p64[f"ln_c_l{k}.weight"] = 1 + 0.2 * torch.randn(H, dtype=torch.float64)
+            p64[f"ln_c_l{k}.bias"] = 0.2 * torch.randn(H, dtype=torch.float64)
+        x64 = torch.randn((B, T, I) if bf else (T, B, I), dtype=torch.float64)
+        h064, c064 = torch.randn(L, B, H, dtype=torch.float64), torch.randn(L, B, H, dtype=torch.float64)
+        dy64 = torch.randn((B, T, H) if bf else (T, B, H), dtype=torch.float64)
+        dh64, dc64 = torch.randn(L, B, H, dtype=torch.float64), torch.randn(L, B, H, dtype=torch.float64)
+        for dn, dt in DTYPES.items():
+            pre = f"{dn}.{name}"
+            params = {k: leaf(v.to(dt)) for k, v in p64.items()}
+            x = leaf(x64.to(dt))
+            h0, c0 = (leaf(h064.to(dt)), leaf(c064.to(dt))) if init_state else (None, None)
+            def run(x, params, h0, c0):
+                y, hn, cn = ln_lstm_forward(x, params, L, H, bf, h0, c0)
+                live = [x] + ([h0, c0] if init_state else []) + list(params.values())
+                gs = torch.autograd.grad([y, hn, cn], live, [dy64.to(x.dtype), dh64.to(x.dtype), dc64.to(x.dtype)])
+                return y, hn, cn, gs
+
+            y, hn, cn, gs = run(x, params, h0, c0)
+            if dt == torch.float32:
+                # PyTorch's own float32 error: the distance of each result from a float64 run on the
+                # same (float32-rounded) values.
+                def up(t):
+                    return leaf(t.double()) if t is not None else None
+                ref = run(up(x), {k: up(v) for k, v in params.items()}, up(h0), up(c0))
+                fields = ["output", "h_n", "c_n", "grad_input"] + (["grad_h0", "grad_c0"] if init_state else [])
+                fields += [f"grad.{k}" for k in params]
+                for field, a, b in zip(fields, [y, hn, cn] + list(gs), ref[:3] + tuple(ref[3])):
+                    fx.meta(f"{pre}.{field}.float32_deviation", repr((a.double() - b).abs().max().item()))
+            for k, v in params.items():
+                fx.add(f"{pre}.state.{k}", v)
+            for field, t in [("input", x), ("output", y), ("h_n", hn), ("c_n", cn), ("grad_output", dy64.to(dt)),
+                             ("grad_h_n", dh64.to(dt)), ("grad_c_n", dc64.to(dt)), ("grad_input", gs[0])]:
+                fx.add(f"{pre}.{field}", t)
+            if init_state:
+                for field, t in [("h0", h0), ("c0", c0), ("grad_h0", gs[1]), ("grad_c0", gs[2])]:
+                    fx.add(f"{pre}.{field}", t)
+            for k, g in zip(params, gs[3 if init_state else 1:]):
+                fx.add(f"{pre}.grad.{k}", g)
+    fx.write()
+
+
 # ---- Checking a file written elsewhere ----------------------------------------------------------------
 
 def check(path):
@@ -708,6 +803,7 @@ def main():
     make_cnn_steps()
     make_adam()
     make_lstm()
+    make_ln_lstm()
 
 
 if __name__ == "__main__":
