@@ -4,6 +4,7 @@
 #pragma once
 #include "nn/activation.h"
 #include "nn/batchnorm.h"
+#include "nn/bn_lstm.h"
 #include "nn/checkpoint.h"
 #include "nn/conv.h"
 #include "nn/dropout.h"

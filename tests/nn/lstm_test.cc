@@ -12,6 +12,7 @@
 
 #include "autograd/autograd.h"
 #include "nn/init.h"
+#include "nn/bn_lstm.h"
 #include "nn/ln_lstm.h"
 #include "nn/lstm.h"
 #include "tests/support/compare.h"
@@ -129,6 +130,39 @@ void ln_lstm_case(const normlab::test::Fixture& fx, Used& u, const std::string& 
   check_parity(fx, u, dt, c, m);
 }
 
+void bn_lstm_case(const normlab::test::Fixture& fx, Used& u, const std::string& dt, const std::string& c) {
+  const Tol tol = tol_for(dt);
+  const std::string p = dt + "." + c + ".";
+  BatchNormLSTMOptions o;
+  o.num_layers = std::stoll(fx.meta(c + ".num_layers"));
+  o.batch_first = flag(fx, c + ".batch_first");
+  o.max_steps = std::stoll(fx.meta(c + ".max_steps"));
+  o.shared_statistics = flag(fx, c + ".shared_statistics");
+  o.dtype = dt == "f32" ? DType::Float32 : DType::Float64;
+  Generator gen(1);
+  BatchNormLSTM m(std::stoll(fx.meta(c + ".input_size")), std::stoll(fx.meta(c + ".hidden_size")), gen, o);
+  NamedTensors state;
+  for (const auto& [name, t] : m.state_dict()) state.emplace_back(name, u.get(p + "state." + name));
+  m.load_state_dict(state);
+  // One training step.
+  const Tensor x = u.get(p + "train_input").detach().clone();
+  x.requires_grad_();
+  const LSTMOutput out = m.forward_with_state(x);
+  expect_close(u, out.output, p + "output", tol, &fx);
+  expect_close(u, out.h_n, p + "h_n", tol, &fx);
+  expect_close(u, out.c_n, p + "c_n", tol, &fx);
+  const Tensor loss = sum(out.output * u.get(p + "grad_output")) + sum(out.h_n * u.get(p + "grad_h_n")) +
+                      sum(out.c_n * u.get(p + "grad_c_n"));
+  loss.backward();
+  expect_close(u, x.grad(), p + "grad_input", tol, &fx);
+  for (const auto& [name, t] : m.named_parameters()) expect_close(u, t.grad(), p + "grad." + name, tol, &fx);
+  for (const auto& [name, t] : m.named_buffers()) expect_close(u, t, p + "after." + name, tol, &fx);
+  // Eval on a longer sequence.
+  m.eval();
+  NoGradGuard no_grad;
+  expect_close(u, m(u.get(p + "eval_input")), p + "eval_output", tol, &fx);
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(lstm_module)
@@ -149,6 +183,53 @@ BOOST_AUTO_TEST_CASE(layernorm_lstm_parity) {
     for (const std::string c : {"two_layers", "one_layer"})
       BOOST_TEST_CONTEXT(dt << " " << c) { ln_lstm_case(fx, u, dt, c); }
   u.check_all_used();
+}
+
+BOOST_AUTO_TEST_CASE(batchnorm_lstm_parity) {
+  const normlab::test::Fixture fx("bn_lstm");
+  Used u(fx);
+  for (const std::string dt : {"f32", "f64"})
+    for (const std::string c : {"per_step", "capped", "shared"})
+      BOOST_TEST_CONTEXT(dt << " " << c) { bn_lstm_case(fx, u, dt, c); }
+  u.check_all_used();
+}
+
+// Training mode: the float64 gradcheck through batch statistics (each call updates the running
+// statistics, which training mode never reads). Eval: the slots steps read, and errors.
+BOOST_AUTO_TEST_CASE(batchnorm_lstm_gradcheck_slots_repr) {
+  Generator gen(3);
+  BatchNormLSTMOptions o;
+  o.num_layers = 2;
+  o.batch_first = true;
+  o.max_steps = 2;
+  o.dtype = DType::Float64;
+  BatchNormLSTM m(3, 2, gen, o);
+  In inputs = {random_input({3, 3, 3}, 1), random_input({2, 3, 2}, 2), random_input({2, 3, 2}, 3)};
+  for (const Tensor& p : m.parameters()) inputs.push_back(p);
+  expect_gradcheck("x, h0, c0 and every parameter", [&m](const In& v) {
+    const LSTMOutput out = m.forward_with_state(v[0], v[1], v[2]);
+    return cat({reshape(out.output, {-1}), reshape(out.h_n, {-1}), reshape(out.c_n, {-1})}, 0);
+  }, inputs);
+  BOOST_TEST(m.repr() == "BatchNormLSTM(3, 2, num_layers=2, batch_first=True, max_steps=2)");
+  o.shared_statistics = true;
+  o.batch_first = false;
+  BatchNormLSTM shared(3, 2, gen, o);
+  BOOST_TEST(shared.repr() == "BatchNormLSTM(3, 2, num_layers=2, max_steps=2, shared_statistics=True)");
+  BOOST_TEST(shared.state_dict().size() == m.state_dict().size());
+  // Every BN's buffers have one slot when shared, max_steps otherwise.
+  for (const auto& [name, t] : shared.named_buffers())
+    if (name != "trained_steps") BOOST_TEST(t.shape()[0] == 1, name);
+  for (const auto& [name, t] : m.named_buffers())
+    if (name != "trained_steps") BOOST_TEST(t.shape()[0] == 2, name);
+  // trained_steps: the longest training sequence, capped at the slots.
+  BOOST_TEST(m.state_dict()[6].first == "trained_steps");
+  m.forward(random_input({3, 5, 3}, 4).detach());
+  BOOST_TEST(m.state_dict()[6].second.item() == 2.0);
+  expect_error([&] { m(zeros({3, 4, 2}, DType::Float64)); }, {"BatchNormLSTM", "(B, T, 3)", "[3, 4, 2]"});
+  expect_error([&] { BatchNormLSTMOptions bad; bad.max_steps = 0; BatchNormLSTM(3, 2, gen, bad); },
+               {"BatchNormLSTM", "max_steps=0"});
+  // Training needs two or more samples per step (batch statistics), as PyTorch's BatchNorm.
+  expect_error([&] { m(zeros({1, 2, 3}, DType::Float64)); }, {"more than 1 value per channel"});
 }
 
 BOOST_AUTO_TEST_CASE(layernorm_lstm_gradcheck_names_repr) {
