@@ -11,6 +11,7 @@
 #include "nn/dropout.h"
 #include "nn/embedding.h"
 #include "nn/flatten.h"
+#include "nn/gpt.h"
 #include "nn/groupnorm.h"
 #include "nn/init.h"
 #include "nn/instancenorm.h"
