@@ -6,6 +6,7 @@
 #include <cmath>
 #include <utility>
 
+#include "base/format.h"
 #include "nn/activation.h"
 #include "nn/init.h"
 #include "nn/layernorm.h"
@@ -186,7 +187,7 @@ Tensor GPT::forward(const Tensor& ids) {
   for (int64_t i = 0; i < ids.numel(); ++i) {
     const double x = ids.flat(i);
     if (!std::isfinite(x) || std::floor(x) != x || std::fabs(x) >= 0x1p62)
-      throw Error(config_str(config_) + ": expected token ids that are whole numbers, got " + std::to_string(x) +
+      throw Error(config_str(config_) + ": expected token ids that are whole numbers, got " + base::py_float(x) +
                   " at flat position " + std::to_string(i));
     v[static_cast<size_t>(i)] = static_cast<int64_t>(x);
   }
@@ -201,6 +202,7 @@ GPTCache GPT::make_cache(int64_t batch) const {
   const int64_t H = config_.n_head, D = config_.width / H;
   GPTCache cache;
   cache.batch = batch;
+  cache.scores = autograd::zeros({config_.block_size}, dtype);
   for (int64_t l = 0; l < config_.n_layer; ++l) {
     cache.k.push_back(autograd::zeros({batch, H, config_.block_size, D}, dtype));
     cache.v.push_back(autograd::zeros({batch, H, config_.block_size, D}, dtype));
@@ -215,6 +217,9 @@ Tensor GPT::forward_cached(const std::vector<int64_t>& ids, int64_t n, int64_t s
   if (static_cast<int64_t>(cache.k.size()) != config_.n_layer || cache.k.size() != cache.v.size() || B < 1)
     throw Error(what + ": expected a cache from make_cache (" + std::to_string(config_.n_layer) +
                 " layers), got one of " + std::to_string(cache.k.size()) + " layers for batch " + std::to_string(B));
+  if (!cache.scores.defined() || cache.scores.shape() != Shape{Tmax} || cache.scores.dtype() != dtype)
+    throw Error(what + ": expected the cache's scores of shape " + shape_str({Tmax}) + " and dtype " +
+                autograd::dtype_name(dtype) + " (from make_cache)");
   for (size_t l = 0; l < cache.k.size(); ++l)
     for (const Tensor* t : {&cache.k[l], &cache.v[l]})
       if (!t->defined() || t->shape() != Shape{B, H, Tmax, D} || t->dtype() != dtype)
@@ -236,19 +241,16 @@ Tensor GPT::forward_cached(const std::vector<int64_t>& ids, int64_t n, int64_t s
 
   autograd::NoGradGuard no_grad;
   Tensor x = embed(ids, {B, n}, start);  // (B, n, C)
-  std::vector<double> scratch_d(static_cast<size_t>(Tmax));
-  std::vector<float> scratch_f(static_cast<size_t>(Tmax));
   for (size_t l = 0; l < blocks_.size(); ++l) {
     const BlockParts p = parts(*blocks_[l]);
     const auto attend = [&](const Tensor& a) {
       const Tensor qkv = (*p.attn->c_attn())(a);  // (B, n, 3C)
       Tensor y = autograd::empty({B, n, C}, dtype);
-      if (dtype == DType::Float64)
-        cached_attention(qkv.data<double>(), cache.k[l].data<double>(), cache.v[l].data<double>(), y.data<double>(),
-                         B, n, H, D, Tmax, start, scratch_d.data());
-      else
-        cached_attention(qkv.data<float>(), cache.k[l].data<float>(), cache.v[l].data<float>(), y.data<float>(), B,
-                         n, H, D, Tmax, start, scratch_f.data());
+      autograd::dispatch(dtype, [&](auto zero) {
+        using T = decltype(zero);
+        cached_attention(qkv.data<T>(), cache.k[l].data<T>(), cache.v[l].data<T>(), y.data<T>(), B, n, H, D, Tmax,
+                         start, cache.scores.data<T>());
+      });
       return (*p.attn->c_proj())(y);
     };
     // TransformerBlock::forward with the attention over the cache.

@@ -30,11 +30,12 @@ struct GPTConfig {
 
 // The keys and values of the tokens seen so far, for GPT::forward_cached: per layer, k[l] and v[l]
 // of shape (B, H, block_size, D) (D = width / n_head), allocated once by GPT::make_cache, positions
-// [0, length) filled. The model's dtype.
+// [0, length) filled; and the attention's scratch row of scores (block_size). The model's dtype.
 struct GPTCache {
   int64_t batch = 0;
   int64_t length = 0;
   std::vector<Tensor> k, v;
+  Tensor scores;
 };
 
 // The model, for ids (B, T), T <= block_size:
@@ -79,7 +80,8 @@ class GPT : public Module {
   const GPTConfig& config() const { return config_; }
 
   // ---- Inference with a cache of keys and values ----------------------------------------------
-  // An empty cache (length 0) for `batch` sequences: 2 n_layer buffers of (batch, H, block_size, D).
+  // An empty cache (length 0) for `batch` sequences: 2 n_layer buffers of (batch, H, block_size, D)
+  // (forward_cached allocates nothing else but the tensors of the ops it runs).
   GPTCache make_cache(int64_t batch) const;
   // The forward of n new tokens per sequence at positions [start, start + n), ids (B, n) flat
   // row-major (B = cache.batch), attending to the cached keys and values of positions [0, start):

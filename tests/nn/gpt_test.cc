@@ -376,6 +376,9 @@ BOOST_AUTO_TEST_CASE(cached_forward_errors) {
   expect_error([&] { m.forward_cached({1, 2}, 1, 0, other); }, {"layer 1", "float64", "[2, 2, 8, 4]"});
   GPTCache none;
   expect_error([&] { m.forward_cached({1}, 1, 0, none); }, {"make_cache", "2 layers"});
+  GPTCache no_scores = m.make_cache(2);
+  no_scores.scores = Tensor();
+  expect_error([&] { m.forward_cached({1, 2}, 1, 0, no_scores); }, {"scores", "[8]"});
   expect_error([&] { m.make_cache(0); }, {"batch >= 1", "0"});
   BOOST_TEST(cache.length == 2);  // the failed calls changed nothing
   Generator gen2(2);
