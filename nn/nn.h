@@ -5,6 +5,7 @@
 #include "nn/activation.h"
 #include "nn/attention.h"
 #include "nn/batchnorm.h"
+#include "nn/char_lstm.h"
 #include "nn/clip_grad.h"
 #include "nn/checkpoint.h"
 #include "nn/conv.h"

@@ -904,45 +904,108 @@ def make_gpt_steps():
         with torch.no_grad():
             for name, t in model.named_parameters():
                 t.copy_(init[name].to(dt))
-        model.train()
-        params = dict(model.named_parameters())
-        groups = [{"params": [p for p in params.values() if p.dim() >= 2], "weight_decay": GPT_ADAMW["weight_decay"]},
-                  {"params": [p for p in params.values() if p.dim() < 2], "weight_decay": 0.0}]
-        opt = torch.optim.AdamW(groups, lr=GPT_ADAMW["lr"], betas=GPT_ADAMW["betas"], eps=GPT_ADAMW["eps"],
-                                foreach=False)
-        losses, norms = [], []
-        for _ in range(GPT_STEPS):
-            logits = model(x)
-            loss = F.cross_entropy(logits.view(-1, V), y.view(-1))
-            losses.append(loss.item())
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            norms.append(torch.nn.utils.clip_grad_norm_(model.parameters(), GPT_MAX_NORM).item())
-            opt.step()
-        final = {k: v for k, v in model.state_dict().items() if v.dtype.is_floating_point}
-        return repr(model), losses, norms, final
+        return train_like_nanogpt(model, x, y, V)
 
     for case in GPT_STEPS_CASES:
         norm, position = case.split("_")
-        text, l64, n64, f64 = run(norm, position, torch.float64)
-        _, l32, n32, f32 = run(norm, position, torch.float32)
-        fx.meta(case + ".module", text)
-        for key, a64, a32 in ((case + ".losses", l64, l32), (case + ".grad_norms", n64, n32)):
-            fx.add(key, torch.tensor(a64, dtype=torch.float64))
-            fx.meta(key + ".float32_deviation", repr(max(abs(a - b) for a, b in zip(a32, a64))))
-        for name, t in f64.items():
-            key = f"{case}.final.{name}"
-            fx.add(key, t)
-            fx.meta(key + ".float32_deviation", repr((f32[name].double() - t).abs().max().item()))
+        add_steps_case(fx, case, run(norm, position, torch.float64), run(norm, position, torch.float32))
     for key, value in c.items():
         fx.meta(key, str(value))
     fx.meta("cases", ",".join(GPT_STEPS_CASES))
+    add_steps_meta(fx)
+    fx.write()
+
+
+def train_like_nanogpt(model, x, y, V, max_norm=GPT_MAX_NORM):
+    """GPT_STEPS steps in training mode on the batch (x, y): cross-entropy, clip_grad_norm_, AdamW with
+    nanoGPT's configure_optimizers groups (weight decay on the parameters of 2 or more dims).
+    Returns (repr, losses, gradient norms before clipping, final floating-point state_dict)."""
+    model.train()
+    params = dict(model.named_parameters())
+    groups = [{"params": [p for p in params.values() if p.dim() >= 2], "weight_decay": GPT_ADAMW["weight_decay"]},
+              {"params": [p for p in params.values() if p.dim() < 2], "weight_decay": 0.0}]
+    opt = torch.optim.AdamW(groups, lr=GPT_ADAMW["lr"], betas=GPT_ADAMW["betas"], eps=GPT_ADAMW["eps"],
+                            foreach=False)
+    losses, norms = [], []
+    for _ in range(GPT_STEPS):
+        logits = model(x)
+        loss = F.cross_entropy(logits.view(-1, V), y.view(-1))
+        losses.append(loss.item())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        norms.append(torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm).item())
+        opt.step()
+    final = {k: v for k, v in model.state_dict().items() if v.dtype.is_floating_point}
+    return repr(model), losses, norms, final
+
+
+def add_steps_case(fx, case, run64, run32):
+    """A case's float64 run (losses, grad_norms, final tensors) and the float32 run's deviation from it."""
+    text, l64, n64, f64 = run64
+    _, l32, n32, f32 = run32
+    fx.meta(case + ".module", text)
+    for key, a64, a32 in ((case + ".losses", l64, l32), (case + ".grad_norms", n64, n32)):
+        fx.add(key, torch.tensor(a64, dtype=torch.float64))
+        fx.meta(key + ".float32_deviation", repr(max(abs(a - b) for a, b in zip(a32, a64))))
+    for name, t in f64.items():
+        key = f"{case}.final.{name}"
+        fx.add(key, t)
+        fx.meta(key + ".float32_deviation", repr((f32[name].double() - t).abs().max().item()))
+
+
+def add_steps_meta(fx, max_norm=GPT_MAX_NORM):
     fx.meta("steps", str(GPT_STEPS))
-    fx.meta("max_norm", repr(GPT_MAX_NORM))
+    fx.meta("max_norm", repr(max_norm))
     fx.meta("lr", repr(GPT_ADAMW["lr"]))
     fx.meta("betas", json.dumps(list(GPT_ADAMW["betas"])))
     fx.meta("eps", repr(GPT_ADAMW["eps"]))
     fx.meta("weight_decay", repr(GPT_ADAMW["weight_decay"]))
+
+
+class CharLSTM(torch.nn.Module):
+    """normlab's nn::CharLSTM: Embedding -> LSTM (batch_first) -> Linear to the vocabulary."""
+
+    def __init__(self, V, E, H, L):
+        super().__init__()
+        self.embedding = torch.nn.Embedding(V, E)
+        self.lstm = torch.nn.LSTM(E, H, num_layers=L, batch_first=True)
+        self.head = torch.nn.Linear(H, V)
+
+    def forward(self, idx):
+        return self.head(self.lstm(self.embedding(idx))[0])
+
+
+CHAR_LSTM_CONFIG = dict(vocab_size=11, embed_dim=6, hidden_size=8, num_layers=2)
+CHAR_LSTM_MAX_NORM = 0.2  # the gradient norms are about 0.23 from PyTorch's init: every step clips
+
+
+def make_char_lstm_steps():
+    """CharLSTM trained as make_gpt_steps trains the GPT (the same steps and AdamW groups; clipping at
+    CHAR_LSTM_MAX_NORM), from PyTorch's default init (seed 31), on one fixed batch (3, 8)."""
+    fx = Fixture("char_lstm_steps")
+    c = CHAR_LSTM_CONFIG
+    V = c["vocab_size"]
+    torch.manual_seed(31)
+    ref = CharLSTM(V, c["embed_dim"], c["hidden_size"], c["num_layers"])
+    init = {k: v.detach().clone() for k, v in ref.named_parameters()}
+    for name, t in init.items():
+        fx.add("init." + name, t)
+    x = torch.randint(0, V, (GPT_BATCH, 8))
+    y = torch.randint(0, V, (GPT_BATCH, 8))
+    fx.add("input", x)
+    fx.add("target", y)
+
+    def run(dt):
+        model = CharLSTM(V, c["embed_dim"], c["hidden_size"], c["num_layers"]).to(dt)
+        with torch.no_grad():
+            for name, t in model.named_parameters():
+                t.copy_(init[name].to(dt))
+        return train_like_nanogpt(model, x, y, V, CHAR_LSTM_MAX_NORM)
+
+    add_steps_case(fx, "char_lstm", run(torch.float64), run(torch.float32))
+    for key, value in c.items():
+        fx.meta(key, str(value))
+    add_steps_meta(fx, CHAR_LSTM_MAX_NORM)
     fx.write()
 
 
@@ -1054,6 +1117,7 @@ def main():
     make_transformer_block()
     make_lstm()
     make_gpt_steps()
+    make_char_lstm_steps()
 
 
 if __name__ == "__main__":
