@@ -210,9 +210,9 @@ GPTCache GPT::make_cache(int64_t batch) const {
   return cache;
 }
 
-Tensor GPT::forward_cached(const std::vector<int64_t>& ids, int64_t n, int64_t start, GPTCache& cache) {
-  const std::string what = config_str(config_) + ".forward_cached";
-  const int64_t B = cache.batch, H = config_.n_head, C = config_.width, D = C / H, Tmax = config_.block_size;
+void GPT::check_cached_call(const std::vector<int64_t>& ids, int64_t n, int64_t start, const GPTCache& cache,
+                            const std::string& what) const {
+  const int64_t B = cache.batch, H = config_.n_head, D = config_.width / H, Tmax = config_.block_size;
   const DType dtype = lm_head_->weight().dtype();
   if (static_cast<int64_t>(cache.k.size()) != config_.n_layer || cache.k.size() != cache.v.size() || B < 1)
     throw Error(what + ": expected a cache from make_cache (" + std::to_string(config_.n_layer) +
@@ -238,30 +238,36 @@ Tensor GPT::forward_cached(const std::vector<int64_t>& ids, int64_t n, int64_t s
   if (config_.norm == BlockNorm::Batch && is_training())
     throw Error(what + ": with BlockNorm::Batch the model must be in eval mode (in training mode the batch "
                 "statistics mix every token of the sequence, which the cache cannot)");
+}
 
-  autograd::NoGradGuard no_grad;
-  Tensor x = embed(ids, {B, n}, start);  // (B, n, C)
-  for (size_t l = 0; l < blocks_.size(); ++l) {
-    const BlockParts p = parts(*blocks_[l]);
-    const auto attend = [&](const Tensor& a) {
-      const Tensor qkv = (*p.attn->c_attn())(a);  // (B, n, 3C)
-      Tensor y = autograd::empty({B, n, C}, dtype);
-      autograd::dispatch(dtype, [&](auto zero) {
-        using T = decltype(zero);
-        cached_attention(qkv.data<T>(), cache.k[l].data<T>(), cache.v[l].data<T>(), y.data<T>(), B, n, H, D, Tmax,
-                         start, cache.scores.data<T>());
-      });
-      return (*p.attn->c_proj())(y);
-    };
-    // TransformerBlock::forward with the attention over the cache.
-    if (config_.position == NormPosition::Pre) {
-      const Tensor h = x + attend((*p.ln_1)(x));
-      x = h + (*p.mlp)((*p.ln_2)(h));
-    } else {
-      const Tensor h = (*p.ln_1)(x + attend(x));
-      x = (*p.ln_2)(h + (*p.mlp)(h));
-    }
+Tensor GPT::block_cached(size_t l, const Tensor& x, int64_t start, GPTCache& cache) {
+  const int64_t B = x.size(0), n = x.size(1), C = config_.width, H = config_.n_head, D = C / H;
+  const BlockParts p = parts(*blocks_[l]);
+  const auto attend = [&](const Tensor& a) {
+    const Tensor qkv = (*p.attn->c_attn())(a);  // (B, n, 3C)
+    Tensor y = autograd::empty({B, n, C}, x.dtype());
+    autograd::dispatch(x.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      cached_attention(qkv.data<T>(), cache.k[l].data<T>(), cache.v[l].data<T>(), y.data<T>(), B, n, H, D,
+                       config_.block_size, start, cache.scores.data<T>());
+    });
+    return (*p.attn->c_proj())(y);
+  };
+  // TransformerBlock::forward with the attention over the cache.
+  if (config_.position == NormPosition::Pre) {
+    const Tensor h = x + attend((*p.ln_1)(x));
+    return h + (*p.mlp)((*p.ln_2)(h));
   }
+  const Tensor h = (*p.ln_1)(x + attend(x));
+  return (*p.ln_2)(h + (*p.mlp)(h));
+}
+
+Tensor GPT::forward_cached(const std::vector<int64_t>& ids, int64_t n, int64_t start, GPTCache& cache) {
+  check_cached_call(ids, n, start, cache, config_str(config_) + ".forward_cached");
+  autograd::NoGradGuard no_grad;
+  const int64_t B = cache.batch;
+  Tensor x = embed(ids, {B, n}, start);  // (B, n, C)
+  for (size_t l = 0; l < blocks_.size(); ++l) x = block_cached(l, x, start, cache);
   cache.length = start + n;
   // Only the last token's logits: (B, 1, C) -> (B, 1, V) -> (B, V).
   const Tensor last = autograd::narrow(x, 1, n - 1, 1);

@@ -100,6 +100,11 @@ class GPT : public Module {
   void check_ids(const std::vector<int64_t>& ids, const Shape& shape, const std::string& what) const;
   // x + wpe(positions [start, start + T)) for x = wte(ids), ids (B, T).
   Tensor embed(const std::vector<int64_t>& ids, const Shape& shape, int64_t start);
+  // forward_cached's argument checks (the cache's buffers, the ids, start and n, eval mode).
+  void check_cached_call(const std::vector<int64_t>& ids, int64_t n, int64_t start, const GPTCache& cache,
+                         const std::string& what) const;
+  // Block l on the new tokens x (B, n, C) at positions [start, start + n), attending over the cache.
+  Tensor block_cached(size_t l, const Tensor& x, int64_t start, GPTCache& cache);
 
   GPTConfig config_;
   std::shared_ptr<Embedding> wte_, wpe_;
