@@ -2,6 +2,7 @@
 // below it calling the fused backward kernel.
 #include "autograd/lstm.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -12,19 +13,29 @@ namespace normlab::autograd {
 
 namespace k = kernels;
 
-Tensor lstm_cell(const Tensor& gates, const Tensor& c_prev) {
-  check(gates.defined() && c_prev.defined(), "lstm_cell: gates and c_prev must be defined tensors");
+namespace {
+
+// Checks gates (B, 4H) and c_prev (B, H) of one dtype; returns H.
+int64_t check_step(const Tensor& gates, const Tensor& c_prev, const std::string& op) {
+  check(gates.defined() && c_prev.defined(), [&] { return op + ": gates and c_prev must be defined tensors"; });
   const Shape& gs = gates.shape();
   if (gs.size() != 2 || gs[1] % 4 != 0)
-    throw Error("lstm_cell: expected gates of shape (B, 4H) (2-D, the second size a multiple of 4), got " +
+    throw Error(op + ": expected gates of shape (B, 4H) (2-D, the second size a multiple of 4), got " +
                 shape_str(gs));
   const int64_t B = gs[0], H = gs[1] / 4;
   if (c_prev.shape() != Shape{B, H})
-    throw Error("lstm_cell: expected c_prev of shape " + shape_str({B, H}) + " for gates of shape " + shape_str(gs) +
+    throw Error(op + ": expected c_prev of shape " + shape_str({B, H}) + " for gates of shape " + shape_str(gs) +
                 ", got " + shape_str(c_prev.shape()));
   if (c_prev.dtype() != gates.dtype())
-    throw Error("lstm_cell: expected c_prev to have the gates' dtype " + dtype_name(gates.dtype()) + ", got " +
+    throw Error(op + ": expected c_prev to have the gates' dtype " + dtype_name(gates.dtype()) + ", got " +
                 dtype_name(c_prev.dtype()));
+  return H;
+}
+
+}  // namespace
+
+Tensor lstm_cell(const Tensor& gates, const Tensor& c_prev) {
+  const int64_t H = check_step(gates, c_prev, "lstm_cell"), B = gates.shape()[0];
   // The activations (B, 4H) are saved for the backward; the state holds h then c.
   Tensor state = empty({2, B, H}, gates.dtype()), acts = empty({B, 4 * H}, gates.dtype());
   dispatch(gates.dtype(), [&](auto zero) {
@@ -44,6 +55,53 @@ Tensor lstm_cell(const Tensor& gates, const Tensor& c_prev) {
                   });
                   return std::vector<Tensor>{need[0] ? dG : Tensor(), dcp};
                 });
+}
+
+Tensor lstm_gates(const Tensor& gates, const Tensor& c_prev) {
+  const int64_t H = check_step(gates, c_prev, "lstm_gates"), B = gates.shape()[0];
+  Tensor state = empty({2, B, H}, gates.dtype()), acts = empty({B, 4 * H}, gates.dtype());
+  dispatch(gates.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T* s = state.data<T>();
+    const T* a = acts.data<T>();
+    k::lstm_gates_forward(B, H, gates.data<T>(), c_prev.data<T>(), acts.data<T>(), s + B * H);
+    for (int64_t b = 0; b < B; ++b) std::copy(a + b * 4 * H + 3 * H, a + (b + 1) * 4 * H, s + b * H);  // o block
+  });
+  return record("LstmGatesBackward", state, {gates, c_prev},
+                [acts, cp = saved(c_prev), B, H](const Tensor& g, const Needs& need) {
+                  // g (2, B, H): d o then dc.
+                  Tensor dG = empty({B, 4 * H}, g.dtype()), dcp = need[1] ? empty({B, H}, g.dtype()) : Tensor();
+                  dispatch(g.dtype(), [&](auto zero) {
+                    using T = decltype(zero);
+                    const T* gd = g.data<T>();
+                    k::lstm_gates_backward(B, H, gd, gd + B * H, acts.data<T>(), cp.data<T>(), dG.data<T>(),
+                                           need[1] ? dcp.data<T>() : nullptr);
+                  });
+                  return std::vector<Tensor>{need[0] ? dG : Tensor(), dcp};
+                });
+}
+
+Tensor lstm_output(const Tensor& o, const Tensor& y) {
+  check(o.defined() && y.defined(), "lstm_output: o and y must be defined tensors");
+  if (o.shape() != y.shape())
+    throw Error("lstm_output: expected o and y of one shape, got " + shape_str(o.shape()) + " and " +
+                shape_str(y.shape()));
+  if (o.dtype() != y.dtype())
+    throw Error("lstm_output: expected o and y of one dtype, got " + dtype_name(o.dtype()) + " and " +
+                dtype_name(y.dtype()));
+  Tensor h = empty_like(o);
+  dispatch(o.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    k::lstm_output_forward(o.numel(), o.data<T>(), y.data<T>(), h.data<T>());
+  });
+  return record("LstmOutputBackward", h, {o, y}, [o = saved(o), y = saved(y)](const Tensor& g, const Needs&) {
+    Tensor d_o = empty_like(o), dy = empty_like(y);
+    dispatch(g.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      k::lstm_output_backward(o.numel(), g.data<T>(), o.data<T>(), y.data<T>(), d_o.data<T>(), dy.data<T>());
+    });
+    return std::vector<Tensor>{d_o, dy};
+  });
 }
 
 }  // namespace normlab::autograd

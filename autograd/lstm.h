@@ -1,5 +1,6 @@
 // One LSTM time step as one differentiable op (the fused cell kernel, autograd/kernels/lstm.h):
-// nn::LSTM runs it once per step and layer. Second-order gradients are not supported.
+// nn::LSTM runs it once per step and layer. And the step in two halves, for cells that normalize c
+// before the output tanh (the LayerNorm LSTM). Second-order gradients are not supported.
 #pragma once
 #include "autograd/tensor.h"
 
@@ -14,5 +15,11 @@ namespace normlab::autograd {
 // shape_ops.h), views of the state's storage (dim 0); the gradients of both flow back through the
 // one backward node.
 Tensor lstm_cell(const Tensor& gates, const Tensor& c_prev);
+
+// The first half: gates and c_prev as lstm_cell; returns (2, B, H) with [0] = o = sigmoid(G_o) (the
+// output gate's activation) and [1] = c = f c_prev + i g, to be read with select as lstm_cell's.
+Tensor lstm_gates(const Tensor& gates, const Tensor& c_prev);
+// The second half: h = o tanh(y) for o and y of one shape (e.g. y = LN(c)).
+Tensor lstm_output(const Tensor& o, const Tensor& y);
 
 }  // namespace normlab::autograd

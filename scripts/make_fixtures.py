@@ -1066,6 +1066,222 @@ def make_lstm():
     fx.write()
 
 
+def ln_lstm_forward(x, p, L, H, batch_first, h0, c0, eps=1e-5):
+    """The layer-normalized LSTM (Ba, Kiros, Hinton 2016) as nn::LayerNormLSTM computes it, from the
+    parameters p by name: G = LN_ih(x W_ih^T) + LN_hh(h W_hh^T) + b (LNs over the 4H vector, gain
+    only), gates i, f, g, o; c = sigmoid(f) c + sigmoid(i) tanh(g); h = sigmoid(o) tanh(LN_c(c))."""
+    seq = x.transpose(0, 1) if batch_first else x
+    T, B = seq.shape[0], seq.shape[1]
+    hn, cn = [], []
+    for k in range(L):
+        w_ih, w_hh, b = p[f"weight_ih_l{k}"], p[f"weight_hh_l{k}"], p[f"bias_l{k}"]
+        g_ih, g_hh = p[f"ln_ih_l{k}.weight"], p[f"ln_hh_l{k}.weight"]
+        g_c, b_c = p[f"ln_c_l{k}.weight"], p[f"ln_c_l{k}.bias"]
+        h = h0[k] if h0 is not None else torch.zeros(B, H, dtype=x.dtype)
+        c = c0[k] if c0 is not None else torch.zeros(B, H, dtype=x.dtype)
+        outs = []
+        for t in range(T):
+            G = (F.layer_norm(seq[t] @ w_ih.t(), (4 * H,), g_ih, None, eps)
+                 + F.layer_norm(h @ w_hh.t(), (4 * H,), g_hh, None, eps) + b)
+            i, f, g, o = G.chunk(4, 1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(F.layer_norm(c, (H,), g_c, b_c, eps))
+            outs.append(h)
+        seq = torch.stack(outs)
+        hn.append(h)
+        cn.append(c)
+    return (seq.transpose(0, 1) if batch_first else seq), torch.stack(hn), torch.stack(cn)
+
+
+def make_ln_lstm():
+    """ln_lstm_forward with random parameters (LayerNorm gains 1 + 0.2 randn, shifts 0.2 randn, so
+    that they matter), fields as lstm.safetensors': <dt>.<case>.state.<name>, input, h0, c0, output,
+    h_n, c_n, grad_* of the same fixed loss, grad.<name>; and for the float32 cases the metadata
+    f32.<case>.<field>.float32_deviation: the largest distance of PyTorch's float32 result from a
+    float64 run on the same values (LayerNorms over small or nearly constant rows make some float32
+    gradients uncertain to ~1e-5, beyond the usual float32 tolerance)."""
+    fx = Fixture("ln_lstm")
+    torch.manual_seed(12)
+    cases = [  # name, input_size, hidden_size, num_layers, batch_first, T, B, initial state
+        ("two_layers", 5, 4, 2, True, 6, 3, True),
+        ("one_layer", 3, 5, 1, False, 4, 2, False),
+    ]
+    for name, I, H, L, bf, T, B, init_state in cases:
+        for key, value in [("input_size", I), ("hidden_size", H), ("num_layers", L)]:
+            fx.meta(f"{name}.{key}", str(value))
+        for key, value in [("batch_first", bf), ("initial_state", init_state)]:
+            fx.meta(f"{name}.{key}", str(value).lower())
+        bound = H ** -0.5
+        p64 = {}
+        for k in range(L):
+            p64[f"weight_ih_l{k}"] = torch.empty(4 * H, I if k == 0 else H, dtype=torch.float64).uniform_(-bound, bound)
+            p64[f"weight_hh_l{k}"] = torch.empty(4 * H, H, dtype=torch.float64).uniform_(-bound, bound)
+            p64[f"bias_l{k}"] = torch.empty(4 * H, dtype=torch.float64).uniform_(-bound, bound)
+        for k in range(L):
+            p64[f"ln_ih_l{k}.weight"] = 1 + 0.2 * torch.randn(4 * H, dtype=torch.float64)
+            p64[f"ln_hh_l{k}.weight"] = 1 + 0.2 * torch.randn(4 * H, dtype=torch.float64)
+            p64[f"ln_c_l{k}.weight"] = 1 + 0.2 * torch.randn(H, dtype=torch.float64)
+            p64[f"ln_c_l{k}.bias"] = 0.2 * torch.randn(H, dtype=torch.float64)
+        x64 = torch.randn((B, T, I) if bf else (T, B, I), dtype=torch.float64)
+        h064, c064 = torch.randn(L, B, H, dtype=torch.float64), torch.randn(L, B, H, dtype=torch.float64)
+        dy64 = torch.randn((B, T, H) if bf else (T, B, H), dtype=torch.float64)
+        dh64, dc64 = torch.randn(L, B, H, dtype=torch.float64), torch.randn(L, B, H, dtype=torch.float64)
+        for dn, dt in DTYPES.items():
+            pre = f"{dn}.{name}"
+            params = {k: leaf(v.to(dt)) for k, v in p64.items()}
+            x = leaf(x64.to(dt))
+            h0, c0 = (leaf(h064.to(dt)), leaf(c064.to(dt))) if init_state else (None, None)
+            def run(x, params, h0, c0):
+                y, hn, cn = ln_lstm_forward(x, params, L, H, bf, h0, c0)
+                live = [x] + ([h0, c0] if init_state else []) + list(params.values())
+                gs = torch.autograd.grad([y, hn, cn], live, [dy64.to(x.dtype), dh64.to(x.dtype), dc64.to(x.dtype)])
+                return y, hn, cn, gs
+
+            y, hn, cn, gs = run(x, params, h0, c0)
+            if dt == torch.float32:
+                # PyTorch's own float32 error: the distance of each result from a float64 run on the
+                # same (float32-rounded) values.
+                def up(t):
+                    return leaf(t.double()) if t is not None else None
+                ref = run(up(x), {k: up(v) for k, v in params.items()}, up(h0), up(c0))
+                fields = ["output", "h_n", "c_n", "grad_input"] + (["grad_h0", "grad_c0"] if init_state else [])
+                fields += [f"grad.{k}" for k in params]
+                for field, a, b in zip(fields, [y, hn, cn] + list(gs), ref[:3] + tuple(ref[3])):
+                    fx.meta(f"{pre}.{field}.float32_deviation", repr((a.double() - b).abs().max().item()))
+            for k, v in params.items():
+                fx.add(f"{pre}.state.{k}", v)
+            for field, t in [("input", x), ("output", y), ("h_n", hn), ("c_n", cn), ("grad_output", dy64.to(dt)),
+                             ("grad_h_n", dh64.to(dt)), ("grad_c_n", dc64.to(dt)), ("grad_input", gs[0])]:
+                fx.add(f"{pre}.{field}", t)
+            if init_state:
+                for field, t in [("h0", h0), ("c0", c0), ("grad_h0", gs[1]), ("grad_c0", gs[2])]:
+                    fx.add(f"{pre}.{field}", t)
+            for k, g in zip(params, gs[3 if init_state else 1:]):
+                fx.add(f"{pre}.grad.{k}", g)
+    fx.write()
+
+
+def bn_lstm_forward(x, p, bufs, L, H, batch_first, training, slots, trained, momentum=0.1, eps=1e-5):
+    """The recurrent batch-normalized LSTM (Cooijmans et al. 2016) as nn::BatchNormLSTM computes it:
+    G = BN_ih(x W_ih^T) + BN_hh(h W_hh^T) + b (no shifts), gates i, f, g, o;
+    c = sigmoid(f) c + sigmoid(i) tanh(g); h = sigmoid(o) tanh(BN_c(c)). Step t uses row `slot` of
+    the (slots, C) running statistics in bufs (updated in place in training): min(t, slots - 1) in
+    training, min(t, trained - 1, slots - 1) in eval."""
+    seq = x.transpose(0, 1) if batch_first else x
+    T, B = seq.shape[0], seq.shape[1]
+    last = slots - 1 if training else min(max(trained - 1, 0), slots - 1)
+    hn, cn = [], []
+
+    def bn(name, v, slot):
+        return F.batch_norm(v, bufs[name + ".running_mean"][slot], bufs[name + ".running_var"][slot],
+                            p[name + ".weight"], p.get(name + ".bias"), training, momentum, eps)
+
+    for k in range(L):
+        w_ih, w_hh, b = p[f"weight_ih_l{k}"], p[f"weight_hh_l{k}"], p[f"bias_l{k}"]
+        h = torch.zeros(B, H, dtype=x.dtype)
+        c = torch.zeros(B, H, dtype=x.dtype)
+        wx = seq @ w_ih.t()
+        outs = []
+        for t in range(T):
+            slot = min(t, last)
+            G = bn(f"bn_ih_l{k}", wx[t], slot) + bn(f"bn_hh_l{k}", h @ w_hh.t(), slot) + b
+            i, f, g, o = G.chunk(4, 1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(bn(f"bn_c_l{k}", c, slot))
+            outs.append(h)
+        seq = torch.stack(outs)
+        hn.append(h)
+        cn.append(c)
+    return (seq.transpose(0, 1) if batch_first else seq), torch.stack(hn), torch.stack(cn)
+
+
+def make_bn_lstm():
+    """bn_lstm_forward: one training step (forward on `train_input`, the gradients of the fixed loss
+    <output, grad_output> + <h_n, grad_h_n> + <c_n, grad_c_n>), the running statistics after it
+    (<dt>.<case>.after.<buffer>), then eval on the longer `eval_input` (eval_output: steps beyond the
+    trained length read the last trained step's statistics). <dt>.<case>.state.<name> is the initial
+    state_dict under nn::BatchNormLSTM's names (BN gains 0.1 + 0.05 randn, BN_c shifts 0.1 randn).
+    The float32 cases carry <field>.float32_deviation metadata as ln_lstm's (batch statistics over
+    3 or 4 samples make some float32 gradients uncertain to ~1e-5)."""
+    fx = Fixture("bn_lstm")
+    torch.manual_seed(13)
+    cases = [  # name, I, H, layers, batch_first, max_steps, shared, B, T train, T eval
+        ("per_step", 3, 4, 2, True, 4, False, 4, 3, 6),
+        ("capped", 2, 3, 1, False, 2, False, 3, 4, 3),
+        ("shared", 3, 3, 1, False, 10, True, 3, 4, 5),
+    ]
+    for name, I, H, L, bf, max_steps, shared, B, Tt, Te in cases:
+        for key, value in [("input_size", I), ("hidden_size", H), ("num_layers", L), ("max_steps", max_steps)]:
+            fx.meta(f"{name}.{key}", str(value))
+        for key, value in [("batch_first", bf), ("shared_statistics", shared)]:
+            fx.meta(f"{name}.{key}", str(value).lower())
+        slots = 1 if shared else max_steps
+        bound = H ** -0.5
+        p64 = {}
+        for k in range(L):
+            p64[f"weight_ih_l{k}"] = torch.empty(4 * H, I if k == 0 else H, dtype=torch.float64).uniform_(-bound, bound)
+            p64[f"weight_hh_l{k}"] = torch.empty(4 * H, H, dtype=torch.float64).uniform_(-bound, bound)
+            p64[f"bias_l{k}"] = torch.empty(4 * H, dtype=torch.float64).uniform_(-bound, bound)
+        for k in range(L):
+            p64[f"bn_ih_l{k}.weight"] = 0.1 + 0.05 * torch.randn(4 * H, dtype=torch.float64)
+            p64[f"bn_hh_l{k}.weight"] = 0.1 + 0.05 * torch.randn(4 * H, dtype=torch.float64)
+            p64[f"bn_c_l{k}.weight"] = 0.1 + 0.05 * torch.randn(H, dtype=torch.float64)
+            p64[f"bn_c_l{k}.bias"] = 0.1 * torch.randn(H, dtype=torch.float64)
+        shape = (lambda T: (B, T, I)) if bf else (lambda T: (T, B, I))
+        oshape = (lambda T: (B, T, H)) if bf else (lambda T: (T, B, H))
+        xt64, xe64 = torch.randn(shape(Tt), dtype=torch.float64), torch.randn(shape(Te), dtype=torch.float64)
+        dy64 = torch.randn(oshape(Tt), dtype=torch.float64)
+        dh64, dc64 = torch.randn(L, B, H, dtype=torch.float64), torch.randn(L, B, H, dtype=torch.float64)
+        for dn, dt in DTYPES.items():
+            pre = f"{dn}.{name}"
+            params = {k: leaf(v.to(dt)) for k, v in p64.items()}
+            bufs = {}
+            for k in range(L):
+                for bn_name, C in [(f"bn_ih_l{k}", 4 * H), (f"bn_hh_l{k}", 4 * H), (f"bn_c_l{k}", H)]:
+                    bufs[bn_name + ".running_mean"] = torch.zeros(slots, C, dtype=dt)
+                    bufs[bn_name + ".running_var"] = torch.ones(slots, C, dtype=dt)
+            for k, v in list(params.items()) + list(bufs.items()):
+                fx.add(f"{pre}.state.{k}", v)
+            fx.add(f"{pre}.state.trained_steps", torch.tensor(0, dtype=dt))
+            x = leaf(xt64.to(dt))
+            y, hn, cn = bn_lstm_forward(x, params, bufs, L, H, bf, True, slots, 0)
+            live = [x] + list(params.values())
+            gs = torch.autograd.grad([y, hn, cn], live, [dy64.to(dt), dh64.to(dt), dc64.to(dt)])
+            for field, t in [("train_input", x), ("output", y), ("h_n", hn), ("c_n", cn),
+                             ("grad_output", dy64.to(dt)), ("grad_h_n", dh64.to(dt)), ("grad_c_n", dc64.to(dt)),
+                             ("grad_input", gs[0])]:
+                fx.add(f"{pre}.{field}", t)
+            for k, g in zip(params, gs[1:]):
+                fx.add(f"{pre}.grad.{k}", g)
+            trained = min(Tt, slots)
+            for k, v in bufs.items():
+                fx.add(f"{pre}.after.{k}", v)
+            fx.add(f"{pre}.after.trained_steps", torch.tensor(trained, dtype=dt))
+            with torch.no_grad():
+                ye, _, _ = bn_lstm_forward(xe64.to(dt), params, bufs, L, H, bf, False, slots, trained)
+            fx.add(f"{pre}.eval_input", xe64.to(dt))
+            fx.add(f"{pre}.eval_output", ye)
+            if dt == torch.float32:
+                # PyTorch's own float32 error, as in make_ln_lstm: the same steps in float64 on the
+                # float32 values.
+                p2 = {k: leaf(v.detach().double()) for k, v in params.items()}
+                b2 = {k: (torch.zeros_like(v) if k.endswith("mean") else torch.ones_like(v)).double()
+                      for k, v in bufs.items()}
+                x2 = leaf(x.detach().double())
+                y2, hn2, cn2 = bn_lstm_forward(x2, p2, b2, L, H, bf, True, slots, 0)
+                gs2 = torch.autograd.grad([y2, hn2, cn2], [x2] + list(p2.values()),
+                                          [dy64.to(dt).double(), dh64.to(dt).double(), dc64.to(dt).double()])
+                with torch.no_grad():
+                    ye2, _, _ = bn_lstm_forward(xe64.to(dt).double(), p2, b2, L, H, bf, False, slots, trained)
+                pairs = [("output", y, y2), ("h_n", hn, hn2), ("c_n", cn, cn2), ("grad_input", gs[0], gs2[0]),
+                         ("eval_output", ye, ye2)]
+                pairs += [(f"grad.{k}", a, b) for k, a, b in zip(params, gs[1:], gs2[1:])]
+                pairs += [(f"after.{k}", bufs[k], b2[k]) for k in bufs]
+                for field, a, b in pairs:
+                    fx.meta(f"{pre}.{field}.float32_deviation", repr((a.double() - b).abs().max().item()))
+    fx.write()
+
+
 # ---- Checking a file written elsewhere ----------------------------------------------------------------
 
 def check(path):
@@ -1116,6 +1332,8 @@ def main():
     make_attention()
     make_transformer_block()
     make_lstm()
+    make_ln_lstm()
+    make_bn_lstm()
     make_gpt_steps()
     make_char_lstm_steps()
 

@@ -46,21 +46,17 @@ void CellForward(int64_t B, int64_t H, const T* HWY_RESTRICT G, const T* HWY_RES
   }
 }
 
-// h = o tanh(y).
+// h = o tanh(y) over n elements.
 template <typename T>
-void OutputForward(int64_t B, int64_t H, const T* HWY_RESTRICT acts, const T* HWY_RESTRICT y, T* HWY_RESTRICT h) {
-  for (int64_t b = 0; b < B; ++b) {
-    const T* orow = acts + b * 4 * H + 3 * H;
-    const T* yr = y + b * H;
-    T* hr = h + b * H;
-    ForRow<T>(H, [&](auto d, int64_t j) {
-      hn::StoreU(hn::Mul(hn::LoadU(d, orow + j), SafeTanh(d, hn::LoadU(d, yr + j))), d, hr + j);
-    });
-  }
+void OutputForward(int64_t n, const T* HWY_RESTRICT o, const T* HWY_RESTRICT y, T* HWY_RESTRICT h) {
+  ForRow<T>(n, [&](auto d, int64_t j) {
+    hn::StoreU(hn::Mul(hn::LoadU(d, o + j), SafeTanh(d, hn::LoadU(d, y + j))), d, h + j);
+  });
 }
 
-// Backward of the update (and, kOutput, of h = o tanh(c), whose gradient joins dc). A null dh or dc
-// is zero (kDh, kDc false); a null dc_prev is not written.
+// Backward of the update and of the o gate: with kOutput, of h = o tanh(c) too (dh is the gradient of
+// h, which joins dc); without, dh is the gradient of the activation o (the gates half). A null dh or
+// dc is zero (kDh, kDc false); a null dc_prev is not written.
 template <typename T, bool kOutput, bool kDh, bool kDc, bool kDcPrev>
 void CellBackwardT(int64_t B, int64_t H, const T* HWY_RESTRICT dh, const T* HWY_RESTRICT dc,
                    const T* HWY_RESTRICT acts, const T* HWY_RESTRICT c_prev, const T* HWY_RESTRICT c,
@@ -80,6 +76,10 @@ void CellBackwardT(int64_t B, int64_t H, const T* HWY_RESTRICT dh, const T* HWY_
         const auto gho = hn::Mul(gh, o);
         dct = hn::MulAdd(gho, hn::NegMulAdd(t, t, one), dct);  // dc + dh o (1 - t^2)
         hn::StoreU(hn::Mul(hn::Mul(gho, t), hn::Sub(one, o)), d, dr + 3 * H + j);  // dh t o (1 - o)
+      } else {
+        const auto o = hn::LoadU(d, ar + 3 * H + j);
+        const auto d_o = kDh ? hn::LoadU(d, dh + r + j) : hn::Zero(d);
+        hn::StoreU(hn::Mul(d_o, hn::Mul(o, hn::Sub(one, o))), d, dr + 3 * H + j);  // do o (1 - o)
       }
       hn::StoreU(hn::Mul(hn::Mul(dct, g), hn::Mul(i, hn::Sub(one, i))), d, dr + j);
       hn::StoreU(hn::Mul(hn::Mul(dct, hn::LoadU(d, c_prev + r + j)), hn::Mul(f, hn::Sub(one, f))), d, dr + H + j);
@@ -102,22 +102,15 @@ void CellBackward(int64_t B, int64_t H, const T* dh, const T* dc, const T* acts,
   });
 }
 
-// dG_o = dh t o (1 - o), dy = dh o (1 - t^2), t = tanh(y); a null dh is zero.
+// do = dh t, dy = dh o (1 - t^2), t = tanh(y), over n elements.
 template <typename T>
-void OutputBackward(int64_t B, int64_t H, const T* HWY_RESTRICT dh, const T* HWY_RESTRICT acts,
-                    const T* HWY_RESTRICT y, T* HWY_RESTRICT dG, T* HWY_RESTRICT dy) {
-  for (int64_t b = 0; b < B; ++b) {
-    const T* orow = acts + b * 4 * H + 3 * H;
-    T* dor = dG + b * 4 * H + 3 * H;
-    const int64_t r = b * H;
-    ForRow<T>(H, [&](auto d, int64_t j) {
-      const auto one = hn::Set(d, T(1));
-      const auto o = hn::LoadU(d, orow + j), t = SafeTanh(d, hn::LoadU(d, y + r + j));
-      const auto gho = dh ? hn::Mul(hn::LoadU(d, dh + r + j), o) : hn::Zero(d);
-      hn::StoreU(hn::Mul(hn::Mul(gho, t), hn::Sub(one, o)), d, dor + j);
-      hn::StoreU(hn::Mul(gho, hn::NegMulAdd(t, t, one)), d, dy + r + j);
-    });
-  }
+void OutputBackward(int64_t n, const T* HWY_RESTRICT dh, const T* HWY_RESTRICT o, const T* HWY_RESTRICT y,
+                    T* HWY_RESTRICT d_o, T* HWY_RESTRICT dy) {
+  ForRow<T>(n, [&](auto d, int64_t j) {
+    const auto g = hn::LoadU(d, dh + j), t = SafeTanh(d, hn::LoadU(d, y + j));
+    hn::StoreU(hn::Mul(g, t), d, d_o + j);
+    hn::StoreU(hn::Mul(hn::Mul(g, hn::LoadU(d, o + j)), hn::NegMulAdd(t, t, hn::Set(d, T(1)))), d, dy + j);
+  });
 }
 
 }  // namespace normlab::autograd::kernels::HWY_NAMESPACE

@@ -20,15 +20,13 @@ namespace normlab::autograd::kernels::HWY_NAMESPACE {
   void LstmGatesForward##S(int64_t B, int64_t H, const T* G, const T* c_prev, T* acts, T* c) {              \
     CellForward<T, false>(B, H, G, c_prev, acts, c, nullptr);                                              \
   }                                                                                                        \
-  void LstmGatesBackward##S(int64_t B, int64_t H, const T* dc, const T* acts, const T* c_prev, T* dG,       \
-                            T* dc_prev) {                                                                  \
-    CellBackward<T, false>(B, H, nullptr, dc, acts, c_prev, nullptr, dG, dc_prev);                         \
+  void LstmGatesBackward##S(int64_t B, int64_t H, const T* d_o, const T* dc, const T* acts, const T* c_prev, \
+                            T* dG, T* dc_prev) {                                                           \
+    CellBackward<T, false>(B, H, d_o, dc, acts, c_prev, nullptr, dG, dc_prev);                             \
   }                                                                                                        \
-  void LstmOutputForward##S(int64_t B, int64_t H, const T* acts, const T* y, T* h) {                        \
-    OutputForward(B, H, acts, y, h);                                                                       \
-  }                                                                                                        \
-  void LstmOutputBackward##S(int64_t B, int64_t H, const T* dh, const T* acts, const T* y, T* dG, T* dy) {  \
-    OutputBackward(B, H, dh, acts, y, dG, dy);                                                             \
+  void LstmOutputForward##S(int64_t n, const T* o, const T* y, T* h) { OutputForward(n, o, y, h); }         \
+  void LstmOutputBackward##S(int64_t n, const T* dh, const T* o, const T* y, T* d_o, T* dy) {               \
+    OutputBackward(n, dh, o, y, d_o, dy);                                                                  \
   }
 NORMLAB_LSTM_WRAPPERS(float, F32)
 NORMLAB_LSTM_WRAPPERS(double, F64)
@@ -65,15 +63,15 @@ HWY_EXPORT(LstmTargetId);
   void lstm_gates_forward(int64_t B, int64_t H, const T* G, const T* c_prev, T* acts, T* c) {               \
     HWY_DYNAMIC_DISPATCH(LstmGatesForward##S)(B, H, G, c_prev, acts, c);                                    \
   }                                                                                                         \
-  void lstm_gates_backward(int64_t B, int64_t H, const T* dc, const T* acts, const T* c_prev, T* dG,        \
-                           T* dc_prev) {                                                                    \
-    HWY_DYNAMIC_DISPATCH(LstmGatesBackward##S)(B, H, dc, acts, c_prev, dG, dc_prev);                        \
+  void lstm_gates_backward(int64_t B, int64_t H, const T* d_o, const T* dc, const T* acts, const T* c_prev, \
+                           T* dG, T* dc_prev) {                                                             \
+    HWY_DYNAMIC_DISPATCH(LstmGatesBackward##S)(B, H, d_o, dc, acts, c_prev, dG, dc_prev);                   \
   }                                                                                                         \
-  void lstm_output_forward(int64_t B, int64_t H, const T* acts, const T* y, T* h) {                         \
-    HWY_DYNAMIC_DISPATCH(LstmOutputForward##S)(B, H, acts, y, h);                                           \
+  void lstm_output_forward(int64_t n, const T* o, const T* y, T* h) {                                       \
+    HWY_DYNAMIC_DISPATCH(LstmOutputForward##S)(n, o, y, h);                                                 \
   }                                                                                                         \
-  void lstm_output_backward(int64_t B, int64_t H, const T* dh, const T* acts, const T* y, T* dG, T* dy) {   \
-    HWY_DYNAMIC_DISPATCH(LstmOutputBackward##S)(B, H, dh, acts, y, dG, dy);                                 \
+  void lstm_output_backward(int64_t n, const T* dh, const T* o, const T* y, T* d_o, T* dy) {                \
+    HWY_DYNAMIC_DISPATCH(LstmOutputBackward##S)(n, dh, o, y, d_o, dy);                                      \
   }
 NORMLAB_LSTM_DISPATCH(float, F32)
 NORMLAB_LSTM_DISPATCH(double, F64)

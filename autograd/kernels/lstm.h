@@ -15,7 +15,8 @@
 // e = e^-|x| (no overflow); NaN inputs give NaN outputs.
 //
 // Conventions: arrays are contiguous; outputs must not alias inputs; gradients are overwritten,
-// not accumulated; dh and dc may be null (no gradient: zeros). Elementwise, so results do not
+// not accumulated; the incoming gradients of the fused and the gates backward (dh or d_o, dc) may be
+// null (no gradient: zeros), the output backward's dh may not. Elementwise, so results do not
 // depend on threads; everything runs on the calling thread.
 #pragma once
 #include <cmath>
@@ -38,24 +39,23 @@ void lstm_cell_backward(int64_t B, int64_t H, const double* dh, const double* dc
                         const double* c_prev, const double* c, double* dG, double* dc_prev);
 
 // ---- Halves: the gates and update, then the output from any y ---------------------------------------
+// For cells that transform c before the output tanh (y = LN(c), BN(c)): the update gives acts and c,
+// the caller takes o (the o block of acts) and computes y, the output gives h = o tanh(y).
 // acts (B, 4H) and c (B, H) as the fused cell; no h.
 void lstm_gates_forward(int64_t B, int64_t H, const float* G, const float* c_prev, float* acts, float* c);
 void lstm_gates_forward(int64_t B, int64_t H, const double* G, const double* c_prev, double* acts, double* c);
-// The update's backward from the total gradient dc of c: dG_i, dG_f, dG_g and dc_prev as above with
-// dc_tot = dc; the o block of dG is left untouched (lstm_output_backward writes it).
-void lstm_gates_backward(int64_t B, int64_t H, const float* dc, const float* acts, const float* c_prev, float* dG,
-                         float* dc_prev);
-void lstm_gates_backward(int64_t B, int64_t H, const double* dc, const double* acts, const double* c_prev,
-                         double* dG, double* dc_prev);
-// h = o tanh(y), o read from the o block of acts (B, 4H), y and h (B, H).
-void lstm_output_forward(int64_t B, int64_t H, const float* acts, const float* y, float* h);
-void lstm_output_forward(int64_t B, int64_t H, const double* acts, const double* y, double* h);
-// t = tanh(y): dG_o = dh t o (1 - o) into the o block of dG (B, 4H) (its other blocks untouched),
-// dy = dh o (1 - t^2) (B, H).
-void lstm_output_backward(int64_t B, int64_t H, const float* dh, const float* acts, const float* y, float* dG,
-                          float* dy);
-void lstm_output_backward(int64_t B, int64_t H, const double* dh, const double* acts, const double* y, double* dG,
-                          double* dy);
+// The update's backward from the gradients of o and of c (B, H) (either may be null: zeros):
+//   dG_i, dG_f, dG_g, dc_prev as the fused cell's with dc_tot = dc,  dG_o = do o (1 - o).
+void lstm_gates_backward(int64_t B, int64_t H, const float* d_o, const float* dc, const float* acts,
+                         const float* c_prev, float* dG, float* dc_prev);
+void lstm_gates_backward(int64_t B, int64_t H, const double* d_o, const double* dc, const double* acts,
+                         const double* c_prev, double* dG, double* dc_prev);
+// h = o tanh(y), all (B, H) (o the output gate's activation).
+void lstm_output_forward(int64_t n, const float* o, const float* y, float* h);
+void lstm_output_forward(int64_t n, const double* o, const double* y, double* h);
+// t = tanh(y): do = dh t, dy = dh o (1 - t^2); n = B H elements.
+void lstm_output_backward(int64_t n, const float* dh, const float* o, const float* y, float* d_o, float* dy);
+void lstm_output_backward(int64_t n, const double* dh, const double* o, const double* y, double* d_o, double* dy);
 
 // The name of the Highway target these kernels dispatch to now (e.g. "AVX2"), for tests.
 const char* lstm_active_target();
@@ -83,39 +83,37 @@ void lstm_gates_forward(int64_t B, int64_t H, const T* G, const T* c_prev, T* ac
 }
 
 template <typename T>
-void lstm_output_forward(int64_t B, int64_t H, const T* acts, const T* y, T* h) {
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t j = 0; j < H; ++j)
-      h[b * H + j] = static_cast<T>(acts[b * 4 * H + 3 * H + j] * std::tanh(static_cast<double>(y[b * H + j])));
+void lstm_output_forward(int64_t n, const T* o, const T* y, T* h) {
+  for (int64_t k = 0; k < n; ++k) h[k] = static_cast<T>(o[k] * std::tanh(static_cast<double>(y[k])));
 }
 
 template <typename T>
 void lstm_cell_forward(int64_t B, int64_t H, const T* G, const T* c_prev, T* acts, T* c, T* h) {
   lstm_gates_forward(B, H, G, c_prev, acts, c);
-  lstm_output_forward(B, H, acts, c, h);
+  for (int64_t b = 0; b < B; ++b) lstm_output_forward(H, acts + b * 4 * H + 3 * H, c + b * H, h + b * H);
 }
 
 template <typename T>
-void lstm_output_backward(int64_t B, int64_t H, const T* dh, const T* acts, const T* y, T* dG, T* dy) {
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t j = 0; j < H; ++j) {
-      const double o = acts[b * 4 * H + 3 * H + j], t = std::tanh(static_cast<double>(y[b * H + j]));
-      const double gh = dh ? dh[b * H + j] : 0.0;
-      dG[b * 4 * H + 3 * H + j] = static_cast<T>(gh * t * o * (1 - o));
-      dy[b * H + j] = static_cast<T>(gh * o * (1 - t * t));
-    }
+void lstm_output_backward(int64_t n, const T* dh, const T* o, const T* y, T* d_o, T* dy) {
+  for (int64_t k = 0; k < n; ++k) {
+    const double t = std::tanh(static_cast<double>(y[k]));
+    d_o[k] = static_cast<T>(dh[k] * t);
+    dy[k] = static_cast<T>(dh[k] * o[k] * (1 - t * t));
+  }
 }
 
 template <typename T>
-void lstm_gates_backward(int64_t B, int64_t H, const T* dc, const T* acts, const T* c_prev, T* dG, T* dc_prev) {
+void lstm_gates_backward(int64_t B, int64_t H, const T* d_o, const T* dc, const T* acts, const T* c_prev, T* dG,
+                         T* dc_prev) {
   for (int64_t b = 0; b < B; ++b) {
     const T* ar = acts + b * 4 * H;
     T* dr = dG + b * 4 * H;
     for (int64_t j = 0; j < H; ++j) {
-      const double i = ar[j], f = ar[H + j], g = ar[2 * H + j], d = dc ? dc[b * H + j] : 0.0;
+      const double i = ar[j], f = ar[H + j], g = ar[2 * H + j], o = ar[3 * H + j], d = dc ? dc[b * H + j] : 0.0;
       dr[j] = static_cast<T>(d * g * i * (1 - i));
       dr[H + j] = static_cast<T>(d * c_prev[b * H + j] * f * (1 - f));
       dr[2 * H + j] = static_cast<T>(d * i * (1 - g * g));
+      dr[3 * H + j] = static_cast<T>((d_o ? d_o[b * H + j] : 0.0) * o * (1 - o));
       if (dc_prev) dc_prev[b * H + j] = static_cast<T>(d * f);
     }
   }

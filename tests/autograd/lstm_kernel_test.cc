@@ -49,9 +49,11 @@ void check_forward(const Case<T>& cs) {
   check_close(h, want_h, n, rtol<T>(), atol<T>());
   BOOST_TEST((acts[4 * n] == sentinel && c[n] == sentinel && h[n] == sentinel));
 
-  std::vector<T> acts2(4 * n + 1, sentinel), c2(n + 1, sentinel), h2(n + 1, sentinel);
+  std::vector<T> acts2(4 * n + 1, sentinel), c2(n + 1, sentinel), h2(n + 1, sentinel), o(n);
   k::lstm_gates_forward(B, H, cs.G.data(), cs.c_prev.data(), acts2.data(), c2.data());
-  k::lstm_output_forward(B, H, acts2.data(), c2.data(), h2.data());
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t j = 0; j < H; ++j) o[b * H + j] = acts2[b * 4 * H + 3 * H + j];
+  k::lstm_output_forward(n, o.data(), c2.data(), h2.data());
   BOOST_TEST((acts2 == acts));
   BOOST_TEST((c2 == c));
   BOOST_TEST((h2 == h));
@@ -82,24 +84,39 @@ void check_backward(const Case<T>& cs) {
       BOOST_TEST(dcp[n] == sentinel);
     }
   }
-  // Halves: dy from the output, then the update's backward from dc + dy.
-  std::vector<T> dG(4 * n + 1, sentinel), dy(n + 1, sentinel), want_dG(4 * n), want_dy(n);
-  k::lstm_output_backward(B, H, cs.dh.data(), acts.data(), c.data(), dG.data(), dy.data());
-  k::ref::lstm_output_backward(B, H, cs.dh.data(), acts.data(), c.data(), want_dG.data(), want_dy.data());
+  // Halves: do and dy from the output (y = c), then the update's backward from do and dc + dy.
+  std::vector<T> o(n);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t j = 0; j < H; ++j) o[b * H + j] = acts[b * 4 * H + 3 * H + j];
+  std::vector<T> d_o(n + 1, sentinel), dy(n + 1, sentinel), want_do(n), want_dy(n);
+  k::lstm_output_backward(n, cs.dh.data(), o.data(), c.data(), d_o.data(), dy.data());
+  k::ref::lstm_output_backward(n, cs.dh.data(), o.data(), c.data(), want_do.data(), want_dy.data());
+  check_close(d_o, want_do, n, rtol<T>(), atol<T>());
   check_close(dy, want_dy, n, rtol<T>(), atol<T>());
-  BOOST_TEST(dy[n] == sentinel);
-  std::vector<T> dct(n), dcp(n + 1, sentinel), want_dcp(n);
+  BOOST_TEST((d_o[n] == sentinel && dy[n] == sentinel));
+  std::vector<T> dct(n);
   for (int64_t i = 0; i < n; ++i) dct[i] = cs.dc[i] + want_dy[i];
-  k::lstm_gates_backward(B, H, dct.data(), acts.data(), cs.c_prev.data(), dG.data(), dcp.data());
-  k::ref::lstm_gates_backward(B, H, dct.data(), acts.data(), cs.c_prev.data(), want_dG.data(), want_dcp.data());
-  check_close(dG, want_dG, 4 * n, rtol<T>(), atol<T>());  // o block from the output, the rest from the gates
-  check_close(dcp, want_dcp, n, rtol<T>(), atol<T>());
-  BOOST_TEST((dG[4 * n] == sentinel && dcp[n] == sentinel));
-  // ... and the halves' dG agrees with the fused cell's.
-  std::vector<T> fused(4 * n);
-  k::ref::lstm_cell_backward(B, H, cs.dh.data(), cs.dc.data(), acts.data(), cs.c_prev.data(), c.data(),
-                             fused.data(), want_dcp.data());
-  check_close(dG, fused, 4 * n, rtol<T>(), atol<T>());
+  for (int mask = 0; mask < 4; ++mask) {
+    const bool has_do = mask & 1, has_dc = mask & 2;
+    BOOST_TEST_CONTEXT("gates backward, do " << has_do << " dc " << has_dc) {
+      const T* pdo = has_do ? want_do.data() : nullptr;
+      const T* pdc = has_dc ? dct.data() : nullptr;
+      std::vector<T> dG(4 * n + 1, sentinel), dcp(n + 1, sentinel), want_dG(4 * n), want_dcp(n);
+      k::lstm_gates_backward(B, H, pdo, pdc, acts.data(), cs.c_prev.data(), dG.data(), dcp.data());
+      k::ref::lstm_gates_backward(B, H, pdo, pdc, acts.data(), cs.c_prev.data(), want_dG.data(), want_dcp.data());
+      check_close(dG, want_dG, 4 * n, rtol<T>(), atol<T>());
+      check_close(dcp, want_dcp, n, rtol<T>(), atol<T>());
+      BOOST_TEST((dG[4 * n] == sentinel && dcp[n] == sentinel));
+      if (has_do && has_dc) {
+        // The two halves chained give the fused cell's gradients.
+        std::vector<T> fused(4 * n), fused_dcp(n);
+        k::ref::lstm_cell_backward(B, H, cs.dh.data(), cs.dc.data(), acts.data(), cs.c_prev.data(), c.data(),
+                                   fused.data(), fused_dcp.data());
+        check_close(dG, fused, 4 * n, rtol<T>(), atol<T>());
+        check_close(dcp, fused_dcp, n, rtol<T>(), atol<T>());
+      }
+    }
+  }
 }
 
 template <typename T>

@@ -58,7 +58,30 @@ BOOST_AUTO_TEST_CASE(gradcheck_h_c_and_both) {
   }, {G, c_prev, W});
 }
 
+// lstm_output(o, c) after lstm_gates gives lstm_cell's h (the same kernels' arithmetic); gradchecks
+// of both halves, and through a LayerNorm between them (the LN-LSTM's output).
+BOOST_AUTO_TEST_CASE(halves) {
+  const Tensor G = random_input({3, 4 * 4}, 6, -2, 2), c_prev = random_input({3, 4}, 7);
+  const Tensor s = lstm_gates(G, c_prev), full = lstm_cell(G, c_prev);
+  BOOST_TEST(select(s, 0, 1).to_vector() == select(full, 0, 1).to_vector());
+  BOOST_TEST(select(s, 0, 0).to_vector() == sigmoid(split(G, {12, 4}, 1)[1]).to_vector(),
+             boost::test_tools::tolerance(1e-15));
+  BOOST_TEST(lstm_output(select(s, 0, 0), select(s, 0, 1)).to_vector() == select(full, 0, 0).to_vector());
+  expect_gradcheck("gates: o and c", [](const In& x) { return lstm_gates(x[0], x[1]); }, {G, c_prev});
+  expect_gradcheck("gates: c only", [](const In& x) { return select(lstm_gates(x[0], x[1]), 0, 1); }, {G, c_prev});
+  expect_gradcheck("gates: o only", [](const In& x) { return select(lstm_gates(x[0], x[1]), 0, 0); }, {G, c_prev});
+  const Tensor o = random_input({3, 4}, 8, 0, 1), y = random_input({3, 4}, 9, -2, 2);
+  expect_gradcheck("output", [](const In& x) { return lstm_output(x[0], x[1]); }, {o, y});
+  expect_gradcheck("gates, LayerNorm, output", [](const In& x) {
+    const Tensor st = lstm_gates(x[0], x[1]);
+    return lstm_output(select(st, 0, 0), layer_norm(select(st, 0, 1), {4}));
+  }, {G, c_prev});
+}
+
 BOOST_AUTO_TEST_CASE(bad_input) {
+  expect_error([] { lstm_gates(zeros({3, 10}), zeros({3, 2})); }, {"lstm_gates", "(B, 4H)", "[3, 10]"});
+  expect_error([] { lstm_output(zeros({3, 2}), zeros({3, 3})); }, {"lstm_output", "[3, 2]", "[3, 3]"});
+  expect_error([] { lstm_output(zeros({3, 2}), zeros({3, 2}, DType::Float64)); }, {"lstm_output", "float64"});
   expect_error([] { lstm_cell(zeros({3, 10}), zeros({3, 2})); }, {"lstm_cell", "(B, 4H)", "[3, 10]"});
   expect_error([] { lstm_cell(zeros({3, 4, 2}), zeros({3, 2})); }, {"lstm_cell", "[3, 4, 2]"});
   expect_error([] { lstm_cell(zeros({3, 8}), zeros({2, 2})); }, {"lstm_cell", "c_prev", "[3, 2]", "[2, 2]", "[3, 8]"});

@@ -1,7 +1,10 @@
 // nn::LSTM: PyTorch parity on tests/fixtures/lstm.safetensors (state_dict loaded by name, output,
 // h_n, c_n and the gradients of a fixed loss w.r.t. the input, the initial state and every
-// parameter), a float64 gradcheck, names, init, repr, layouts and input errors.
+// parameter), a float64 gradcheck, names, init, repr, layouts and input errors. nn::LayerNormLSTM:
+// parity with the Python cell of scripts/make_fixtures.py (tests/fixtures/ln_lstm.safetensors), a
+// float64 gradcheck, names, repr and errors.
 #include <boost/test/unit_test.hpp>
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <string>
@@ -9,6 +12,8 @@
 
 #include "autograd/autograd.h"
 #include "nn/init.h"
+#include "nn/bn_lstm.h"
+#include "nn/ln_lstm.h"
 #include "nn/lstm.h"
 #include "tests/support/compare.h"
 #include "tests/support/fixtures.h"
@@ -49,8 +54,14 @@ class Used {
   std::set<std::string> used_;
 };
 
-void expect_close(Used& u, const Tensor& got, const std::string& name, Tol tol) {
+// With metadata <name>.float32_deviation (PyTorch's own float32 error on this value, ln_lstm's
+// float32 cases), the floor is 1e-6 + 4x that deviation: two float32 computations may each be off
+// by about as much, in opposite directions, and normlab's float32 kernels are not PyTorch's.
+void expect_close(Used& u, const Tensor& got, const std::string& name, Tol tol,
+                  const normlab::test::Fixture* fx = nullptr) {
   const Tensor want = u.get(name);
+  if (fx && fx->metadata().count(name + ".float32_deviation"))
+    tol.atol = std::max(tol.atol, 1e-6 + 4 * std::stod(fx->meta(name + ".float32_deviation")));
   BOOST_TEST_CONTEXT("comparing with " << name) {
     BOOST_TEST_REQUIRE(got.defined());
     BOOST_TEST_REQUIRE(got.shape() == want.shape());
@@ -61,21 +72,19 @@ void expect_close(Used& u, const Tensor& got, const std::string& name, Tol tol) 
 
 bool flag(const normlab::test::Fixture& fx, const std::string& key) { return fx.meta(key) == "true"; }
 
-void parity_case(const normlab::test::Fixture& fx, Used& u, const std::string& dt, const std::string& c) {
-  const DType dtype = dt == "f32" ? DType::Float32 : DType::Float64;
-  const Tol tol = dt == "f32" ? Tol{1e-5, 1e-6} : Tol{1e-10, 1e-13};
+Tol tol_for(const std::string& dt) { return dt == "f32" ? Tol{1e-5, 1e-6} : Tol{1e-10, 1e-13}; }
+
+// Loads the fixture's state_dict into m by name (load_state_dict is strict: no name missing or
+// unexpected), runs forward_with_state on its input (and initial state), compares output, h_n, c_n,
+// then the gradients of <output, dy> + <h_n, dh> + <c_n, dc> w.r.t. the input, h0, c0 and every
+// parameter.
+template <class M>
+void check_parity(const normlab::test::Fixture& fx, Used& u, const std::string& dt, const std::string& c, M& m) {
+  const Tol tol = tol_for(dt);
   const std::string p = dt + "." + c + ".";
-  LSTMOptions o;
-  o.num_layers = std::stoll(fx.meta(c + ".num_layers"));
-  o.bias = flag(fx, c + ".bias");
-  o.batch_first = flag(fx, c + ".batch_first");
-  o.dtype = dtype;
-  Generator gen(1);
-  LSTM lstm(std::stoll(fx.meta(c + ".input_size")), std::stoll(fx.meta(c + ".hidden_size")), gen, o);
-  // PyTorch's state_dict, by name: load_state_dict is strict (no name missing or unexpected).
   NamedTensors state;
-  for (const auto& [name, t] : lstm.state_dict()) state.emplace_back(name, u.get(p + "state." + name));
-  lstm.load_state_dict(state);
+  for (const auto& [name, t] : m.state_dict()) state.emplace_back(name, u.get(p + "state." + name));
+  m.load_state_dict(state);
   const Tensor x = u.get(p + "input").detach().clone();
   x.requires_grad_();
   Tensor h0, c0;
@@ -85,20 +94,73 @@ void parity_case(const normlab::test::Fixture& fx, Used& u, const std::string& d
     h0.requires_grad_();
     c0.requires_grad_();
   }
-  const LSTMOutput out = lstm.forward_with_state(x, h0, c0);
-  expect_close(u, out.output, p + "output", tol);
-  expect_close(u, out.h_n, p + "h_n", tol);
-  expect_close(u, out.c_n, p + "c_n", tol);
-  // The loss <output, dy> + <h_n, dh> + <c_n, dc>.
+  const LSTMOutput out = m.forward_with_state(x, h0, c0);
+  expect_close(u, out.output, p + "output", tol, &fx);
+  expect_close(u, out.h_n, p + "h_n", tol, &fx);
+  expect_close(u, out.c_n, p + "c_n", tol, &fx);
   const Tensor loss = sum(out.output * u.get(p + "grad_output")) + sum(out.h_n * u.get(p + "grad_h_n")) +
                       sum(out.c_n * u.get(p + "grad_c_n"));
   loss.backward();
-  expect_close(u, x.grad(), p + "grad_input", tol);
+  expect_close(u, x.grad(), p + "grad_input", tol, &fx);
   if (h0.defined()) {
-    expect_close(u, h0.grad(), p + "grad_h0", tol);
-    expect_close(u, c0.grad(), p + "grad_c0", tol);
+    expect_close(u, h0.grad(), p + "grad_h0", tol, &fx);
+    expect_close(u, c0.grad(), p + "grad_c0", tol, &fx);
   }
-  for (const auto& [name, t] : lstm.named_parameters()) expect_close(u, t.grad(), p + "grad." + name, tol);
+  for (const auto& [name, t] : m.named_parameters()) expect_close(u, t.grad(), p + "grad." + name, tol, &fx);
+}
+
+void lstm_case(const normlab::test::Fixture& fx, Used& u, const std::string& dt, const std::string& c) {
+  LSTMOptions o;
+  o.num_layers = std::stoll(fx.meta(c + ".num_layers"));
+  o.bias = flag(fx, c + ".bias");
+  o.batch_first = flag(fx, c + ".batch_first");
+  o.dtype = dt == "f32" ? DType::Float32 : DType::Float64;
+  Generator gen(1);
+  LSTM m(std::stoll(fx.meta(c + ".input_size")), std::stoll(fx.meta(c + ".hidden_size")), gen, o);
+  check_parity(fx, u, dt, c, m);
+}
+
+void ln_lstm_case(const normlab::test::Fixture& fx, Used& u, const std::string& dt, const std::string& c) {
+  LayerNormLSTMOptions o;
+  o.num_layers = std::stoll(fx.meta(c + ".num_layers"));
+  o.batch_first = flag(fx, c + ".batch_first");
+  o.dtype = dt == "f32" ? DType::Float32 : DType::Float64;
+  Generator gen(1);
+  LayerNormLSTM m(std::stoll(fx.meta(c + ".input_size")), std::stoll(fx.meta(c + ".hidden_size")), gen, o);
+  check_parity(fx, u, dt, c, m);
+}
+
+void bn_lstm_case(const normlab::test::Fixture& fx, Used& u, const std::string& dt, const std::string& c) {
+  const Tol tol = tol_for(dt);
+  const std::string p = dt + "." + c + ".";
+  BatchNormLSTMOptions o;
+  o.num_layers = std::stoll(fx.meta(c + ".num_layers"));
+  o.batch_first = flag(fx, c + ".batch_first");
+  o.max_steps = std::stoll(fx.meta(c + ".max_steps"));
+  o.shared_statistics = flag(fx, c + ".shared_statistics");
+  o.dtype = dt == "f32" ? DType::Float32 : DType::Float64;
+  Generator gen(1);
+  BatchNormLSTM m(std::stoll(fx.meta(c + ".input_size")), std::stoll(fx.meta(c + ".hidden_size")), gen, o);
+  NamedTensors state;
+  for (const auto& [name, t] : m.state_dict()) state.emplace_back(name, u.get(p + "state." + name));
+  m.load_state_dict(state);
+  // One training step.
+  const Tensor x = u.get(p + "train_input").detach().clone();
+  x.requires_grad_();
+  const LSTMOutput out = m.forward_with_state(x);
+  expect_close(u, out.output, p + "output", tol, &fx);
+  expect_close(u, out.h_n, p + "h_n", tol, &fx);
+  expect_close(u, out.c_n, p + "c_n", tol, &fx);
+  const Tensor loss = sum(out.output * u.get(p + "grad_output")) + sum(out.h_n * u.get(p + "grad_h_n")) +
+                      sum(out.c_n * u.get(p + "grad_c_n"));
+  loss.backward();
+  expect_close(u, x.grad(), p + "grad_input", tol, &fx);
+  for (const auto& [name, t] : m.named_parameters()) expect_close(u, t.grad(), p + "grad." + name, tol, &fx);
+  for (const auto& [name, t] : m.named_buffers()) expect_close(u, t, p + "after." + name, tol, &fx);
+  // Eval on a longer sequence.
+  m.eval();
+  NoGradGuard no_grad;
+  expect_close(u, m(u.get(p + "eval_input")), p + "eval_output", tol, &fx);
 }
 
 }  // namespace
@@ -110,8 +172,90 @@ BOOST_AUTO_TEST_CASE(pytorch_parity) {
   Used u(fx);
   for (const std::string dt : {"f32", "f64"})
     for (const std::string c : {"two_layers", "one_layer_nobias"})
-      BOOST_TEST_CONTEXT(dt << " " << c) { parity_case(fx, u, dt, c); }
+      BOOST_TEST_CONTEXT(dt << " " << c) { lstm_case(fx, u, dt, c); }
   u.check_all_used();
+}
+
+BOOST_AUTO_TEST_CASE(layernorm_lstm_parity) {
+  const normlab::test::Fixture fx("ln_lstm");
+  Used u(fx);
+  for (const std::string dt : {"f32", "f64"})
+    for (const std::string c : {"two_layers", "one_layer"})
+      BOOST_TEST_CONTEXT(dt << " " << c) { ln_lstm_case(fx, u, dt, c); }
+  u.check_all_used();
+}
+
+BOOST_AUTO_TEST_CASE(batchnorm_lstm_parity) {
+  const normlab::test::Fixture fx("bn_lstm");
+  Used u(fx);
+  for (const std::string dt : {"f32", "f64"})
+    for (const std::string c : {"per_step", "capped", "shared"})
+      BOOST_TEST_CONTEXT(dt << " " << c) { bn_lstm_case(fx, u, dt, c); }
+  u.check_all_used();
+}
+
+// Training mode: the float64 gradcheck through batch statistics (each call updates the running
+// statistics, which training mode never reads). Eval: the slots steps read, and errors.
+BOOST_AUTO_TEST_CASE(batchnorm_lstm_gradcheck_slots_repr) {
+  Generator gen(3);
+  BatchNormLSTMOptions o;
+  o.num_layers = 2;
+  o.batch_first = true;
+  o.max_steps = 2;
+  o.dtype = DType::Float64;
+  BatchNormLSTM m(3, 2, gen, o);
+  In inputs = {random_input({3, 3, 3}, 1), random_input({2, 3, 2}, 2), random_input({2, 3, 2}, 3)};
+  for (const Tensor& p : m.parameters()) inputs.push_back(p);
+  expect_gradcheck("x, h0, c0 and every parameter", [&m](const In& v) {
+    const LSTMOutput out = m.forward_with_state(v[0], v[1], v[2]);
+    return cat({reshape(out.output, {-1}), reshape(out.h_n, {-1}), reshape(out.c_n, {-1})}, 0);
+  }, inputs);
+  BOOST_TEST(m.repr() == "BatchNormLSTM(3, 2, num_layers=2, batch_first=True, max_steps=2)");
+  o.shared_statistics = true;
+  o.batch_first = false;
+  BatchNormLSTM shared(3, 2, gen, o);
+  BOOST_TEST(shared.repr() == "BatchNormLSTM(3, 2, num_layers=2, max_steps=2, shared_statistics=True)");
+  BOOST_TEST(shared.state_dict().size() == m.state_dict().size());
+  // Every BN's buffers have one slot when shared, max_steps otherwise.
+  for (const auto& [name, t] : shared.named_buffers())
+    if (name != "trained_steps") BOOST_TEST(t.shape()[0] == 1, name);
+  for (const auto& [name, t] : m.named_buffers())
+    if (name != "trained_steps") BOOST_TEST(t.shape()[0] == 2, name);
+  // trained_steps: the longest training sequence, capped at the slots.
+  BOOST_TEST(m.state_dict()[6].first == "trained_steps");
+  m.forward(random_input({3, 5, 3}, 4).detach());
+  BOOST_TEST(m.state_dict()[6].second.item() == 2.0);
+  expect_error([&] { m(zeros({3, 4, 2}, DType::Float64)); }, {"BatchNormLSTM", "(B, T, 3)", "[3, 4, 2]"});
+  expect_error([&] { BatchNormLSTMOptions bad; bad.max_steps = 0; BatchNormLSTM(3, 2, gen, bad); },
+               {"BatchNormLSTM", "max_steps=0"});
+  // Training needs two or more samples per step (batch statistics), as PyTorch's BatchNorm.
+  expect_error([&] { m(zeros({1, 2, 3}, DType::Float64)); }, {"more than 1 value per channel"});
+}
+
+BOOST_AUTO_TEST_CASE(layernorm_lstm_gradcheck_names_repr) {
+  Generator gen(3);
+  LayerNormLSTMOptions o;
+  o.num_layers = 2;
+  o.batch_first = true;
+  o.dtype = DType::Float64;
+  LayerNormLSTM m(3, 2, gen, o);
+  In inputs = {random_input({2, 3, 3}, 1), random_input({2, 2, 2}, 2), random_input({2, 2, 2}, 3)};
+  for (const Tensor& p : m.parameters()) inputs.push_back(p);
+  expect_gradcheck("x, h0, c0 and every parameter", [&m](const In& v) {
+    const LSTMOutput out = m.forward_with_state(v[0], v[1], v[2]);
+    return cat({reshape(out.output, {-1}), reshape(out.h_n, {-1}), reshape(out.c_n, {-1})}, 0);
+  }, inputs);
+  std::vector<std::string> names;
+  for (const auto& [name, t] : m.state_dict()) names.push_back(name);
+  const std::vector<std::string> want = {"weight_ih_l0", "weight_hh_l0", "bias_l0", "weight_ih_l1", "weight_hh_l1",
+                                         "bias_l1", "ln_ih_l0.weight", "ln_hh_l0.weight", "ln_c_l0.weight",
+                                         "ln_c_l0.bias", "ln_ih_l1.weight", "ln_hh_l1.weight", "ln_c_l1.weight",
+                                         "ln_c_l1.bias"};
+  BOOST_TEST(names == want, boost::test_tools::per_element());
+  BOOST_TEST(m.repr() == "LayerNormLSTM(3, 2, num_layers=2, batch_first=True)");
+  expect_error([&] { m(zeros({2, 3, 4}, DType::Float64)); }, {"LayerNormLSTM", "(B, T, 3)", "[2, 3, 4]"});
+  expect_error([&] { m.forward_with_state(zeros({2, 3, 3}, DType::Float64), zeros({2, 1, 2}, DType::Float64)); },
+               {"h0", "[2, 2, 2]", "[2, 1, 2]"});
 }
 
 BOOST_AUTO_TEST_CASE(gradcheck_float64) {

@@ -1,0 +1,62 @@
+// LayerNormLSTM: the layer-normalized LSTM of Ba, Kiros and Hinton (2016), multi-layer, with
+// nn::LSTM's interface, gate order (i, f, g, o) and init.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nn/layernorm.h"
+#include "nn/lstm.h"
+#include "nn/module.h"
+
+namespace normlab::nn {
+
+struct LayerNormLSTMOptions {
+  int64_t num_layers = 1;
+  bool batch_first = false;  // input and output (B, T, *) instead of (T, B, *)
+  double eps = 1e-5;         // of the three LayerNorms
+  DType dtype = DType::Float32;
+};
+
+// For each layer k and step t (x_t the input or layer k-1's h_t, H = hidden_size):
+//   G = LN_ih(x_t W_ih^T) + LN_hh(h_{t-1} W_hh^T) + b        (B, 4H), blocks [i | f | g | o]
+//   c_t = sigmoid(G_f) c_{t-1} + sigmoid(G_i) tanh(G_g)
+//   h_t = sigmoid(G_o) tanh(LN_c(c_t))
+// LN_ih and LN_hh normalize each sample's whole 4H vector, with a gain and no shift; LN_c normalizes
+// the H cells with a gain and a shift. The paper's LN_ih and LN_hh also have shifts beta_1, beta_2
+// besides b: only the sum beta_1 + beta_2 + b enters G, so the one bias b stands for all three
+// (the same function class, 8H fewer parameters per layer).
+// Parameters of layer k: weight_ih_l{k} (4H, input_size or H), weight_hh_l{k} (4H, H), bias_l{k}
+// (4H), drawn in that order as nn::LSTM's, U(-1/sqrt(H), 1/sqrt(H)); then the LayerNorm children
+// ln_ih_l{k} and ln_hh_l{k} (weight (4H), init 1) and ln_c_l{k} (weight (H), init 1, bias (H),
+// init 0). The input projections of all T steps are one GEMM and one LayerNorm per layer; each step
+// runs one hidden GEMM, its LayerNorm, the gates op, LN_c and the output op (autograd/lstm.h).
+class LayerNormLSTM : public Module {
+ public:
+  LayerNormLSTM(int64_t input_size, int64_t hidden_size, Generator& gen, const LayerNormLSTMOptions& o = {});
+
+  // x (B, T, input_size) batch_first or (T, B, input_size) -> the output sequence.
+  Tensor forward(const Tensor& x) override;
+  // The output sequence and the last states (as nn::LSTM's); h0, c0 (num_layers, B, H) or undefined
+  // (zeros).
+  LSTMOutput forward_with_state(const Tensor& x, const Tensor& h0 = Tensor(), const Tensor& c0 = Tensor());
+  // "LayerNormLSTM(28, 128, batch_first=True)" (num_layers, eps when not the default).
+  std::string repr() const override;
+
+  int64_t input_size() const { return input_size_; }
+  int64_t hidden_size() const { return hidden_size_; }
+  const LayerNormLSTMOptions& options() const { return o_; }
+
+ private:
+  struct Layer {
+    Tensor w_ih, w_hh, b;
+    std::shared_ptr<LayerNorm> ln_ih, ln_hh, ln_c;
+  };
+  void check_state(const Tensor& s, const char* name, int64_t B, DType dtype) const;
+  int64_t input_size_, hidden_size_;
+  LayerNormLSTMOptions o_;
+  std::vector<Layer> layers_;
+};
+
+}  // namespace normlab::nn
