@@ -669,6 +669,7 @@ def make_seq_ops():
             fx.add(p + ".total_norm", total)
             for j, prm in enumerate(params):
                 fx.add(f"{p}.clipped{j}", prm.grad)
+    fx.write()
 
 # ---- Attention and the GPT block --------------------------------------------------------------------
 
@@ -833,6 +834,7 @@ def make_transformer_block():
                     fx.add(f"{p}.grad.{n}", g)
                 for n, t in block.named_buffers():
                     fx.add(f"{p}.after.{n}", t)
+    fx.write()
 
 # ---- GPT: 5 AdamW steps, llm.c style ----------------------------------------------------------------
 
