@@ -81,7 +81,6 @@ class BatchNormLSTM : public Module {
     Tensor w_ih, w_hh, b;
     std::shared_ptr<StepBatchNorm> bn_ih, bn_hh, bn_c;
   };
-  void check_state(const Tensor& s, const char* name, int64_t B, DType dtype) const;
   int64_t input_size_, hidden_size_;
   BatchNormLSTMOptions o_;
   std::vector<Layer> layers_;

@@ -40,32 +40,13 @@ LayerNormLSTM::LayerNormLSTM(int64_t input_size, int64_t hidden_size, Generator&
   }
 }
 
-void LayerNormLSTM::check_state(const Tensor& s, const char* name, int64_t B, DType dtype) const {
-  if (!s.defined()) return;
-  const Shape want = {o_.num_layers, B, hidden_size_};
-  if (s.shape() != want)
-    throw Error(repr() + ": expected " + name + " of shape " + shape_str(want) +
-                " (num_layers, batch, hidden_size), got " + shape_str(s.shape()));
-  if (s.dtype() != dtype)
-    throw Error(repr() + ": " + name + " is " + dtype_name(s.dtype()) + " but the input is " + dtype_name(dtype));
-}
-
 Tensor LayerNormLSTM::forward(const Tensor& x) { return forward_with_state(x).output; }
 
 LSTMOutput LayerNormLSTM::forward_with_state(const Tensor& x, const Tensor& h0, const Tensor& c0) {
   using namespace autograd;
-  const std::string layout = o_.batch_first ? "(B, T, " : "(T, B, ";
-  if (!x.defined() || x.dim() != 3 || x.size(2) != input_size_)
-    throw Error(repr() + ": expected input of shape " + layout + std::to_string(input_size_) + "), got " +
-                (x.defined() ? shape_str(x.shape()) : std::string("an undefined tensor")));
-  if (x.dtype() != layers_[0].w_ih.dtype())
-    throw Error(repr() + ": the input is " + dtype_name(x.dtype()) + " but the parameters are " +
-                dtype_name(layers_[0].w_ih.dtype()));
-  const Tensor xt = o_.batch_first ? transpose(x, 0, 1) : x;
+  const Tensor xt = lstm_time_major_input(repr(), x, h0, c0, input_size_, hidden_size_, o_.num_layers, o_.batch_first,
+                                          layers_[0].w_ih.dtype());
   const int64_t T = xt.size(0), B = xt.size(1), H = hidden_size_;
-  if (T < 1) throw Error(repr() + ": expected a sequence of at least one step, got input of shape " + shape_str(x.shape()));
-  check_state(h0, "h0", B, x.dtype());
-  check_state(c0, "c0", B, x.dtype());
   const double eps = o_.eps;
 
   Tensor seq = xt;

@@ -53,7 +53,6 @@ class LayerNormLSTM : public Module {
     Tensor w_ih, w_hh, b;
     std::shared_ptr<LayerNorm> ln_ih, ln_hh, ln_c;
   };
-  void check_state(const Tensor& s, const char* name, int64_t B, DType dtype) const;
   int64_t input_size_, hidden_size_;
   LayerNormLSTMOptions o_;
   std::vector<Layer> layers_;

@@ -35,33 +35,38 @@ LSTM::LSTM(int64_t input_size, int64_t hidden_size, Generator& gen, const LSTMOp
   for (const Tensor& p : parameters()) init::uniform_(p, -bound, bound, gen);
 }
 
-void LSTM::check_state(const Tensor& s, const char* name, int64_t B, DType dtype) const {
-  if (!s.defined()) return;
-  const Shape want = {o_.num_layers, B, hidden_size_};
-  if (s.shape() != want)
-    throw Error(repr() + ": expected " + name + " of shape " + shape_str(want) +
-                " (num_layers, batch, hidden_size), got " + shape_str(s.shape()));
-  if (s.dtype() != dtype)
-    throw Error(repr() + ": " + name + " is " + dtype_name(s.dtype()) + " but the input is " + dtype_name(dtype));
+Tensor lstm_time_major_input(const std::string& who, const Tensor& x, const Tensor& h0, const Tensor& c0,
+                             int64_t input_size, int64_t hidden_size, int64_t num_layers, bool batch_first,
+                             DType dtype) {
+  const std::string layout = batch_first ? "(B, T, " : "(T, B, ";
+  if (!x.defined() || x.dim() != 3 || x.size(2) != input_size)
+    throw Error(who + ": expected input of shape " + layout + std::to_string(input_size) + "), got " +
+                (x.defined() ? shape_str(x.shape()) : std::string("an undefined tensor")));
+  if (x.dtype() != dtype)
+    throw Error(who + ": the input is " + dtype_name(x.dtype()) + " but the parameters are " + dtype_name(dtype));
+  const Tensor xt = batch_first ? autograd::transpose(x, 0, 1) : x;
+  const int64_t B = xt.size(1);
+  if (xt.size(0) < 1) throw Error(who + ": expected a sequence of at least one step, got input of shape " + shape_str(x.shape()));
+  for (const auto& [state, name] : {std::pair{h0, "h0"}, std::pair{c0, "c0"}}) {
+    if (!state.defined()) continue;
+    const Shape want = {num_layers, B, hidden_size};
+    if (state.shape() != want)
+      throw Error(who + ": expected " + name + " of shape " + shape_str(want) + " (num_layers, batch, hidden_size), got " +
+                  shape_str(state.shape()));
+    if (state.dtype() != dtype)
+      throw Error(who + ": " + name + " is " + dtype_name(state.dtype()) + " but the input is " + dtype_name(dtype));
+  }
+  return xt;
 }
 
 Tensor LSTM::forward(const Tensor& x) { return forward_with_state(x).output; }
 
 LSTMOutput LSTM::forward_with_state(const Tensor& x, const Tensor& h0, const Tensor& c0) {
   using namespace autograd;
-  const std::string layout = o_.batch_first ? "(B, T, " : "(T, B, ";
-  if (!x.defined() || x.dim() != 3 || x.size(2) != input_size_)
-    throw Error(repr() + ": expected input of shape " + layout + std::to_string(input_size_) + "), got " +
-                (x.defined() ? shape_str(x.shape()) : std::string("an undefined tensor")));
-  if (x.dtype() != layers_[0].w_ih.dtype())
-    throw Error(repr() + ": the input is " + dtype_name(x.dtype()) + " but the parameters are " +
-                dtype_name(layers_[0].w_ih.dtype()));
   // Time-major inside: each step's rows (B, *) are then contiguous, a view of dim 0.
-  const Tensor xt = o_.batch_first ? transpose(x, 0, 1) : x;
+  const Tensor xt = lstm_time_major_input(repr(), x, h0, c0, input_size_, hidden_size_, o_.num_layers, o_.batch_first,
+                                          layers_[0].w_ih.dtype());
   const int64_t T = xt.size(0), B = xt.size(1), H = hidden_size_;
-  if (T < 1) throw Error(repr() + ": expected a sequence of at least one step, got input of shape " + shape_str(x.shape()));
-  check_state(h0, "h0", B, x.dtype());
-  check_state(c0, "c0", B, x.dtype());
 
   Tensor seq = xt;  // (T, B, in): the current layer's input sequence
   std::vector<Tensor> h_last, c_last, hs(T);

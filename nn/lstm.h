@@ -22,6 +22,15 @@ struct LSTMOutput {
   Tensor c_n;     // each layer's last c: (num_layers, B, H)
 };
 
+// The checks every LSTM module (LSTM, LayerNormLSTM, BatchNormLSTM) makes of its forward's
+// arguments: x (B, T, input_size) batch_first or (T, B, input_size) with at least one step, in the
+// parameters' dtype; h0 and c0 undefined or (num_layers, B, hidden_size) of that dtype. Errors start
+// with `who` (the module's repr) and name the expected and the given shape. Returns x time-major,
+// (T, B, input_size), a view when it already is.
+Tensor lstm_time_major_input(const std::string& who, const Tensor& x, const Tensor& h0, const Tensor& c0,
+                             int64_t input_size, int64_t hidden_size, int64_t num_layers, bool batch_first,
+                             DType dtype);
+
 // For each layer k and step t, with x_t the input (k = 0) or layer k-1's h_t, and H = hidden_size:
 //   G = x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh      (B, 4H), blocks [i | f | g | o]
 //   i, f, o = sigmoid(G_i, G_f, G_o), g = tanh(G_g)
@@ -60,7 +69,6 @@ class LSTM : public Module {
   struct Layer {
     Tensor w_ih, w_hh, b_ih, b_hh;
   };
-  void check_state(const Tensor& s, const char* name, int64_t B, DType dtype) const;
   int64_t input_size_, hidden_size_;
   LSTMOptions o_;
   std::vector<Layer> layers_;
