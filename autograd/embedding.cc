@@ -13,18 +13,6 @@ namespace normlab::autograd {
 
 namespace {
 
-// The row-major index of flat position i in shape s, as "(1, 2)" (for the error message).
-std::string index_str(int64_t i, const Shape& s) {
-  std::vector<int64_t> idx(s.size());
-  for (size_t d = s.size(); d-- > 0;) {
-    idx[d] = s[d] > 0 ? i % s[d] : 0;
-    i = s[d] > 0 ? i / s[d] : 0;
-  }
-  std::string r = "(";
-  for (size_t d = 0; d < idx.size(); ++d) r += (d ? ", " : "") + std::to_string(idx[d]);
-  return r + (idx.size() == 1 ? ",)" : ")");
-}
-
 // gw (V, D) = 0, then gw[ids[i], :] += g[i, :] for i = 0 .. n-1 in order. The columns are split
 // between threads (64 per block, so no two threads write one cache line); each column sees the
 // positions in the same order whatever the split, so the sums do not depend on the thread count.
@@ -56,7 +44,7 @@ Tensor embedding(const std::vector<int64_t>& ids, const Shape& ids_shape, const 
   for (int64_t i = 0; i < n; ++i) {
     const int64_t id = ids[static_cast<size_t>(i)];
     if (id < 0 || id >= V)
-      throw Error("embedding: id " + std::to_string(id) + " at position " + index_str(i, ids_shape) +
+      throw Error("embedding: id " + std::to_string(id) + " at position " + py_tuple(unravel_index(i, ids_shape)) +
                   " of ids of shape " + shape_str(ids_shape) + " is out of range for an embedding of " +
                   std::to_string(V) + " rows (valid ids are 0 to " + std::to_string(V - 1) + ")");
   }

@@ -8,21 +8,6 @@
 
 namespace normlab::autograd {
 
-namespace {
-
-std::string index_str(int64_t flat, const Shape& s) {
-  std::vector<int64_t> idx(s.size());
-  for (size_t d = s.size(); d-- > 0;) {
-    idx[d] = s[d] ? flat % s[d] : 0;
-    flat = s[d] ? flat / s[d] : 0;
-  }
-  std::string r = "[";
-  for (size_t d = 0; d < idx.size(); ++d) r += (d ? ", " : "") + std::to_string(idx[d]);
-  return r + "]";
-}
-
-}  // namespace
-
 bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const GradcheckOptions& opts) {
   bool any = false;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -93,8 +78,8 @@ bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const G
           std::ostringstream os;
           os.precision(10);
           os << "gradcheck: Jacobian mismatch for input " << i << " (shape " << shape_str(x.shape())
-             << ") at element " << index_str(k, x.shape()) << " and output element "
-             << index_str(j, out.shape()) << ": numerical " << num << " vs analytical " << ana
+             << ") at element " << shape_str(unravel_index(k, x.shape())) << " and output element "
+             << shape_str(unravel_index(j, out.shape())) << ": numerical " << num << " vs analytical " << ana
              << " (atol " << opts.atol << ", rtol " << opts.rtol << ")";
           throw Error(os.str());
         }

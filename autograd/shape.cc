@@ -13,6 +13,15 @@ int64_t numel(const Shape& s) {
   return n;
 }
 
+std::vector<int64_t> unravel_index(int64_t flat, const Shape& s) {
+  std::vector<int64_t> idx(s.size());
+  for (size_t d = s.size(); d-- > 0;) {
+    idx[d] = s[d] > 0 ? flat % s[d] : 0;
+    flat = s[d] > 0 ? flat / s[d] : 0;
+  }
+  return idx;
+}
+
 std::string shape_str(const Shape& s) {
   std::string r = "[";
   for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);

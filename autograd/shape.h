@@ -195,6 +195,9 @@ int64_t numel(const Shape& s);
 std::string shape_str(const Shape& s);
 // Python's repr of a shape as a tuple, as PyTorch's module reprs print one: (3,), (2, 3).
 std::string py_tuple(const Shape& s);
+// The index of flat (row-major) position `flat` in shape s: {1, 2} for 5 in (2, 3). Printed as
+// py_tuple it is "(1, 2)", as shape_str "[1, 2]".
+std::vector<int64_t> unravel_index(int64_t flat, const Shape& s);
 // Row-major strides, in elements.
 std::vector<int64_t> contiguous_strides(const Shape& s);
 // The broadcast of two shapes (NumPy rules); throws naming `op` and both shapes if they do not broadcast.

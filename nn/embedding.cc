@@ -9,22 +9,6 @@
 
 namespace normlab::nn {
 
-namespace {
-
-// The row-major index of flat position i in shape s, as "(0, 2)" (for the error messages).
-std::string position_str(int64_t i, const Shape& s) {
-  std::vector<int64_t> idx(s.size());
-  for (size_t d = s.size(); d-- > 0;) {
-    idx[d] = s[d] > 0 ? i % s[d] : 0;
-    i = s[d] > 0 ? i / s[d] : 0;
-  }
-  std::string r = "(";
-  for (size_t d = 0; d < idx.size(); ++d) r += (d ? ", " : "") + std::to_string(idx[d]);
-  return r + (idx.size() == 1 ? ",)" : ")");
-}
-
-}  // namespace
-
 Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator& gen, DType dtype)
     : num_embeddings_(num_embeddings), embedding_dim_(embedding_dim) {
   if (num_embeddings < 0 || embedding_dim < 0)
@@ -51,9 +35,9 @@ Tensor Embedding::forward(const Tensor& ids) {
       const double x = static_cast<double>(p[i]);
       if (!std::isfinite(x) || std::floor(x) != x)
         throw Error(repr() + ": expected ids that are whole numbers, got " + base::py_float(x) + " at position " +
-                    position_str(i, ids.shape()) + " of ids of shape " + autograd::shape_str(ids.shape()));
+                    autograd::py_tuple(autograd::unravel_index(i, ids.shape())) + " of ids of shape " + autograd::shape_str(ids.shape()));
       if (!(std::fabs(x) < 0x1p62))  // beyond int64_t (and any table): named here, the rest by the op
-        throw Error(repr() + ": id " + base::py_float(x) + " at position " + position_str(i, ids.shape()) +
+        throw Error(repr() + ": id " + base::py_float(x) + " at position " + autograd::py_tuple(autograd::unravel_index(i, ids.shape())) +
                     " is out of range for an embedding of " + std::to_string(num_embeddings_) + " rows");
       v[static_cast<size_t>(i)] = static_cast<int64_t>(x);
     }

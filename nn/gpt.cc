@@ -51,12 +51,6 @@ std::string config_str(const GPTConfig& c) {
          ", width=" + std::to_string(c.width) + ")";
 }
 
-// The row-major index of flat position i in (B, T), "(b, t)".
-std::string position_str(size_t i, int64_t T) {
-  const int64_t k = static_cast<int64_t>(i);
-  return "(" + std::to_string(k / T) + ", " + std::to_string(k % T) + ")";
-}
-
 // The children of a block, looked up once by their nanoGPT names.
 struct BlockParts {
   Module *ln_1, *ln_2, *mlp;
@@ -160,8 +154,8 @@ void GPT::check_ids(const std::vector<int64_t>& ids, const Shape& shape, const s
     throw Error(what + ": " + std::to_string(ids.size()) + " token ids do not fill shape " + shape_str(shape));
   for (size_t i = 0; i < ids.size(); ++i)
     if (ids[i] < 0 || ids[i] >= config_.vocab_size)
-      throw Error(what + ": token id " + std::to_string(ids[i]) + " at position " + position_str(i, shape[1]) +
-                  " is outside the vocabulary [0, " + std::to_string(config_.vocab_size) + ")");
+      throw Error(what + ": token id " + std::to_string(ids[i]) + " at position " +
+                  autograd::py_tuple(autograd::unravel_index(static_cast<int64_t>(i), shape)) + " is outside the vocabulary [0, " + std::to_string(config_.vocab_size) + ")");
 }
 
 Tensor GPT::embed(const std::vector<int64_t>& ids, const Shape& shape, int64_t start) {
@@ -283,10 +277,7 @@ Tensor GPTDecoder::feed(const std::vector<int64_t>& ids, int64_t n) {
   if (n < 1 || static_cast<int64_t>(ids.size()) != B * n)
     throw Error("GPTDecoder: expected n >= 1 and " + std::to_string(B) + " x n token ids, got n=" +
                 std::to_string(n) + " and " + std::to_string(ids.size()) + " ids");
-  for (size_t i = 0; i < ids.size(); ++i)  // all of them, also those a crop drops
-    if (ids[i] < 0 || ids[i] >= model_.config().vocab_size)
-      throw Error("GPTDecoder: token id " + std::to_string(ids[i]) + " at position " + position_str(i, n) +
-                  " is outside the vocabulary [0, " + std::to_string(model_.config().vocab_size) + ")");
+  model_.check_ids(ids, {B, n}, "GPTDecoder");  // all of them, also those a crop drops
   if (L + n <= Tmax) {
     Tensor logits = model_.forward_cached(ids, n, L, cache_);
     std::vector<int64_t> next(static_cast<size_t>(B * (L + n)));

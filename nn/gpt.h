@@ -95,9 +95,11 @@ class GPT : public Module {
   // must be in eval mode, else an error).
   Tensor forward_cached(const std::vector<int64_t>& ids, int64_t n, int64_t start, GPTCache& cache);
 
- private:
-  // Throws unless ids (B, T) fit the model (`what` names the caller).
+  // Throws unless ids (B, T) fill that shape with ids in [0, vocab_size) (`what` names the caller,
+  // the message the first id outside and its position).
   void check_ids(const std::vector<int64_t>& ids, const Shape& shape, const std::string& what) const;
+
+ private:
   // x + wpe(positions [start, start + T)) for x = wte(ids), ids (B, T).
   Tensor embed(const std::vector<int64_t>& ids, const Shape& shape, int64_t start);
   // forward_cached's argument checks (the cache's buffers, the ids, start and n, eval mode).
