@@ -4,9 +4,10 @@
 // metadata: arch, layers, image shape, norm, activation), and its eval-mode logits for 3 fixed rows
 // x[r, j] = sin(0.01 (r 784 + j)) written with 9 significant digits. The CTest
 // examples/cnn_checkpoint_<norm> then runs `scripts/load_in_pytorch.py FILE --from-metadata
-// --compare LOGITS.txt` where PyTorch is installed.
+// --compare LOGITS.txt` where PyTorch is installed. With ARCH lstm, the same for the row-sequential
+// LSTM classifier (--arch lstm --hidden 24,24: two layers; norm none, layer or batch).
 //
-// Usage: cnn_checkpoint NORM MODEL.safetensors LOGITS.txt
+// Usage: cnn_checkpoint NORM MODEL.safetensors LOGITS.txt [ARCH]
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -21,14 +22,15 @@ using namespace normlab;
 using autograd::Tensor;
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: cnn_checkpoint NORM MODEL.safetensors LOGITS.txt\n");
+  if (argc != 4 && argc != 5) {
+    std::fprintf(stderr, "usage: cnn_checkpoint NORM MODEL.safetensors LOGITS.txt [ARCH]\n");
     return 2;
   }
   try {
     experiments::ModelSpec spec;
     spec.arch = "cnn", spec.inputs = 784, spec.image = {1, 28, 28}, spec.outputs = 10, spec.norm = argv[1];
     spec.groups = 4;
+    if (argc == 5) spec.arch = argv[4], spec.hidden = {24, 24};
     autograd::Generator gen(7);
     const experiments::Model m = experiments::build_model(spec, gen);
     m.net->train();
@@ -57,7 +59,8 @@ int main(int argc, char** argv) {
       std::fputc('\n', f);
     }
     std::fclose(f);
-    std::printf("%s: the study's CNN with norm %s; logits for 3 fixed rows in %s\n", argv[2], argv[1], argv[3]);
+    std::printf("%s: %s with norm %s; logits for 3 fixed rows in %s\n", argv[2], experiments::describe(spec).c_str(),
+                argv[1], argv[3]);
     return 0;
   } catch (const Error& e) {
     std::fprintf(stderr, "cnn_checkpoint: %s\n", e.what());

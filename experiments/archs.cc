@@ -1,8 +1,10 @@
-// The built-in archs: the MLP (linear-norm-act per hidden width) and the CNN (its layer string).
+// The built-in archs: the MLP (linear-norm-act per hidden width), the CNN (its layer string) and
+// the LSTM (recurrent.h).
 #include "experiments/archs.h"
 
 #include "base/error.h"
 #include "experiments/entries.h"
+#include "experiments/recurrent.h"
 
 namespace normlab::experiments {
 
@@ -55,6 +57,23 @@ std::vector<ArchEntry> builtin_archs() {
                  s.layers = get("layers");
                  s.image = list("image_shape", get("image_shape"), 'x');
                }});
+  t.push_back({.name = "lstm",
+               .help = "lstm (--hidden, on images read row by row)",
+               .flags = {"--hidden", "--image-shape"},
+               .image = true,
+               .describe = [](const ModelSpec& s) {
+                 return shape_text(s.image) + "-lstm" + widths_text(s.hidden, "x") + "-" + std::to_string(s.outputs);
+               },
+               .metadata = [](const ModelSpec& s) -> std::map<std::string, std::string> {
+                 return {{"hidden", widths_text(s.hidden, ",")}, {"image_shape", shape_text(s.image)}};
+               },
+               .read_metadata = [](ModelSpec& s, const MetadataGet& get, const MetadataList& list) {
+                 s.hidden = list("hidden", get("hidden"), ',');
+                 s.image = list("image_shape", get("image_shape"), 'x');
+               },
+               .build = build_lstm,
+               .default_hidden = {128},
+               .activation = false});
   return t;
 }
 
@@ -68,7 +87,8 @@ std::vector<ArchEntry>& arch_table() {
 const std::vector<ArchEntry>& archs() { return arch_table(); }
 const ArchEntry& arch(const std::string& name) { return find_entry(archs(), name, "--arch"); }
 void register_arch(ArchEntry entry) {
-  if (!entry.layers || !entry.describe) throw Error("register_arch: the arch '" + entry.name + "' needs layers and describe");
+  if ((!entry.layers && !entry.build) || !entry.describe)
+    throw Error("register_arch: the arch '" + entry.name + "' needs layers (or build) and describe");
   add_entry(arch_table(), std::move(entry), "register_arch", "arch");
 }
 std::string arch_names() { return names_of(archs()); }

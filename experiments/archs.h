@@ -1,4 +1,5 @@
-// The arch registry: every kind of model (--arch) an experiment can build, one entry each (mlp, cnn).
+// The arch registry: every kind of model (--arch) an experiment can build, one entry each (mlp, cnn,
+// lstm).
 // The command line, the model builder, the reports and the checkpoints read it, so adding an arch
 // is one entry in archs.cc, or one register_arch() call from a program of your own
 // (tests/experiments/registries_test.cc registers a toy one and trains with it).
@@ -32,9 +33,16 @@ struct ArchEntry {
   // be empty), and reading that back into a spec.
   std::function<std::map<std::string, std::string>(const ModelSpec&)> metadata;
   std::function<void(ModelSpec&, const MetadataGet&, const MetadataList&)> read_metadata;
+  // Builds (gen and m given) or only checks (both null) a model that is no layer string (the lstm);
+  // when set, `layers` is not read.
+  std::function<void(const ModelSpec&, autograd::Generator*, Model*)> build;
+  // --hidden when not given (empty: the data set's default).
+  std::vector<int64_t> default_hidden;
+  // Reads --activation (the lstm's nonlinearities are its cell's: sigmoid and tanh).
+  bool activation = true;
 };
 
-// Every registered arch: mlp, cnn, then any added.
+// Every registered arch: mlp, cnn, lstm, then any added.
 const std::vector<ArchEntry>& archs();
 // The entry called `name`; throws normlab::Error "unknown --arch 'x' (expected one of: ...)".
 const ArchEntry& arch(const std::string& name);

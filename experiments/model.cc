@@ -288,6 +288,7 @@ void assemble(const ModelSpec& s, autograd::Generator* gen, Model* m) {
   experiments::norm(s.norm);
   if (s.inputs <= 0 || s.outputs <= 0) throw Error("the model needs at least one input and one output");
   const ArchEntry& a = arch(s.arch);  // throws for an unknown name
+  if (a.build) return a.build(s, gen, m);
   Builder b(s, gen, m);
   const std::string layers = a.layers(s);
   if (!layers.empty() || a.image)  // an empty list: the classifier alone

@@ -60,9 +60,88 @@ def read_metadata(path):
         return json.loads(f.read(n)).get("__metadata__", {})
 
 
+class OutputLSTM(torch.nn.LSTM):
+    """torch.nn.LSTM returning its output sequence only (normlab's --arch lstm with norm none)."""
+
+    def forward(self, x):
+        return super().forward(x)[0]
+
+
+class NormalizedLSTM(torch.nn.Module):
+    """normlab's normalized --arch lstm cells in eval mode, under nn::LayerNormLSTM's and
+    nn::BatchNormLSTM's parameter names, batch_first, returning the last layer's output sequence.
+    norm layer: G = LN_ih(x W_ih^T) + LN_hh(h W_hh^T) + b (gains
+    only), h = sigmoid(o) tanh(LN_c(c)); batch: the same with BatchNorm and per-step running
+    statistics, step t reading row min(t, trained_steps - 1, slots - 1)."""
+
+    def __init__(self, norm, inputs, hidden, layers, steps):
+        super().__init__()
+        nn = torch.nn
+        self.norm, self.hidden, self.layers = norm, hidden, layers
+        for k in range(layers):
+            width = inputs if k == 0 else hidden
+            self.register_parameter(f"weight_ih_l{k}", nn.Parameter(torch.empty(4 * hidden, width)))
+            self.register_parameter(f"weight_hh_l{k}", nn.Parameter(torch.empty(4 * hidden, hidden)))
+            self.register_parameter(f"bias_l{k}", nn.Parameter(torch.empty(4 * hidden)))
+            for part, c, shift in (("ih", 4 * hidden, False), ("hh", 4 * hidden, False), ("c", hidden, True)):
+                m = nn.Module()
+                m.weight = nn.Parameter(torch.empty(c))
+                if shift:
+                    m.bias = nn.Parameter(torch.empty(c))
+                if norm == "batch":
+                    m.register_buffer("running_mean", torch.zeros(steps, c))
+                    m.register_buffer("running_var", torch.ones(steps, c))
+                self.add_module(f"{'bn' if norm == 'batch' else 'ln'}_{part}_l{k}", m)
+        if norm == "batch":
+            self.register_buffer("trained_steps", torch.zeros(()))
+
+    def forward(self, x):
+        F = torch.nn.functional
+        seq, H = x.transpose(0, 1), self.hidden
+        slots = self.bn_ih_l0.running_mean.shape[0] if self.norm == "batch" else 1
+        last = min(max(int(self.trained_steps.item()) - 1, 0), slots - 1) if self.norm == "batch" else 0
+
+        def norm(m, v, t):
+            if self.norm == "layer":
+                return F.layer_norm(v, (v.shape[-1],), m.weight, getattr(m, "bias", None), 1e-5)
+            slot = min(t, last)
+            return F.batch_norm(v, m.running_mean[slot], m.running_var[slot], m.weight, getattr(m, "bias", None),
+                                False, 0.0, 1e-5)
+
+        for k in range(self.layers):
+            p = lambda part: getattr(self, f"{'bn' if self.norm == 'batch' else 'ln'}_{part}_l{k}")  # noqa: E731
+            w_ih, w_hh, b = getattr(self, f"weight_ih_l{k}"), getattr(self, f"weight_hh_l{k}"), getattr(self, f"bias_l{k}")
+            h = torch.zeros(seq.shape[1], H)
+            c = torch.zeros(seq.shape[1], H)
+            outs = []
+            for t in range(seq.shape[0]):
+                G = norm(p("ih"), seq[t] @ w_ih.t(), t) + norm(p("hh"), h @ w_hh.t(), t) + b
+                i, f, g, o = G.chunk(4, 1)
+                c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+                h = torch.sigmoid(o) * torch.tanh(norm(p("c"), c, t))
+                outs.append(h)
+            seq = torch.stack(outs)
+        return seq.transpose(0, 1)
+
+
+class LastStep(torch.nn.Module):
+    """(B, T, H) -> (B, H): output[:, -1]."""
+
+    def forward(self, x):
+        return x[:, -1]
+
+
 def build_from_metadata(md):
     """The torch.nn.Sequential a normlab checkpoint describes (experiments/model.h's grammar)."""
     nn = torch.nn
+    if md.get("arch") == "lstm":
+        c, steps, width = (int(v) for v in md["image_shape"].split("x"))
+        hidden = [int(v) for v in md["hidden"].split(",")]
+        outputs = int(md["model"].split("-")[-1])
+        return nn.Sequential(nn.Unflatten(1, (steps, width)),
+                             OutputLSTM(width, hidden[0], len(hidden), batch_first=True) if md["norm"] == "none"
+                             else NormalizedLSTM(md["norm"], width, hidden[0], len(hidden), steps),
+                             LastStep(), nn.Linear(hidden[0], outputs)), c * steps * width
     acts = {"relu": nn.ReLU, "tanh": nn.Tanh, "gelu": lambda: nn.GELU(approximate="tanh"), "sigmoid": nn.Sigmoid}
     norm, groups = md["norm"], int(md.get("norm.num_groups", "8"))
 

@@ -669,6 +669,7 @@ def make_seq_ops():
             fx.add(p + ".total_norm", total)
             for j, prm in enumerate(params):
                 fx.add(f"{p}.clipped{j}", prm.grad)
+    fx.write()
 
 # ---- Attention and the GPT block --------------------------------------------------------------------
 
@@ -833,6 +834,182 @@ def make_transformer_block():
                     fx.add(f"{p}.grad.{n}", g)
                 for n, t in block.named_buffers():
                     fx.add(f"{p}.after.{n}", t)
+    fx.write()
+
+# ---- GPT: 5 AdamW steps, llm.c style ----------------------------------------------------------------
+
+def gpt_norm(norm, C, dt):
+    """ln_f of GPTModel: the blocks' norm (GPTBlock's choices)."""
+    return {"layer": lambda: torch.nn.LayerNorm(C),
+            "rms": lambda: RMSNormByHand(C, torch.finfo(dt).eps),
+            "batch": lambda: TokenBatchNorm(C),
+            "none": lambda: torch.nn.Identity()}[norm]()
+
+
+class GPTModel(torch.nn.Module):
+    """nanoGPT's GPT with GPTBlock's norm and position, no dropout, and lm_head untied from wte (as
+    normlab's nn::GPT): its state_dict names are nanoGPT's."""
+
+    def __init__(self, V, block_size, n_layer, heads, C, norm, position, dt):
+        super().__init__()
+        self.transformer = torch.nn.ModuleDict(dict(
+            wte=torch.nn.Embedding(V, C),
+            wpe=torch.nn.Embedding(block_size, C),
+            h=torch.nn.ModuleList([GPTBlock(C, heads, norm, position, dt) for _ in range(n_layer)]),
+            ln_f=gpt_norm(norm, C, dt)))
+        self.lm_head = torch.nn.Linear(C, V, bias=False)
+
+    def forward(self, idx):
+        T = idx.size(1)
+        x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(T, dtype=torch.long))
+        for block in self.transformer.h:
+            x = block(x)
+        return self.lm_head(self.transformer.ln_f(x))
+
+
+GPT_CONFIG = dict(vocab_size=11, block_size=8, n_layer=2, n_head=2, width=8)
+GPT_STEPS_CASES = ["layer_pre", "rms_pre", "batch_pre", "none_pre", "layer_post"]
+GPT_ADAMW = dict(lr=1e-3, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
+GPT_STEPS, GPT_MAX_NORM, GPT_BATCH = 5, 1.0, 3
+
+
+def make_gpt_steps():
+    """GPTModel trained 5 steps on one fixed batch as nanoGPT trains: cross-entropy of the logits,
+    clip_grad_norm_(1.0), AdamW with nanoGPT's configure_optimizers groups (weight decay 0.1 on the
+    parameters of 2 or more dims: Linear weights and both embeddings; 0 on biases and norm weights).
+    Per case (norm_position): PyTorch's float64 run from the stored float32 initial weights (the
+    reference values) and how far its own float32 run lands from it (the float32 tolerance)."""
+    fx = Fixture("gpt_steps")
+    c = GPT_CONFIG
+    V, T, C = c["vocab_size"], c["block_size"], c["width"]
+    torch.manual_seed(21)
+    x = torch.randint(0, V, (GPT_BATCH, T))
+    y = torch.randint(0, V, (GPT_BATCH, T))
+    fx.add("input", x)
+    fx.add("target", y)
+    # Initial weights, one set for every case (a case loads the names its norm has): larger than
+    # nanoGPT's N(0, 0.02), so that attention, MLP and norms all shape the loss.
+    ref = GPTModel(V, T, c["n_layer"], c["n_head"], C, "layer", "pre", torch.float64).double()
+    init = {}
+    for name, t in ref.named_parameters():
+        if ".ln_" in name:
+            v = 1 + 0.1 * torch.randn_like(t) if name.endswith("weight") else 0.05 * torch.randn_like(t)
+        elif ".wte." in name or ".wpe." in name:
+            v = 0.5 * torch.randn_like(t)
+        else:
+            v = (0.2 if name.endswith("weight") else 0.05) * torch.randn_like(t)
+        init[name] = v.float()
+        fx.add("init." + name, init[name])
+
+    def run(norm, position, dt):
+        model = GPTModel(V, T, c["n_layer"], c["n_head"], C, norm, position, dt).to(dt)
+        with torch.no_grad():
+            for name, t in model.named_parameters():
+                t.copy_(init[name].to(dt))
+        return train_like_nanogpt(model, x, y, V)
+
+    for case in GPT_STEPS_CASES:
+        norm, position = case.split("_")
+        add_steps_case(fx, case, run(norm, position, torch.float64), run(norm, position, torch.float32))
+    for key, value in c.items():
+        fx.meta(key, str(value))
+    fx.meta("cases", ",".join(GPT_STEPS_CASES))
+    add_steps_meta(fx)
+    fx.write()
+
+
+def train_like_nanogpt(model, x, y, V, max_norm=GPT_MAX_NORM):
+    """GPT_STEPS steps in training mode on the batch (x, y): cross-entropy, clip_grad_norm_, AdamW with
+    nanoGPT's configure_optimizers groups (weight decay on the parameters of 2 or more dims).
+    Returns (repr, losses, gradient norms before clipping, final floating-point state_dict)."""
+    model.train()
+    params = dict(model.named_parameters())
+    groups = [{"params": [p for p in params.values() if p.dim() >= 2], "weight_decay": GPT_ADAMW["weight_decay"]},
+              {"params": [p for p in params.values() if p.dim() < 2], "weight_decay": 0.0}]
+    opt = torch.optim.AdamW(groups, lr=GPT_ADAMW["lr"], betas=GPT_ADAMW["betas"], eps=GPT_ADAMW["eps"],
+                            foreach=False)
+    losses, norms = [], []
+    for _ in range(GPT_STEPS):
+        logits = model(x)
+        loss = F.cross_entropy(logits.view(-1, V), y.view(-1))
+        losses.append(loss.item())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        norms.append(torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm).item())
+        opt.step()
+    final = {k: v for k, v in model.state_dict().items() if v.dtype.is_floating_point}
+    return repr(model), losses, norms, final
+
+
+def add_steps_case(fx, case, run64, run32):
+    """A case's float64 run (losses, grad_norms, final tensors) and the float32 run's deviation from it."""
+    text, l64, n64, f64 = run64
+    _, l32, n32, f32 = run32
+    fx.meta(case + ".module", text)
+    for key, a64, a32 in ((case + ".losses", l64, l32), (case + ".grad_norms", n64, n32)):
+        fx.add(key, torch.tensor(a64, dtype=torch.float64))
+        fx.meta(key + ".float32_deviation", repr(max(abs(a - b) for a, b in zip(a32, a64))))
+    for name, t in f64.items():
+        key = f"{case}.final.{name}"
+        fx.add(key, t)
+        fx.meta(key + ".float32_deviation", repr((f32[name].double() - t).abs().max().item()))
+
+
+def add_steps_meta(fx, max_norm=GPT_MAX_NORM):
+    fx.meta("steps", str(GPT_STEPS))
+    fx.meta("max_norm", repr(max_norm))
+    fx.meta("lr", repr(GPT_ADAMW["lr"]))
+    fx.meta("betas", json.dumps(list(GPT_ADAMW["betas"])))
+    fx.meta("eps", repr(GPT_ADAMW["eps"]))
+    fx.meta("weight_decay", repr(GPT_ADAMW["weight_decay"]))
+
+
+class CharLSTM(torch.nn.Module):
+    """normlab's nn::CharLSTM: Embedding -> LSTM (batch_first) -> Linear to the vocabulary."""
+
+    def __init__(self, V, E, H, L):
+        super().__init__()
+        self.embedding = torch.nn.Embedding(V, E)
+        self.lstm = torch.nn.LSTM(E, H, num_layers=L, batch_first=True)
+        self.head = torch.nn.Linear(H, V)
+
+    def forward(self, idx):
+        return self.head(self.lstm(self.embedding(idx))[0])
+
+
+CHAR_LSTM_CONFIG = dict(vocab_size=11, embed_dim=6, hidden_size=8, num_layers=2)
+CHAR_LSTM_MAX_NORM = 0.2  # the gradient norms are about 0.23 from PyTorch's init: every step clips
+
+
+def make_char_lstm_steps():
+    """CharLSTM trained as make_gpt_steps trains the GPT (the same steps and AdamW groups; clipping at
+    CHAR_LSTM_MAX_NORM), from PyTorch's default init (seed 31), on one fixed batch (3, 8)."""
+    fx = Fixture("char_lstm_steps")
+    c = CHAR_LSTM_CONFIG
+    V = c["vocab_size"]
+    torch.manual_seed(31)
+    ref = CharLSTM(V, c["embed_dim"], c["hidden_size"], c["num_layers"])
+    init = {k: v.detach().clone() for k, v in ref.named_parameters()}
+    for name, t in init.items():
+        fx.add("init." + name, t)
+    x = torch.randint(0, V, (GPT_BATCH, 8))
+    y = torch.randint(0, V, (GPT_BATCH, 8))
+    fx.add("input", x)
+    fx.add("target", y)
+
+    def run(dt):
+        model = CharLSTM(V, c["embed_dim"], c["hidden_size"], c["num_layers"]).to(dt)
+        with torch.no_grad():
+            for name, t in model.named_parameters():
+                t.copy_(init[name].to(dt))
+        return train_like_nanogpt(model, x, y, V, CHAR_LSTM_MAX_NORM)
+
+    add_steps_case(fx, "char_lstm", run(torch.float64), run(torch.float32))
+    for key, value in c.items():
+        fx.meta(key, str(value))
+    add_steps_meta(fx, CHAR_LSTM_MAX_NORM)
+    fx.write()
+
 
 # ---- LSTM ---------------------------------------------------------------------------------------------
 
@@ -1159,6 +1336,8 @@ def main():
     make_lstm()
     make_ln_lstm()
     make_bn_lstm()
+    make_gpt_steps()
+    make_char_lstm_steps()
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@
 // e = e^-|x| (no overflow); NaN inputs give NaN outputs.
 //
 // Conventions: arrays are contiguous; outputs must not alias inputs; gradients are overwritten,
-// not accumulated; dh and dc may be null (no gradient: zeros). Elementwise, so results do not
+// not accumulated; the incoming gradients of the fused and the gates backward (dh or d_o, dc) may be
+// null (no gradient: zeros), the output backward's dh may not. Elementwise, so results do not
 // depend on threads; everything runs on the calling thread.
 #pragma once
 #include <cmath>

@@ -12,6 +12,7 @@
 #include "experiments/archs.h"
 #include "experiments/cli.h"
 #include "experiments/commands/flags.h"
+#include "experiments/commands/entry_flags.h"
 #include "experiments/commands/resume.h"
 #include "experiments/entries.h"
 #include "experiments/interrupt.h"
@@ -31,39 +32,6 @@ namespace {
 
 constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMaxBatch = std::numeric_limits<int32_t>::max();
-
-// "a, b or c".
-std::string or_list(const std::vector<std::string>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i == 0 ? "" : i + 1 == v.size() ? " or " : ", ") + v[i];
-  return s;
-}
-
-// The entries that list `flag` among theirs.
-template <class Entry>
-std::vector<const Entry*> owners_of(const std::vector<Entry>& entries, const std::string& flag) {
-  std::vector<const Entry*> owners;
-  for (const Entry& e : entries)
-    if (std::find(e.flags.begin(), e.flags.end(), flag) != e.flags.end()) owners.push_back(&e);
-  return owners;
-}
-
-// Every flag some entry of a registry reads: given while the chosen entry does not read it, a
-// usage error "<flag> goes with <select> a or b; <chosen phrase>".
-template <class Entry>
-void check_entry_flags(const std::vector<Entry>& entries, const Entry& chosen, const Given& given,
-                       const std::string& select, const std::string& phrase) {
-  std::vector<std::string> seen;
-  for (const Entry& e : entries)
-    for (const std::string& flag : e.flags) {
-      if (std::find(seen.begin(), seen.end(), flag) != seen.end()) continue;
-      seen.push_back(flag);
-      if (!given(flag) || std::find(chosen.flags.begin(), chosen.flags.end(), flag) != chosen.flags.end()) continue;
-      std::vector<std::string> names;
-      for (const Entry* o : owners_of(entries, flag)) names.push_back(o->name);
-      throw Error(flag + " goes with " + select + " " + or_list(names) + ", not " + phrase);
-    }
-}
 
 }  // namespace
 
@@ -286,24 +254,6 @@ void TrainingCommand::check_applicable(const Given& given) const {
         throw Error(flag + " sets an option of " + e.display + ", but no run uses " + e.display + " (" +
                     (traits_.single_run ? "--norm " + e.name : "add " + e.name + " to --norms") + ")");
     }
-}
-
-// --arch and the flags that go with one kind of model only.
-void TrainingCommand::check_architecture(const Given& given) {
-  ModelSpec& m = o_.train.model;
-  const ArchEntry& a = arch(m.arch);
-  check_entry_flags(archs(), a, given, "--arch", "--arch " + m.arch + (given("--arch") ? "" : " (the default)"));
-  if (!a.image) return;
-  if (traits_.one_arch)
-    throw Error("study runs its MLP and its CNN parts itself: --arch " + m.arch + " goes with train, compare and sweep");
-  if (m.image.empty()) {
-    const DatasetEntry& d = dataset(o_.data.name);
-    if (d.image_shape.empty())
-      throw Error("--arch " + m.arch + " needs the image shape of a sample: give --image-shape C,H,W (e.g. 1,28,28 for "
-                  "784 grayscale pixels); the " + o_.data.name + " data set has no image shape of its own");
-    m.image = d.image_shape;
-  }
-  if (!o_.eval_batch_given) o_.train.eval_batch = kCnnEvalBatch;
 }
 
 void TrainingCommand::check(const Given& given) {

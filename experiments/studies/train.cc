@@ -8,6 +8,7 @@
 #include "experiments/report/plot.h"
 #include "experiments/progress.h"
 #include "experiments/report/report.h"
+#include "experiments/archs.h"
 #include "experiments/git_commit.h"
 #include "experiments/studies/study.h"
 #include "experiments/report/tidy.h"
@@ -113,7 +114,8 @@ std::string train_markdown(const RunResult& r, const StudyContext& ctx, bool has
   const std::string name = sc.percent ? "acc" : sc.name;
   const auto cell = [&](double v) { return sc.percent ? fmt(100 * v, 4) : fmt(v, 4); };
   std::ostringstream md;
-  md << "Model " << describe(c.model) << " (" << c.model.activation << ", norm " << c.model.norm
+  md << "Model " << describe(c.model) << " (" << (arch(c.model.arch).activation ? c.model.activation + ", " : "")
+     << "norm " << c.model.norm
      << "), data: " << ctx.dataset << ". " << optimizer_text(c) << ", batch "
      << c.batch_size << ", " << count_of(c.epochs, "epoch") << ", seed " << c.seed << ".\n\n";
   if (!ctx.defaults_note.empty()) md << ctx.defaults_note << "\n\n";

@@ -524,7 +524,7 @@ BOOST_AUTO_TEST_CASE(bad_values_are_usage_errors_naming_the_flag_before_anything
       {{"train", "--quick", "--arch", "resnet"}, {"--arch", "resnet"}},
       {{"train", "--quick", "--model", "conv8"}, {"--model goes with --arch cnn", "--arch mlp (the default)"}},
       {{"train", "--quick", "--image-shape", "1,1,2"}, {"--image-shape goes with --arch cnn"}},
-      {{"train", "--quick", "--arch", "cnn", "--image-shape", "1,1,2", "--hidden", "4"}, {"--hidden goes with --arch mlp, not --arch cnn"}},
+      {{"train", "--quick", "--arch", "cnn", "--image-shape", "1,1,2", "--hidden", "4"}, {"--hidden goes with --arch mlp or lstm, not --arch cnn"}},
       {{"train", "--quick", "--arch", "cnn", "--image-shape", "1,2"}, {"--image-shape"}},
       {{"train", "--quick", "--arch", "cnn", "--image-shape", "1,2,2"}, {"holds 4 values", "2 features"}},
       {{"train", "--quick", "--arch", "cnn", "--image-shape", "1,1,2", "--model", "conv4k3"},

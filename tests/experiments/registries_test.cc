@@ -155,7 +155,7 @@ BOOST_AUTO_TEST_CASE(a_registered_dataset_and_arch_train_and_evaluate) {
   BOOST_TEST(usage_error({"train", "--dataset", "line", "--noise", "0.1"}).find("--noise sets a synthetic data set") !=
              std::string::npos);
   BOOST_TEST(usage_error({"train", "--dataset", "line", "--arch", "logistic", "--hidden", "8"})
-                 .find("--hidden goes with --arch mlp, not --arch logistic") != std::string::npos);
+                 .find("--hidden goes with --arch mlp or lstm, not --arch logistic") != std::string::npos);
   // The checkpoint rebuilds the arch from its metadata.
   BOOST_TEST(model_spec_from_metadata({{"arch", "logistic"}, {"inputs", "1"}, {"outputs", "2"}, {"norm", "none"},
                                        {"activation", "relu"}},
