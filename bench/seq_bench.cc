@@ -1,19 +1,23 @@
 // Sequence-model benchmarks: one Adam training step of the row-sequential Fashion-MNIST LSTM
 // classifier (28 steps of 28 pixels, hidden 128, the last h into a Linear of 10 classes) with no
-// norm (nn::LSTM), LayerNorm (nn::LayerNormLSTM) and recurrent BatchNorm (nn::BatchNormLSTM), and
-// the fused causal attention's forward + backward. bench/pytorch_seq.py times the same work in
-// PyTorch under the same names, with the same flop counts.
+// norm (nn::LSTM), LayerNorm (nn::LayerNormLSTM) and recurrent BatchNorm (nn::BatchNormLSTM); the
+// fused causal attention's forward + backward; one AdamW step of a small GPT (nn::GPT, 4 blocks of
+// width 128) under each norm; and 64 tokens generated with its key/value cache.
+// bench/pytorch_seq.py times the same work in PyTorch under the same names, with the same flop counts.
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "autograd/autograd.h"
 #include "bench/bench.h"
+#include "experiments/sampling.h"
 #include "nn/bn_lstm.h"
 #include "nn/clip_grad.h"
+#include "nn/gpt.h"
 #include "nn/linear.h"
 #include "nn/ln_lstm.h"
 #include "nn/lstm.h"
+#include "nn/transformer.h"
 #include "optim/adam.h"
 
 namespace normlab::bench {
@@ -90,6 +94,66 @@ void attention(benchmark::State& state, int64_t t) {
   state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+constexpr int64_t kGptLayers = 4, kGptWidth = 128, kGptHeads = 4, kGptBlock = 64, kGptBatch = 16, kGptVocab = 96;
+
+// pytorch_seq.py's gpt_step_flops: per layer the four Linears' 2 n C (3C + C + 4C + 4C) and the
+// attention's two (T, T) products 4 B T T C (full, masked or not), plus the head's 2 n C V, for
+// n = B T tokens; three times that for forward + backward.
+double gpt_step_flops() {
+  const double n = kGptBatch * kGptBlock, c = kGptWidth;
+  const double per_layer = 2.0 * n * c * (12 * c) + 4.0 * kGptBatch * kGptBlock * kGptBlock * c;
+  return 3 * (kGptLayers * per_layer + 2.0 * n * c * kGptVocab);
+}
+
+nn::GPTConfig gpt_config(nn::BlockNorm norm) {
+  nn::GPTConfig c;
+  c.vocab_size = kGptVocab, c.block_size = kGptBlock, c.n_layer = kGptLayers, c.n_head = kGptHeads;
+  c.width = kGptWidth, c.norm = norm;
+  return c;
+}
+
+// One AdamW step (lr 1e-3, betas 0.9 / 0.95, weight decay 0.1 on every parameter, clip 1.0) of the
+// GPT on a batch of 16 random sequences of 64 tokens and random targets.
+void gpt_step(benchmark::State& state, std::string norm) {
+  autograd::Generator gen(0);
+  nn::GPT model(gpt_config(nn::parse_block_norm(norm)), gen);
+  model.train();
+  const std::vector<Tensor> params = model.parameters();
+  optim::AdamW opt(params, {.lr = 1e-3, .betas = {0.9, 0.95}, .weight_decay = 0.1});
+  std::vector<int64_t> ids(kGptBatch * kGptBlock), y(kGptBatch * kGptBlock);
+  for (auto& v : ids) v = static_cast<int64_t>(gen.next_u64() % kGptVocab);
+  for (auto& v : y) v = static_cast<int64_t>(gen.next_u64() % kGptVocab);
+  for (auto _ : state) {
+    const Tensor logits = model.forward(ids, {kGptBatch, kGptBlock});  // (B, T, V)
+    Tensor loss = autograd::cross_entropy(autograd::reshape(logits, {kGptBatch * kGptBlock, kGptVocab}), y);
+    opt.zero_grad();
+    loss.backward();
+    nn::clip_grad_norm_(params, 1.0);
+    opt.step();
+    benchmark::DoNotOptimize(loss.data<float>());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(gpt_step_flops() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// 64 tokens at batch 1 from the start token 0 with the key/value cache (nn::GPTDecoder), each drawn
+// at temperature 0.8 from the 10 most likely (experiments::sample_token), as pytorch_seq.py's loop.
+void generate(benchmark::State& state) {
+  autograd::Generator gen(0);
+  nn::GPT model(gpt_config(nn::BlockNorm::Layer), gen);
+  model.eval();
+  const experiments::SamplingOptions sampling{.temperature = 0.8, .top_k = 10};
+  for (auto _ : state) {
+    autograd::Generator draw(0);
+    nn::GPTDecoder decoder(model, 1);
+    int64_t token = 0;
+    for (int i = 0; i < 64; ++i) {
+      const Tensor logits = decoder.feed({token}, 1);  // (1, V)
+      token = experiments::sample_token(logits.data<float>(), kGptVocab, sampling, draw);
+    }
+    benchmark::DoNotOptimize(token);
+  }
+}
+
 }  // namespace
 
 void register_seq() {
@@ -104,6 +168,13 @@ void register_seq() {
     const std::string name = "attention causal b16 h4 d32 T" + std::to_string(t) + " forward+backward";
     benchmark::RegisterBenchmark(name.c_str(), attention, t)->UseRealTime()->Unit(benchmark::kMicrosecond);
   }
+  // "train step gpt L4 C128 H4 T64 b16 {none,layer,rms,batch}"
+  for (const std::string norm : {"none", "layer", "rms", "batch"}) {
+    const std::string name = "train step gpt L4 C128 H4 T64 b16 " + norm;
+    benchmark::RegisterBenchmark(name.c_str(), gpt_step, norm)->UseRealTime()->Unit(benchmark::kMicrosecond);
+  }
+  benchmark::RegisterBenchmark("generate gpt L4 C128 kv-cache 64 tokens", generate)
+      ->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
 }  // namespace normlab::bench
