@@ -59,5 +59,6 @@ void register_stream();
 void register_train();
 void register_scaling();
 void register_conv();
+void register_seq();
 
 }  // namespace normlab::bench

@@ -123,6 +123,7 @@ int main(int argc, char** argv) {
   normlab::bench::register_train();
   normlab::bench::register_scaling();
   normlab::bench::register_conv();
+  normlab::bench::register_seq();
   const size_t ran = benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   if (ran == 0) {

@@ -139,6 +139,17 @@ TARGETS = [
     _vs_pytorch("train step MLP 784-256-256-10 b16", "scaling batch 16 mlp 784-256-256-10 none", None, 2.0),
 ] + [_vs_pytorch(f"train step MLP 2-32-32-2 b32 {norm}", f"train step mlp 2-32-32-2 b32 {norm}", None, 15.0)
      for norm in ("none", "batch", "layer")]
+# The sequence models (bench/seq_bench.cc, bench/pytorch_seq.py), at each thread count: the LSTM
+# classifier's Adam step 1.5x PyTorch at batch 32 and 2x at batch 2, the causal attention's
+# forward+backward 2x, the GPT's AdamW step 1.5x and its KV-cache generation 2x.
+TARGETS += [_vs_pytorch(f"train step LSTM 28x28 h128 b{batch} {norm}", f"train step lstm 28x28 h128 b{batch} {norm}",
+                        None, x)
+            for batch, x in ((32, 1.5), (2, 2.0)) for norm in ("none", "layer", "batch")]
+TARGETS += [_vs_pytorch(f"attention causal b16 h4 d32 T{t} forward+backward",
+                        f"attention causal b16 h4 d32 T{t} forward+backward", None, 2.0) for t in (64, 256)]
+TARGETS += [_vs_pytorch(f"train step GPT L4 C128 H4 T64 b16 {norm}", f"train step gpt L4 C128 H4 T64 b16 {norm}",
+                        None, 1.5) for norm in ("none", "layer", "rms", "batch")]
+TARGETS += [_vs_pytorch("generate GPT L4 C128 kv-cache 64 tokens", "generate gpt L4 C128 kv-cache 64 tokens", None, 2.0)]
 
 
 def target_lines(rows):
