@@ -74,6 +74,15 @@ std::vector<ArchEntry> builtin_archs() {
                .build = build_lstm,
                .default_hidden = {128},
                .activation = false});
+  // The character language model: trained by `normlab train --dataset text` (text_training.h,
+  // language_model.h) with its own flags there; no classifier of samples.
+  t.push_back({.name = "gpt",
+               .help = "gpt (a character language model: --dataset text)",
+               .describe = [](const ModelSpec&) { return std::string("gpt"); },
+               .build = [](const ModelSpec&, autograd::Generator*, Model*) {
+                 throw Error("--arch gpt is a character language model: it trains on --dataset text "
+                             "(normlab train --arch gpt --dataset text [--text FILE])");
+               }});
   return t;
 }
 
