@@ -42,25 +42,27 @@ const std::vector<std::pair<std::string, std::string>>& not_for_text() {
 }  // namespace
 
 void TextTraining::add_flags(CLI::App& a) {
-  a.add_option("--text", f_.text, "--dataset text: a UTF-8 text file to train on (default: Debian's fortunes)")
+  a.add_option("--text", f_.text, "language model (--dataset text): a UTF-8 text file to train on (default: Debian's fortunes); its other "
+               "defaults: --norm layer, --batch-size 16, --optimizer adamw with lr 0.001, betas 0.9,0.95 and weight decay 0.1 "
+               "on 2-D weights only, --warmup a tenth of --steps, --val-fraction 0.1")
       ->check(non_empty());
-  a.add_option("--block-size", f_.block_size, "--dataset text: context length in characters")
+  a.add_option("--block-size", f_.block_size, "language model: context length in characters")
       ->check(whole(1, 1 << 16))
       ->capture_default_str();
-  a.add_option("--layers", f_.layers, "--dataset text: transformer blocks")->check(whole(1, 1024))->capture_default_str();
-  a.add_option("--heads", f_.heads, "--dataset text: attention heads (divide --width)")
+  a.add_option("--layers", f_.layers, "language model: transformer blocks")->check(whole(1, 1024))->capture_default_str();
+  a.add_option("--heads", f_.heads, "language model: attention heads (divide --width)")
       ->check(whole(1, 1 << 16))
       ->capture_default_str();
-  a.add_option("--width", f_.width, "--dataset text: embedding width (nanoGPT's n_embd)")
+  a.add_option("--width", f_.width, "language model: embedding width (nanoGPT's n_embd)")
       ->check(whole(1, 1 << 20))
       ->capture_default_str();
-  a.add_option("--position", f_.position, "--dataset text: norm position, pre (GPT-2) or post (the original Transformer)")
+  a.add_option("--position", f_.position, "language model: norm position, pre (GPT-2) or post (the original Transformer)")
       ->check(CLI::IsMember({"pre", "post"}))
       ->capture_default_str();
-  a.add_option("--steps", f_.steps, "--dataset text: training steps (the default GPT on the fortunes: about 0.08 s a step on one core)")
+  a.add_option("--steps", f_.steps, "language model: training steps (the default GPT on the fortunes: about 0.08 s a step on one core)")
       ->check(whole(1, kMaxInt))
       ->capture_default_str();
-  a.add_option("--clip-grad-norm", f_.clip_grad_norm, "--dataset text: clip the total gradient norm to this (0: off)")
+  a.add_option("--clip-grad-norm", f_.clip_grad_norm, "language model: clip the total gradient norm to this (0: off)")
       ->check(non_negative())
       ->capture_default_str();
 }
