@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
       opt.step();
     }
     m.eval();
-    auto metadata = experiments::lm_metadata(c, data::Vocabulary::of_text(U"abcdefghijk"), "gpt_checkpoint", 0.1);
+    experiments::CharModelSpec spec{.arch = "gpt", .gpt = c, .vocab_size = V, .block_size = 16};
+    auto metadata = experiments::lm_metadata(spec, data::Vocabulary::of_text(U"abcdefghijk"), "gpt_checkpoint", 0.1);
     metadata["format"] = "pt";
     metadata["repr"] = m.str();
     nn::save_module(argv[3], m, metadata);

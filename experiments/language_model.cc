@@ -59,7 +59,7 @@ nn::BlockNorm gpt_norm(const std::string& norm) {
 
 double bits(double nats) { return nats / std::log(2.0); }
 
-double window_loss(nn::GPT& m, const std::vector<int64_t>& ids, int64_t block_size, int64_t batch,
+double window_loss(CharModel& m, const std::vector<int64_t>& ids, int64_t block_size, int64_t batch,
                    int64_t max_windows) {
   int64_t n = static_cast<int64_t>(ids.size());
   if (max_windows > 0) n = std::min<int64_t>(n, max_windows * block_size + 1);
@@ -67,8 +67,8 @@ double window_loss(nn::GPT& m, const std::vector<int64_t>& ids, int64_t block_si
   const int64_t batches = data::sequential_batches(n, batch, block_size);
   if (batches == 0) throw Error("window_loss: " + std::to_string(n) + " ids hold no window of " +
                                 std::to_string(block_size + 1));
-  const bool was_training = m.is_training();
-  m.eval();
+  const bool was_training = m.module().is_training();
+  m.module().eval();
   autograd::NoGradGuard no_grad;
   double sum = 0;  // summed over targets, in batch order
   int64_t count = 0;
@@ -80,63 +80,60 @@ double window_loss(nn::GPT& m, const std::vector<int64_t>& ids, int64_t block_si
     sum += loss.item() * static_cast<double>(bt);
     count += bt;
   }
-  m.train(was_training);
+  m.module().train(was_training);
   return sum / static_cast<double>(count);
 }
 
-std::map<std::string, std::string> lm_metadata(const nn::GPTConfig& c, const data::Vocabulary& v,
+std::map<std::string, std::string> lm_metadata(const CharModelSpec& s, const data::Vocabulary& v,
                                                const std::string& corpus, double validation_fraction) {
   std::ostringstream f;
   f.precision(17);
   f << validation_fraction;
-  return {{"arch", "gpt"},
-          {"task", "language-model"},
-          {"vocab_size", std::to_string(c.vocab_size)},
-          {"block_size", std::to_string(c.block_size)},
-          {"n_layer", std::to_string(c.n_layer)},
-          {"n_head", std::to_string(c.n_head)},
-          {"width", std::to_string(c.width)},
-          {"norm", nn::block_norm_name(c.norm)},
-          {"position", nn::norm_position_name(c.position)},
-          {"vocabulary", v.to_string()},
-          {"corpus", corpus},
-          {"val_fraction", f.str()}};
+  auto md = char_model_metadata(s);
+  md["vocabulary"] = v.to_string();
+  md["corpus"] = corpus;
+  md["val_fraction"] = f.str();
+  return md;
 }
+
+namespace {
+
+// A language model's checkpoint: task=language-model, or arch=gpt.
+bool says_language_model(const std::map<std::string, std::string>& md) {
+  const auto task = md.find("task"), arch = md.find("arch");
+  return (task != md.end() && task->second == "language-model") || (arch != md.end() && arch->second == "gpt");
+}
+
+}  // namespace
 
 bool is_language_model(const std::string& path) {
   const serialize::SafetensorsFile file = serialize::load_safetensors(path);
-  const auto it = file.metadata.find("arch");
-  return it != file.metadata.end() && it->second == "gpt";
+  return says_language_model(file.metadata);
 }
 
 LanguageModel load_language_model(const std::string& path) {
   const serialize::SafetensorsFile file = serialize::load_safetensors(path);
   const auto& md = file.metadata;
-  if (md.count("arch") == 0 || md.at("arch") != "gpt")
+  if (!says_language_model(md))
     throw Error(path + " is not a language model: it is " + what_checkpoint_is(md) +
-                " (generate and eval of text read checkpoints of normlab train --arch gpt --dataset text)");
+                " (generate, and eval with --text, read checkpoints of normlab train --dataset text)");
   LanguageModel lm;
   lm.metadata = md;
+  CharModelSpec spec;
   try {
     lm.vocabulary = data::Vocabulary::from_string(text_entry(md, path, "vocabulary"));
-    lm.config.vocab_size = size_entry(md, path, "vocab_size");
-    lm.config.block_size = size_entry(md, path, "block_size");
-    lm.config.n_layer = size_entry(md, path, "n_layer");
-    lm.config.n_head = size_entry(md, path, "n_head");
-    lm.config.width = size_entry(md, path, "width");
-    lm.config.norm = nn::parse_block_norm(text_entry(md, path, "norm"));
-    lm.config.position = nn::parse_norm_position(text_entry(md, path, "position"));
+    spec = read_char_model_metadata(md, path);
   } catch (const Error& e) {
     const std::string what = e.what();
     throw Error(what.rfind(path, 0) == 0 ? what : path + ": " + what);
   }
-  if (lm.vocabulary.size() != lm.config.vocab_size)
+  if (lm.vocabulary.size() != spec.vocab_size)
     throw Error(path + ": metadata \"vocabulary\" holds " + std::to_string(lm.vocabulary.size()) +
-                " characters but \"vocab_size\" is " + std::to_string(lm.config.vocab_size));
+                " characters but \"vocab_size\" is " + std::to_string(spec.vocab_size));
   autograd::Generator gen(0);
-  lm.model = std::make_shared<nn::GPT>(lm.config, gen);
-  nn::load_module(file, path, *lm.model);
-  lm.model->eval();
+  lm.model = std::make_shared<CharModel>(spec, gen);
+  nn::load_module(file, path, lm.model->module());
+  lm.model->module().eval();
   return lm;
 }
 
@@ -175,7 +172,7 @@ LmEvaluation evaluate_language_model(const LanguageModel& lm, const std::string&
   }
   const double f = std::stod(text_entry(md, path, "val_fraction"));
   if (batch == 0) batch = md.count("eval_batch") ? size_entry(md, path, "eval_batch") : 16;
-  const int64_t block = lm.config.block_size;
+  const int64_t block = lm.model->spec().block_size;
   const std::vector<int64_t> ids = validation_ids(text, ev.source, lm.vocabulary, f, block, &ev.skipped);
   ev.characters = static_cast<int64_t>(ids.size());
   ev.windows = data::sequential_windows(ev.characters, block);
@@ -183,21 +180,20 @@ LmEvaluation evaluate_language_model(const LanguageModel& lm, const std::string&
   return ev;
 }
 
-std::string generate_text(nn::GPT& m, const data::Vocabulary& v, const std::string& prompt, int64_t tokens,
+std::string generate_text(CharModel& m, const data::Vocabulary& v, const std::string& prompt, int64_t tokens,
                           const SamplingOptions& o, uint64_t seed) {
   if (tokens < 1) throw Error("--tokens must be at least 1, got " + std::to_string(tokens));
   if (prompt.empty()) throw Error("--prompt is empty: give at least one character of the vocabulary");
   check_sampling(o, v.size());
   const std::vector<int64_t> ids = v.encode_utf8(prompt, "the prompt");
-  m.eval();
-  nn::GPTDecoder decoder(m, 1);
+  CharDecoder decoder(m);
   autograd::Generator gen(seed);
   std::vector<int64_t> out;
-  Tensor logits = decoder.feed(ids, static_cast<int64_t>(ids.size()));
+  std::vector<float> logits = decoder.feed(ids);
   for (int64_t i = 0; i < tokens; ++i) {
-    const int64_t next = sample_token(logits.data<float>(), v.size(), o, gen);
+    const int64_t next = sample_token(logits.data(), v.size(), o, gen);
     out.push_back(next);
-    if (i + 1 < tokens) logits = decoder.feed({next}, 1);
+    if (i + 1 < tokens) logits = decoder.feed({next});
   }
   return data::encode_utf8(v.decode(out));
 }

@@ -1,6 +1,6 @@
-// Character language models (nn::GPT over a data::TextCorpus's ids): the norms a GPT takes, its
-// loss over non-overlapping windows, its checkpoint's self-describing metadata, and sampling text
-// from it (`normlab train --dataset text`, `normlab generate`, `normlab eval`).
+// Character language models (char_model.h: a GPT or a CharLSTM over a data::TextCorpus's ids): the
+// norms a GPT takes, the loss over non-overlapping windows, the checkpoint's self-describing
+// metadata, and sampling text (`normlab train --dataset text`, `normlab generate`, `normlab eval`).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "data/text.h"
+#include "experiments/char_model.h"
 #include "experiments/sampling.h"
 #include "nn/gpt.h"
 
@@ -22,30 +23,29 @@ nn::BlockNorm gpt_norm(const std::string& norm);
 // the non-overlapping windows of block_size + 1 ids of `ids` (data::sequential_batch, batches of up
 // to `batch` windows): the first max_windows windows (0: every one). Runs without grad.
 //   loss = -(1 / (W T)) sum_{windows, t} log softmax(logits_t)[y_t]
-double window_loss(nn::GPT& m, const std::vector<int64_t>& ids, int64_t block_size, int64_t batch,
+double window_loss(CharModel& m, const std::vector<int64_t>& ids, int64_t block_size, int64_t batch,
                    int64_t max_windows = 0);
 
 // Nats to bits: x / ln 2.
 double bits(double nats);
 
-// What a language model's checkpoint records to rebuild itself and its data (all strings):
-//   "arch": "gpt"; "vocab_size", "block_size", "n_layer", "n_head", "width"; "norm" (layer | rms |
-//   batch | none); "position" (pre | post); "vocabulary" (data::Vocabulary::to_string); "corpus":
-//   "fortunes" or the text file's path; "val_fraction": the validation fraction of its split.
-std::map<std::string, std::string> lm_metadata(const nn::GPTConfig& c, const data::Vocabulary& v,
+// What a language model's checkpoint records to rebuild itself and its data (all strings): the
+// model's (char_model_metadata: "arch" gpt or lstm, "task": "language-model", the sizes, norm and
+// position), "vocabulary" (data::Vocabulary::to_string), "corpus": "fortunes" or the text file's
+// path as given, "val_fraction": the validation fraction of its split.
+std::map<std::string, std::string> lm_metadata(const CharModelSpec& s, const data::Vocabulary& v,
                                                const std::string& corpus, double validation_fraction);
 
 // A language model read back from its checkpoint.
 struct LanguageModel {
-  nn::GPTConfig config;
   data::Vocabulary vocabulary;
   std::map<std::string, std::string> metadata;  // every entry of the file
-  std::shared_ptr<nn::GPT> model;               // in eval mode
+  std::shared_ptr<CharModel> model;             // in eval mode
 };
 
-// True when the file's metadata says arch=gpt (the file is read; errors name it).
+// True when the file's metadata says task=language-model (or arch=gpt) (the file is read; errors name it).
 bool is_language_model(const std::string& path);
-// Reads a checkpoint written by `normlab train --arch gpt --dataset text`. Errors name the file:
+// Reads a checkpoint written by `normlab train --dataset text`. Errors name the file:
 // one that is no language model says what it is ("a mlp classifier trained on moons"), a missing
 // or malformed entry names the key, weights that do not fit the metadata's model name the tensor.
 LanguageModel load_language_model(const std::string& path);
@@ -73,10 +73,10 @@ LmEvaluation evaluate_language_model(const LanguageModel& lm, const std::string&
                                      int64_t batch);
 
 // `tokens` characters sampled after the prompt (UTF-8; its characters must be in the vocabulary,
-// else an error naming the first missing one, e.g. U+00E9 'é'), by nn::GPTDecoder and
+// else an error naming the first missing one, e.g. U+00E9 'é'), by CharDecoder and
 // sample_token with Generator(seed): the same seed gives the same text. Returns the sampled
 // characters only, as UTF-8.
-std::string generate_text(nn::GPT& m, const data::Vocabulary& v, const std::string& prompt, int64_t tokens,
+std::string generate_text(CharModel& m, const data::Vocabulary& v, const std::string& prompt, int64_t tokens,
                           const SamplingOptions& o, uint64_t seed);
 
 }  // namespace normlab::experiments

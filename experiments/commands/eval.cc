@@ -93,7 +93,7 @@ class EvalCommand : public Command {
     if (!quiet_)
       std::printf("%s on the validation split of %s (%lld windows of %lld characters, %lld characters%s):\n",
                   opt_.checkpoint.c_str(), e.source.c_str(), static_cast<long long>(e.windows),
-                  static_cast<long long>(lm_->config.block_size), static_cast<long long>(e.characters),
+                  static_cast<long long>(lm_->model->spec().block_size), static_cast<long long>(e.characters),
                   e.skipped ? (", " + std::to_string(e.skipped) + " outside the vocabulary left out").c_str() : "");
     std::printf("validation loss %s nats per character = %s bits per character\n", fmt(e.loss).c_str(),
                 fmt(bits(e.loss)).c_str());

@@ -34,7 +34,9 @@ const std::vector<std::pair<std::string, std::string>>& not_for_text() {
       {"--resume", "not supported for language models yet"},
       {"--init-from", "not supported for language models yet"},
       {"--distributed", "not supported for language models yet"},
-      {"--activation", "a GPT's MLP uses GELU (tanh form)"},
+      {"--activation", "a GPT's MLP uses GELU (tanh form), an LSTM its cell's sigmoid and tanh"},
+      {"--model", "it sets a CNN's layers; a GPT is sized by --layers, --heads, --width"},
+      {"--image-shape", "a text is no image"},
   };
   return flags;
 }
@@ -42,18 +44,20 @@ const std::vector<std::pair<std::string, std::string>>& not_for_text() {
 }  // namespace
 
 void TextTraining::add_flags(CLI::App& a) {
-  a.add_option("--text", f_.text, "language model (--dataset text): a UTF-8 text file to train on (default: Debian's fortunes); its other "
-               "defaults: --norm layer, --batch-size 16, --optimizer adamw with lr 0.001, betas 0.9,0.95 and weight decay 0.1 "
-               "on 2-D weights only, --warmup a tenth of --steps, --val-fraction 0.1")
+  a.add_option("--text", f_.text,
+               "language model (--dataset text): a UTF-8 text file to train on (default: Debian's fortunes); "
+               "its other defaults: --arch gpt, --norm layer, --batch-size 16, --optimizer adamw with lr 0.001, "
+               "betas 0.9,0.95 and weight decay 0.1 on 2-D weights only, --warmup a tenth of --steps, "
+               "--val-fraction 0.1")
       ->check(non_empty());
   a.add_option("--block-size", f_.block_size, "language model: context length in characters")
       ->check(whole(1, 1 << 16))
       ->capture_default_str();
-  a.add_option("--layers", f_.layers, "language model: transformer blocks")->check(whole(1, 1024))->capture_default_str();
+  a.add_option("--layers", f_.layers, "language model: transformer blocks (--arch lstm: LSTM layers, default 1)")->check(whole(1, 1024))->capture_default_str();
   a.add_option("--heads", f_.heads, "language model: attention heads (divide --width)")
       ->check(whole(1, 1 << 16))
       ->capture_default_str();
-  a.add_option("--width", f_.width, "language model: embedding width (nanoGPT's n_embd)")
+  a.add_option("--width", f_.width, "language model: embedding width (nanoGPT's n_embd; --arch lstm: default 64)")
       ->check(whole(1, 1 << 20))
       ->capture_default_str();
   a.add_option("--position", f_.position, "language model: norm position, pre (GPT-2) or post (the original Transformer)")
@@ -70,10 +74,9 @@ void TextTraining::add_flags(CLI::App& a) {
 void TextTraining::presets(TrainingOptions& o, const Given& given) const {
   std::string& arch = o.train.model.arch;
   if (!given("--arch")) arch = "gpt";
-  if (arch == "lstm")
-    throw Error("--arch lstm on --dataset text (a character LSTM) is not supported yet: use --arch gpt");
-  if (arch != "gpt")
-    throw Error("--arch " + arch + " does not train on --dataset text: a character language model is --arch gpt");
+  if (arch != "gpt" && arch != "lstm")
+    throw Error("--arch " + arch + " does not train on --dataset text: a character language model is --arch gpt "
+                "or lstm");
   for (const auto& [flag, why] : not_for_text())
     if (given(flag)) throw Error(flag + " does not apply to --dataset text: " + why);
   if (!given("--optimizer")) o.train.optimizer = "adamw";
@@ -86,17 +89,39 @@ void TextTraining::check(TrainingOptions& o, const std::string& norm, const Give
   TrainConfig& t = o.train;
   if (t.optimizer == "adamw" && !given("--weight-decay")) t.weight_decay = 0.1;
   if ((t.optimizer == "adamw" || t.optimizer == "adam") && !given("--betas")) t.beta2 = 0.95;
-  t.model.norm = given("--norm") ? norm : "layer";
-  model_.norm = gpt_norm(t.model.norm);
-  model_.position = nn::parse_norm_position(f_.position);
+  model_.arch = t.model.arch;
   model_.block_size = f_.block_size;
-  model_.n_layer = f_.layers;
-  model_.n_head = f_.heads;
-  model_.width = f_.width;
-  if (f_.width % f_.heads != 0)
-    throw Error("--heads " + std::to_string(f_.heads) + " must divide --width " + std::to_string(f_.width));
+  if (model_.arch == "gpt") check_gpt(o, norm, given);
+  else check_lstm(o, norm, given);
+  t.model.norm = model_.arch == "gpt" ? nn::block_norm_name(model_.gpt.norm) : "none";
   if (t.warmup_steps >= f_.steps)
     throw Error("--warmup " + std::to_string(t.warmup_steps) + " must be below --steps " + std::to_string(f_.steps));
+}
+
+void TextTraining::check_gpt(const TrainingOptions&, const std::string& norm, const Given& given) {
+  if (given("--hidden"))
+    throw Error("--hidden goes with --arch mlp or lstm, not --arch gpt (--width sets its embedding width)");
+  model_.gpt.norm = gpt_norm(given("--norm") ? norm : "layer");
+  model_.gpt.position = nn::parse_norm_position(f_.position);
+  model_.gpt.n_layer = f_.layers;
+  model_.gpt.n_head = f_.heads;
+  model_.gpt.width = f_.width;
+  if (f_.width % f_.heads != 0)
+    throw Error("--heads " + std::to_string(f_.heads) + " must divide --width " + std::to_string(f_.width));
+}
+
+void TextTraining::check_lstm(const TrainingOptions& o, const std::string& norm, const Given& given) {
+  for (const char* flag : {"--heads", "--position"})
+    if (given(flag)) throw Error(std::string(flag) + " goes with --arch gpt, not --arch lstm (a CharLSTM has no attention)");
+  if (given("--norm") && norm != "none")
+    throw Error("--norm " + norm + " does not fit --arch lstm on --dataset text: nn::CharLSTM has no norm (--norm none)");
+  const std::vector<int64_t>& hidden = o.train.model.hidden;
+  if (given("--hidden") && hidden.size() != 1)
+    throw Error("--hidden takes one width with --arch lstm on --dataset text (--layers sets the number of layers), got " +
+                std::to_string(hidden.size()) + " widths");
+  model_.lstm.hidden_size = given("--hidden") ? hidden[0] : 256;
+  model_.lstm.num_layers = given("--layers") ? f_.layers : 1;
+  model_.lstm.embed_dim = given("--width") ? f_.width : 64;
 }
 
 void TextTraining::plan(const TrainingOptions& o) {

@@ -1,6 +1,8 @@
 // `normlab train --dataset text`: the flags of a character language model (--text, --block-size,
-// --layers, --heads, --width, --position, --steps, --clip-grad-norm), their presets (AdamW with
-// nanoGPT's settings, batch 16), the flags that do not apply to text refused, and the run.
+// --layers, --heads, --width, --position, --steps, --clip-grad-norm; --hidden for the LSTM), their
+// presets (AdamW with nanoGPT's settings, batch 16), the flags that do not apply refused, and the
+// run. --arch gpt (the default) is nn::GPT; --arch lstm is nn::CharLSTM (embedding --width, default
+// 64; --layers of --hidden units, default 1 of 256; no norm).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -29,7 +31,7 @@ class TextTraining {
  public:
   // Adds the flags above to train's.
   void add_flags(CLI::App& a);
-  // Before the shared checks: --arch gpt (the default here; others refused), AdamW, batch 16,
+  // Before the shared checks: --arch gpt (the default here) or lstm (others refused), AdamW, batch 16,
   // --val-fraction 0.1, a warmup of a tenth of the steps, unless given.
   void presets(TrainingOptions& o, const Given& given) const;
   // After the optimizer's defaults: weight decay 0.1 and betas (0.9, 0.95) unless given, and the
@@ -41,8 +43,11 @@ class TextTraining {
   int run(const TrainingOptions& o, const nlohmann::json& settings, const Invocation& inv);
 
  private:
+  void check_gpt(const TrainingOptions& o, const std::string& norm, const Given& given);
+  void check_lstm(const TrainingOptions& o, const std::string& norm, const Given& given);
+
   TextFlags f_;
-  nn::GPTConfig model_;
+  CharModelSpec model_;
   std::optional<studies::LmPlan> plan_;
 };
 

@@ -265,7 +265,6 @@ void TrainingCommand::check(const Given& given) {
     own_flow_presets(given);
     check_applicable(given);
     apply_optimizer_defaults(given);
-    check_architecture(given);
     own_flow_check(given);
     settings_ = typed_settings(*app_, name());
     return;

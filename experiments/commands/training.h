@@ -92,8 +92,9 @@ class TrainingCommand : public Command {
   // What to say when Ctrl-C stopped the command.
   virtual std::string interrupted_message(const Report& rep) const;
   // A data set the command trains its own way, outside the flow of tables (train --dataset text:
-  // a language model, text_training.h): own_flow_presets before the shared checks of data-set,
-  // optimizer and arch flags, own_check after them, then own_plan and own_run instead of the flow.
+  // a language model, text_training.h): own_flow_presets before the shared checks of data-set and
+  // optimizer flags, own_flow_check after them (the arch's flags are its own), then own_flow_plan
+  // and own_flow_run instead of the flow.
   virtual bool own_flow() const { return false; }
   virtual void own_flow_presets(const Given& given) {}
   virtual void own_flow_check(const Given& given) {}

@@ -1,4 +1,4 @@
-// `normlab train --arch gpt --dataset text`: a character language model's training run and its
+// `normlab train --dataset text`: a character language model's training run and its
 // outputs (lm_train.h). AdamW (by default) over nanoGPT's two groups: weight decay on the
 // parameters of 2 or more dims (Linear weights, embeddings), none on biases and norm weights.
 #include "experiments/studies/lm_train.h"
@@ -38,7 +38,7 @@ struct LmEval {
 };
 
 struct LmRun {
-  std::shared_ptr<nn::GPT> model;
+  std::shared_ptr<CharModel> model;
   std::vector<LmStep> steps;
   std::vector<LmEval> evals;
   double val_loss = std::nan("");  // over every validation window (NaN: no validation split)
@@ -47,7 +47,7 @@ struct LmRun {
 };
 
 // The optimizers of nanoGPT's two groups: [decayed (dim >= 2), not decayed].
-std::vector<std::unique_ptr<optim::Optimizer>> make_groups(const TrainConfig& c, const nn::GPT& m) {
+std::vector<std::unique_ptr<optim::Optimizer>> make_groups(const TrainConfig& c, const nn::Module& m) {
   std::vector<Tensor> decay, no_decay;
   for (const Tensor& p : m.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
   TrainConfig plain = c;
@@ -59,7 +59,7 @@ std::vector<std::unique_ptr<optim::Optimizer>> make_groups(const TrainConfig& c,
 }
 
 // One step on the batch of `step` (0-based): forward, cross-entropy, backward, clipping, update.
-LmStep train_step(nn::GPT& m, const LmPlan& p, std::vector<std::unique_ptr<optim::Optimizer>>& groups,
+LmStep train_step(CharModel& m, const LmPlan& p, std::vector<std::unique_ptr<optim::Optimizer>>& groups,
                   const optim::Schedule& sched, int64_t step) {
   const LmTrainConfig& c = p.config;
   const double lr = sched.lr_at(step, c.train.lr);
@@ -68,11 +68,11 @@ LmStep train_step(nn::GPT& m, const LmPlan& p, std::vector<std::unique_ptr<optim
   const int64_t bt = b.batch_size * b.block_size;
   const Tensor logits = m.forward(b.x, {b.batch_size, b.block_size});
   const Tensor loss = autograd::cross_entropy(autograd::reshape(logits, {bt, c.model.vocab_size}), b.y);
+  const std::vector<Tensor> params = m.module().parameters();
   const double value = loss.item();
   if (!std::isfinite(value)) return {step + 1, value, lr, std::nan("")};
   loss.backward();
-  const double norm = c.clip_grad_norm > 0 ? nn::clip_grad_norm_(m.parameters(), c.clip_grad_norm)
-                                           : nn::clip_grad_norm_(m.parameters(), INFINITY);
+  const double norm = nn::clip_grad_norm_(params, c.clip_grad_norm > 0 ? c.clip_grad_norm : INFINITY);
   for (auto& g : groups) g->step();
   return {step + 1, value, lr, norm};
 }
@@ -82,9 +82,9 @@ LmRun train_lm(const LmPlan& p, bool quiet) {
   const auto start = std::chrono::steady_clock::now();
   LmRun r;
   autograd::Generator gen(c.train.seed);
-  r.model = std::make_shared<nn::GPT>(c.model, gen);
-  r.model->train();
-  auto groups = make_groups(c.train, *r.model);
+  r.model = std::make_shared<CharModel>(c.model, gen);
+  r.model->module().train();
+  auto groups = make_groups(c.train, r.model->module());
   const optim::Schedule sched = schedule_of(c.train, c.steps);
   const bool has_val = !p.corpus.validation.empty();
   Progress progress(c.steps, quiet);
@@ -150,7 +150,7 @@ std::map<std::string, std::string> checkpoint_of(const LmPlan& p, const LmRun& r
   md["eval_batch"] = std::to_string(p.config.train.batch_size);
   if (std::isfinite(r.val_loss)) md["val_loss"] = fmt(r.val_loss);
   if (r.interrupted) md["interrupted"] = "true", md["planned_steps"] = std::to_string(p.config.steps);
-  md["repr"] = r.model->str();
+  md["repr"] = r.model->module().str();
   return md;
 }
 
@@ -170,9 +170,8 @@ std::string corpus_text(const data::TextCorpus& c) {
 std::string lm_markdown(const LmPlan& p, const LmRun& r, const std::vector<std::string>& plots) {
   const LmTrainConfig& c = p.config;
   std::ostringstream md;
-  md << corpus_text(p.corpus) << "- Model: GPT, " << c.model.n_layer << (c.model.n_layer == 1 ? " layer, " : " layers, ") << c.model.n_head << (c.model.n_head == 1 ? " head, width " : " heads, width ")
-     << c.model.width << ", block size " << c.model.block_size << ", norm " << nn::block_norm_name(c.model.norm) << " ("
-     << nn::norm_position_name(c.model.position) << "-norm), " << r.model->num_parameters() << " parameters\n"
+  md << corpus_text(p.corpus) << "- Model: " << r.model->describe() << ", " << r.model->module().num_parameters()
+     << " parameters\n"
      << "- Training: " << r.steps.size() << " of " << c.steps << " steps, batch " << c.train.batch_size << ", "
      << optimizer_text(c.train, true) << " (weight decay on 2-D weights only), warmup " << c.train.warmup_steps
      << " steps then " << c.train.schedule << ", gradient clipping at "
@@ -197,8 +196,6 @@ void check_lm_plan(const LmPlan& plan) {
   if (c.train.warmup_steps >= c.steps)
     throw Error("--warmup " + std::to_string(c.train.warmup_steps) + " must be below --steps " + std::to_string(c.steps));
   if (c.clip_grad_norm < 0) throw Error("--clip-grad-norm must be >= 0 (0: no clipping)");
-  if (c.model.width % c.model.n_head != 0)
-    throw Error("--heads " + std::to_string(c.model.n_head) + " must divide --width " + std::to_string(c.model.width));
   const OptimizerEntry& o = optimizer(c.train.optimizer);
   if (o.check) o.check(c.train);
   schedule_of(c.train, c.steps);  // throws for bad schedule settings
@@ -209,11 +206,11 @@ Report run_lm_train(const LmPlan& plan, const StudyContext& ctx) {
   const int64_t windows = data::sequential_windows(static_cast<int64_t>(plan.corpus.validation.size()),
                                                    plan.config.model.block_size);
   write_tables(r, std::min(windows, kLmEvalWindows), ctx.out);
-  nn::save_module((ctx.out / (r.diverged ? "model.diverged.safetensors" : "model.safetensors")).string(), *r.model,
+  nn::save_module((ctx.out / (r.diverged ? "model.diverged.safetensors" : "model.safetensors")).string(), r.model->module(),
                   checkpoint_of(plan, r));
   Report rep{"Training run: character language model", lm_markdown(plan, r, lm_plots(r, ctx.out)), r.diverged};
   rep.interrupted = r.interrupted;
-  nlohmann::json config = {{"arch", "gpt"},
+  nlohmann::json config = {{"arch", plan.config.model.arch},
                            {"steps", plan.config.steps},
                            {"clip_grad_norm", plan.config.clip_grad_norm},
                            {"checkpoint", lm_metadata(plan.config.model, plan.corpus.vocabulary, plan.corpus.name,

@@ -1,4 +1,4 @@
-// `normlab train --arch gpt --dataset text`: one character language model trained for a number of
+// `normlab train --dataset text`: one character language model (a GPT or a CharLSTM) trained for a number of
 // steps on random windows of a text's training split, with its validation loss in nats and bits
 // per character, its CSV files, plot, report, manifest and self-describing checkpoint.
 #pragma once
@@ -6,6 +6,7 @@
 #include <string>
 
 #include "data/text.h"
+#include "experiments/char_model.h"
 #include "experiments/context.h"
 #include "experiments/trainer.h"
 #include "nn/gpt.h"
@@ -17,7 +18,7 @@ namespace normlab::experiments::studies {
 inline constexpr int64_t kLmEvalWindows = 256;
 
 struct LmTrainConfig {
-  nn::GPTConfig model;     // vocab_size from the corpus
+  CharModelSpec model;     // vocab_size from the corpus
   // The optimizer and schedule settings, the batch size, --eval-every and the seed (epochs unused).
   TrainConfig train;
   int64_t steps = 0;       // training steps
