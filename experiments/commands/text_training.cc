@@ -53,7 +53,9 @@ void TextTraining::add_flags(CLI::App& a) {
   a.add_option("--block-size", f_.block_size, "language model: context length in characters")
       ->check(whole(1, 1 << 16))
       ->capture_default_str();
-  a.add_option("--layers", f_.layers, "language model: transformer blocks (--arch lstm: LSTM layers, default 1)")->check(whole(1, 1024))->capture_default_str();
+  a.add_option("--layers", f_.layers, "language model: transformer blocks (--arch lstm: LSTM layers, default 1)")
+      ->check(whole(1, 1024))
+      ->capture_default_str();
   a.add_option("--heads", f_.heads, "language model: attention heads (divide --width)")
       ->check(whole(1, 1 << 16))
       ->capture_default_str();
@@ -63,7 +65,8 @@ void TextTraining::add_flags(CLI::App& a) {
   a.add_option("--position", f_.position, "language model: norm position, pre (GPT-2) or post (the original Transformer)")
       ->check(CLI::IsMember({"pre", "post"}))
       ->capture_default_str();
-  a.add_option("--steps", f_.steps, "language model: training steps (the default GPT on the fortunes: about 0.08 s a step on one core)")
+  a.add_option("--steps", f_.steps,
+               "language model: training steps (the default GPT on the fortunes: about 0.08 s a step on one core)")
       ->check(whole(1, kMaxInt))
       ->capture_default_str();
   a.add_option("--clip-grad-norm", f_.clip_grad_norm, "language model: clip the total gradient norm to this (0: off)")

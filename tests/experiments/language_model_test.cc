@@ -3,6 +3,7 @@
 // checkpoint's metadata, seeded generation, eval's loss against the recorded one, and the errors of
 // flags and inputs that do not fit.
 #include <boost/test/unit_test.hpp>
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -11,6 +12,7 @@
 #include "autograd/autograd.h"
 #include "base/error.h"
 #include "data/text.h"
+#include "experiments/interrupt.h"
 #include "experiments/language_model.h"
 #include "experiments/output.h"
 #include "serialize/safetensors.h"
@@ -171,6 +173,29 @@ BOOST_AUTO_TEST_CASE(train_refuses_what_a_language_model_cannot_take) {
   expect_error({"train", "--quick", "--arch", "gpt", "--out", out}, {"--arch gpt is a character language model"});
   expect_error({"eval", "--checkpoint", trained().checkpoint, "--csv", kSample}, {"--csv", "language model"});
   BOOST_TEST(!std::filesystem::exists(out));
+}
+
+// Ctrl-C after 3 of 8 steps: the steps done, the model at that point (marked interrupted) and exit
+// status 130; predict refuses a language model.
+BOOST_AUTO_TEST_CASE(ctrl_c_keeps_the_steps_done) {
+  test::TempDir d;
+  const std::string out = (d.path() / "stopped").string();
+  experiments::interrupt_after_steps(3);
+  int rc = -1;
+  capture_output(2, [&] {
+    rc = run_normlab_quiet({"train", "--dataset", "text", "--text", kSample, "--width", "16", "--layers", "1",
+                            "--heads", "2", "--block-size", "16", "--steps", "8", "--out", out});
+  });
+  experiments::clear_interrupt();
+  BOOST_TEST(rc == 130);
+  const auto md = serialize::load_safetensors(out + "/model.safetensors").metadata;
+  BOOST_TEST(md.at("steps") == "3");
+  BOOST_TEST(md.at("interrupted") == "true");
+  BOOST_TEST(md.at("planned_steps") == "8");
+  const std::string steps = test::read_file(std::filesystem::path(out) / "steps.csv");
+  BOOST_TEST(std::count(steps.begin(), steps.end(), '\n') == 4, steps);  // header and 3 steps
+  expect_error({"predict", "--checkpoint", out + "/model.safetensors", "--csv", kSample},
+               {"is a character language model", "normlab generate"});
 }
 
 // The CharLSTM: its checkpoint, seeded generation carrying (h, c), and eval's loss.
