@@ -1,5 +1,5 @@
-// `normlab generate`: text sampled from a character language model's checkpoint (train --arch gpt
-// --dataset text): the prompt, then --tokens characters drawn one at a time with temperature and
+// `normlab generate`: text sampled from a character language model's checkpoint (train --dataset
+// text, --arch gpt or lstm): the prompt, then --tokens characters drawn one at a time with temperature and
 // top-k from a seeded generator (the same seed, the same text).
 #include <cstdio>
 #include <limits>
@@ -18,7 +18,7 @@ namespace {
 class GenerateCommand : public Command {
  public:
   void add_flags(CLI::App& a) override {
-    a.add_option("--checkpoint", checkpoint_, "model.safetensors written by normlab train --arch gpt --dataset text")
+    a.add_option("--checkpoint", checkpoint_, "model.safetensors written by normlab train --dataset text (--arch gpt or lstm)")
         ->required()
         ->check(non_empty());
     a.add_option("--prompt", prompt_, "the text to continue (UTF-8; every character in the model's vocabulary)")
