@@ -16,6 +16,18 @@ std::string widths_text(const std::vector<int64_t>& widths, const std::string& s
   return t;
 }
 
+// The character language model: trained by `normlab train --dataset text` (text_training.h,
+// language_model.h) with its own flags there; no classifier of samples.
+ArchEntry gpt_arch() {
+  return {.name = "gpt",
+          .help = "gpt (a character language model: --dataset text)",
+          .describe = [](const ModelSpec&) { return std::string("gpt"); },
+          .build = [](const ModelSpec&, autograd::Generator*, Model*) {
+            throw Error("--arch gpt is a character language model: it trains on --dataset text "
+                        "(normlab train --arch gpt --dataset text [--text FILE])");
+          }};
+}
+
 std::vector<ArchEntry> builtin_archs() {
   std::vector<ArchEntry> t;
   t.push_back({.name = "mlp",
@@ -78,7 +90,11 @@ std::vector<ArchEntry> builtin_archs() {
 }
 
 std::vector<ArchEntry>& arch_table() {
-  static std::vector<ArchEntry> t = builtin_archs();
+  static std::vector<ArchEntry> t = [] {
+    std::vector<ArchEntry> a = builtin_archs();
+    a.push_back(gpt_arch());
+    return a;
+  }();
   return t;
 }
 

@@ -178,6 +178,16 @@ std::vector<DatasetEntry> builtin_datasets() {
                    spec.validation_fraction = j.at("validation_fraction").get<double>();
                    spec.test_fraction = j.at("test_fraction").get<double>();
                  }});
+  // A character corpus for `normlab train --arch gpt` (text_training.h), which reads it itself:
+  // not a table of samples.
+  t.push_back({.name = "text",
+               .flags = {"--text", "--block-size", "--layers", "--heads", "--width", "--position", "--steps",
+                         "--clip-grad-norm"},
+               .input_rule = "characters, each its id in the checkpoint's vocabulary",
+               .load = [](const DataSpec&) -> Splits {
+                 throw Error("--dataset text is a character corpus for a language model: it trains with "
+                             "normlab train --arch gpt --dataset text (not compare, sweep or study)");
+               }});
   return t;
 }
 

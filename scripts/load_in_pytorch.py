@@ -17,6 +17,12 @@ With --from-metadata it rebuilds the network from the checkpoint's own metadata 
 or a CNN, and feeds it 3 rows x[r, j] = sin(0.01 (r F + j)) for F input features, the rows that
 examples/cnn_checkpoint.cc prints normlab's logits for.
 
+A language model's checkpoint (`normlab train --arch gpt --dataset text`, metadata arch=gpt) is
+rebuilt with --from-metadata as nanoGPT's GPT (untied lm_head, no dropout, GELU in its tanh form as
+normlab's nn::GELU, RMSNorm written out with nn::RMSNorm's eps, BatchNorm over the tokens as
+BatchNorm1d over (B T, C)), loaded strictly by name, and fed the fixed ids of gpt_from_metadata,
+which examples/gpt_checkpoint.cc prints normlab's logits for (CTest examples/gpt_in_pytorch_*).
+
 With --predict DATA.csv (and a checkpoint of `normlab train --csv ...`) it rebuilds the model from
 the metadata, reads the CSV's feature columns by the names the checkpoint records (feature_names),
 standardizes them with the recorded training mean and std (preprocessing: x' = (x - mean) / std,
@@ -129,6 +135,128 @@ class LastStep(torch.nn.Module):
 
     def forward(self, x):
         return x[:, -1]
+
+
+# ---- normlab's character GPT (train --arch gpt --dataset text), nanoGPT's layout ----
+
+class NewGELU(torch.nn.Module):
+    """GELU in its tanh form (GPT-2's, normlab's nn::GELU):
+    0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))."""
+
+    def forward(self, x):
+        return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x.pow(3))))
+
+
+class HandRMSNorm(torch.nn.Module):
+    """nn::RMSNorm as normlab builds it in a GPT: y = x / sqrt(mean(x^2) + eps) * weight over the last
+    dim, eps=None, i.e. the machine epsilon of the input's dtype (1.19e-07 for float32), as
+    PyTorch 2's torch.nn.RMSNorm (which PyTorch 1.13 lacks)."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(width))
+
+    def forward(self, x):
+        eps = torch.finfo(x.dtype).eps
+        return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps) * self.weight
+
+
+class TokenBatchNorm(torch.nn.BatchNorm1d):
+    """BatchNorm1d over the tokens: x (B, T, C) viewed as (B T, C), normalized, viewed back."""
+
+    def forward(self, x):
+        b, t, c = x.shape
+        return super().forward(x.reshape(b * t, c)).reshape(b, t, c)
+
+
+def gpt_norm(norm, width):
+    if norm == "layer":
+        return torch.nn.LayerNorm(width, eps=1e-5)
+    if norm == "rms":
+        return HandRMSNorm(width)
+    if norm == "batch":
+        return TokenBatchNorm(width, eps=1e-5, momentum=0.1)
+    if norm == "none":
+        return torch.nn.Identity()
+    raise SystemExit(f"unknown GPT norm {norm!r} (expected layer, rms, batch or none)")
+
+
+class CausalSelfAttention(torch.nn.Module):
+    def __init__(self, width, heads):
+        super().__init__()
+        self.c_attn = torch.nn.Linear(width, 3 * width)
+        self.c_proj = torch.nn.Linear(width, width)
+        self.heads = heads
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.c_attn(x).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(k.size(-1))
+        mask = torch.tril(torch.ones(t, t, dtype=torch.bool))
+        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+        return self.c_proj((att @ v).transpose(1, 2).contiguous().view(b, t, c))
+
+
+class MLP(torch.nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.c_fc = torch.nn.Linear(width, 4 * width)
+        self.gelu = NewGELU()
+        self.c_proj = torch.nn.Linear(4 * width, width)
+
+    def forward(self, x):
+        return self.c_proj(self.gelu(self.c_fc(x)))
+
+
+class Block(torch.nn.Module):
+    """Pre-norm (GPT-2): x + attn(ln_1(x)), then + mlp(ln_2(x)); post-norm: ln_1(x + attn(x)), ..."""
+
+    def __init__(self, width, heads, norm, position):
+        super().__init__()
+        self.ln_1 = gpt_norm(norm, width)
+        self.attn = CausalSelfAttention(width, heads)
+        self.ln_2 = gpt_norm(norm, width)
+        self.mlp = MLP(width)
+        self.pre = position == "pre"
+
+    def forward(self, x):
+        if self.pre:
+            x = x + self.attn(self.ln_1(x))
+            return x + self.mlp(self.ln_2(x))
+        x = self.ln_1(x + self.attn(x))
+        return self.ln_2(x + self.mlp(x))
+
+
+class GPT(torch.nn.Module):
+    """nanoGPT's GPT without the weight tying (normlab's lm_head has its own weight), no dropout."""
+
+    def __init__(self, vocab, block_size, n_layer, n_head, width, norm, position):
+        super().__init__()
+        self.transformer = torch.nn.ModuleDict(dict(
+            wte=torch.nn.Embedding(vocab, width),
+            wpe=torch.nn.Embedding(block_size, width),
+            h=torch.nn.ModuleList([Block(width, n_head, norm, position) for _ in range(n_layer)]),
+            ln_f=gpt_norm(norm, width)))
+        self.lm_head = torch.nn.Linear(width, vocab, bias=False)
+
+    def forward(self, ids):
+        t = ids.shape[1]
+        x = self.transformer.wte(ids) + self.transformer.wpe(torch.arange(t))
+        for block in self.transformer.h:
+            x = block(x)
+        return self.lm_head(self.transformer.ln_f(x))
+
+
+def gpt_from_metadata(md):
+    """The GPT a checkpoint's metadata describes, and the fixed ids examples/gpt_checkpoint.cc
+    prints normlab's logits for: 2 sequences of min(block_size, 12) tokens,
+    ids[r, t] = (7 t + 5 r + 3) mod V. The logits (2, T, V) are compared as 2 T rows."""
+    v, block = int(md["vocab_size"]), int(md["block_size"])
+    model = GPT(v, block, int(md["n_layer"]), int(md["n_head"]), int(md["width"]), md["norm"], md["position"])
+    t = min(block, 12)
+    ids = torch.tensor([[(7 * i + 5 * r + 3) % v for i in range(t)] for r in range(2)])
+    return model, ids
 
 
 def build_from_metadata(md):
@@ -308,8 +436,12 @@ def main():
             if not (diff <= TOLERANCE and same == len(theirs)):
                 sys.exit(1)
         return
-    if args.from_metadata:
-        model, features = build_from_metadata(read_metadata(args.path))
+    md = read_metadata(args.path) if args.from_metadata else {}
+    if md.get("arch") == "gpt":
+        model, x = gpt_from_metadata(md)
+        what = "ids[r, t] = (7 t + 5 r + 3) mod V, one row per position"
+    elif args.from_metadata:
+        model, features = build_from_metadata(md)
         x, what = sine_rows(features), f"x[r, j] = sin(0.01 (r {features} + j))"
     else:
         model = torch.nn.Sequential(
@@ -323,6 +455,8 @@ def main():
     model.eval()
     with torch.no_grad():
         logits = model(x)
+    if md.get("arch") == "gpt":
+        logits = logits.reshape(-1, logits.shape[-1])
     print(f"PyTorch's logits for {what}:")
     for row in logits.tolist():
         print(" ".join(f"{v:12.7f}" for v in row))

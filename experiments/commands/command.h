@@ -57,7 +57,7 @@ struct CommandEntry {
 };
 
 // Every command, in the order of `normlab --help`: help, demo, train, compare, sweep, study,
-// predict, eval.
+// predict, eval, generate.
 const std::vector<CommandEntry>& command_table();
 
 // The factories of the built-in commands (commands/<name>.cc).
@@ -69,5 +69,6 @@ std::unique_ptr<Command> make_sweep_command();
 std::unique_ptr<Command> make_study_command();
 std::unique_ptr<Command> make_predict_command();
 std::unique_ptr<Command> make_eval_command();
+std::unique_ptr<Command> make_generate_command();
 
 }  // namespace normlab::experiments::commands

@@ -1,4 +1,5 @@
-// `normlab eval`: a saved model's loss, accuracy, per-class accuracy and confusion matrix.
+// `normlab eval`: a saved model's loss, accuracy, per-class accuracy and confusion matrix; for a
+// character language model (train --arch gpt --dataset text), its validation loss over a text.
 #include <cstdio>
 #include <limits>
 #include <optional>
@@ -8,6 +9,8 @@
 #include "experiments/commands/training.h"
 #include "experiments/studies/eval.h"
 #include "experiments/commands/flags.h"
+#include "experiments/language_model.h"
+#include "experiments/output.h"
 #include "experiments/result_set.h"
 
 namespace normlab::experiments::commands {
@@ -28,21 +31,34 @@ class EvalCommand : public Command {
     a.add_option("--eval-batch", opt_.eval_batch, "evaluation batch size")
         ->check(whole(1, std::numeric_limits<int32_t>::max()))
         ->capture_default_str();
+    a.add_option("--text", text_, "language models: the UTF-8 text whose validation split to evaluate (default: "
+                                  "the text the model trained on)")
+        ->check(non_empty());
     add_output_flags(a, out_, quiet_, threads_);
   }
 
   void check(const Given& given) override {
     if (out_.empty()) out_ = "out/eval";
     opt_.csv_flags_typed = typed_csv_flags(given);
+    eval_batch_given_ = given("--eval-batch");
+    data_flags_given_.clear();
+    for (const char* flag : {"--csv", "--data-dir"})
+      if (given(flag)) data_flags_given_.push_back(flag);
+    for (const std::string& flag : opt_.csv_flags_typed) data_flags_given_.push_back(flag);
   }
 
   // The checkpoint and the data, read once.
   void plan(const Invocation&) override {
     autograd::set_num_threads(threads_);
+    if (is_language_model(opt_.checkpoint)) return plan_language_model();
+    if (!text_.empty())
+      throw UsageError("--text goes with a language model's checkpoint (train --arch gpt --dataset text); " +
+                       opt_.checkpoint + " is not one");
     plan_ = plan_eval(opt_);
   }
 
   int run(const Invocation& inv) override {
+    if (lm_) return run_language_model();
     ResultSet set(out_);
     StudyContext ctx;
     ctx.out = set.dir();
@@ -59,6 +75,36 @@ class EvalCommand : public Command {
   }
 
  private:
+  // A language model: its validation loss over --text (or the text it trained on), printed.
+  void plan_language_model() {
+    if (!data_flags_given_.empty())
+      throw UsageError(data_flags_given_.front() + " reads a table of samples; " + opt_.checkpoint +
+                       " is a character language model (give --text FILE, or nothing for the text it trained on)");
+    try {
+      lm_ = load_language_model(opt_.checkpoint);
+      lm_eval_ = evaluate_language_model(*lm_, opt_.checkpoint, text_, eval_batch_given_ ? opt_.eval_batch : 0);
+    } catch (const Error& e) {
+      throw UsageError(e.what());
+    }
+  }
+
+  int run_language_model() const {
+    const LmEvaluation& e = lm_eval_;
+    if (!quiet_)
+      std::printf("%s on the validation split of %s (%lld windows of %lld characters, %lld characters%s):\n",
+                  opt_.checkpoint.c_str(), e.source.c_str(), static_cast<long long>(e.windows),
+                  static_cast<long long>(lm_->model->spec().block_size), static_cast<long long>(e.characters),
+                  e.skipped ? (", " + std::to_string(e.skipped) + " outside the vocabulary left out").c_str() : "");
+    std::printf("validation loss %s nats per character = %s bits per character\n", fmt(e.loss).c_str(),
+                fmt(bits(e.loss)).c_str());
+    return kExitOk;
+  }
+
+  std::string text_;
+  bool eval_batch_given_ = false;
+  std::vector<std::string> data_flags_given_;
+  std::optional<LanguageModel> lm_;
+  LmEvaluation lm_eval_;
   EvalOptions opt_;
   std::string out_;
   bool quiet_ = false;

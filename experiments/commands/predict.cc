@@ -3,6 +3,8 @@
 
 #include "experiments/commands/training.h"
 #include "experiments/commands/flags.h"
+#include "experiments/cli.h"
+#include "experiments/language_model.h"
 #include "experiments/studies/predict.h"
 
 namespace normlab::experiments::commands {
@@ -30,7 +32,12 @@ class PredictCommand : public Command {
   // The checkpoint and the CSV rows, read once.
   void check(const Given& given) override { typed_ = typed_csv_flags(given); }
 
-  void plan(const Invocation&) override { plan_ = plan_predict(checkpoint_, csv_, format_, typed_); }
+  void plan(const Invocation&) override {
+    if (is_language_model(checkpoint_))
+      throw UsageError(checkpoint_ + " is a character language model, which predicts no classes of CSV rows: normlab "
+                       "generate samples text from it, normlab eval measures its loss");
+    plan_ = plan_predict(checkpoint_, csv_, format_, typed_);
+  }
 
   int run(const Invocation&) override { return run_predict(*plan_, out_, quiet_); }
 

@@ -34,6 +34,8 @@ const std::vector<CommandEntry>& command_table() {
       {"study", "the default study (make run): compare + batch-size sweep, one report", make_study_command},
       {"predict", "a saved model's class probabilities for each row of a CSV file", make_predict_command},
       {"eval", "a saved model's accuracy, per-class accuracy and confusion matrix", make_eval_command},
+      {"generate", "text sampled from a character language model (train --dataset text)",
+       make_generate_command},
   };
   return table;
 }

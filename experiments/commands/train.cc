@@ -9,6 +9,7 @@
 #include "experiments/checkpointing.h"
 #include "experiments/commands/training.h"
 #include "experiments/commands/flags.h"
+#include "experiments/commands/text_training.h"
 #include "experiments/registry.h"
 #include "nn/checkpoint.h"
 
@@ -55,7 +56,15 @@ class TrainCommand : public TrainingCommand {
                  "start from the weights in this safetensors file (a model.safetensors of the same model)")
         ->check(CLI::ExistingFile)
         ->default_str("");
+    text_.add_flags(a);
   }
+
+  // --dataset text: a character language model (text_training.h).
+  bool own_flow() const override { return o_.data.name == "text"; }
+  void own_flow_presets(const Given& given) override { text_.presets(o_, given); }
+  void own_flow_check(const Given& given) override { text_.check(o_, norm_, given); }
+  void own_flow_plan() override { text_.plan(o_); }
+  int own_flow_run(const Invocation& inv) override { return text_.run(o_, settings_, inv); }
 
   std::vector<std::string> norms_run() const override { return {norm_}; }
 
@@ -121,6 +130,7 @@ class TrainCommand : public TrainingCommand {
   int64_t checkpoint_every_ = 0;
   std::string resume_dir_;
   TrainPlan plan_;
+  TextTraining text_;
 };
 
 }  // namespace

@@ -261,6 +261,14 @@ void TrainingCommand::check(const Given& given) {
   o_.eval_batch_given = given("--eval-batch");
   if (given("--csv") && !given("--dataset")) o_.data.name = "csv";  // --csv FILE alone names the data set
   dataset(o_.data.name);  // an unknown name is an error before anything else
+  if (own_flow()) {  // train --dataset text: a language model (text_training.h)
+    own_flow_presets(given);
+    check_applicable(given);
+    apply_optimizer_defaults(given);
+    own_flow_check(given);
+    settings_ = typed_settings(*app_, name());
+    return;
+  }
   own_presets(given);
   if (o_.quick) apply_quick(given);
   else apply_dataset_defaults(given);
@@ -290,6 +298,16 @@ void TrainingCommand::final_checks(const Given&) {
 
 void TrainingCommand::plan(const Invocation&) {
   autograd::set_num_threads(o_.threads);
+  if (own_flow()) {
+    try {
+      own_flow_plan();
+    } catch (const UsageError&) {
+      throw;
+    } catch (const Error& e) {
+      throw UsageError(e.what());
+    }
+    return;
+  }
   if (o_.data.csv_format.task == data::Task::Regression && traits_.classification_only)
     throw UsageError("--task regression goes with train and compare (and eval, predict): the " + name() +
                      " reports accuracy against batch size, a classification protocol");
@@ -314,6 +332,7 @@ std::string TrainingCommand::interrupted_message(const Report& rep) const {
 }
 
 int TrainingCommand::run(const Invocation& inv) {
+  if (own_flow()) return own_flow_run(inv);
   install_interrupt_handler();
   StudyContext ctx;
   ctx.quiet = o_.quiet;

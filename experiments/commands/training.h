@@ -91,6 +91,15 @@ class TrainingCommand : public Command {
   virtual void final_checks(const Given& given);
   // What to say when Ctrl-C stopped the command.
   virtual std::string interrupted_message(const Report& rep) const;
+  // A data set the command trains its own way, outside the flow of tables (train --dataset text:
+  // a language model, text_training.h): own_flow_presets before the shared checks of data-set and
+  // optimizer flags, own_flow_check after them (the arch's flags are its own), then own_flow_plan
+  // and own_flow_run instead of the flow.
+  virtual bool own_flow() const { return false; }
+  virtual void own_flow_presets(const Given& given) {}
+  virtual void own_flow_check(const Given& given) {}
+  virtual void own_flow_plan() {}
+  virtual int own_flow_run(const Invocation& inv) { return 0; }
 
   TrainingOptions o_;
   const CLI::App* app_ = nullptr;
@@ -110,7 +119,11 @@ class TrainingCommand : public Command {
 
   TrainingTraits traits_;
   Splits data_;
+
+ protected:
   nlohmann::json settings_;                      // the command and the flags typed (StudyContext::settings)
+
+ private:
   ResumeSources resume_;                         // --resume: the earlier results reused
 };
 

@@ -1,0 +1,226 @@
+// `normlab train --dataset text`: a character language model's training run and its
+// outputs (lm_train.h). AdamW (by default) over nanoGPT's two groups: weight decay on the
+// parameters of 2 or more dims (Linear weights, embeddings), none on biases and norm weights.
+#include "experiments/studies/lm_train.h"
+
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+#include "autograd/loss.h"
+#include "autograd/shape_ops.h"
+#include "base/error.h"
+#include "experiments/git_commit.h"
+#include "experiments/interrupt.h"
+#include "experiments/language_model.h"
+#include "experiments/optimizers.h"
+#include "experiments/output.h"
+#include "experiments/progress.h"
+#include "experiments/records.h"
+#include "experiments/report/plot.h"
+#include "experiments/report/report.h"
+#include "nn/checkpoint.h"
+#include "nn/clip_grad.h"
+
+namespace normlab::experiments::studies {
+
+using autograd::Tensor;
+
+namespace {
+
+struct LmStep {
+  int64_t step;  // 1-based: the loss of the step's batch before its update
+  double loss, lr, grad_norm;
+};
+struct LmEval {
+  int64_t step;
+  double val_loss;
+};
+
+struct LmRun {
+  std::shared_ptr<CharModel> model;
+  std::vector<LmStep> steps;
+  std::vector<LmEval> evals;
+  double val_loss = std::nan("");  // over every validation window (NaN: no validation split)
+  bool diverged = false, interrupted = false;
+  double seconds = 0;
+};
+
+// The optimizers of nanoGPT's two groups: [decayed (dim >= 2), not decayed].
+std::vector<std::unique_ptr<optim::Optimizer>> make_groups(const TrainConfig& c, const nn::Module& m) {
+  std::vector<Tensor> decay, no_decay;
+  for (const Tensor& p : m.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  TrainConfig plain = c;
+  plain.weight_decay = 0;
+  std::vector<std::unique_ptr<optim::Optimizer>> groups;
+  groups.push_back(make_optimizer(c, decay));
+  if (!no_decay.empty()) groups.push_back(make_optimizer(plain, no_decay));
+  return groups;
+}
+
+// One step on the batch of `step` (0-based): forward, cross-entropy, backward, clipping, update.
+LmStep train_step(CharModel& m, const LmPlan& p, std::vector<std::unique_ptr<optim::Optimizer>>& groups,
+                  const optim::Schedule& sched, int64_t step) {
+  const LmTrainConfig& c = p.config;
+  const double lr = sched.lr_at(step, c.train.lr);
+  for (auto& g : groups) g->set_lr(lr), g->zero_grad();
+  const data::TextBatch b = data::random_batch(p.corpus.train, c.train.batch_size, c.model.block_size, c.train.seed, step);
+  const int64_t bt = b.batch_size * b.block_size;
+  const Tensor logits = m.forward(b.x, {b.batch_size, b.block_size});
+  const Tensor loss = autograd::cross_entropy(autograd::reshape(logits, {bt, c.model.vocab_size}), b.y);
+  const std::vector<Tensor> params = m.module().parameters();
+  const double value = loss.item();
+  if (!std::isfinite(value)) return {step + 1, value, lr, std::nan("")};
+  loss.backward();
+  const double norm = nn::clip_grad_norm_(params, c.clip_grad_norm > 0 ? c.clip_grad_norm : INFINITY);
+  for (auto& g : groups) g->step();
+  return {step + 1, value, lr, norm};
+}
+
+LmRun train_lm(const LmPlan& p, bool quiet) {
+  const LmTrainConfig& c = p.config;
+  const auto start = std::chrono::steady_clock::now();
+  LmRun r;
+  autograd::Generator gen(c.train.seed);
+  r.model = std::make_shared<CharModel>(c.model, gen);
+  r.model->module().train();
+  auto groups = make_groups(c.train, r.model->module());
+  const optim::Schedule sched = schedule_of(c.train, c.steps);
+  const bool has_val = !p.corpus.validation.empty();
+  Progress progress(c.steps, quiet);
+  for (int64_t s = 0; s < c.steps && !r.interrupted; ++s) {
+    r.steps.push_back(train_step(*r.model, p, groups, sched, s));
+    if (!std::isfinite(r.steps.back().loss)) {
+      r.diverged = true;
+      progress.line("diverged at step " + std::to_string(s + 1) + " (loss is not finite)");
+      break;
+    }
+    const bool eval_now = has_val && c.train.eval_every > 0 && (s + 1) % c.train.eval_every == 0;
+    if (eval_now) {
+      const double v = window_loss(*r.model, p.corpus.validation, c.model.block_size, c.train.batch_size, kLmEvalWindows);
+      r.evals.push_back({s + 1, v});
+      progress.line("step " + std::to_string(s + 1) + ": train loss " + fmt(r.steps.back().loss, 4) +
+                    ", validation loss " + fmt(v, 4) + " nats (" + fmt(bits(v), 4) + " bits/char)");
+    }
+    progress.update(s + 1, "step " + std::to_string(s + 1) + " loss " + fmt(r.steps.back().loss, 4));
+    count_step();
+    r.interrupted = interrupted();
+  }
+  if (has_val && !r.diverged)
+    r.val_loss = window_loss(*r.model, p.corpus.validation, c.model.block_size, c.train.batch_size);
+  progress.finish();
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+void write_tables(const LmRun& r, int64_t eval_windows, const std::filesystem::path& out) {
+  CsvTable steps({"step", "loss", "lr", "grad_norm"});
+  for (const LmStep& s : r.steps) steps.add_row({std::to_string(s.step), fmt(s.loss), fmt(s.lr), fmt(s.grad_norm)});
+  steps.write(out / "steps.csv");
+  CsvTable evals({"step", "val_loss", "val_bits_per_char", "windows"});
+  for (const LmEval& e : r.evals)
+    evals.add_row({std::to_string(e.step), fmt(e.val_loss), fmt(bits(e.val_loss)), std::to_string(eval_windows)});
+  if (std::isfinite(r.val_loss) && !r.steps.empty())
+    evals.add_row({std::to_string(r.steps.back().step), fmt(r.val_loss), fmt(bits(r.val_loss)), "all"});
+  evals.write(out / "evals.csv");
+}
+
+// The training loss per step and the validation loss at the evaluations, in nats: loss_curve.png/.svg.
+std::vector<std::string> lm_plots(const LmRun& r, const std::filesystem::path& out) {
+  if (!report::gnuplot_available() || r.steps.empty()) return {};
+  report::PlotSpec loss{"Training and validation loss", "step", "cross-entropy (nats per character)"};
+  loss.log_y = report::LogY::if_wide;
+  loss.dense = true;
+  report::Series t{"train (batch)"}, v{"validation"};
+  for (const LmStep& s : r.steps)
+    if (std::isfinite(s.loss)) t.x.push_back(double(s.step)), t.y.push_back(s.loss);
+  for (const LmEval& e : r.evals) v.x.push_back(double(e.step)), v.y.push_back(e.val_loss);
+  loss.series = {t};
+  if (!v.x.empty()) loss.series.push_back(v);
+  return report::render_plot(loss, out, "loss_curve") ? std::vector<std::string>{"loss_curve"} : std::vector<std::string>{};
+}
+
+std::map<std::string, std::string> checkpoint_of(const LmPlan& p, const LmRun& r) {
+  auto md = lm_metadata(p.config.model, p.corpus.vocabulary, p.corpus.name, p.corpus.validation_fraction);
+  md["normlab"] = NORMLAB_VERSION;
+  md["git_commit"] = git_commit();
+  md["format"] = "pt";
+  md["steps"] = std::to_string(r.steps.size());
+  md["seed"] = std::to_string(p.config.train.seed);
+  md["eval_batch"] = std::to_string(p.config.train.batch_size);
+  if (std::isfinite(r.val_loss)) md["val_loss"] = fmt(r.val_loss);
+  if (r.interrupted) md["interrupted"] = "true", md["planned_steps"] = std::to_string(p.config.steps);
+  md["repr"] = r.model->module().str();
+  return md;
+}
+
+std::string corpus_text(const data::TextCorpus& c) {
+  std::ostringstream s;
+  s << "- Corpus: " << (c.name == "fortunes" ? "fortunes (Debian's fortune files, " + std::string(data::kFortunesDir) + ")"
+                                              : "`" + c.name + "`")
+    << ", " << c.characters << " characters, vocabulary of " << c.vocabulary.size()
+    << " characters (the training split's)\n- Split: the first " << c.train.size() << " characters train, the last "
+    << (c.characters - static_cast<int64_t>(c.train.size())) << " validate (--val-fraction " << fmt(c.validation_fraction)
+    << ", contiguous)";
+  if (c.skipped > 0) s << "; " << c.skipped << " validation characters outside the vocabulary left out";
+  s << "\n";
+  return s.str();
+}
+
+std::string lm_markdown(const LmPlan& p, const LmRun& r, const std::vector<std::string>& plots) {
+  const LmTrainConfig& c = p.config;
+  std::ostringstream md;
+  md << corpus_text(p.corpus) << "- Model: " << r.model->describe() << ", " << r.model->module().num_parameters()
+     << " parameters\n"
+     << "- Training: " << r.steps.size() << " of " << c.steps << " steps, batch " << c.train.batch_size << ", "
+     << optimizer_text(c.train, true) << " (weight decay on 2-D weights only), warmup " << c.train.warmup_steps
+     << " steps then " << c.train.schedule << ", gradient clipping at "
+     << (c.clip_grad_norm > 0 ? fmt(c.clip_grad_norm) : std::string("none")) << ", seed " << c.train.seed << ", "
+     << format_duration(r.seconds) << "\n";
+  if (std::isfinite(r.val_loss))
+    md << "\n**Final validation loss: " << fmt(r.val_loss, 5) << " nats per character = " << fmt(bits(r.val_loss), 5)
+       << " bits per character** (every non-overlapping window of the validation split).\n";
+  if (r.interrupted) md << "\nCtrl-C stopped the run after " << r.steps.size() << " steps.\n";
+  md << "\n" << report::image_links(plots)
+     << (r.diverged ? "The run diverged: its weights are in `model.diverged.safetensors`, not a usable model.\n"
+                    : "The model is in `model.safetensors` (nanoGPT's state_dict names); `normlab generate "
+                      "--checkpoint model.safetensors --prompt ...` samples from it.\n");
+  return md.str();
+}
+
+}  // namespace
+
+void check_lm_plan(const LmPlan& plan) {
+  const LmTrainConfig& c = plan.config;
+  if (c.steps < 1) throw Error("--steps must be at least 1, got " + std::to_string(c.steps));
+  if (c.train.warmup_steps >= c.steps)
+    throw Error("--warmup " + std::to_string(c.train.warmup_steps) + " must be below --steps " + std::to_string(c.steps));
+  if (c.clip_grad_norm < 0) throw Error("--clip-grad-norm must be >= 0 (0: no clipping)");
+  const OptimizerEntry& o = optimizer(c.train.optimizer);
+  if (o.check) o.check(c.train);
+  schedule_of(c.train, c.steps);  // throws for bad schedule settings
+}
+
+Report run_lm_train(const LmPlan& plan, const StudyContext& ctx) {
+  const LmRun r = train_lm(plan, ctx.quiet);
+  const int64_t windows = data::sequential_windows(static_cast<int64_t>(plan.corpus.validation.size()),
+                                                   plan.config.model.block_size);
+  write_tables(r, std::min(windows, kLmEvalWindows), ctx.out);
+  nn::save_module((ctx.out / (r.diverged ? "model.diverged.safetensors" : "model.safetensors")).string(), r.model->module(),
+                  checkpoint_of(plan, r));
+  Report rep{"Training run: character language model", lm_markdown(plan, r, lm_plots(r, ctx.out)), r.diverged};
+  rep.interrupted = r.interrupted;
+  nlohmann::json config = {{"arch", plan.config.model.arch},
+                           {"steps", plan.config.steps},
+                           {"clip_grad_norm", plan.config.clip_grad_norm},
+                           {"checkpoint", lm_metadata(plan.config.model, plan.corpus.vocabulary, plan.corpus.name,
+                                                      plan.corpus.validation_fraction)},
+                           {"train", to_json(plan.config.train)}};
+  nlohmann::json man = report::manifest(ctx, {{"study", "train"}, {"config", config}}, r.seconds);
+  man["interrupted"] = r.interrupted;
+  man["val_loss"] = std::isfinite(r.val_loss) ? nlohmann::json(r.val_loss) : nlohmann::json();
+  report::write_report(ctx, rep, man);
+  return rep;
+}
+
+}  // namespace normlab::experiments::studies

@@ -1,0 +1,45 @@
+// `normlab train --dataset text`: one character language model (a GPT or a CharLSTM) trained for a number of
+// steps on random windows of a text's training split, with its validation loss in nats and bits
+// per character, its CSV files, plot, report, manifest and self-describing checkpoint.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "data/text.h"
+#include "experiments/char_model.h"
+#include "experiments/context.h"
+#include "experiments/trainer.h"
+#include "nn/gpt.h"
+
+namespace normlab::experiments::studies {
+
+// Windows of the fixed validation set that --eval-every evaluates (the first ones of the split);
+// the final validation loss is over every window.
+inline constexpr int64_t kLmEvalWindows = 256;
+
+struct LmTrainConfig {
+  CharModelSpec model;     // vocab_size from the corpus
+  // The optimizer and schedule settings, the batch size, --eval-every and the seed (epochs unused).
+  TrainConfig train;
+  int64_t steps = 0;       // training steps
+  double clip_grad_norm = 1.0;  // total gradient norm clipped to it (0: no clipping)
+};
+
+struct LmPlan {
+  LmTrainConfig config;
+  data::TextCorpus corpus;
+};
+
+// Throws normlab::Error for settings that cannot train (naming the flags): steps < 1, warmup not
+// below steps, a batch or window that does not fit, an optimizer's own checks.
+void check_lm_plan(const LmPlan& plan);
+
+// Trains, evaluates and writes steps.csv (step, loss, lr, grad_norm), evals.csv (step,
+// val_loss, val_bits_per_char, windows; every --eval-every steps on the first kLmEvalWindows windows, and
+// after the last step on every window), loss_curve.png/.svg, report.md, manifest.json and
+// model.safetensors (metadata: language_model.h lm_metadata, plus steps and val_loss). Ctrl-C
+// stops after the current step and writes what was done; a non-finite loss stops the run and saves
+// model.diverged.safetensors.
+Report run_lm_train(const LmPlan& plan, const StudyContext& ctx);
+
+}  // namespace normlab::experiments::studies
