@@ -1,7 +1,7 @@
 // Gradients of dim-0 slices (narrow, select, split along dim 0: autograd::record_rows): the values
 // against hand sums, a float64 gradcheck with overlapping pieces and a full-tensor consumer, a
 // gradient sum that someone else sees, the allocation count of the backward (one buffer for all
-// the slices of a tensor, not one per slice), and record_rows' errors.
+// the slices of a tensor, not one per slice), the retain_graph rules, and record_rows' errors.
 #include <boost/test/unit_test.hpp>
 #include <cstdint>
 #include <vector>
@@ -107,6 +107,20 @@ BOOST_AUTO_TEST_CASE(the_slices_of_a_tensor_share_one_gradient_buffer) {
   BOOST_TEST(sliced <= separate + 1);
   std::vector<double> want(T * N, 2.0);
   check_tensor(x.grad(), want);
+}
+
+BOOST_AUTO_TEST_CASE(a_slice_node_keeps_the_retain_graph_rules) {
+  // A second backward through a freed slice node is an error; with retain_graph it accumulates.
+  Tensor x = tensor({1, 2, 3, 4}, {2, 2});
+  x.requires_grad_();
+  const Tensor y = sum(select(x, 0, 1) * 3.0);
+  y.backward(Tensor(), /*retain_graph=*/true);
+  y.backward();
+  check_tensor(x.grad(), {0, 0, 6, 6});
+  expect_error([&] { y.backward(); }, {"backward", "second time"});
+  const Tensor z = narrow(x * 1.0, 0, 1);
+  z.backward(tensor({1, 1}, {1, 2}));
+  expect_error([&] { z.backward(tensor({1, 1}, {1, 2})); }, {"backward", "second time", "SliceBackward0"});
 }
 
 BOOST_AUTO_TEST_CASE(record_rows_bad_input) {
