@@ -5,6 +5,7 @@
 
 #include "autograd/allocator.h"
 #include "autograd/elementwise.h"
+#include "autograd/shape_ops.h"
 
 namespace normlab::autograd {
 
@@ -99,6 +100,18 @@ Tensor record(const char* name, Tensor out, std::initializer_list<Tensor> inputs
   return record_node(name, std::move(out), inputs.begin(), inputs.size(), std::move(fn));
 }
 
+Tensor record_rows(const char* name, Tensor out, const Tensor& x, int64_t start) {
+  bool rows = x.dim() > 0 && start >= 0 && out.dim() == x.dim() && start + out.size(0) <= x.size(0);
+  for (int64_t d = 1; rows && d < x.dim(); ++d) rows = out.size(d) == x.size(d);
+  if (!rows)
+    throw Error("record_rows: " + shape_str(out.shape()) + " from row " + std::to_string(start) +
+                " is not a slice along dim 0 of a tensor of shape " + shape_str(x.shape()));
+  if (!grad_enabled() || !x.requires_grad()) return out;
+  out = record_node(name, std::move(out), &x, 1, nullptr);
+  out.grad_fn()->rows_start_ = start;
+  return out;
+}
+
 Tensor renamed(Tensor t, const char* name) {
   if (t.grad_fn()) t.grad_fn()->name_ = name;
   return t;
@@ -127,6 +140,22 @@ void accumulate_into(TensorImpl& leaf, Tensor g) {
     add_(acc, g);
   }
 }
+
+}  // namespace
+
+// The backward of a record_rows node n: g (of n's output shape) added into its rows of the gradient
+// sum of n's input, which starts as zeros of the input's whole shape (x[rows] = 0 + g, as the sum of
+// a zero-filled gradient per piece would give).
+void add_rows(Node& n, const Tensor& g) {
+  Node* c = n.next_[0].get();
+  if (!c) return;
+  Tensor& b = c->grad_sum_;
+  if (!b.defined()) b = zeros(c->out_shape_, c->out_dtype_);
+  else if (!sole_owner(b)) b = b.detach().clone();  // never write into a gradient someone else sees
+  add_(narrow(b, n.rows_start_, n.out_shape_[0]), g);
+}
+
+namespace {
 
 // Global so that nested or successive passes never mistake a node's scratch for their own.
 std::atomic<uint64_t> g_pass{0};
@@ -206,9 +235,13 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
         throw Error("backward: trying to backward through the graph a second time (the saved "
                     "tensors of " + n->name() + " were freed by the first backward); pass "
                     "retain_graph=true to the first backward if you need to");
-      needs.assign(n->next_.size(), false);
-      for (size_t i = 0; i < n->next_.size(); ++i) needs[i] = n->next_[i] != nullptr;
-      grads = n->fn_(g, needs);
+      if (n->rows_start_ >= 0) {  // a slice: its gradient goes straight into its rows (no grads below)
+        add_rows(*n, g);
+      } else {
+        needs.assign(n->next_.size(), false);
+        for (size_t i = 0; i < n->next_.size(); ++i) needs[i] = n->next_[i] != nullptr;
+        grads = n->fn_(g, needs);
+      }
       g = Tensor();
       if (!retain_graph) n->release();
     }

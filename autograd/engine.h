@@ -43,6 +43,8 @@ class Node {
   friend void run_backward(const Tensor&, const Tensor&, bool);
   friend Tensor renamed(Tensor, const char*);
   friend Tensor record_node(const char*, Tensor, const Tensor*, size_t, BackwardFn);
+  friend Tensor record_rows(const char*, Tensor, const Tensor&, int64_t);
+  friend void add_rows(Node&, const Tensor&);
   const char* name_;
   NodeList next_;
   BackwardFn fn_;
@@ -51,6 +53,9 @@ class Node {
   bool released_ = false;
   std::shared_ptr<TensorImpl> leaf_;  // set on accumulate-grad nodes only
   std::weak_ptr<TensorImpl> retained_;  // the output tensor, when it asked to retain_grad()
+  // Set by record_rows only: this node's output is rows rows_start_.. of its one input along dim 0,
+  // and the engine adds its gradient into those rows of the input's gradient sum (fn_ is unused).
+  int64_t rows_start_ = -1;
   // Scratch of the backward pass that is running through this node (one pass at a time per graph):
   // the pass number that last visited it, its count of consumers still to deliver a gradient, and
   // the sum of the gradients delivered so far.
@@ -87,6 +92,13 @@ Tensor record(const char* name, Tensor out, const std::vector<Tensor>& inputs, B
 Tensor record(const char* name, Tensor out, std::initializer_list<Tensor> inputs, BackwardFn fn);
 // The same over inputs[0..n).
 Tensor record_node(const char* name, Tensor out, const Tensor* inputs, size_t n, BackwardFn fn);
+// Records `out`, the rows start..start+out.size(0) of x along dim 0 (a view of x), with a node
+// whose gradient the engine adds straight into those rows of x's gradient sum, which it zero-fills
+// once per backward pass. So the T pieces x[0], ..., x[T-1] of one x cost O(T * numel(x[t])) in the
+// backward, where a backward returning a zero-filled gradient of x's whole shape per piece would
+// cost O(T * numel(x)) (T^2 rows) to fill and add up. The sums are the same: each row gets its
+// pieces' gradients in arrival order, as before. Returns out.
+Tensor record_rows(const char* name, Tensor out, const Tensor& x, int64_t start);
 // Renames the node that made t, if t was recorded: an op built from primitives names its last node
 // after itself, as PyTorch does (mean -> "MeanBackward0"). Only for a node the op just made. Returns t.
 Tensor renamed(Tensor t, const char* name);

@@ -187,13 +187,9 @@ Tensor narrow(const Tensor& x, int64_t start, int64_t length) {
   Tensor out = x.detach();
   out.impl().shape[0] = length;
   out.impl().offset += start * (n == 0 ? 0 : x.numel() / n);
-  return record("SliceBackward0", out, {x}, [xs = x.shape(), dt = x.dtype(), start](const Tensor& g, const Needs&) {
-    Tensor gx = zeros(xs, dt);
-    const int64_t row = xs[0] == 0 ? 0 : numel(xs) / xs[0];
-    std::memcpy(static_cast<char*>(gx.raw_data()) + start * row * dtype_size(dt), g.raw_data(),
-                g.numel() * dtype_size(dt));
-    return Grads{gx};
-  });
+  // Backward: g goes into rows start.. of x's gradient, which the engine zero-fills once for all
+  // the slices of x (the T steps of a sequence), not once per slice.
+  return record_rows("SliceBackward0", out, x, start);
 }
 
 // ---- Sequence ops: narrow along a dim, cat, stack, split, select ------------------------------------

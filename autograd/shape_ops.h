@@ -25,7 +25,8 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& perm);
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
 // Broadcasts x to shape (sizes of 1 stretch; -1 keeps a size; new leading dims allowed).
 Tensor expand(const Tensor& x, Shape shape);
-// Rows start..start+length of dim 0, sharing storage (a batch slice).
+// Rows start..start+length of dim 0, sharing storage (a batch slice). Its backward adds into those
+// rows of x's gradient (autograd::record_rows), so T slices of x cost one gradient of x, not T.
 Tensor narrow(const Tensor& x, int64_t start, int64_t length);
 // x[..., start:start+length, ...] along dim (negative counts from the end), keeping the dim. Along
 // dim 0 this is the sharing narrow above; along any other dim the slice is copied (the result is
