@@ -55,13 +55,19 @@ class Used {
 };
 
 // With metadata <name>.float32_deviation (PyTorch's own float32 error on this value, ln_lstm's
-// float32 cases), the floor is 1e-6 + 4x that deviation: two float32 computations may each be off
-// by about as much, in opposite directions, and normlab's float32 kernels are not PyTorch's.
+// and bn_lstm's float32 cases), the floor is 1e-6 + k times that deviation: two float32
+// computations may each be off by about as much, in opposite directions, and normlab's float32
+// kernels are not PyTorch's. k = 4 for the LayerNorm LSTM; k = 32 for the BatchNorm LSTM, whose
+// batch statistics over 3 or 4 samples amplify float32 rounding so much that normlab's own error
+// moves with the compiler's flags: at most 2.6 deviations in the release build, 28 at -O1 (the
+// sanitize preset). A wrong formula is off by far more;
+// the float64 cases (rtol 1e-10) are the exact check.
 void expect_close(Used& u, const Tensor& got, const std::string& name, Tol tol,
                   const normlab::test::Fixture* fx = nullptr) {
   const Tensor want = u.get(name);
   if (fx && fx->metadata().count(name + ".float32_deviation"))
-    tol.atol = std::max(tol.atol, 1e-6 + 4 * std::stod(fx->meta(name + ".float32_deviation")));
+    tol.atol = std::max(tol.atol, 1e-6 + (fx->name() == "bn_lstm" ? 32 : 4) *
+                                             std::stod(fx->meta(name + ".float32_deviation")));
   BOOST_TEST_CONTEXT("comparing with " << name) {
     BOOST_TEST_REQUIRE(got.defined());
     BOOST_TEST_REQUIRE(got.shape() == want.shape());

@@ -33,6 +33,8 @@ class Fixture {
 
   // True if the fixture has a tensor of this name.
   bool has(const std::string& tensor) const { return index_.count(tensor) > 0; }
+  // The fixture's name: "lstm" for tests/fixtures/lstm.safetensors.
+  const std::string& name() const { return name_; }
 
   // The tensor of this name (float32/float64 as stored; I64/I32 entries as float64); throws a
   // normlab::Error naming the fixture, the tensor and a few names that do exist if it is absent.
