@@ -46,7 +46,7 @@ std::string what_checkpoint_is(const std::map<std::string, std::string>& md) {
   };
   if (get("arch").empty()) return "a file without normlab's model metadata (no \"arch\")";
   const std::string task = get("task") == "regression" ? "regression model" : "classifier";
-  return "a " + get("arch") + " " + task + (get("dataset").empty() ? "" : " trained on " + get("dataset"));
+  return "a " + task + " (--arch " + get("arch") + ")" + (get("dataset").empty() ? "" : " trained on " + get("dataset"));
 }
 
 }  // namespace

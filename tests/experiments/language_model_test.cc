@@ -147,7 +147,7 @@ BOOST_AUTO_TEST_CASE(generate_refuses_bad_input_before_printing) {
   const std::string mlp = (d.path() / "mlp").string();
   BOOST_REQUIRE_EQUAL(run_normlab_quiet({"train", "--quick", "--samples", "200", "--epochs", "1", "--out", mlp}), 0);
   expect_error({"generate", "--checkpoint", mlp + "/model.safetensors", "--prompt", "a"},
-               {"is not a language model", "mlp classifier trained on moons"});
+               {"is not a language model", "a classifier (--arch mlp) trained on moons"});
   expect_error({"eval", "--checkpoint", mlp + "/model.safetensors", "--text", kSample}, {"--text goes with"});
 }
 
