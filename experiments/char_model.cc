@@ -10,25 +10,6 @@ using autograd::Tensor;
 
 namespace {
 
-// A whole number of a checkpoint's metadata, at least 1 (errors name the file and key).
-int64_t size_entry(const std::map<std::string, std::string>& md, const std::string& path, const std::string& key) {
-  const auto it = md.find(key);
-  if (it == md.end()) throw Error(path + ": language model metadata lacks \"" + key + "\"");
-  try {
-    size_t used = 0;
-    const int64_t v = std::stoll(it->second, &used);
-    if (used == it->second.size() && v >= 1) return v;
-  } catch (const std::exception&) {
-  }
-  throw Error(path + ": metadata \"" + key + "\" is \"" + it->second + "\", expected a whole number >= 1");
-}
-
-std::string text_entry(const std::map<std::string, std::string>& md, const std::string& path, const std::string& key) {
-  const auto it = md.find(key);
-  if (it == md.end()) throw Error(path + ": language model metadata lacks \"" + key + "\"");
-  return it->second;
-}
-
 std::string count(int64_t n, const std::string& what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); }
 
 }  // namespace
@@ -106,23 +87,42 @@ std::map<std::string, std::string> char_model_metadata(const CharModelSpec& s) {
 
 CharModelSpec read_char_model_metadata(const std::map<std::string, std::string>& md, const std::string& path) {
   CharModelSpec s;
-  s.arch = text_entry(md, path, "arch");
-  s.vocab_size = size_entry(md, path, "vocab_size");
-  s.block_size = size_entry(md, path, "block_size");
+  s.arch = lm_metadata_text(md, path, "arch");
+  s.vocab_size = lm_metadata_size(md, path, "vocab_size");
+  s.block_size = lm_metadata_size(md, path, "block_size");
   if (s.arch == "gpt") {
-    s.gpt.n_layer = size_entry(md, path, "n_layer");
-    s.gpt.n_head = size_entry(md, path, "n_head");
-    s.gpt.width = size_entry(md, path, "width");
-    s.gpt.norm = nn::parse_block_norm(text_entry(md, path, "norm"));
-    s.gpt.position = nn::parse_norm_position(text_entry(md, path, "position"));
+    s.gpt.n_layer = lm_metadata_size(md, path, "n_layer");
+    s.gpt.n_head = lm_metadata_size(md, path, "n_head");
+    s.gpt.width = lm_metadata_size(md, path, "width");
+    s.gpt.norm = nn::parse_block_norm(lm_metadata_text(md, path, "norm"));
+    s.gpt.position = nn::parse_norm_position(lm_metadata_text(md, path, "position"));
   } else if (s.arch == "lstm") {
-    s.lstm.embed_dim = size_entry(md, path, "embed_dim");
-    s.lstm.hidden_size = size_entry(md, path, "hidden_size");
-    s.lstm.num_layers = size_entry(md, path, "num_layers");
+    s.lstm.embed_dim = lm_metadata_size(md, path, "embed_dim");
+    s.lstm.hidden_size = lm_metadata_size(md, path, "hidden_size");
+    s.lstm.num_layers = lm_metadata_size(md, path, "num_layers");
   } else {
     throw Error(path + ": metadata \"arch\" is \"" + s.arch + "\", expected gpt or lstm for a language model");
   }
   return s;
+}
+
+int64_t lm_metadata_size(const std::map<std::string, std::string>& md, const std::string& path, const std::string& key) {
+  const auto it = md.find(key);
+  if (it == md.end()) throw Error(path + ": language model metadata lacks \"" + key + "\"");
+  try {
+    size_t used = 0;
+    const int64_t v = std::stoll(it->second, &used);
+    if (used == it->second.size() && v >= 1) return v;
+  } catch (const std::exception&) {
+  }
+  throw Error(path + ": metadata \"" + key + "\" is \"" + it->second + "\", expected a whole number >= 1");
+}
+
+std::string lm_metadata_text(const std::map<std::string, std::string>& md, const std::string& path,
+                             const std::string& key) {
+  const auto it = md.find(key);
+  if (it == md.end()) throw Error(path + ": language model metadata lacks \"" + key + "\"");
+  return it->second;
 }
 
 }  // namespace normlab::experiments

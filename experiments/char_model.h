@@ -66,4 +66,10 @@ std::map<std::string, std::string> char_model_metadata(const CharModelSpec& s);
 // Back from a checkpoint's metadata; errors name `path` and the missing or malformed key.
 CharModelSpec read_char_model_metadata(const std::map<std::string, std::string>& md, const std::string& path);
 
+// A language model checkpoint's metadata value `key`: a whole number of at least 1, or any text.
+// A missing key or a bad number is an error naming the file (`path`) and the key.
+int64_t lm_metadata_size(const std::map<std::string, std::string>& md, const std::string& path, const std::string& key);
+std::string lm_metadata_text(const std::map<std::string, std::string>& md, const std::string& path,
+                             const std::string& key);
+
 }  // namespace normlab::experiments

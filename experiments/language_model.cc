@@ -19,25 +19,6 @@ using autograd::Tensor;
 
 namespace {
 
-// A whole number of a checkpoint's metadata, at least 1 (errors name the file and key).
-int64_t size_entry(const std::map<std::string, std::string>& md, const std::string& path, const std::string& key) {
-  const auto it = md.find(key);
-  if (it == md.end()) throw Error(path + ": language model metadata lacks \"" + key + "\"");
-  try {
-    size_t used = 0;
-    const int64_t v = std::stoll(it->second, &used);
-    if (used == it->second.size() && v >= 1) return v;
-  } catch (const std::exception&) {
-  }
-  throw Error(path + ": metadata \"" + key + "\" is \"" + it->second + "\", expected a whole number >= 1");
-}
-
-std::string text_entry(const std::map<std::string, std::string>& md, const std::string& path, const std::string& key) {
-  const auto it = md.find(key);
-  if (it == md.end()) throw Error(path + ": language model metadata lacks \"" + key + "\"");
-  return it->second;
-}
-
 // What a checkpoint that is no language model holds, in words: "a mlp classifier trained on moons".
 std::string what_checkpoint_is(const std::map<std::string, std::string>& md) {
   const auto get = [&](const std::string& k) {
@@ -121,7 +102,7 @@ LanguageModel load_language_model(const std::string& path) {
   lm.metadata = md;
   CharModelSpec spec;
   try {
-    lm.vocabulary = data::Vocabulary::from_string(text_entry(md, path, "vocabulary"));
+    lm.vocabulary = data::Vocabulary::from_string(lm_metadata_text(md, path, "vocabulary"));
     spec = read_char_model_metadata(md, path);
   } catch (const Error& e) {
     const std::string what = e.what();
@@ -161,7 +142,7 @@ LmEvaluation evaluate_language_model(const LanguageModel& lm, const std::string&
                                      int64_t batch) {
   LmEvaluation ev;
   const auto& md = lm.metadata;
-  ev.source = text_file.empty() ? text_entry(md, path, "corpus") : text_file;
+  ev.source = text_file.empty() ? lm_metadata_text(md, path, "corpus") : text_file;
   std::u32string text;
   if (ev.source == "fortunes" && text_file.empty()) {
     text = data::read_default_corpus();
@@ -170,8 +151,8 @@ LmEvaluation evaluate_language_model(const LanguageModel& lm, const std::string&
       throw Error(path + " was trained on " + ev.source + ", which is not there any more: give --text FILE");
     text = data::read_text_file(ev.source);
   }
-  const double f = std::stod(text_entry(md, path, "val_fraction"));
-  if (batch == 0) batch = md.count("eval_batch") ? size_entry(md, path, "eval_batch") : 16;
+  const double f = std::stod(lm_metadata_text(md, path, "val_fraction"));
+  if (batch == 0) batch = md.count("eval_batch") ? lm_metadata_size(md, path, "eval_batch") : 16;
   const int64_t block = lm.model->spec().block_size;
   const std::vector<int64_t> ids = validation_ids(text, ev.source, lm.vocabulary, f, block, &ev.skipped);
   ev.characters = static_cast<int64_t>(ids.size());
