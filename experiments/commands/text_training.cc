@@ -157,14 +157,8 @@ int TextTraining::run(const TrainingOptions& o, const nlohmann::json& settings, 
   }
   set.commit();
   std::printf("normlab: results in %s\n", o.out.c_str());
-  if (rep.interrupted) {
-    std::fprintf(stderr, "normlab: interrupted: the steps done and the model at the interruption are in %s\n", o.out.c_str());
-    return kExitInterrupted;
-  }
-  if (!rep.diverged) return kExitOk;
-  std::fprintf(stderr, "normlab: the run diverged (its loss became NaN or infinite): no model was saved; its "
-               "weights are in model.diverged.safetensors (exit status %d)\n", kExitDiverged);
-  return kExitDiverged;
+  return run_exit_status(rep.interrupted, rep.diverged,
+                         "normlab: interrupted: the steps done and the model at the interruption are in " + o.out + "\n");
 }
 
 }  // namespace normlab::experiments::commands

@@ -368,11 +368,15 @@ int TrainingCommand::run(const Invocation& inv) {
   set.commit();
   after_commit(ctx);
   std::printf("normlab: results in %s%s\n", o_.out.c_str(), traits_.single_run ? "" : " (report.md)");
-  if (rep.interrupted) {
-    std::fputs(interrupted_message(rep).c_str(), stderr);
+  return run_exit_status(rep.interrupted, rep.diverged, rep.interrupted ? interrupted_message(rep) : "");
+}
+
+int run_exit_status(bool interrupted, bool diverged, const std::string& message) {
+  if (interrupted) {
+    std::fputs(message.c_str(), stderr);
     return kExitInterrupted;
   }
-  if (!rep.diverged) return kExitOk;
+  if (!diverged) return kExitOk;
   std::fprintf(stderr, "normlab: the run diverged (its loss became NaN or infinite): no model was saved; its "
                "weights are in model.diverged.safetensors (exit status %d)\n", kExitDiverged);
   return kExitDiverged;

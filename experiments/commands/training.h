@@ -135,4 +135,8 @@ void check_batch_fits(const std::string& flag, int64_t batch, int64_t rows, cons
 // "the dataset is 'moons', the --quick default": what a message about a data-set flag says.
 std::string dataset_phrase(const TrainingOptions& o, const Given& given);
 
+// The exit status of a training command whose results are written: kExitInterrupted (after
+// printing `message` to stderr), kExitDiverged (saying where the diverged weights are) or kExitOk.
+int run_exit_status(bool interrupted, bool diverged, const std::string& message);
+
 }  // namespace normlab::experiments::commands
