@@ -2,6 +2,7 @@
 // picks, the errors of flags it cannot take, its checkpoint metadata, and a run from the command line
 // on a small CSV file of images read row by row.
 #include <boost/test/unit_test.hpp>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -116,6 +117,35 @@ BOOST_AUTO_TEST_CASE(trains_from_the_command_line_and_evaluates_its_checkpoint) 
     const std::string eval = test::read_file(dir.path() / "eval" / "report.md");
     BOOST_TEST(eval.find("accuracy **100%**") != std::string::npos, eval);
   }
+}
+
+// Without --hidden the lstm is one layer of 128 (not the data set's MLP widths); --activation, which
+// no LSTM cell reads, is refused before anything is written.
+BOOST_AUTO_TEST_CASE(default_width_and_no_activation_flag) {
+  test::TempDir dir;
+  const auto csv = dir.path() / "rows.csv";
+  {
+    std::ofstream f(csv);
+    f << "a,b,c,d,label\n";
+    for (int n = 0; n < 20; ++n) f << n % 2 << ",0.5," << (n + 1) % 2 << ",0.25,c" << n % 2 << "\n";
+  }
+  const auto out = dir.path() / "run";
+  const std::vector<std::string> base = {"train", "--csv", csv.string(), "--label", "label", "--arch", "lstm",
+                                         "--image-shape", "1,2,2", "--epochs", "1", "--out", out.string()};
+  BOOST_REQUIRE_EQUAL(run_normlab_quiet(base), 0);
+  const std::string report = test::read_file(out / "report.md");
+  BOOST_TEST(report.find("1x2x2-lstm128-2 (norm none)") != std::string::npos, report);
+  std::vector<std::string> with_activation = base;
+  with_activation.back() = (dir.path() / "refused").string();  // the --out value
+  with_activation.insert(with_activation.end(), {"--activation", "tanh"});
+  std::string message = "no error";
+  try {
+    run_normlab_quiet(with_activation);
+  } catch (const std::exception& e) {
+    message = e.what();
+  }
+  BOOST_TEST(message.find("--arch lstm takes no --activation") != std::string::npos, message);
+  BOOST_TEST(!std::filesystem::exists(dir.path() / "refused"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
