@@ -1,7 +1,9 @@
 // Scaled dot-product attention kernels, per-target Highway bodies (included once per target by
-// attention.cc). A query row's scores are computed along the keys, from a transposed copy of K (and
-// V, for the backward's dP), so each lane is one key and sums over d in order; the row updates
-// (o_i += p_j v_j, dV, dQ, dK) go along the head dimension D. Tails go one lane at a time.
+// attention.cc). Register tiles of kRows query (or key) rows: scores are a (rows, keys) product read
+// from a transposed, zero-padded copy of K (and V, for the backward's dP), so each lane is one key
+// and sums over d in order; the weighted sums (o_i, dQ, dK, dV) go along the head dimension of the
+// operands' rows, read and written in place when D is a multiple of the lane count, else through
+// zero-padded copies, so every load is a whole vector and no lanes are added together there.
 
 #if defined(NORMLAB_AUTOGRAD_KERNELS_ATTENTION_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef NORMLAB_AUTOGRAD_KERNELS_ATTENTION_INL_H_
@@ -12,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "autograd/kernels/attention.h"
@@ -25,18 +28,21 @@ HWY_BEFORE_NAMESPACE();
 namespace normlab::autograd::kernels::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Sum of the lanes of v in lane order (not SumOfLanes, whose order differs between targets).
+// Rows of one register tile: kRows rows x 2 vectors = 8 accumulators (16 registers on AVX2).
+constexpr int kRows = 4;
+
+// The loops over a tile's rows and vectors are unrolled so that its accumulators stay in registers
+// (GCC otherwise keeps arrays of vectors in memory).
+#define NORMLAB_UNROLL_TILE _Pragma("GCC unroll 16")
+
+// Sum of the lanes of v: Highway's reduction tree (the same on every call of one target; a chain
+// of adds in lane order would wait on each add's latency, once per query row).
 template <class D>
-HWY_INLINE hn::TFromD<D> SumLanesInOrder(D d, hn::Vec<D> v) {
-  using T = hn::TFromD<D>;
-  HWY_ALIGN T lanes[hn::MaxLanes(d)];
-  hn::Store(v, d, lanes);
-  T acc = lanes[0];
-  for (size_t l = 1; l < hn::Lanes(d); ++l) acc += lanes[l];
-  return acc;
+HWY_INLINE hn::TFromD<D> SumLanes(D d, hn::Vec<D> v) {
+  return hn::GetLane(hn::SumOfLanes(d, v));
 }
 
-// a . b over n values: whole vectors (lanes summed in order), then the tail one value at a time.
+// a . b over n values: whole vectors (their lanes summed), then the tail one value at a time.
 // (Once per query row: delta_i.)
 template <typename T>
 HWY_INLINE T Dot(int64_t n, const T* HWY_RESTRICT a, const T* HWY_RESTRICT b) {
@@ -47,199 +53,405 @@ HWY_INLINE T Dot(int64_t n, const T* HWY_RESTRICT a, const T* HWY_RESTRICT b) {
   if (n >= N) {
     auto va = hn::Zero(d);
     for (; i + N <= n; i += N) va = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), va);
-    acc = SumLanesInOrder(d, va);
+    acc = SumLanes(d, va);
   }
   for (; i < n; ++i) acc += a[i] * b[i];
   return acc;
 }
 
-// y += alpha x over n values (a row of D features).
+// Padded widths: keys and head features are stored in whole vectors.
 template <typename T>
-HWY_INLINE void Axpy(int64_t n, T alpha, const T* HWY_RESTRICT x, T* HWY_RESTRICT y) {
-  const hn::ScalableTag<T> d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  const auto va = hn::Set(d, alpha);
-  int64_t i = 0;
-  for (; i + N <= n; i += N) hn::StoreU(hn::MulAdd(va, hn::LoadU(d, x + i), hn::LoadU(d, y + i)), d, y + i);
-  for (; i < n; ++i) y[i] += alpha * x[i];
+HWY_INLINE int64_t RoundUpToLanes(int64_t n) {
+  const int64_t N = static_cast<int64_t>(hn::Lanes(hn::ScalableTag<T>()));
+  return (n + N - 1) / N * N;
 }
 
-// Dot products of one row a (D values) with the rows j of a (T, D) operand, read from its transpose
-// bt (D, T): s_j = scale sum_d a_d bt[d T + j], vectors along j, so every lane sums over d in order
-// (d = 0 first, as the reference) and no lanes are ever added together. kV vectors of j at once
-// (independent accumulators hide the multiply-add latency).
-template <int kV, class DV, typename T = hn::TFromD<DV>>
-HWY_INLINE void RowDotsAt(DV dv, int64_t j, int64_t D, int64_t T_, T scale, const T* HWY_RESTRICT a,
-                          const T* HWY_RESTRICT bt, T* HWY_RESTRICT s) {
-  const int64_t N = static_cast<int64_t>(hn::Lanes(dv));
-  hn::Vec<DV> acc[kV];
-  for (int v = 0; v < kV; ++v) acc[v] = hn::Zero(dv);
-  for (int64_t d = 0; d < D; ++d) {
-    const auto ad = hn::Set(dv, a[d]);
-    const T* row = bt + d * T_ + j;
-    for (int v = 0; v < kV; ++v) acc[v] = hn::MulAdd(ad, hn::LoadU(dv, row + v * N), acc[v]);
-  }
-  const auto vs = hn::Set(dv, scale);
-  for (int v = 0; v < kV; ++v) hn::StoreU(hn::Mul(acc[v], vs), dv, s + j + v * N);
-}
-
-// s_j for j < n: blocks of 4 vectors, of 2, then single vectors, then one-lane vectors (the same
-// operations on every j).
+// bt (D, ld) = the transpose of the T rows of D values at b (row stride `row`), columns T..ld zero.
 template <typename T>
-HWY_INLINE void RowDots(int64_t n, int64_t D, int64_t T_, T scale, const T* HWY_RESTRICT a, const T* HWY_RESTRICT bt,
-                        T* HWY_RESTRICT s) {
-  const hn::ScalableTag<T> d;
-  const hn::CappedTag<T, 1> d1;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  int64_t j = 0;
-  for (; j + 4 * N <= n; j += 4 * N) RowDotsAt<4>(d, j, D, T_, scale, a, bt, s);
-  for (; j + 2 * N <= n; j += 2 * N) RowDotsAt<2>(d, j, D, T_, scale, a, bt, s);
-  for (; j + N <= n; j += N) RowDotsAt<1>(d, j, D, T_, scale, a, bt, s);
-  for (; j < n; ++j) RowDotsAt<1>(d1, j, D, T_, scale, a, bt, s);
-}
-
-// out[d] = scale sum_j w_j x[j row + d] for d < D, j < n in order: kV vectors of d at once, each
-// summed in a register over j (accumulating in out instead would chain every j through a store and
-// a load). Blocks of 4, 2, 1 vectors, then one-lane vectors.
-template <int kV, class DV, typename T = hn::TFromD<DV>>
-HWY_INLINE void WeightedSumAt(DV dv, int64_t d0, int64_t n, const T* HWY_RESTRICT w, const T* HWY_RESTRICT x,
-                              int64_t row, T scale, T* HWY_RESTRICT out) {
-  const int64_t N = static_cast<int64_t>(hn::Lanes(dv));
-  hn::Vec<DV> acc[kV];
-  for (int v = 0; v < kV; ++v) acc[v] = hn::Zero(dv);
-  for (int64_t j = 0; j < n; ++j) {
-    const auto wj = hn::Set(dv, w[j]);
-    const T* xj = x + j * row + d0;
-    for (int v = 0; v < kV; ++v) acc[v] = hn::MulAdd(wj, hn::LoadU(dv, xj + v * N), acc[v]);
-  }
-  const auto vs = hn::Set(dv, scale);
-  for (int v = 0; v < kV; ++v) hn::StoreU(hn::Mul(acc[v], vs), dv, out + d0 + v * N);
-}
-
-template <typename T>
-HWY_INLINE void WeightedSum(int64_t n, int64_t D, const T* HWY_RESTRICT w, const T* HWY_RESTRICT x, int64_t row,
-                            T scale, T* HWY_RESTRICT out) {
-  const hn::ScalableTag<T> d;
-  const hn::CappedTag<T, 1> d1;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  int64_t d0 = 0;
-  for (; d0 + 4 * N <= D; d0 += 4 * N) WeightedSumAt<4>(d, d0, n, w, x, row, scale, out);
-  for (; d0 + 2 * N <= D; d0 += 2 * N) WeightedSumAt<2>(d, d0, n, w, x, row, scale, out);
-  for (; d0 + N <= D; d0 += N) WeightedSumAt<1>(d, d0, n, w, x, row, scale, out);
-  for (; d0 < D; ++d0) WeightedSumAt<1>(d1, d0, n, w, x, row, scale, out);
-}
-
-// row[j] = e^(row[j] - m) for j < n; returns their sum (whole vectors, lanes in order, then the
-// tail through one-lane vectors: the same Exp for every value).
-template <typename T>
-HWY_INLINE T ExpRow(int64_t n, T m, T* HWY_RESTRICT row) {
-  const hn::ScalableTag<T> d;
-  const hn::CappedTag<T, 1> d1;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  int64_t j = 0;
-  T acc = 0;
-  if (n >= N) {
-    const auto vm = hn::Set(d, m);
-    auto vs = hn::Zero(d);
-    for (; j + N <= n; j += N) {
-      const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, row + j), vm));
-      hn::StoreU(e, d, row + j);
-      vs = hn::Add(vs, e);
-    }
-    acc = SumLanesInOrder(d, vs);
-  }
-  for (; j < n; ++j) {
-    row[j] = hn::GetLane(hn::Exp(d1, hn::Set(d1, row[j] - m)));
-    acc += row[j];
-  }
-  return acc;
-}
-
-// The backward's probabilities and score gradients of one query row, for j < n:
-//   p_j = e^(s_j - lse),  ds_j = p_j (dp_j - delta)   (s becomes p, dp becomes ds).
-template <class DV, typename T = hn::TFromD<DV>>
-HWY_INLINE void ProbsAt(DV dv, int64_t j, T lse, T delta, T* HWY_RESTRICT s, T* HWY_RESTRICT dp) {
-  const auto p = hn::Exp(dv, hn::Sub(hn::LoadU(dv, s + j), hn::Set(dv, lse)));
-  hn::StoreU(p, dv, s + j);
-  hn::StoreU(hn::Mul(p, hn::Sub(hn::LoadU(dv, dp + j), hn::Set(dv, delta))), dv, dp + j);
-}
-
-template <typename T>
-HWY_INLINE void Probs(int64_t n, T lse, T delta, T* HWY_RESTRICT s, T* HWY_RESTRICT dp) {
-  const hn::ScalableTag<T> d;
-  const hn::CappedTag<T, 1> d1;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  int64_t j = 0;
-  for (; j + N <= n; j += N) ProbsAt(d, j, lse, delta, s, dp);
-  for (; j < n; ++j) ProbsAt(d1, j, lse, delta, s, dp);
-}
-
-// bt (D, T) = the transpose of the T rows of D values at b (row stride `row`).
-template <typename T>
-HWY_INLINE void Transpose(int64_t T_, int64_t D, const T* HWY_RESTRICT b, int64_t row, T* HWY_RESTRICT bt) {
+HWY_INLINE void TransposePadded(int64_t T_, int64_t D, const T* HWY_RESTRICT b, int64_t row, int64_t ld,
+                                T* HWY_RESTRICT bt) {
+  for (int64_t d = 0; d < D; ++d) std::fill(bt + d * ld + T_, bt + (d + 1) * ld, T(0));
   for (int64_t j = 0; j < T_; ++j)
-    for (int64_t d = 0; d < D; ++d) bt[d * T_ + j] = b[j * row + d];
+    for (int64_t d = 0; d < D; ++d) bt[d * ld + j] = b[j * row + d];
 }
 
-// Forward of one (b, h), with scratch for K^T (D, T) and one row of T scores: each query row's
-// scores, then its softmax and o_i.
+// A (T, D) operand as rows of whole vectors: p[j ld + e] for e < Dp.
+template <typename T>
+struct RowsView {
+  T* p;
+  int64_t ld;
+};
+
+// The T rows of D values at x (row stride `row`) as whole vectors: x itself when D is a multiple of
+// the lane count (`direct`), else copied to xp (T, Dp) with zeros after each row's D values.
+template <typename T>
+HWY_INLINE RowsView<const T> VectorRows(bool direct, int64_t T_, int64_t D, int64_t Dp, const T* HWY_RESTRICT x,
+                                        int64_t row, T* HWY_RESTRICT xp) {
+  if (direct) return {x, row};
+  for (int64_t j = 0; j < T_; ++j) {
+    std::copy(x + j * row, x + j * row + D, xp + j * Dp);
+    std::fill(xp + j * Dp + D, xp + (j + 1) * Dp, T(0));
+  }
+  return {xp, Dp};
+}
+
+// ---- The two register tiles ----------------------------------------------------------------------
+// Scores: c[r][j] = scale sum_d a[r ar + d] bt[d ld + j] for r < R and kV vectors of keys from j:
+// one load of each key vector serves R rows (d = 0 first, as the reference).
+template <int R, int kV, class DV, typename T = hn::TFromD<DV>>
+HWY_INLINE void ScoresTile(DV dv, int64_t D, const T* HWY_RESTRICT a, int64_t ar, const T* HWY_RESTRICT bt,
+                           int64_t ld, int64_t j, T scale, T* HWY_RESTRICT c, int64_t lc) {
+  const int64_t N = static_cast<int64_t>(hn::Lanes(dv));
+  hn::Vec<DV> acc[R][kV];
+  NORMLAB_UNROLL_TILE
+  for (int r = 0; r < R; ++r) {
+    NORMLAB_UNROLL_TILE
+    for (int v = 0; v < kV; ++v) acc[r][v] = hn::Zero(dv);
+  }
+  for (int64_t d = 0; d < D; ++d) {
+    hn::Vec<DV> b[kV];
+    NORMLAB_UNROLL_TILE
+    for (int v = 0; v < kV; ++v) b[v] = hn::LoadU(dv, bt + d * ld + j + v * N);
+    NORMLAB_UNROLL_TILE
+    for (int r = 0; r < R; ++r) {
+      const auto ar_d = hn::Set(dv, a[r * ar + d]);
+      NORMLAB_UNROLL_TILE
+      for (int v = 0; v < kV; ++v) acc[r][v] = hn::MulAdd(ar_d, b[v], acc[r][v]);
+    }
+  }
+  const auto vs = hn::Set(dv, scale);
+  NORMLAB_UNROLL_TILE
+  for (int r = 0; r < R; ++r) {
+    NORMLAB_UNROLL_TILE
+    for (int v = 0; v < kV; ++v) hn::StoreU(hn::Mul(acc[r][v], vs), dv, c + r * lc + j + v * N);
+  }
+}
+
+// Scores of R rows against the keys [0, n), n a multiple of the lane count.
+template <int R, typename T>
+HWY_INLINE void Scores(int64_t D, const T* a, int64_t ar, const T* bt, int64_t ld, int64_t n, T scale, T* c,
+                       int64_t lc) {
+  const hn::ScalableTag<T> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  int64_t j = 0;
+  for (; j + 2 * N <= n; j += 2 * N) ScoresTile<R, 2>(d, D, a, ar, bt, ld, j, scale, c, lc);
+  for (; j < n; j += N) ScoresTile<R, 1>(d, D, a, ar, bt, ld, j, scale, c, lc);
+}
+
+// What a weighted-sum tile does with its sums: start from c's values (`add`), and multiply row r
+// by scales[r] when it stores (scales may be null: no multiply).
+template <typename T>
+struct WsumMode {
+  bool add;
+  const T* scales;
+};
+
+// Weighted sums: c[r][e] = scales[r] ((c[r][e] if add) + sum_{j in [j0, j1)} w[r wr + j wj] x[j lx + e])
+// for r < R and kV vectors of features from e, j in order.
+template <int R, int kV, class DV, typename T = hn::TFromD<DV>>
+HWY_INLINE void WsumTile(DV dv, int64_t j0, int64_t j1, const T* HWY_RESTRICT w, int64_t wr, int64_t wj,
+                         const T* HWY_RESTRICT x, int64_t lx, int64_t e, WsumMode<T> mode, T* HWY_RESTRICT c,
+                         int64_t lc) {
+  const int64_t N = static_cast<int64_t>(hn::Lanes(dv));
+  hn::Vec<DV> acc[R][kV];
+  NORMLAB_UNROLL_TILE
+  for (int r = 0; r < R; ++r) {
+    NORMLAB_UNROLL_TILE
+    for (int v = 0; v < kV; ++v) acc[r][v] = mode.add ? hn::LoadU(dv, c + r * lc + e + v * N) : hn::Zero(dv);
+  }
+  for (int64_t j = j0; j < j1; ++j) {
+    hn::Vec<DV> xv[kV];
+    NORMLAB_UNROLL_TILE
+    for (int v = 0; v < kV; ++v) xv[v] = hn::LoadU(dv, x + j * lx + e + v * N);
+    NORMLAB_UNROLL_TILE
+    for (int r = 0; r < R; ++r) {
+      const auto wv = hn::Set(dv, w[r * wr + j * wj]);
+      NORMLAB_UNROLL_TILE
+      for (int v = 0; v < kV; ++v) acc[r][v] = hn::MulAdd(wv, xv[v], acc[r][v]);
+    }
+  }
+  NORMLAB_UNROLL_TILE
+  for (int r = 0; r < R; ++r) {
+    const auto vs = hn::Set(dv, mode.scales ? mode.scales[r] : T(1));
+    NORMLAB_UNROLL_TILE
+    for (int v = 0; v < kV; ++v)
+      hn::StoreU(mode.scales ? hn::Mul(acc[r][v], vs) : acc[r][v], dv, c + r * lc + e + v * N);
+  }
+}
+
+// Weighted sums of R rows over all E features (a multiple of the lane count).
+template <int R, typename T>
+HWY_INLINE void Wsum(int64_t j0, int64_t j1, const T* w, int64_t wr, int64_t wj, const T* x, int64_t lx, int64_t E,
+                     WsumMode<T> mode, T* c, int64_t lc) {
+  const hn::ScalableTag<T> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  int64_t e = 0;
+  for (; e + 2 * N <= E; e += 2 * N) WsumTile<R, 2>(d, j0, j1, w, wr, wj, x, lx, e, mode, c, lc);
+  for (; e < E; e += N) WsumTile<R, 1>(d, j0, j1, w, wr, wj, x, lx, e, mode, c, lc);
+}
+
+// The tiles for `rows` <= R rows (the last block of a length that is not a multiple of R).
+template <int R, typename T>
+HWY_INLINE void ScoresRows(int64_t rows, int64_t D, const T* a, int64_t ar, const T* bt, int64_t ld, int64_t n,
+                           T scale, T* c, int64_t lc) {
+  if (rows == R) return Scores<R>(D, a, ar, bt, ld, n, scale, c, lc);
+  if constexpr (R > 1) ScoresRows<R - 1>(rows, D, a, ar, bt, ld, n, scale, c, lc);
+}
+
+template <int R, typename T>
+HWY_INLINE void WsumRows(int64_t rows, int64_t j0, int64_t j1, const T* w, int64_t wr, int64_t wj, const T* x,
+                         int64_t lx, int64_t E, WsumMode<T> mode, T* c, int64_t lc) {
+  if (rows == R) return Wsum<R>(j0, j1, w, wr, wj, x, lx, E, mode, c, lc);
+  if constexpr (R > 1) WsumRows<R - 1>(rows, j0, j1, w, wr, wj, x, lx, E, mode, c, lc);
+}
+
+// ---- Softmax rows --------------------------------------------------------------------------------
+// Lanes of the vector at j that hold one of the first n values (none when j >= n).
+template <class DV>
+HWY_INLINE hn::Mask<DV> Before(DV dv, int64_t n, int64_t j) {
+  return hn::FirstN(dv, static_cast<size_t>(std::max<int64_t>(0, n - j)));
+}
+
+// The softmax numerators of one row of scores, over whole vectors up to np: e_j = e^(s_j - m) for
+// j < n and 0 for n <= j < np (masked and padded keys); sets m = max_{j<n} s_j and l = sum_j e_j
+// (the vector's lanes summed).
+template <typename T>
+HWY_INLINE void SoftmaxRow(int64_t n, int64_t np, T* HWY_RESTRICT row, T& m, T& l) {
+  const hn::ScalableTag<T> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const auto lowest = hn::Set(d, -std::numeric_limits<T>::infinity());
+  auto vmax = lowest;
+  for (int64_t j = 0; j < np; j += N) {
+    const auto x = hn::LoadU(d, row + j);
+    vmax = hn::Max(vmax, j + N > n ? hn::IfThenElse(Before(d, n, j), x, lowest) : x);
+  }
+  m = hn::GetLane(hn::MaxOfLanes(d, vmax));
+  const auto vm = hn::Set(d, m);
+  auto vs = hn::Zero(d);
+  for (int64_t j = 0; j < np; j += N) {
+    auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, row + j), vm));
+    if (j + N > n) e = hn::IfThenElseZero(Before(d, n, j), e);
+    hn::StoreU(e, d, row + j);
+    vs = hn::Add(vs, e);
+  }
+  l = SumLanes(d, vs);
+}
+
+// The backward's probabilities and score gradients of one query row, over whole vectors up to np:
+//   p_j = e^(s_j - lse),  ds_j = p_j (dp_j - delta)   for j < n, both 0 for n <= j < np
+// (s becomes p, dp becomes ds).
+template <typename T>
+HWY_INLINE void ProbsRow(int64_t n, int64_t np, T lse, T delta, T* HWY_RESTRICT s, T* HWY_RESTRICT dp) {
+  const hn::ScalableTag<T> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const auto vlse = hn::Set(d, lse), vdelta = hn::Set(d, delta);
+  for (int64_t j = 0; j < np; j += N) {
+    auto p = hn::Exp(d, hn::Sub(hn::LoadU(d, s + j), vlse));
+    auto g = hn::Mul(p, hn::Sub(hn::LoadU(d, dp + j), vdelta));
+    if (j + N > n) {
+      const auto keep = Before(d, n, j);
+      p = hn::IfThenElseZero(keep, p);
+      g = hn::IfThenElseZero(keep, g);
+    }
+    hn::StoreU(p, d, s + j);
+    hn::StoreU(g, d, dp + j);
+  }
+}
+
+// rows rows of D values from c (row stride lc) to out (row stride row): the padded path's results.
+template <typename T>
+HWY_INLINE void CopyOut(int64_t rows, int64_t D, const T* HWY_RESTRICT c, int64_t lc, T* HWY_RESTRICT out,
+                        int64_t row) {
+  for (int64_t r = 0; r < rows; ++r) std::copy(c + r * lc, c + r * lc + D, out + r * row);
+}
+
+// ---- Forward -------------------------------------------------------------------------------------
+// Scratch of one (b, h): K^T (D, Tp), V padded (T, Dp), kRows rows of Tp scores, kRows rows of Dp
+// outputs. Tp and Dp: T and D rounded up to whole vectors; when D is a multiple of the lane count
+// (`direct`), V and o are read and written in place and their scratch is unused.
+template <typename T>
+struct ForwardScratch {
+  int64_t Tp, Dp;
+  bool direct;
+  hwy::AlignedFreeUniquePtr<T[]> mem;
+  T *kt, *vp, *sc, *out;
+  explicit ForwardScratch(const AttentionShape& s)
+      : Tp(RoundUpToLanes<T>(s.T)), Dp(RoundUpToLanes<T>(s.D)), direct(Dp == s.D),
+        mem(hwy::AllocateAligned<T>(static_cast<size_t>(s.D * Tp + s.T * Dp + kRows * (Tp + Dp)))) {
+    kt = mem.get();
+    vp = kt + s.D * Tp;
+    sc = vp + s.T * Dp;
+    out = sc + kRows * Tp;
+  }
+};
+
+// Rows [i0, i0 + rows) of one (b, h): their scores against the keys they see, the softmax of each
+// row (masked keys get probability 0), o_i = sum_j e_ij v_j / l_i and lse_i = m_i + log l_i.
+template <typename T>
+void ForwardRows(const AttentionShape& s, int64_t i0, int64_t rows, const T* qh, RowsView<const T> vx, T* oh,
+                 T* lh, ForwardScratch<T>& w) {
+  const T scale = static_cast<T>(1 / std::sqrt(static_cast<double>(s.D)));
+  const int64_t nj = s.causal ? std::min(s.T, i0 + rows) : s.T;  // keys any of these rows sees
+  const int64_t njp = RoundUpToLanes<T>(nj);
+  ScoresRows<kRows>(rows, s.D, qh + i0 * s.q.row, s.q.row, w.kt, w.Tp, njp, scale, w.sc, w.Tp);
+  T inv_l[kRows];
+  for (int64_t r = 0; r < rows; ++r) {
+    T m, l;
+    SoftmaxRow(s.causal ? i0 + r + 1 : s.T, njp, w.sc + r * w.Tp, m, l);
+    inv_l[r] = T(1) / l;
+    lh[i0 + r] = m + std::log(l);
+  }
+  T* oi = oh + i0 * s.o.row;
+  WsumRows<kRows>(rows, 0, nj, w.sc, w.Tp, 1, vx.p, vx.ld, w.Dp, WsumMode<T>{false, inv_l}, w.direct ? oi : w.out,
+                  w.direct ? s.o.row : w.Dp);
+  if (!w.direct) CopyOut(rows, s.D, w.out, w.Dp, oi, s.o.row);
+}
+
 template <typename T>
 void AttentionForwardHead(const AttentionShape& s, int64_t b, int64_t h, const T* q, const T* k, const T* v, T* o,
-                          T* lse, T* kt, T* row) {
-  const T scale = static_cast<T>(1 / std::sqrt(static_cast<double>(s.D)));
+                          T* lse, ForwardScratch<T>& w) {
+  TransposePadded(s.T, s.D, k + b * s.k.batch + h * s.k.head, s.k.row, w.Tp, w.kt);
+  const auto vx = VectorRows(w.direct, s.T, s.D, w.Dp, v + b * s.v.batch + h * s.v.head, s.v.row, w.vp);
   const T* qh = q + b * s.q.batch + h * s.q.head;
-  const T* vh = v + b * s.v.batch + h * s.v.head;
   T* oh = o + b * s.o.batch + h * s.o.head;
   T* lh = lse + (b * s.H + h) * s.T;
-  Transpose(s.T, s.D, k + b * s.k.batch + h * s.k.head, s.k.row, kt);
-  for (int64_t i = 0; i < s.T; ++i) {
-    const int64_t n = s.causal ? i + 1 : s.T;
-    RowDots(n, s.D, s.T, scale, qh + i * s.q.row, kt, row);
-    T m = -std::numeric_limits<T>::infinity();
-    for (int64_t j = 0; j < n; ++j) m = std::max(m, row[j]);
-    const T l = ExpRow(n, m, row);
-    WeightedSum(n, s.D, row, vh, s.v.row, T(1) / l, oh + i * s.o.row);  // o_i = sum_j e_j v_j / l
-    lh[i] = m + std::log(l);
+  for (int64_t i0 = 0; i0 < s.T; i0 += kRows) ForwardRows(s, i0, std::min<int64_t>(kRows, s.T - i0), qh, vx, oh, lh, w);
+}
+
+// ---- Backward ------------------------------------------------------------------------------------
+// Query rows per chunk of the backward, a multiple of kRows unless it is the whole length: P and dS
+// of a chunk take about 256 KB together at most, so a long sequence needs no (T, T) matrices.
+template <typename T>
+HWY_INLINE int64_t ChunkRows(int64_t T_, int64_t Tp) {
+  const int64_t fit = static_cast<int64_t>(256 * 1024 / sizeof(T)) / (2 * Tp);
+  return std::min(T_, std::max<int64_t>(kRows, fit / kRows * kRows));
+}
+
+// Scratch of one (b, h): K^T and V^T (D, Tp); K, Q and dO padded (T, Dp) and the dK and dV sums
+// (T, Dp), all unused when `direct` (D a multiple of the lane count: in place); P and dS of a chunk
+// of query rows (Bq, Tp) each; kRows rows of Dp outputs; delta (T).
+template <typename T>
+struct BackwardScratch {
+  int64_t Tp, Dp, Bq;
+  bool direct;
+  hwy::AlignedFreeUniquePtr<T[]> mem;
+  T *kt, *vt, *kp, *qp, *gp, *dkp, *dvp, *p, *ds, *out, *delta;
+  explicit BackwardScratch(const AttentionShape& s)
+      : Tp(RoundUpToLanes<T>(s.T)), Dp(RoundUpToLanes<T>(s.D)), Bq(ChunkRows<T>(s.T, Tp)), direct(Dp == s.D),
+        mem(hwy::AllocateAligned<T>(
+            static_cast<size_t>(2 * s.D * Tp + 5 * s.T * Dp + 2 * Bq * Tp + kRows * Dp + s.T))) {
+    kt = mem.get();
+    vt = kt + s.D * Tp;
+    kp = vt + s.D * Tp;
+    qp = kp + s.T * Dp;
+    gp = qp + s.T * Dp;
+    dkp = gp + s.T * Dp;
+    dvp = dkp + s.T * Dp;
+    p = dvp + s.T * Dp;
+    ds = p + Bq * Tp;
+    out = ds + Bq * Tp;
+    delta = out + kRows * Dp;
+  }
+};
+
+// Operands of one (b, h) of the backward: q and dO rows for the scores (strides s.q.row, s.o.row),
+// K, Q and dO as whole-vector rows, the dK and dV sums, dQ's rows (stride s.q.row), lse (T).
+template <typename T>
+struct BackwardHead {
+  const T *q, *g, *lse;
+  RowsView<const T> kx, qx, gx;
+  RowsView<T> dk, dv;
+  T* dq;
+  T scale;
+};
+
+// Query rows [i0, i0 + rows) of a chunk starting at c0: their probabilities and score gradients
+// over the keys they see (zero for the masked ones), and dQ_i = s sum_j dS_ij k_j.
+template <typename T>
+void BackwardRows(const AttentionShape& s, const BackwardHead<T>& a, int64_t c0, int64_t i0, int64_t rows,
+                  BackwardScratch<T>& w) {
+  const int64_t nj = s.causal ? std::min(s.T, i0 + rows) : s.T;
+  const int64_t njp = RoundUpToLanes<T>(nj);
+  T* p = w.p + (i0 - c0) * w.Tp;
+  T* ds = w.ds + (i0 - c0) * w.Tp;
+  ScoresRows<kRows>(rows, s.D, a.q + i0 * s.q.row, s.q.row, w.kt, w.Tp, njp, a.scale, p, w.Tp);
+  ScoresRows<kRows>(rows, s.D, a.g + i0 * s.o.row, s.o.row, w.vt, w.Tp, njp, T(1), ds, w.Tp);  // dP = dO V^T
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t i = i0 + r;
+    ProbsRow(s.causal ? i + 1 : s.T, njp, a.lse[i], w.delta[i], p + r * w.Tp, ds + r * w.Tp);
+  }
+  const T scales[kRows] = {a.scale, a.scale, a.scale, a.scale};
+  static_assert(kRows == 4, "one scale per row of a tile");
+  T* dqi = a.dq + i0 * s.q.row;
+  WsumRows<kRows>(rows, 0, nj, ds, w.Tp, 1, a.kx.p, a.kx.ld, w.Dp, WsumMode<T>{false, scales},
+                  w.direct ? dqi : w.out, w.direct ? s.q.row : w.Dp);
+  if (!w.direct) CopyOut(rows, s.D, w.out, w.Dp, dqi, s.q.row);
+}
+
+// One chunk of query rows [c0, c1): its rows, then what they add to every key's sums
+//   dV_j += sum_i P_ij dO_i,  dK_j += sum_i dS_ij q_i   (i in order; causal: only i >= j),
+// dK multiplied by s when the last chunk stores it.
+// Key blocks start at multiples of kRows, as chunks and row blocks do, so the columns a causal key
+// block reads from a row i >= j0 lie within the columns that row's block computed.
+template <typename T>
+void BackwardChunk(const AttentionShape& s, const BackwardHead<T>& a, int64_t c0, int64_t c1,
+                   BackwardScratch<T>& w) {
+  for (int64_t i0 = c0; i0 < c1; i0 += kRows) BackwardRows(s, a, c0, i0, std::min<int64_t>(kRows, c1 - i0), w);
+  const int64_t keys = s.causal ? c1 : s.T;
+  const WsumMode<T> add{true, nullptr};
+  const T scales[kRows] = {a.scale, a.scale, a.scale, a.scale};
+  const WsumMode<T> add_k{true, c1 == s.T ? scales : nullptr};  // the last chunk's sums are dK
+  for (int64_t j0 = 0; j0 < keys; j0 += kRows) {
+    const int64_t rows = std::min<int64_t>(kRows, s.T - j0);
+    const int64_t i_begin = s.causal ? std::max(c0, j0) : c0;
+    WsumRows<kRows>(rows, i_begin - c0, c1 - c0, w.p + j0, 1, w.Tp, a.gx.p + c0 * a.gx.ld, a.gx.ld, w.Dp, add,
+                    a.dv.p + j0 * a.dv.ld, a.dv.ld);
+    WsumRows<kRows>(rows, i_begin - c0, c1 - c0, w.ds + j0, 1, w.Tp, a.qx.p + c0 * a.qx.ld, a.qx.ld, w.Dp, add_k,
+                    a.dk.p + j0 * a.dk.ld, a.dk.ld);
   }
 }
 
-// Backward of one (b, h), with scratch for K^T and V^T (D, T each) and two rows of T values: for
-// each query row i, its probabilities and score gradients over its keys, then dV_j += P_ij dO_i,
-// dQ_i += dS_ij K_j, dK_j += s dS_ij Q_i in key order.
+// The dK and dV sums of one (b, h) start at 0 (in place when direct, else in scratch).
+template <typename T>
+HWY_INLINE void StartSums(const AttentionShape& s, const BackwardHead<T>& a, int64_t Dp) {
+  for (int64_t j = 0; j < s.T; ++j) {
+    std::fill(a.dk.p + j * a.dk.ld, a.dk.p + j * a.dk.ld + Dp, T(0));
+    std::fill(a.dv.p + j * a.dv.ld, a.dv.p + j * a.dv.ld + Dp, T(0));
+  }
+}
+
+// The padded path: dK and dV from the scratch sums into the outputs' rows.
+template <typename T>
+HWY_INLINE void CopySums(const AttentionShape& s, const BackwardHead<T>& a, T* dkh, T* dvh) {
+  CopyOut(s.T, s.D, a.dk.p, a.dk.ld, dkh, s.k.row);
+  CopyOut(s.T, s.D, a.dv.p, a.dv.ld, dvh, s.v.row);
+}
+
 template <typename T>
 void AttentionBackwardHead(const AttentionShape& s, int64_t b, int64_t h, const T* q, const T* k, const T* v,
-                           const T* o, const T* dout, const T* lse, T* dq, T* dk, T* dv, T* kt, T* vt, T* p,
-                           T* ds) {
-  const T scale = static_cast<T>(1 / std::sqrt(static_cast<double>(s.D)));
+                           const T* o, const T* dout, const T* lse, T* dq, T* dk, T* dv, BackwardScratch<T>& w) {
   const T* qh = q + b * s.q.batch + h * s.q.head;
   const T* kh = k + b * s.k.batch + h * s.k.head;
-  const T* vh = v + b * s.v.batch + h * s.v.head;
   const T* oh = o + b * s.o.batch + h * s.o.head;
   const T* gh = dout + b * s.o.batch + h * s.o.head;
-  const T* lh = lse + (b * s.H + h) * s.T;
-  T* dqh = dq + b * s.q.batch + h * s.q.head;
   T* dkh = dk + b * s.k.batch + h * s.k.head;
   T* dvh = dv + b * s.v.batch + h * s.v.head;
-  Transpose(s.T, s.D, kh, s.k.row, kt);
-  Transpose(s.T, s.D, vh, s.v.row, vt);
-  for (int64_t j = 0; j < s.T; ++j) {
-    std::fill(dkh + j * s.k.row, dkh + j * s.k.row + s.D, T(0));
-    std::fill(dvh + j * s.v.row, dvh + j * s.v.row + s.D, T(0));
-  }
-  for (int64_t i = 0; i < s.T; ++i) {
-    const int64_t n = s.causal ? i + 1 : s.T;
-    const T* qi = qh + i * s.q.row;
-    const T* gi = gh + i * s.o.row;
-    const T delta = Dot(s.D, gi, oh + i * s.o.row);
-    RowDots(n, s.D, s.T, scale, qi, kt, p);  // scores
-    RowDots(n, s.D, s.T, T(1), gi, vt, ds);  // dP_ij = dO_i . v_j
-    Probs(n, lh[i], delta, p, ds);
-    for (int64_t j = 0; j < n; ++j) {
-      Axpy(s.D, p[j], gi, dvh + j * s.v.row);
-      Axpy(s.D, ds[j] * scale, qi, dkh + j * s.k.row);
-    }
-    WeightedSum(n, s.D, ds, kh, s.k.row, scale, dqh + i * s.q.row);  // dQ_i = s sum_j dS_ij k_j
-  }
+  const BackwardHead<T> a{qh,
+                          gh,
+                          lse + (b * s.H + h) * s.T,
+                          VectorRows(w.direct, s.T, s.D, w.Dp, kh, s.k.row, w.kp),
+                          VectorRows(w.direct, s.T, s.D, w.Dp, qh, s.q.row, w.qp),
+                          VectorRows(w.direct, s.T, s.D, w.Dp, gh, s.o.row, w.gp),
+                          w.direct ? RowsView<T>{dkh, s.k.row} : RowsView<T>{w.dkp, w.Dp},
+                          w.direct ? RowsView<T>{dvh, s.v.row} : RowsView<T>{w.dvp, w.Dp},
+                          dq + b * s.q.batch + h * s.q.head,
+                          static_cast<T>(1 / std::sqrt(static_cast<double>(s.D)))};
+  TransposePadded(s.T, s.D, kh, s.k.row, w.Tp, w.kt);
+  TransposePadded(s.T, s.D, v + b * s.v.batch + h * s.v.head, s.v.row, w.Tp, w.vt);
+  StartSums(s, a, w.Dp);
+  for (int64_t i = 0; i < s.T; ++i) w.delta[i] = Dot(s.D, gh + i * s.o.row, oh + i * s.o.row);
+  for (int64_t c0 = 0; c0 < s.T; c0 += w.Bq) BackwardChunk(s, a, c0, std::min(s.T, c0 + w.Bq), w);
+  if (!w.direct) CopySums(s, a, dkh, dvh);
 }
 
 // Threads for B H heads of about T^2 D multiply-adds each (1 when small).
@@ -247,14 +459,14 @@ inline int AttentionThreads(const AttentionShape& s) {
   return norm_threads(s.B * s.H * s.T * s.T * std::max<int64_t>(s.D, 1), s.B * s.H);
 }
 
-// Each (b, h) allocates its scratch once (a few rows of T D values), outside the loops over rows.
+// Each (b, h) allocates its scratch once, outside the loops over rows.
 template <typename T>
 void AttentionForward(const AttentionShape& s, const T* q, const T* k, const T* v, T* o, T* lse) {
   const int64_t parts = s.B * s.H;
   if (parts == 0 || s.T == 0) return;
   base::parallel_parts(AttentionThreads(s), parts, [&](int64_t p) HWY_ATTR {
-    auto scratch = hwy::AllocateAligned<T>(static_cast<size_t>((s.D + 1) * s.T));
-    AttentionForwardHead(s, p / s.H, p % s.H, q, k, v, o, lse, scratch.get(), scratch.get() + s.D * s.T);
+    ForwardScratch<T> w(s);
+    AttentionForwardHead(s, p / s.H, p % s.H, q, k, v, o, lse, w);
   });
 }
 
@@ -264,11 +476,8 @@ void AttentionBackward(const AttentionShape& s, const T* q, const T* k, const T*
   const int64_t parts = s.B * s.H;
   if (parts == 0 || s.T == 0) return;
   base::parallel_parts(AttentionThreads(s), parts, [&](int64_t p) HWY_ATTR {
-    auto scratch = hwy::AllocateAligned<T>(static_cast<size_t>((2 * s.D + 2) * s.T));
-    T* kt = scratch.get();
-    T* vt = kt + s.D * s.T;
-    T* pr = vt + s.D * s.T;
-    AttentionBackwardHead(s, p / s.H, p % s.H, q, k, v, o, dout, lse, dq, dk, dv, kt, vt, pr, pr + s.T);
+    BackwardScratch<T> w(s);
+    AttentionBackwardHead(s, p / s.H, p % s.H, q, k, v, o, dout, lse, dq, dk, dv, w);
   });
 }
 

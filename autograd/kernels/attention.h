@@ -11,8 +11,10 @@
 //   dV = P^T dO,  dP = dO V^T,  delta_i = dO_i . o_i (= sum_j P_ij dP_ij),
 //   dS = P (dP - delta),  dQ = s dS K,  dK = s dS^T Q.
 // Each (b, h) works on its own scratch, allocated once per (b, h): K^T (D, T) (and V^T for the
-// backward's dP), so that a query row's T scores are computed along the keys, and one or two rows of
-// T values. The (T, T) score matrix never exists.
+// backward's dP), so that scores are computed along the keys, with register tiles of 4 query rows
+// by 1-2 vectors of keys. The forward keeps the scores of 4 rows at a time; the backward keeps P and
+// dS for a chunk of query rows (all T rows when short, else as many as fit in about 256 KB), adds
+// each chunk's terms to dK and dV, and so never holds a whole (T, T) matrix for a long sequence.
 //
 // Layout: element (b, h, t, d) of q is q[b * q.batch + h * q.head + t * q.row + d] (the same for k,
 // v, o), so the kernels read (B, H, T, D) tensors and the packed (B, T, 3C) output of a qkv
@@ -21,8 +23,10 @@
 // overwritten and must not alias inputs; dq, dk, dv may share one buffer when their elements are
 // disjoint (the packed case). Pairs (b, h) run in parallel on autograd's pool; each writes only its
 // own elements and computes them in a fixed order, so results do not depend on the thread count.
-// Scores and the sums over keys j add their terms in the reference's order (d = 0 first, j = 0
-// first); only delta_i, the softmax's sum l_i and multiply-add fusion depend on the Highway target.
+// Scores and the sums over keys j (and over queries i for dK, dV) add their terms in the
+// reference's order (d = 0 first, j = 0 first); dK is scaled once at the end where the reference
+// scales each term, and delta_i, the softmax's sum l_i and multiply-add fusion depend on the
+// Highway target.
 // Inputs are assumed finite (a NaN or inf score makes that row's outputs NaN or meaningless).
 #pragma once
 #include <algorithm>

@@ -97,6 +97,8 @@ void check_all_cases() {
     check_case<T>(contiguous(1, 2, 117, 117, causal), seed++);
     check_case<T>(packed(2, 1, 70, 117, causal, 3), seed++);
   }
+  // Long enough that the backward works in several chunks of query rows (about 108 rows each).
+  for (bool causal : {false, true}) check_case<T>(packed(1, 1, 300, 9, causal, 2), seed++);
   check_case<T>(contiguous(1, 1, 0, 5, true), seed++);  // no tokens: nothing to do
 }
 
