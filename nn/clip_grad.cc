@@ -5,13 +5,29 @@
 #include <cmath>
 #include <limits>
 
+#include "autograd/kernels/elementwise.h"
 #include "base/format.h"
 
 namespace normlab::nn {
 
 namespace {
 
-// The p-norm of one gradient, summed in double in element order: (sum |g|^p)^(1/p), max |g| for inf.
+// sum_i f(g_i) in double, in a fixed order: element i goes to partial sum i mod 8 (independent
+// chains, which the compiler keeps in vector registers), and the partial sums are added in order.
+template <typename T, class F>
+double sum_of(const T* g, int64_t n, F f) {
+  constexpr int64_t kParts = 8;
+  double part[kParts] = {};
+  int64_t i = 0;
+  for (; i + kParts <= n; i += kParts)
+    for (int64_t l = 0; l < kParts; ++l) part[l] += f(static_cast<double>(g[i + l]));
+  for (int64_t l = 0; i < n; ++i, ++l) part[l] += f(static_cast<double>(g[i]));
+  double s = 0;
+  for (double v : part) s += v;
+  return s;
+}
+
+// The p-norm of one gradient, summed in double: (sum |g|^p)^(1/p), max |g| for inf.
 template <typename T>
 double grad_norm(const T* g, int64_t n, double p) {
   if (std::isinf(p)) {
@@ -23,17 +39,9 @@ double grad_norm(const T* g, int64_t n, double p) {
     }
     return m;
   }
-  double s = 0;
-  if (p == 2) {
-    for (int64_t i = 0; i < n; ++i) s += static_cast<double>(g[i]) * static_cast<double>(g[i]);
-    return std::sqrt(s);
-  }
-  if (p == 1) {
-    for (int64_t i = 0; i < n; ++i) s += std::fabs(static_cast<double>(g[i]));
-    return s;
-  }
-  for (int64_t i = 0; i < n; ++i) s += std::pow(std::fabs(static_cast<double>(g[i])), p);
-  return std::pow(s, 1 / p);
+  if (p == 2) return std::sqrt(sum_of(g, n, [](double v) { return v * v; }));
+  if (p == 1) return sum_of(g, n, [](double v) { return std::fabs(v); });
+  return std::pow(sum_of(g, n, [p](double v) { return std::pow(std::fabs(v), p); }), 1 / p);
 }
 
 }  // namespace
@@ -70,8 +78,7 @@ double clip_grad_norm_(const std::vector<autograd::Tensor>& params, double max_n
     autograd::dispatch(g.dtype(), [&](auto zero) {
       using T = decltype(zero);
       T* d = g.data<T>();
-      const T c = static_cast<T>(coef);
-      for (int64_t i = 0, n = g.numel(); i < n; ++i) d[i] *= c;
+      autograd::kernels::unary(autograd::kernels::UnaryOp::Scale, g.numel(), d, d, coef);  // d *= T(coef)
     });
   return total;
 }

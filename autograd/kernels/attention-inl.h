@@ -21,6 +21,7 @@
 #include "autograd/kernels/norm_parallel.h"  // norm_threads
 #include "base/thread_pool.h"
 #include "hwy/aligned_allocator.h"
+#include "hwy/cache_control.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 
@@ -73,6 +74,14 @@ HWY_INLINE void TransposePadded(int64_t T_, int64_t D, const T* HWY_RESTRICT b, 
   for (int64_t d = 0; d < D; ++d) std::fill(bt + d * ld + T_, bt + (d + 1) * ld, T(0));
   for (int64_t j = 0; j < T_; ++j)
     for (int64_t d = 0; d < D; ++d) bt[d * ld + j] = b[j * row + d];
+}
+
+// Asks for the T rows of D values at x (row stride `row`) to be brought into cache.
+template <typename T>
+HWY_INLINE void PrefetchRows(int64_t T_, int64_t D, const T* x, int64_t row) {
+  constexpr int64_t kLine = 64 / sizeof(T);
+  for (int64_t j = 0; j < T_; ++j)
+    for (int64_t e = 0; e < D; e += kLine) hwy::Prefetch(x + j * row + e);
 }
 
 // A (T, D) operand as rows of whole vectors: p[j ld + e] for e < Dp.
@@ -454,6 +463,20 @@ void AttentionBackwardHead(const AttentionShape& s, int64_t b, int64_t h, const 
   if (!w.direct) CopySums(s, a, dkh, dvh);
 }
 
+// Prefetches the backward's operands of part p = b H + h: they were written long before (in the
+// forward), and a head's strided rows, read one after the other, would wait for one cache miss
+// after another. Called for the next part while this one computes.
+template <typename T>
+HWY_INLINE void PrefetchBackwardHead(const AttentionShape& s, int64_t p, const T* q, const T* k, const T* v,
+                                     const T* o, const T* dout) {
+  const int64_t b = p / s.H, h = p % s.H;
+  PrefetchRows(s.T, s.D, k + b * s.k.batch + h * s.k.head, s.k.row);
+  PrefetchRows(s.T, s.D, v + b * s.v.batch + h * s.v.head, s.v.row);
+  PrefetchRows(s.T, s.D, q + b * s.q.batch + h * s.q.head, s.q.row);
+  PrefetchRows(s.T, s.D, dout + b * s.o.batch + h * s.o.head, s.o.row);
+  PrefetchRows(s.T, s.D, o + b * s.o.batch + h * s.o.head, s.o.row);
+}
+
 // Threads for B H heads of about T^2 D multiply-adds each (1 when small).
 inline int AttentionThreads(const AttentionShape& s) {
   return norm_threads(s.B * s.H * s.T * s.T * std::max<int64_t>(s.D, 1), s.B * s.H);
@@ -477,6 +500,7 @@ void AttentionBackward(const AttentionShape& s, const T* q, const T* k, const T*
   if (parts == 0 || s.T == 0) return;
   base::parallel_parts(AttentionThreads(s), parts, [&](int64_t p) HWY_ATTR {
     BackwardScratch<T> w(s);
+    if (p + 1 < parts) PrefetchBackwardHead(s, p + 1, q, k, v, o, dout);
     AttentionBackwardHead(s, p / s.H, p % s.H, q, k, v, o, dout, lse, dq, dk, dv, w);
   });
 }
