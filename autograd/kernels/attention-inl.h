@@ -91,15 +91,21 @@ struct RowsView {
   int64_t ld;
 };
 
-// The T rows of D values at x (row stride `row`) as whole vectors: x itself when D is a multiple of
-// the lane count (`direct`), else copied to xp (T, Dp) with zeros after each row's D values.
+// The T rows of D values at x (row stride `row`) as whole vectors: x itself when `direct` (D is a
+// multiple of the lane count), else copied to xp (T, Dp) with zeros after each row's D values.
 template <typename T>
 HWY_INLINE RowsView<const T> VectorRows(bool direct, int64_t T_, int64_t D, int64_t Dp, const T* HWY_RESTRICT x,
                                         int64_t row, T* HWY_RESTRICT xp) {
   if (direct) return {x, row};
+  const hn::ScalableTag<T> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   for (int64_t j = 0; j < T_; ++j) {
-    std::copy(x + j * row, x + j * row + D, xp + j * Dp);
-    std::fill(xp + j * Dp + D, xp + (j + 1) * Dp, T(0));
+    const T* HWY_RESTRICT src = x + j * row;
+    T* HWY_RESTRICT dst = xp + j * Dp;
+    int64_t e = 0;
+    for (; e + N <= D; e += N) hn::Store(hn::LoadU(d, src + e), d, dst + e);
+    for (; e < D; ++e) dst[e] = src[e];
+    std::fill(dst + D, dst + Dp, T(0));
   }
   return {xp, Dp};
 }
@@ -344,15 +350,16 @@ struct BackwardScratch {
   int64_t Tp, Dp, Bq;
   bool direct;
   hwy::AlignedFreeUniquePtr<T[]> mem;
-  T *kt, *vt, *kp, *qp, *gp, *dkp, *dvp, *p, *ds, *out, *delta;
+  T *kt, *vt, *kp, *vp, *qp, *gp, *dkp, *dvp, *p, *ds, *out, *delta;
   explicit BackwardScratch(const AttentionShape& s)
       : Tp(RoundUpToLanes<T>(s.T)), Dp(RoundUpToLanes<T>(s.D)), Bq(ChunkRows<T>(s.T, Tp)), direct(Dp == s.D),
         mem(hwy::AllocateAligned<T>(
-            static_cast<size_t>(2 * s.D * Tp + 5 * s.T * Dp + 2 * Bq * Tp + kRows * Dp + s.T))) {
+            static_cast<size_t>(2 * s.D * Tp + 6 * s.T * Dp + 2 * Bq * Tp + kRows * Dp + s.T))) {
     kt = mem.get();
     vt = kt + s.D * Tp;
     kp = vt + s.D * Tp;
-    qp = kp + s.T * Dp;
+    vp = kp + s.T * Dp;
+    qp = vp + s.T * Dp;
     gp = qp + s.T * Dp;
     dkp = gp + s.T * Dp;
     dvp = dkp + s.T * Dp;
@@ -448,15 +455,19 @@ void AttentionBackwardHead(const AttentionShape& s, int64_t b, int64_t h, const 
   const BackwardHead<T> a{qh,
                           gh,
                           lse + (b * s.H + h) * s.T,
-                          VectorRows(w.direct, s.T, s.D, w.Dp, kh, s.k.row, w.kp),
+                          VectorRows(false, s.T, s.D, w.Dp, kh, s.k.row, w.kp),
                           VectorRows(w.direct, s.T, s.D, w.Dp, qh, s.q.row, w.qp),
                           VectorRows(w.direct, s.T, s.D, w.Dp, gh, s.o.row, w.gp),
                           w.direct ? RowsView<T>{dkh, s.k.row} : RowsView<T>{w.dkp, w.Dp},
                           w.direct ? RowsView<T>{dvh, s.v.row} : RowsView<T>{w.dvp, w.Dp},
                           dq + b * s.q.batch + h * s.q.head,
                           static_cast<T>(1 / std::sqrt(static_cast<double>(s.D)))};
-  TransposePadded(s.T, s.D, kh, s.k.row, w.Tp, w.kt);
-  TransposePadded(s.T, s.D, v + b * s.v.batch + h * s.v.head, s.v.row, w.Tp, w.vt);
+  // K and V are copied row by row first (whole vectors: many cache misses in flight at once, where
+  // a transpose reading the strided rows one value at a time waits for them one after another),
+  // then transposed from the copies.
+  const auto vx = VectorRows(false, s.T, s.D, w.Dp, v + b * s.v.batch + h * s.v.head, s.v.row, w.vp);
+  TransposePadded(s.T, s.D, a.kx.p, a.kx.ld, w.Tp, w.kt);
+  TransposePadded(s.T, s.D, vx.p, vx.ld, w.Tp, w.vt);
   StartSums(s, a, w.Dp);
   for (int64_t i = 0; i < s.T; ++i) w.delta[i] = Dot(s.D, gh + i * s.o.row, oh + i * s.o.row);
   for (int64_t c0 = 0; c0 < s.T; c0 += w.Bq) BackwardChunk(s, a, c0, std::min(s.T, c0 + w.Bq), w);
