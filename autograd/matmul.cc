@@ -205,28 +205,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   // y (rows, out) = x (rows, in) W^T, then + b on every row.
   k::GemmShape s;
   s.trans_b = true, s.m = rows, s.n = out_f, s.k = in_f;
-  if (bias.defined()) {
-    // Start from the bias broadcast to every row, and accumulate the product onto it. The rows are
-    // filled by doubling (bias into row 0, rows [0, k) into [k, 2k), ...): log2(rows) copies, not
-    // one call to memcpy per row of a few bytes.
-    dispatch(x.dtype(), [&](auto zero) {
-      using T = decltype(zero);
-      T* y = out.data<T>();
-      const size_t row_bytes = static_cast<size_t>(out_f) * sizeof(T);
-      if (rows > 0) std::memcpy(y, bias.data<T>(), row_bytes);
-      for (int64_t done = 1; done < rows;) {
-        const int64_t n = std::min(done, rows - done);
-        std::memcpy(y + done * out_f, y, static_cast<size_t>(n) * row_bytes);
-        done += n;
-      }
-    });
-    s.accumulate = true;
-  }
-  if (rows == 0 || in_f == 0) {
-    if (!bias.defined()) fill_(out, 0);  // a sum over no features
-  } else {
-    gemm(s, x, weight, out);
-  }
+  if (bias.defined())  // y = b on every row + x W^T (the GEMM adds b where it stores its results)
+    s.bias = bias.dtype() == DType::Float32 ? static_cast<const void*>(bias.data<float>())
+                                            : static_cast<const void*>(bias.data<double>());
+  gemm(s, x, weight, out);  // in_f = 0: y = b, or 0
   // Saves x only if the weight needs a gradient, and the weight only if x does.
   return record(bias.defined() ? "AddmmBackward0" : "MmBackward0", out, {x, weight, bias},
                 [x = weight.requires_grad() ? saved(x) : Tensor(), w = x.requires_grad() ? saved(weight) : Tensor(),

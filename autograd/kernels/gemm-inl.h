@@ -89,13 +89,17 @@ struct TileOperands {
   size_t b_step;
 };
 
-// Adds (or stores, when !add) one row of the register tile into C.
+// Adds (or stores, when !add) one row of the register tile into C; when storing, adds the bias
+// (the tile's columns of it) if there is one.
 template <class D, class V, typename T = hn::TFromD<D>>
-HWY_INLINE void PutRow(D d, V v0, V v1, T* HWY_RESTRICT c, bool add) {
+HWY_INLINE void PutRow(D d, V v0, V v1, T* HWY_RESTRICT c, bool add, const T* HWY_RESTRICT bias) {
   const size_t N = hn::Lanes(d);
   if (add) {
     v0 = hn::Add(hn::LoadU(d, c), v0);
     v1 = hn::Add(hn::LoadU(d, c + N), v1);
+  } else if (bias) {
+    v0 = hn::Add(hn::LoadU(d, bias), v0);
+    v1 = hn::Add(hn::LoadU(d, bias + N), v1);
   }
   hn::StoreU(v0, d, c);
   hn::StoreU(v1, d, c + N);
@@ -104,19 +108,23 @@ HWY_INLINE void PutRow(D d, V v0, V v1, T* HWY_RESTRICT c, bool add) {
 // PutRow for the first nr (< 2 vectors) columns only; kMaskedAccessIsSafe targets only (loop-inl.h:
 // the lanes past the tile may be another thread's columns, or past the end of C).
 template <class D, class V, typename T = hn::TFromD<D>>
-HWY_INLINE void PutRowMasked(D d, V v0, V v1, T* HWY_RESTRICT c, bool add, size_t nr) {
+HWY_INLINE void PutRowMasked(D d, V v0, V v1, T* HWY_RESTRICT c, bool add, const T* HWY_RESTRICT bias, size_t nr) {
   const size_t N = hn::Lanes(d);
   const auto m0 = hn::FirstN(d, nr), m1 = hn::FirstN(d, nr > N ? nr - N : 0);
   if (add) {
     v0 = hn::Add(hn::MaskedLoad(m0, d, c), v0);
     v1 = hn::Add(hn::MaskedLoad(m1, d, c + N), v1);
+  } else if (bias) {
+    v0 = hn::Add(hn::MaskedLoad(m0, d, bias), v0);
+    v1 = hn::Add(hn::MaskedLoad(m1, d, bias + N), v1);
   }
   hn::BlendedStore(v0, m0, d, c);
   hn::BlendedStore(v1, m1, d, c + N);
 }
 
 // The micro-kernel: acc (MR x NR) = sum_{p < kc} a(:, p) b(p, :) as FMA chains in registers,
-// then C[r, j] = (add ? C[r, j] : 0) + acc[r, j] for the valid mr x nr part of the tile.
+// then C[r, j] = (add ? C[r, j] : bias ? bias[j] : 0) + acc[r, j] for the valid mr x nr part of
+// the tile (bias: the tile's first column of it, only with C not transposed).
 // kPackedA / kPackedB: the operand is packed (steps MR and NR known at compile time: one pointer,
 // fixed offsets) rather than read in place with run-time steps. Only the first R rows are
 // computed (R = 4 for an edge tile of at most 4 valid rows: 8 FMA chains still cover both FMA
@@ -124,7 +132,7 @@ HWY_INLINE void PutRowMasked(D d, V v0, V v1, T* HWY_RESTRICT c, bool add, size_
 // chain whatever R is.
 template <size_t R, bool kPackedA, bool kPackedB, class D, typename T = hn::TFromD<D>>
 HWY_INLINE void MicroKernel(D d, size_t kc, const TileOperands<T>& op, T* HWY_RESTRICT c, size_t ldc, size_t c_cs,
-                            size_t mr, size_t nr, bool add) {
+                            size_t mr, size_t nr, bool add, const T* HWY_RESTRICT bias) {
   const size_t N = hn::Lanes(d);
   auto c00 = hn::Zero(d), c01 = hn::Zero(d), c10 = hn::Zero(d), c11 = hn::Zero(d);
   auto c20 = hn::Zero(d), c21 = hn::Zero(d), c30 = hn::Zero(d), c31 = hn::Zero(d);
@@ -175,21 +183,21 @@ HWY_INLINE void MicroKernel(D d, size_t kc, const TileOperands<T>& op, T* HWY_RE
 #undef NORMLAB_GEMM_STEP
 #undef NORMLAB_GEMM_ROW
   if (c_cs == 1 && nr == 2 * N) {  // whole rows: the first mr of them
-    PutRow(d, c00, c01, c, add);
-    if (mr > 1) PutRow(d, c10, c11, c + ldc, add);
-    if (mr > 2) PutRow(d, c20, c21, c + 2 * ldc, add);
-    if (mr > 3) PutRow(d, c30, c31, c + 3 * ldc, add);
-    if (mr > 4) PutRow(d, c40, c41, c + 4 * ldc, add);
-    if (mr > 5) PutRow(d, c50, c51, c + 5 * ldc, add);
+    PutRow(d, c00, c01, c, add, bias);
+    if (mr > 1) PutRow(d, c10, c11, c + ldc, add, bias);
+    if (mr > 2) PutRow(d, c20, c21, c + 2 * ldc, add, bias);
+    if (mr > 3) PutRow(d, c30, c31, c + 3 * ldc, add, bias);
+    if (mr > 4) PutRow(d, c40, c41, c + 4 * ldc, add, bias);
+    if (mr > 5) PutRow(d, c50, c51, c + 5 * ldc, add, bias);
     return;
   }
   if (kMaskedAccessIsSafe && c_cs == 1) {  // the first nr columns of the first mr rows
-    PutRowMasked(d, c00, c01, c, add, nr);
-    if (mr > 1) PutRowMasked(d, c10, c11, c + ldc, add, nr);
-    if (mr > 2) PutRowMasked(d, c20, c21, c + 2 * ldc, add, nr);
-    if (mr > 3) PutRowMasked(d, c30, c31, c + 3 * ldc, add, nr);
-    if (mr > 4) PutRowMasked(d, c40, c41, c + 4 * ldc, add, nr);
-    if (mr > 5) PutRowMasked(d, c50, c51, c + 5 * ldc, add, nr);
+    PutRowMasked(d, c00, c01, c, add, bias, nr);
+    if (mr > 1) PutRowMasked(d, c10, c11, c + ldc, add, bias, nr);
+    if (mr > 2) PutRowMasked(d, c20, c21, c + 2 * ldc, add, bias, nr);
+    if (mr > 3) PutRowMasked(d, c30, c31, c + 3 * ldc, add, bias, nr);
+    if (mr > 4) PutRowMasked(d, c40, c41, c + 4 * ldc, add, bias, nr);
+    if (mr > 5) PutRowMasked(d, c50, c51, c + 5 * ldc, add, bias, nr);
     return;
   }
   // Edge columns on other targets, or C written transposed (c_cs != 1): spill the registers and
@@ -205,20 +213,20 @@ HWY_INLINE void MicroKernel(D d, size_t kc, const TileOperands<T>& op, T* HWY_RE
   for (size_t r = 0; r < mr; ++r)
     for (size_t j = 0; j < nr; ++j) {
       T& out = c[r * ldc + j * c_cs];
-      out = add ? out + tile[r * w + j] : tile[r * w + j];
+      out = add ? out + tile[r * w + j] : bias ? bias[j] + tile[r * w + j] : tile[r * w + j];
     }
 }
 
 // MicroKernel<R> with the packing flags made compile-time.
 template <size_t R, class D, typename T = hn::TFromD<D>>
 HWY_INLINE void Tile(D d, bool packed_a, bool packed_b, size_t kc, const TileOperands<T>& t, T* HWY_RESTRICT c,
-                     size_t ldc, size_t c_cs, size_t mr, size_t nr, bool add) {
+                     size_t ldc, size_t c_cs, size_t mr, size_t nr, bool add, const T* bias) {
   if (packed_a) {
-    if (packed_b) MicroKernel<R, true, true>(d, kc, t, c, ldc, c_cs, mr, nr, add);
-    else MicroKernel<R, true, false>(d, kc, t, c, ldc, c_cs, mr, nr, add);
+    if (packed_b) MicroKernel<R, true, true>(d, kc, t, c, ldc, c_cs, mr, nr, add, bias);
+    else MicroKernel<R, true, false>(d, kc, t, c, ldc, c_cs, mr, nr, add, bias);
   } else {
-    if (packed_b) MicroKernel<R, false, true>(d, kc, t, c, ldc, c_cs, mr, nr, add);
-    else MicroKernel<R, false, false>(d, kc, t, c, ldc, c_cs, mr, nr, add);
+    if (packed_b) MicroKernel<R, false, true>(d, kc, t, c, ldc, c_cs, mr, nr, add, bias);
+    else MicroKernel<R, false, false>(d, kc, t, c, ldc, c_cs, mr, nr, add, bias);
   }
 }
 
@@ -455,6 +463,13 @@ struct Plan {
   size_t panels(size_t nc) const { return (nc + NR - 1) / NR; }
 };
 
+// The bias for the tiles of columns jc.. stored by K block pc: s.bias + jc when C is stored rather
+// than added to (the first K block, C not accumulated), else null.
+template <typename T>
+HWY_INLINE const T* BiasAt(const GemmShape& s, bool add_batch, size_t pc, int64_t jc) {
+  return s.bias && !add_batch && pc == 0 ? static_cast<const T*>(s.bias) + jc : nullptr;
+}
+
 // Packs B panels first .. last-1 of b(pc .. pc+kc, jc .. jc+nc) (see Plan::first_panel).
 template <class D, typename T = hn::TFromD<D>>
 void PackPanels(D d, const Plan<T>& pl, const Operands<T>& o, size_t pc, size_t kc, int64_t jc, size_t nc,
@@ -467,10 +482,11 @@ void PackPanels(D d, const Plan<T>& pl, const Operands<T>& o, size_t pc, size_t 
 }
 
 // C[ic .. ic+mc, jc .. jc+nc] (+)= a(ic.., pc .. pc+kc) b(pc.., jc..): packs the A block (into
-// ap, when packing A) and runs the micro-kernel over its tiles, B panel by B panel.
+// ap, when packing A) and runs the micro-kernel over its tiles, B panel by B panel. bias: C's
+// bias at column jc, added when storing (!add), or null.
 template <class D, typename T = hn::TFromD<D>>
 void MacroKernel(D d, const Plan<T>& pl, const Operands<T>& o, int64_t ic, size_t mc, int64_t jc, size_t nc,
-                 size_t pc, size_t kc, bool add, T* ap, const T* bp) {
+                 size_t pc, size_t kc, bool add, T* ap, const T* bp, const T* bias) {
   const size_t NR = pl.NR;
   if (pl.pack_a) PackA(d, o, ic, mc, static_cast<int64_t>(pc), kc, ap);
   const size_t c_rs = static_cast<size_t>(o.c_rs), c_cs = static_cast<size_t>(o.c_cs);
@@ -499,8 +515,9 @@ void MacroKernel(D d, const Plan<T>& pl, const Operands<T>& o, int64_t ic, size_
       }
       T* ct = o.C + (ic + static_cast<int64_t>(ir)) * o.c_rs + (jc + static_cast<int64_t>(jr)) * o.c_cs;
       // Edge tiles of at most 4 rows compute 4 rows, not 6.
-      if (mr > 4) Tile<kMR>(d, pl.pack_a, packed_b, kc, t, ct, c_rs, c_cs, mr, nr, add);
-      else Tile<4>(d, pl.pack_a, packed_b, kc, t, ct, c_rs, c_cs, mr, nr, add);
+      const T* bt = bias ? bias + jr : nullptr;
+      if (mr > 4) Tile<kMR>(d, pl.pack_a, packed_b, kc, t, ct, c_rs, c_cs, mr, nr, add, bt);
+      else Tile<4>(d, pl.pack_a, packed_b, kc, t, ct, c_rs, c_cs, mr, nr, add, bt);
     }
   }
 }
@@ -524,7 +541,7 @@ HWY_NOINLINE void GemmRegion(const GemmShape& s, const Plan<T>& pl, const T* a, 
         PackPanels(d, pl, o, pc, kc, jc, nc, pl.first_panel(nc), pl.panels(nc), bp);
         for (int64_t ic = i0; ic < i1; ic += static_cast<int64_t>(pl.MC)) {
           const size_t mc = std::min<size_t>(pl.MC, static_cast<size_t>(i1 - ic));
-          MacroKernel(d, pl, o, ic, mc, jc, nc, pc, kc, add_batch || pc > 0, ap, bp);
+          MacroKernel(d, pl, o, ic, mc, jc, nc, pc, kc, add_batch || pc > 0, ap, bp, BiasAt<T>(s, add_batch, pc, jc));
         }
       }
     }
@@ -615,7 +632,7 @@ HWY_NOINLINE void GemmSharedB(const GemmShape& s, const Plan<T>& pl, const T* a,
             for (size_t t = 0; t < nk_step; ++t) {
               const size_t pc = (kb0 + t) * pl.KC;
               MacroKernel(d, pl, o, ic, mc, jc, nc, pc, std::min(pl.KC, pl.K - pc), add_batch || pc > 0, ap,
-                          bp + t * pl.KC * ncp);
+                          bp + t * pl.KC * ncp, BiasAt<T>(s, add_batch, pc, jc));
             }
           }
           base += blocks;
@@ -834,7 +851,7 @@ HWY_NOINLINE void GemmSmallK(const GemmShape& s, const T* a, const T* b, T* c, i
           c0 = hn::MulAdd(av[p], hn::LoadU(d, B + p * n + j), c0);
           c1 = hn::MulAdd(av[p], hn::LoadU(d, B + p * n + j + N), c1);
         }
-        PutRow(d, c0, c1, ci + j, add);
+        PutRow(d, c0, c1, ci + j, add, static_cast<const T*>(nullptr));
       }
       for (; j + N <= n; j += N) {
         auto c0 = hn::Zero(d);
@@ -1014,9 +1031,53 @@ void GemmWith(D d, const GemmShape& s, Plan<T>& pl, const T* a, const T* b, T* c
 // on the two are even (and batch 24 pads C^T's 16-wide tiles to 32: 8% slower swapped).
 constexpr int64_t kSwapRows = 32;
 
+// Whether the blocked GEMM computes C^T = op(B)^T op(A)^T into C's memory instead (B transposed):
+// for few rows, only where C^T's tiles are at least 3/4 full (see SwapTilesFit); and for few
+// columns (the classifier Linear(256, 10) at batch 128: C's NR-wide tiles would be mostly
+// padding, C^T's MR-high ones are not: 10 rows, 6 + 4).
+template <typename T>
+bool SwapsToTransposedC(const GemmShape& s) {
+  const bool few_rows = s.m <= kSwapRows && s.m < s.n && SwapTilesFit<T>(s.m);
+  const int64_t nr_full = static_cast<int64_t>(2 * hn::Lanes(hn::ScalableTag<T>()));
+  const bool few_cols = 2 * s.n <= nr_full && s.n < s.m;
+  return s.trans_b && !s.trans_a && (few_rows || few_cols);
+}
+
+// Whether the dot-product, small-K and narrow paths take s (else the blocked GEMM).
+template <typename T>
+bool UnblockedPath(const GemmShape& s) {
+  return UseSmallK<T>(s) || (s.trans_a && !s.trans_b && s.n <= kNarrowCols) || UseDotRows<T>(s);
+}
+
+template <typename T>
+void Gemm(const GemmShape& s_in, const T* a_in, const T* b_in, T* c);
+
+// A bias the blocked GEMM's stores cannot add (another path, C transposed, a batch, or no
+// product): C filled with the bias rows first (by doubling: log2(M) copies), then the product
+// accumulated onto it.
+template <typename T>
+void GemmBiasFirst(const GemmShape& s, const T* a, const T* b, T* c) {
+  const size_t row_bytes = static_cast<size_t>(s.n) * sizeof(T);
+  for (int64_t q = 0; q < s.batch; ++q) {
+    T* C = c + q * s.stride_c;
+    std::memcpy(C, s.bias, row_bytes);
+    for (int64_t done = 1; done < s.m;) {
+      const int64_t rows = std::min(done, s.m - done);
+      std::memcpy(C + done * s.n, C, static_cast<size_t>(rows) * row_bytes);
+      done += rows;
+    }
+    if (s.stride_c == 0) break;  // one C, summed into
+  }
+  GemmShape t = s;
+  t.bias = nullptr, t.accumulate = true;
+  Gemm(t, a, b, c);
+}
+
 template <typename T>
 void Gemm(const GemmShape& s_in, const T* a_in, const T* b_in, T* c) {
   if (s_in.m <= 0 || s_in.n <= 0 || s_in.batch <= 0) return;
+  if (s_in.bias && (s_in.k <= 0 || s_in.batch != 1 || UnblockedPath<T>(s_in) || SwapsToTransposedC<T>(s_in)))
+    return GemmBiasFirst(s_in, a_in, b_in, c);
   if (s_in.k <= 0) return GemmEmptyK(s_in, c);
   const hn::ScalableTag<T> d;
   const double macs = static_cast<double>(s_in.m) * static_cast<double>(s_in.n) * static_cast<double>(s_in.k);
@@ -1041,13 +1102,7 @@ void Gemm(const GemmShape& s_in, const T* a_in, const T* b_in, T* c) {
   Plan<T> pl;
   GemmShape s = s_in;
   const T *a = a_in, *b = b_in;
-  // ... and only where C^T's tiles are at least 3/4 full (see SwapTilesFit).
-  const bool few_rows = s.m <= kSwapRows && s.m < s.n && SwapTilesFit<T>(s.m);
-  // Few columns (the classifier Linear(256, 10) at batch 128): C's NR-wide tiles would be mostly
-  // padding, C^T's MR-high ones are not (10 rows: 6 + 4).
-  const int64_t nr_full = static_cast<int64_t>(2 * hn::Lanes(d));
-  const bool few_cols = 2 * s.n <= nr_full && s.n < s.m;
-  const bool swap = s.trans_b && !s.trans_a && (few_rows || few_cols);
+  const bool swap = SwapsToTransposedC<T>(s);
   if (swap) {
     // C^T (N, M) = B (N, K) A^T: A = the stored B, read as (N, K); B = A stored (M, K), transposed.
     s.m = s_in.n, s.n = s_in.m, s.stride_a = s_in.stride_b, s.stride_b = s_in.stride_a;
@@ -1056,6 +1111,8 @@ void Gemm(const GemmShape& s_in, const T* a_in, const T* b_in, T* c) {
   }
 #if HWY_TARGET <= HWY_AVX3 && HWY_ARCH_X86
   // C^T's M columns fill only half-width tiles: 256-bit vectors, with AVX-512's instructions.
+  const int64_t nr_full = static_cast<int64_t>(2 * hn::Lanes(d));
+  const bool few_rows = s_in.m <= kSwapRows && s_in.m < s_in.n && SwapTilesFit<T>(s_in.m);
   if (swap && few_rows && !TileFits(s_in.m, nr_full))
     return GemmWith(hn::CappedTag<T, 32 / sizeof(T)>(), s, pl, a, b, c, threads);
 #endif

@@ -10,11 +10,16 @@ namespace normlab::autograd::kernels {
 // with trans_a, A stored as (K, M) and transposed; likewise B is (K, N) or stored as (N, K).
 // A_b = A + b * stride_a (elements), same for B, C; stride 0 broadcasts (with stride_c 0 and
 // accumulate, the batch sums into one C, in batch order).
+// With bias (n values of C's type, not with accumulate), C_b = bias (every row) + op(A_b) op(B_b):
+// the bias is added where the first K block's results are stored (the blocked GEMM), or C is
+// filled with it first and the product accumulated onto it (the other paths); the same values
+// either way.
 struct GemmShape {
   bool trans_a = false, trans_b = false;
   int64_t m = 0, n = 0, k = 0;
   int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
   bool accumulate = false;
+  const void* bias = nullptr;
 };
 
 void gemm(const GemmShape& s, const float* a, const float* b, float* c);
@@ -32,7 +37,8 @@ void gemm(const GemmShape& s, const T* a, const T* b, T* c) {
         T acc = 0;
         for (int64_t p = 0; p < s.k; ++p)
           acc += (s.trans_a ? A[p * s.m + i] : A[i * s.k + p]) * (s.trans_b ? B[j * s.k + p] : B[p * s.n + j]);
-        C[i * s.n + j] = (s.accumulate || (s.stride_c == 0 && q > 0) ? C[i * s.n + j] : T(0)) + acc;
+        const T start = s.bias ? static_cast<const T*>(s.bias)[j] : T(0);
+        C[i * s.n + j] = (s.accumulate || (s.stride_c == 0 && q > 0) ? C[i * s.n + j] : start) + acc;
       }
   }
 }

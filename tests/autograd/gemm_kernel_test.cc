@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "autograd/kernels/gemm.h"
+#include "autograd/parallel.h"
 #include "tests/support/compare.h"
 #include "tests/support/random.h"
 #include "tests/support/targets.h"
@@ -174,9 +175,55 @@ void test_edge_row_tiles_bitwise() {
   });
 }
 
+// A bias (C = bias rows + op(A) op(B)) gives the same bits as filling C with the bias rows and
+// accumulating the product onto it (what the other paths do, and Linear did before), on every
+// path: dot products, small K, narrow, C^T, the blocked GEMM with one and several K blocks, its
+// row blocks shared on 2 threads, and batches; and matches the reference.
+template <typename T>
+void test_bias_rows() {
+  struct Case { int64_t m, n, k; bool ta, tb; int64_t batch; };
+  const std::vector<Case> cases = {
+      {1, 9, 33, false, true, 1},     {12, 70, 100, false, true, 1}, {24, 33, 15, false, true, 1},
+      {70, 10, 300, false, true, 1},  {7, 300, 5, false, false, 1},  {40, 3, 50, true, false, 1},
+      {65, 33, 17, false, false, 1},  {65, 33, 17, true, true, 1},   {130, 70, 600, false, true, 1},
+      {600, 100, 300, false, true, 1}, {333, 45, 1100, true, false, 1}, {9, 17, 7, false, true, 3},
+      {8, 8, 0, false, true, 1},
+  };
+  const int saved = normlab::autograd::num_threads();
+  for (int threads : {1, 2}) {
+    normlab::autograd::set_num_threads(threads);
+    for_each_target([&] {
+      unsigned seed = 1300;
+      for (const Case& c : cases) {
+        k::GemmShape s;
+        s.trans_a = c.ta, s.trans_b = c.tb, s.m = c.m, s.n = c.n, s.k = c.k, s.batch = c.batch;
+        s.stride_a = c.m * c.k, s.stride_b = 0, s.stride_c = c.m * c.n;
+        const auto a = random_vec<T>(c.batch * c.m * c.k, seed++), b = random_vec<T>(c.k * c.n, seed++);
+        const auto bias = random_vec<T>(c.n, seed++);
+        std::vector<T> got(static_cast<size_t>(c.batch * c.m * c.n), T(-7)), filled(got.size()), want(got.size());
+        for (size_t i = 0; i < filled.size(); ++i) filled[i] = bias[i % static_cast<size_t>(c.n)];
+        s.bias = bias.data();
+        k::gemm(s, a.data(), b.data(), got.data());
+        k::ref::gemm(s, a.data(), b.data(), want.data());
+        s.bias = nullptr, s.accumulate = true;
+        k::gemm(s, a.data(), b.data(), filled.data());
+        BOOST_TEST_CONTEXT("threads " << threads << " m " << c.m << " n " << c.n << " k " << c.k << " trans_a "
+                                      << c.ta << " trans_b " << c.tb << " batch " << c.batch) {
+          BOOST_TEST(std::memcmp(got.data(), filled.data(), got.size() * sizeof(T)) == 0);
+          check_close(got, want, static_cast<int64_t>(got.size()), 0, tolerance<T>(c.k));
+        }
+      }
+    });
+  }
+  normlab::autograd::set_num_threads(saved);
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(gemm_kernel)
+
+BOOST_AUTO_TEST_CASE(bias_rows_f32) { test_bias_rows<float>(); }
+BOOST_AUTO_TEST_CASE(bias_rows_f64) { test_bias_rows<double>(); }
 
 // C ending exactly at a page boundary with no access allowed to the next page: edge tiles must
 // not touch the lanes past C's last element (a masked-off lane that faults would crash here).
