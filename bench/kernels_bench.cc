@@ -76,6 +76,7 @@ void register_kernels() {
   add("relu" + shape, unary_f32, k::UnaryOp::Relu);
   add("exp" + shape, unary_f32, k::UnaryOp::Exp);
   add("tanh" + shape, unary_f32, k::UnaryOp::Tanh);
+  add("gelu" + shape, unary_f32, k::UnaryOp::Gelu);
   add("axpy" + shape, axpy_f32);
   add("sum dim0" + shape, sum_f32, 0);
   add("sum dim1" + shape, sum_f32, 1);

@@ -147,28 +147,34 @@ HWY_INLINE V PowScalar(D d, V x, double p) {
   return hn::IfThenElse(hn::Eq(x, zero), at_zero, r);
 }
 
+// GELU, tanh form: 0.5 x (1 + tanh(u)), u = c (x + a x^3). Computed as x sigmoid(2u), the same
+// function (0.5 (1 + tanh(u)) = 1 / (1 + e^(-2u))): one exp and one division, where tanh costs an
+// expm1 and a division. e^(-2u) is clamped below overflow (e^80), where x sigmoid(2u) is ~0.
 template <class D, class V>
-HWY_INLINE V Gelu(D d, V x) {
+HWY_INLINE V GeluSigmoid(D d, V x) {  // sigmoid(2u)
   using T = hn::TFromD<D>;
-  const V c = hn::Set(d, static_cast<T>(ref::kGeluC)), a = hn::Set(d, static_cast<T>(ref::kGeluA));
-  const V x2 = hn::Mul(x, x);
-  const V u = hn::Mul(c, hn::MulAdd(hn::Mul(a, x2), x, x));  // c (x + a x^3)
-  const V half_x = hn::Mul(hn::Set(d, static_cast<T>(0.5)), x);
-  return hn::MulAdd(half_x, SafeTanh(d, u), half_x);  // 0.5 x + 0.5 x tanh(u)
+  const V c2 = hn::Set(d, static_cast<T>(2 * ref::kGeluC)), a = hn::Set(d, static_cast<T>(ref::kGeluA));
+  const V u2 = hn::Mul(c2, hn::MulAdd(hn::Mul(a, hn::Mul(x, x)), x, x));
+  const V e = hn::Exp(d, hn::Min(hn::Neg(u2), hn::Set(d, static_cast<T>(80))));
+  return hn::Div(hn::Set(d, 1), hn::Add(hn::Set(d, 1), e));
 }
 
 template <class D, class V>
+HWY_INLINE V Gelu(D d, V x) {
+  return hn::Mul(x, GeluSigmoid(d, x));
+}
+
+// d/dx [x s], s = sigmoid(2u): s + 2 x s (1 - s) u', u' = c (1 + 3 a x^2)
+// (= 0.5 (1 + t) + 0.5 x (1 - t^2) u' with t = tanh(u) = 2 s - 1).
+template <class D, class V>
 HWY_INLINE V GeluGrad(D d, V x, V g) {
   using T = hn::TFromD<D>;
-  const V c = hn::Set(d, static_cast<T>(ref::kGeluC)), a = hn::Set(d, static_cast<T>(ref::kGeluA));
-  const V half = hn::Set(d, static_cast<T>(0.5)), one = hn::Set(d, 1);
-  const V x2 = hn::Mul(x, x);
-  const V t = SafeTanh(d, hn::Mul(c, hn::MulAdd(hn::Mul(a, x2), x, x)));
-  // 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 a x^2)
-  const V du = hn::Mul(c, hn::MulAdd(hn::Mul(hn::Set(d, static_cast<T>(3 * ref::kGeluA)), x2), one, one));
-  const V left = hn::Mul(half, hn::Add(one, t));
-  const V right = hn::Mul(hn::Mul(half, x), hn::Mul(hn::NegMulAdd(t, t, one), du));
-  return hn::Mul(g, hn::Add(left, right));
+  const V one = hn::Set(d, 1);
+  const V s = GeluSigmoid(d, x);
+  const V du = hn::Mul(hn::Set(d, static_cast<T>(ref::kGeluC)),
+                       hn::MulAdd(hn::Mul(hn::Set(d, static_cast<T>(3 * ref::kGeluA)), x), x, one));
+  const V right = hn::Mul(hn::Add(x, x), hn::Mul(hn::Mul(s, hn::Sub(one, s)), du));
+  return hn::Mul(g, hn::Add(s, right));
 }
 
 // ---- Kernels -------------------------------------------------------------------------------------
