@@ -114,7 +114,9 @@ if [[ " $PARTS " == *" table "* ]]; then
       fi
       if (( have_torch )) && [ -n "$torch_names" ]; then
         echo "== PyTorch, $t thread(s)$round_text" >&2
-        "$PYTHON" bench/pytorch_bench.py --threads "$t" --filter "$FILTER" --repetitions "$REPS" \
+        # OpenMP's idle workers sleep rather than spin between PyTorch's parallel regions (its
+        # default spins), so that spinning threads competing for 2 cores do not decide the ratio.
+        OMP_WAIT_POLICY=passive "$PYTHON" bench/pytorch_bench.py --threads "$t" --filter "$FILTER" --repetitions "$REPS" \
           --min-time "$MIN_TIME" --out "$OUT_DIR/pytorch_${t}_$r.json"
         files+=("$OUT_DIR/pytorch_${t}_$r.json")
       fi
