@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "autograd/kernels/elementwise.h"
+#include "autograd/elementwise.h"
 #include "base/format.h"
 
 namespace normlab::nn {
@@ -74,12 +74,7 @@ double clip_grad_norm_(const std::vector<autograd::Tensor>& params, double max_n
                 "), so it cannot be clipped; pass error_if_nonfinite=false to scale the gradients by it anyway");
   // coef = min(max_norm / (total + 1e-6), 1), in double, then rounded to each gradient's dtype.
   const double coef = std::min(max_norm / (total + 1e-6), 1.0);
-  for (const autograd::Tensor& g : grads)
-    autograd::dispatch(g.dtype(), [&](auto zero) {
-      using T = decltype(zero);
-      T* d = g.data<T>();
-      autograd::kernels::unary(autograd::kernels::UnaryOp::Scale, g.numel(), d, d, coef);  // d *= T(coef)
-    });
+  for (const autograd::Tensor& g : grads) autograd::mul_(g, coef);  // g *= T(coef)
   return total;
 }
 
