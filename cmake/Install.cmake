@@ -21,10 +21,14 @@ endforeach()
 
 # Installed as libnormlab_<name>.a (a libbase.a or libdata.a in /usr/lib would collide with other
 # projects'), exported as normlab::<name>.
+# Their headers are C++20: a target that links one compiles as C++20 at least (the libraries
+# themselves already do, by CMAKE_CXX_STANDARD).
 foreach(name ${NORMLAB_INSTALLED_LIBS})
   set_target_properties(${name} PROPERTIES OUTPUT_NAME normlab_${name} EXPORT_NAME ${name})
+  target_compile_features(${name} INTERFACE cxx_std_20)
 endforeach()
 set_target_properties(experiments_lib PROPERTIES OUTPUT_NAME normlab_experiments EXPORT_NAME experiments)
+target_compile_features(experiments_lib INTERFACE cxx_std_20)
 
 set(NORMLAB_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/normlab)
 install(TARGETS ${NORMLAB_INSTALLED_LIBS} EXPORT normlabTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
