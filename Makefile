@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 FUZZ_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps bench-deps fuzz-deps configure build run test demo bench bench-dist fuzz-build fuzz sanitize clean
+.PHONY: all deps bench-deps fuzz-deps configure build run test deb demo bench bench-dist fuzz-build fuzz sanitize clean
 
 all: build
 
@@ -34,6 +34,12 @@ demo: build
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+# A Debian package of the command, the libraries, their headers, the CMake package and normlab.pc
+# (CPack: cmake/Install.cmake), written as $(BUILD_DIR)/normlab_<version>_<arch>.deb; install it
+# with apt-get install ./$(BUILD_DIR)/normlab_*.deb.
+deb: build
+	cd $(BUILD_DIR) && cpack -G DEB
 
 # The benchmark (bench/run.sh): the kernel and training-step table, one epoch of Fashion-MNIST
 # (bench/epoch.sh) and the sweep protocol (bench/protocol.sh), normlab beside PyTorch; narrow it

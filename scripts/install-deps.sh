@@ -16,6 +16,7 @@ done
 
 PACKAGES=(
   build-essential cmake make git     # toolchain
+  pkg-config                         # normlab.pc: the install test builds a program with it
   libhwy-dev                         # Google Highway: SIMD kernels with runtime dispatch
   libboost-test-dev                  # Boost.Test: the test suites
   libfccp-dev                        # Fast C++ CSV Parser: CSV data sets
