@@ -40,7 +40,20 @@ struct ArchEntry {
   std::vector<int64_t> default_hidden;
   // Reads --activation (the lstm's nonlinearities are its cell's: sigmoid and tanh).
   bool activation = true;
+  // The names the reports give its weight matrices, in the order of Model::weights (the output
+  // Linear last), e.g. {"LSTM layer 1 input-to-hidden", "LSTM layer 1 hidden-to-hidden", "output
+  // Linear"}. Empty: read from its layer string ("Conv2d 1", ..., "Linear 1", ..., "output Linear").
+  std::function<std::vector<std::string>(const ModelSpec&)> weight_names;
 };
+
+// The names the reports give the weight matrices of spec's model (ArchEntry::weight_names, or its
+// layer string's Conv2d and Linear layers counted by kind, then "output Linear"); empty when the
+// arch has neither.
+std::vector<std::string> weight_names(const ModelSpec& spec);
+
+// The model as the reports name it: describe(spec), and its activation in parentheses when the
+// arch reads --activation ("784-256-256-10 (relu)"; "1x28x28-lstm128-10").
+std::string model_text(const ModelSpec& spec);
 
 // Every registered arch: mlp, cnn, lstm, then any added.
 const std::vector<ArchEntry>& archs();

@@ -62,4 +62,12 @@ void build_lstm(const ModelSpec& s, autograd::Generator* gen, Model* m) {
   m->net->add(head);
 }
 
+std::vector<std::string> lstm_weight_names(const ModelSpec& s) {
+  std::vector<std::string> names;
+  for (size_t k = 1; k <= s.hidden.size(); ++k)
+    for (const char* w : {" input-to-hidden", " hidden-to-hidden"}) names.push_back("LSTM layer " + std::to_string(k) + w);
+  names.push_back("output Linear");
+  return names;
+}
+
 }  // namespace normlab::experiments

@@ -16,4 +16,9 @@ const char* lstm_norm_names();
 // layers of 128). Errors name the flag: more than one channel, unequal widths, a norm no LSTM cell has.
 void build_lstm(const ModelSpec& spec, autograd::Generator* gen, Model* m);
 
+// The names of its weight matrices in Model::weights' order, as the reports title them: "LSTM layer
+// k input-to-hidden" (weight_ih_l{k-1}) and "LSTM layer k hidden-to-hidden" (weight_hh_l{k-1}) for
+// every layer, then "output Linear".
+std::vector<std::string> lstm_weight_names(const ModelSpec& spec);
+
 }  // namespace normlab::experiments

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "experiments/report/layer_stats.h"
+#include "experiments/archs.h"
 #include "experiments/output.h"
 #include "experiments/report/plot.h"
 #include "experiments/records.h"
@@ -275,7 +276,7 @@ std::string compare_markdown(const CompareConfig& cfg, const std::vector<RunResu
   const ScoreText sc = score_text(b);
   const auto pct = [&](double v) { return sc.format(v); };
   std::ostringstream md;
-  md << "Model " << describe(b.model) << " (" << b.model.activation << "), data: " << ctx.dataset << ". "
+  md << "Model " << model_text(b.model) << ", data: " << ctx.dataset << ". "
      << optimizer_text(b) << ", batch " << b.batch_size << ", " << count_of(b.epochs, "epoch")
      << ", schedule " << b.schedule << " with " << count_of(b.warmup_steps, "warmup step") << "; "
      << count_of(static_cast<int64_t>(cfg.seeds.size()), "seed") << " per norm"

@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "experiments/archs.h"
 #include "experiments/output.h"
 #include "experiments/report/plot.h"
 #include "experiments/records.h"
@@ -290,7 +291,7 @@ std::string sweep_markdown(const SweepConfig& cfg, const Plan& plan, const Point
                            const std::vector<std::string>& plots) {
   const TrainConfig& b = cfg.base;
   std::ostringstream md;
-  md << "Model " << describe(b.model) << " (" << b.model.activation << "), data: " << ctx.dataset << ", "
+  md << "Model " << model_text(b.model) << ", data: " << ctx.dataset << ", "
      << count_of(b.epochs, "epoch") << " per run, " << optimizer_text(b, false) << ", "
      << (plan.by_batch ? "lr = " + fmt(b.lr) + " x batch / " + std::to_string(cfg.reference_batch)
                        : "batch " + std::to_string(b.batch_size))

@@ -1,0 +1,65 @@
+// The LSTM in the studies: `normlab compare` and `normlab sweep --over batch` with --arch lstm on a
+// few Fashion-MNIST images (tables, gradient panels named by the LSTM's weights, the report).
+#include <boost/test/unit_test.hpp>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "tests/support/files.h"
+#include "tests/support/process.h"
+
+namespace fs = std::filesystem;
+using normlab::test::read_file;
+using normlab::test::run_normlab_quiet;
+using normlab::test::TempDir;
+
+namespace {
+
+// A tiny LSTM run: 64 training and 64 test images, 8 units, one epoch.
+std::vector<std::string> tiny(std::vector<std::string> args, const fs::path& out) {
+  for (const char* a : {"--arch", "lstm", "--hidden", "8", "--train-limit", "64", "--test-limit", "64", "--epochs", "1"})
+    args.push_back(a);
+  args.insert(args.end(), {"--out", out.string()});
+  return args;
+}
+
+bool has(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(lstm_study)
+
+// compare trains every norm of the LSTM and writes its tables and report (the gradient panels and
+// sentences name the LSTM's weight matrices; no activation is named, the cell has its own).
+BOOST_AUTO_TEST_CASE(compare_writes_tables_and_a_report) {
+  TempDir t;
+  BOOST_REQUIRE_EQUAL(run_normlab_quiet(tiny({"compare", "--norms", "none,layer,batch", "--seeds", "0,1",
+                                              "--batch-size", "16"}, t.path())),
+                      0);
+  for (const char* f : {"runs.csv", "steps.csv", "epochs.csv", "grad_norms.csv", "summary.csv", "report.md"})
+    BOOST_TEST(fs::exists(t.path() / f), f << " is missing");
+  const std::string report = read_file(t.path() / "report.md");
+  BOOST_TEST(has(report, "Model 1x28x28-lstm8-10, data"), report);
+  BOOST_TEST(has(report, "(LSTM layer 1 input-to-hidden / output Linear weight)"), report);
+  BOOST_TEST(has(report, "| LayerNorm |"), report);
+  if (fs::exists(t.path() / "grad_norms.gp")) {  // gnuplot installed: the panels are titled by the weights
+    const std::string gp = read_file(t.path() / "grad_norms.gp");
+    BOOST_TEST(has(gp, "LSTM layer 1 hidden-to-hidden weight"), gp);
+  }
+}
+
+// sweep --over batch trains every norm at every batch size and evaluates BatchNorm's other ways.
+BOOST_AUTO_TEST_CASE(sweep_over_batch_writes_tables_and_a_report) {
+  TempDir t;
+  BOOST_REQUIRE_EQUAL(run_normlab_quiet(tiny({"sweep", "--norms", "none,batch", "--seeds", "0", "--batch-sizes",
+                                              "4,16"}, t.path())),
+                      0);
+  for (const char* f : {"runs.csv", "epochs.csv", "summary.csv", "report.md"})
+    BOOST_TEST(fs::exists(t.path() / f), f << " is missing");
+  const std::string report = read_file(t.path() / "report.md");
+  BOOST_TEST(has(report, "| 4 |"), report);
+  BOOST_TEST(has(report, "| 16 |"), report);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
