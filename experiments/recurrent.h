@@ -1,13 +1,14 @@
 // The lstm arch's model: each image read as a sequence of its rows (Fashion-MNIST: 28 steps of 28
 // pixels), an LSTM whose --norm picks the cell (none: nn::LSTM; layer: the LayerNorm LSTM of Ba,
-// Kiros and Hinton; batch: the recurrent BatchNorm LSTM of Cooijmans et al., statistics per step),
-// its last hidden state to the classifier Linear.
+// Kiros and Hinton; batch: the recurrent BatchNorm LSTM of Cooijmans et al., statistics per step;
+// batch-shared: the same with one set of statistics for every step), its last hidden state to the
+// classifier Linear.
 #pragma once
 #include "experiments/model.h"
 
 namespace normlab::experiments {
 
-// The norms an LSTM cell can have, for messages: "none, layer or batch".
+// The norms an LSTM cell can have, for messages: "none, layer, batch or batch-shared".
 const char* lstm_norm_names();
 
 // Builds (gen and m given) or only checks (both null) the lstm arch's model of spec:

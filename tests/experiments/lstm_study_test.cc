@@ -1,11 +1,14 @@
 // The LSTM in the studies: `normlab compare` and `normlab sweep --over batch` with --arch lstm on a
-// few Fashion-MNIST images (tables, gradient panels named by the LSTM's weights, the report).
+// few Fashion-MNIST images (tables, gradient panels named by the LSTM's weights, the report), and
+// its batch-shared norm.
 #include <boost/test/unit_test.hpp>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "autograd/autograd.h"
 #include "base/error.h"
+#include "experiments/model.h"
 #include "tests/support/files.h"
 #include "tests/support/process.h"
 
@@ -13,6 +16,8 @@ namespace fs = std::filesystem;
 using normlab::test::read_file;
 using normlab::test::run_normlab_quiet;
 using normlab::test::TempDir;
+using normlab::experiments::ModelSpec;
+using normlab::experiments::build_model;
 
 namespace {
 
@@ -60,6 +65,32 @@ BOOST_AUTO_TEST_CASE(sweep_over_batch_writes_tables_and_a_report) {
   const std::string report = read_file(t.path() / "report.md");
   BOOST_TEST(has(report, "| 4 |"), report);
   BOOST_TEST(has(report, "| 16 |"), report);
+}
+
+// batch-shared, the recurrent BatchNorm with one set of statistics for all steps, is the lstm's
+// cell with shared statistics; another arch refuses it, naming the arch it goes with.
+BOOST_AUTO_TEST_CASE(batch_shared_is_the_lstms_only) {
+  normlab::autograd::Generator gen(0);
+  ModelSpec s;
+  s.arch = "lstm", s.inputs = 16, s.image = {1, 4, 4}, s.outputs = 3, s.hidden = {8}, s.norm = "batch-shared";
+  const std::string net = build_model(s, gen).net->str();
+  BOOST_TEST(has(net, "BatchNormLSTM(4, 8, batch_first=True, max_steps=4, shared_statistics=True)"), net);
+  s.norm = "batch";
+  BOOST_TEST(!has(build_model(s, gen).net->str(), "shared_statistics"));
+  for (const char* arch : {"mlp", "cnn"}) {
+    TempDir t;
+    std::string message = "no error";
+    try {
+      run_normlab_quiet({"compare", "--arch", arch, "--norms", "none,batch-shared", "--train-limit", "64",
+                         "--test-limit", "64", "--epochs", "1", "--seeds", "0", "--out", t.path().string()});
+    } catch (const normlab::Error& e) {
+      message = e.what();
+    }
+    BOOST_TEST(has(message, std::string("norm batch-shared (BatchNorm (shared statistics)) is a norm of --arch lstm "
+                                        "only, not of --arch ") + arch),
+               message);
+    BOOST_TEST(!fs::exists(t.path() / "report.md"));
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
