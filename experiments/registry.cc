@@ -55,7 +55,6 @@ NormEntry batch_shared_norm() {
           .plot_point = 9};
 }
 
-
 std::vector<NormEntry> builtin_norms() {
   std::vector<NormEntry> n;
   n.push_back({.name = "none", .display = "no norm", .plot_color = 7, .plot_point = 6});  // black, open circle
