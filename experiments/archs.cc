@@ -49,6 +49,9 @@ ArchEntry lstm_arch() {
           .build = build_lstm,
           .default_hidden = {128},
           .activation = false,
+          // The sequence study's protocol: Adam (lr 0.001) with the gradient norm clipped to 1.
+          .default_optimizer = "adam",
+          .default_clip_grad_norm = 1.0,
           .weight_names = lstm_weight_names};
 }
 

@@ -40,6 +40,10 @@ struct ArchEntry {
   std::vector<int64_t> default_hidden;
   // Reads --activation (the lstm's nonlinearities are its cell's: sigmoid and tanh).
   bool activation = true;
+  // compare and sweep: --optimizer when not given ("": the command's own default, sgd) and
+  // --clip-grad-norm when not given (0: off). The lstm's: adam (so lr 0.001) and 1.
+  std::string default_optimizer;
+  double default_clip_grad_norm = 0;
   // The names the reports give its weight matrices, in the order of Model::weights (the output
   // Linear last), e.g. {"LSTM layer 1 input-to-hidden", "LSTM layer 1 hidden-to-hidden", "output
   // Linear"}. Empty: read from its layer string ("Conv2d 1", ..., "Linear 1", ..., "output Linear").

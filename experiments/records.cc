@@ -43,6 +43,7 @@ nlohmann::json to_json(const TrainConfig& c) {
   if (!c.init_from.empty()) j["init_from"] = c.init_from;
   if (c.eval_every > 0) j["eval_every"] = c.eval_every;
   if (c.early_stopping > 0) j["early_stopping"] = c.early_stopping;
+  if (c.clip_grad_norm > 0) j["clip_grad_norm"] = c.clip_grad_norm;
   if (c.task != data::Task::Classification) j["task"] = task_name(c.task);
   if (c.distributed) j["distributed_ranks"] = c.ranks > 0 ? c.ranks : dist::world_size();
   if (const OptimizerEntry& o = optimizer(c.optimizer); o.json) j["optimizer"] = o.json(c);

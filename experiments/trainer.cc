@@ -18,6 +18,7 @@
 #include "experiments/registry.h"
 #include "experiments/report/report.h"
 #include "nn/checkpoint.h"
+#include "nn/clip_grad.h"
 #include "optim/checkpoint.h"
 
 namespace normlab::experiments {
@@ -120,6 +121,7 @@ std::string optimizer_text(const TrainConfig& c, bool with_lr) {
   if (o.options_text) s << o.options_text(c);
   if (c.weight_decay > 0 || o.decoupled_weight_decay)
     s << ", weight decay " << c.weight_decay << (o.decoupled_weight_decay ? " (decoupled)" : "");
+  if (c.clip_grad_norm > 0) s << ", gradient norm clipped to " << c.clip_grad_norm;
   return s.str();
 }
 
@@ -163,7 +165,8 @@ double train_step(RunState& st, optim::Optimizer& opt, optim::LRScheduler& sched
     opt.zero_grad();
     loss.backward();
     if (ddp) average_gradients(opt.parameters());
-    for (auto& o : obs) o->after_backward(st);
+    for (auto& o : obs) o->after_backward(st);  // the gradient norms recorded are the unclipped ones
+    if (st.config.clip_grad_norm > 0) nn::clip_grad_norm_(opt.parameters(), st.config.clip_grad_norm);
     opt.step();
     sched.step();
     meter.score.add(logits, b);

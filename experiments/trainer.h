@@ -34,6 +34,8 @@ struct TrainConfig {
   double weight_decay = 0;        // sgd and adam: L2 added to the gradient; adamw: decoupled
   bool nesterov = false;          // sgd
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adam, adamw
+  double clip_grad_norm = 0;      // clip the total gradient norm (L2, all parameters) to this before
+                                  // every optimizer step, as torch.nn.utils.clip_grad_norm_ (0: off)
   int64_t warmup_steps = 0;       // linear warmup: lr (t + 1) / warmup_steps at step t < warmup_steps
   std::string schedule = "cosine";  // after warmup, a registered schedule: none | cosine (to 0 at the end) | step
   int64_t step_every = 0;         // schedule "step": multiply by step_gamma every this many steps
@@ -203,7 +205,7 @@ optim::SGDOptions sgd_options(const TrainConfig& c);
 // The run's optimizer (config.optimizer) over params, at its peak lr.
 std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& c, std::vector<autograd::Tensor> params);
 // The optimizer and its settings in words, e.g. "SGD lr 0.05, momentum 0.9" or "AdamW lr 0.001,
-// betas (0.9, 0.999), eps 1e-08, weight decay 0.01".
+// betas (0.9, 0.999), eps 1e-08, weight decay 0.01" (and ", gradient norm clipped to 1" when clipped).
 // Without the lr when with_lr is false (a sweep states its own rule).
 std::string optimizer_text(const TrainConfig& c, bool with_lr = true);
 

@@ -23,7 +23,8 @@ class SweepCommand : public TrainingCommand {
                          .batch_size_help = "training batch size (--over lr)",
                          .lr_help = "peak learning rate (--over batch: at --reference-batch)",
                          .stats_every = false,
-                         .classification_only = true}) {}
+                         .classification_only = true,
+                         .clip_grad_norm = true}) {}
 
  protected:
   void add_own_flags(CLI::App& a) override {

@@ -55,6 +55,8 @@ struct TrainingTraits {
   bool classification_only = false;               // sweep, study: accuracy against batch size
   std::string records = "records.json";           // where --resume finds the runs to keep
   bool fits_csv_files = false;                    // train, compare: defaults fitted to a CSV file (csv_defaults.cc)
+  bool clip_grad_norm = false;                    // compare, sweep: --clip-grad-norm and the arch's default
+                                                  // optimizer and clipping (ArchEntry)
 };
 
 class TrainingCommand : public Command {
@@ -112,6 +114,7 @@ class TrainingCommand : public Command {
   void apply_quick(const Given& given);
   void apply_dataset_defaults(const Given& given);
   void apply_optimizer_defaults(const Given& given);
+  void apply_arch_defaults(const Given& given);
   void apply_csv_defaults(const Given& given);
   void fit_to_training_set();
   void check_applicable(const Given& given) const;
