@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "experiments/model.h"
@@ -44,6 +45,9 @@ struct ArchEntry {
   // --clip-grad-norm when not given (0: off). The lstm's: adam (so lr 0.001) and 1.
   std::string default_optimizer;
   double default_clip_grad_norm = 0;
+  // A sequence model: each sample's inputs read as T time steps of I features ({T, I}, T I =
+  // inputs); the runs record the gradient reaching each step's input (InputGradNorm). Empty: none.
+  std::function<std::pair<int64_t, int64_t>(const ModelSpec&)> time_steps;
   // The names the reports give its weight matrices, in the order of Model::weights (the output
   // Linear last), e.g. {"LSTM layer 1 input-to-hidden", "LSTM layer 1 hidden-to-hidden", "output
   // Linear"}. Empty: read from its layer string ("Conv2d 1", ..., "Linear 1", ..., "output Linear").

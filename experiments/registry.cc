@@ -47,6 +47,9 @@ NormEntry batch_shared_norm() {
   return {.name = "batch-shared",
           .display = "BatchNorm (shared statistics)",
           .batch_statistics = true,
+          .note = "BatchNorm (shared statistics) trains exactly as BatchNorm (each time step normalized with "
+                  "the batch's statistics at that step, so its training numbers are the same); only its running "
+                  "statistics, which evaluation uses, are one set for all steps instead of one per step.",
           .archs = {"lstm"},
           .make = [](const LayerSpec&) -> std::shared_ptr<nn::Module> {
             throw Error("norm batch-shared is a recurrent BatchNorm: only the lstm arch builds it");

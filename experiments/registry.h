@@ -35,6 +35,9 @@ struct NormEntry {
   bool synchronized = false;
   // The norm it is in one process ("": itself): SyncBatchNorm is BatchNorm there.
   std::string in_one_process;
+  // What the reports that compare it say of it ("": nothing), e.g. how it differs from a norm it
+  // resembles.
+  std::string note;
   // The archs (--arch) it is a norm of; empty: every arch. A model of another arch is an error
   // naming these (batch-shared, a recurrent BatchNorm, is the lstm's only).
   std::vector<std::string> archs;

@@ -154,7 +154,9 @@ double train_step(RunState& st, optim::Optimizer& opt, optim::LRScheduler& sched
   const double lr = opt.lr();
   const bool ddp = st.config.distributed;
   if (ddp) broadcast_buffers(*st.model.net);  // rank 0's running statistics, as DDP before each forward
-  const Tensor logits = (*st.model.net)(b.x);
+  st.input = st.input_grad ? b.x.detach() : b.x;
+  if (st.input_grad) st.input.requires_grad_();
+  const Tensor logits = (*st.model.net)(st.input);
   Tensor loss = loss_of(logits, b);
   double lv = loss.item();
   if (ddp) {  // the global batch's loss (equal slices: the mean of the ranks' means), the same on every rank
@@ -315,6 +317,7 @@ RunResult train_run(const CheckedRun& run, const Splits& s, const StepCallback& 
     obs.push_back(loss_log());
     obs.push_back(activation_stats(st));
     obs.push_back(grad_norms());
+    obs.push_back(input_grad_norms());
     obs.push_back(evaluation());
     obs.push_back(callbacks(on_step, on_epoch));
     for (st.epoch = pos.epoch; st.epoch <= c.epochs; ++st.epoch) {

@@ -120,6 +120,15 @@ struct GradNorm {
   double norm;
 };
 
+// A sequence model (ArchEntry::time_steps): how much gradient reaches the input of time step t
+// (from 1) at a training step: sqrt(B) ||dL/dX_t||_F, with L the batch's mean loss and X_t (B, I)
+// the batch's inputs at step t. That is the root mean square over the batch of ||B dL/dx_{i,t}||,
+// for a model without batch statistics each sample's own loss gradient: comparable across batch sizes.
+struct InputGradNorm {
+  int64_t step, time_step;
+  double norm;
+};
+
 struct RunResult {
   TrainConfig config;
   std::vector<StepRecord> steps;
@@ -127,6 +136,7 @@ struct RunResult {
   std::vector<EvalRecord> evals;  // every config.eval_every steps (empty when 0)
   std::vector<ActivationStat> activations;
   std::vector<GradNorm> grad_norms;
+  std::vector<InputGradNorm> input_grads;  // sequence models, every config.stats_every steps
   bool diverged = false;
   int64_t diverged_step = -1;
   bool interrupted = false;  // Ctrl-C stopped the run before its last step (interrupt.h)

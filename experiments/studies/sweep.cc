@@ -309,6 +309,7 @@ std::string sweep_markdown(const SweepConfig& cfg, const Plan& plan, const Point
                               : "one seed: no interval, ")
      << "in %.\n\n";
   if (!ctx.defaults_note.empty()) md << ctx.defaults_note << "\n\n";
+  md << norm_notes(cfg.norms);
   md << results_table(cfg, plan, pts) << "\n" << image_links(plots) << "**Reading.** ";
   if (plan.by_batch && plan.points >= 2) md << batch_reading(cfg, plan, pts);
   else if (!plan.by_batch) md << lr_reading(cfg, pts);

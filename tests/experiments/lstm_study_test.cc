@@ -1,14 +1,17 @@
 // The LSTM in the studies: `normlab compare` and `normlab sweep --over batch` with --arch lstm on a
-// few Fashion-MNIST images (tables, gradient panels named by the LSTM's weights, the report), and
-// its batch-shared norm.
+// few Fashion-MNIST images (tables, gradient panels named by the LSTM's weights, the gradient
+// reaching each time step's input, the report), and its batch-shared norm.
 #include <boost/test/unit_test.hpp>
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "autograd/autograd.h"
 #include "base/error.h"
+#include "experiments/datasets.h"
 #include "experiments/model.h"
+#include "experiments/trainer.h"
 #include "tests/support/files.h"
 #include "tests/support/process.h"
 
@@ -48,6 +51,14 @@ BOOST_AUTO_TEST_CASE(compare_writes_tables_and_a_report) {
   BOOST_TEST(has(report, "Model 1x28x28-lstm8-10, data"), report);
   BOOST_TEST(has(report, "(LSTM layer 1 input-to-hidden / output Linear weight)"), report);
   BOOST_TEST(has(report, "| LayerNorm |"), report);
+  BOOST_TEST(has(report, "Gradient reaching the inputs: g_t = sqrt(B) ||dL/dX_t||"), report);
+  BOOST_TEST(has(report, "The most gradient reaches the first step with "), report);
+  // input_grad_norms.csv: every recorded step has the 28 time steps, the first and the last.
+  const std::string grads = read_file(t.path() / "input_grad_norms.csv");
+  BOOST_TEST(has(grads, ",step,time_step,input_grad_norm\n"), grads.substr(0, 300));
+  BOOST_TEST(has(grads, ",0,1,"));
+  BOOST_TEST(has(grads, ",0,28,"));
+  BOOST_TEST(!has(grads, ",0,29,"));
   if (fs::exists(t.path() / "grad_norms.gp")) {  // gnuplot installed: the panels are titled by the weights
     const std::string gp = read_file(t.path() / "grad_norms.gp");
     BOOST_TEST(has(gp, "LSTM layer 1 hidden-to-hidden weight"), gp);
@@ -90,6 +101,40 @@ BOOST_AUTO_TEST_CASE(batch_shared_is_the_lstms_only) {
                                         "only, not of --arch ") + arch),
                message);
     BOOST_TEST(!fs::exists(t.path() / "report.md"));
+  }
+}
+
+// The recorded gradient reaching step t's input is sqrt(B) ||dL/dX_t|| of the training batch: one
+// step over the whole set (its order does not change the mean loss or the norm), against the same
+// gradient computed directly from the seeded model, for an LSTM with and without batch statistics.
+BOOST_AUTO_TEST_CASE(input_gradient_is_the_batch_gradient_at_each_step) {
+  using namespace normlab;
+  experiments::DataSpec d;
+  d.train_limit = 32, d.test_limit = 8;
+  const experiments::Splits s = experiments::load_data(d);
+  for (const char* norm : {"none", "batch"}) {
+    BOOST_TEST_CONTEXT(norm) {
+      experiments::TrainConfig c;
+      c.model.arch = "lstm", c.model.hidden = {8}, c.model.image = {1, 28, 28}, c.model.norm = norm;
+      c.epochs = 1, c.batch_size = 32, c.stats_every = 1, c.optimizer = "adam", c.lr = 1e-3;
+      const experiments::RunResult r = experiments::train_run(c, s);
+      BOOST_REQUIRE_EQUAL(r.input_grads.size(), 28u);
+      autograd::Generator gen(c.seed);
+      c.model.inputs = 784, c.model.outputs = 10;
+      const experiments::Model m = experiments::build_model(c.model, gen);
+      m.net->train();
+      autograd::Tensor x = s.train.x.detach();
+      x.requires_grad_();
+      autograd::cross_entropy((*m.net)(x), s.train.labels).backward();
+      const autograd::Tensor g = x.grad();
+      for (int64_t t : {0, 13, 27}) {
+        double sum = 0;
+        for (int64_t i = 0; i < 32; ++i)
+          for (int64_t j = 0; j < 28; ++j) sum += std::pow(double(g.data<float>()[i * 784 + t * 28 + j]), 2);
+        BOOST_TEST(r.input_grads[size_t(t)].time_step == t + 1);
+        BOOST_TEST(r.input_grads[size_t(t)].norm == std::sqrt(32 * sum), boost::test_tools::tolerance(1e-4));
+      }
+    }
   }
 }
 
