@@ -46,9 +46,10 @@ void TrainingCommand::apply_arch_defaults(const Given& given) {
     o_.train.clip_grad_norm = a.default_clip_grad_norm;
     chosen.push_back("--clip-grad-norm " + fmt(a.default_clip_grad_norm));
   }
+  own_arch_defaults(given, a, chosen);
   if (chosen.empty()) return;
   std::string note = "--arch " + a.name + "'s defaults, not given on the command line: " + chosen[0];
-  for (size_t i = 1; i < chosen.size(); ++i) note += " and " + chosen[i];
+  for (size_t i = 1; i < chosen.size(); ++i) note += (i + 1 < chosen.size() ? ", " : " and ") + chosen[i];
   o_.defaults_note += (o_.defaults_note.empty() ? "" : " ") + note + ".";
 }
 

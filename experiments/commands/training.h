@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "experiments/archs.h"
 #include "experiments/commands/command.h"
 #include "experiments/commands/resume.h"
 #include "experiments/commands/shared_flags.h"
@@ -77,6 +78,9 @@ class TrainingCommand : public Command {
   virtual void own_presets(const Given& given) {}
   // The command's own checks of flags against each other, after the shared ones.
   virtual void check_own(const Given& given) {}
+  // The command's own defaults from the arch (ArchEntry), where not given: each one applied is
+  // added to `chosen` as "--flag value" for the report's note (sweep: --lr-scaling).
+  virtual void own_arch_defaults(const Given& given, const ArchEntry& arch, std::vector<std::string>& chosen) {}
   // The norms its runs use (the --groups check).
   virtual std::vector<std::string> norms_run() const = 0;
   // Every run of the command, validated against the data: the typed plan run_plan executes.

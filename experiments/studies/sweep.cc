@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "experiments/archs.h"
+#include "experiments/archs.h"
 #include "experiments/output.h"
 #include "experiments/report/plot.h"
 #include "experiments/records.h"
@@ -29,10 +30,10 @@ using namespace sweep_parts;
 
 Plan plan_of(const SweepConfig& cfg) {
   const bool by_batch = cfg.over == SweepOver::Batch;
-  Plan p{by_batch, by_batch ? cfg.batch_sizes.size() : cfg.lrs.size(), ""};
+  Plan p{by_batch, by_batch ? cfg.batch_sizes.size() : cfg.lrs.size(), {}, arch(cfg.base.model.arch).precise_bn};
   if (p.by_batch)
     for (const auto& n : cfg.norms)
-      if (norm(n).batch_statistics && p.bn.empty()) p.bn = n;
+      if (norm(n).batch_statistics) p.bns.push_back(n);
   return p;
 }
 
@@ -58,7 +59,7 @@ std::vector<CheckedRun> sweep_configs(const SweepConfig& cfg, const Plan& plan, 
         c.seed = seed;
         if (plan.by_batch) {
           c.batch_size = cfg.batch_sizes[i];
-          c.lr = cfg.base.lr * double(c.batch_size) / double(cfg.reference_batch);
+          c.lr = scaled_lr(cfg, c.batch_size);
           c.warmup_steps = scaled_warmup(cfg, c.batch_size);
         } else {
           c.lr = cfg.lrs[i];
@@ -129,6 +130,7 @@ nlohmann::json sweep_manifest(const SweepConfig& cfg, const std::vector<RunResul
                                  {"lrs", cfg.lrs}, {"reference_batch", cfg.reference_batch}, {"norms", cfg.norms},
                                  {"seeds", cfg.seeds}},
                                 wall);
+  if (cfg.lr_scaling != LrScaling::Linear) man["lr_scaling"] = lr_scaling_name(cfg.lr_scaling);
   nlohmann::json timing = nlohmann::json::array();
   for (const RunResult& r : runs)
     timing.push_back({{"norm", r.config.model.norm}, {"batch_size", r.config.batch_size}, {"lr", r.config.lr},
@@ -145,9 +147,10 @@ std::string outcome(const RunResult& r) {
   if (r.diverged) msg = "diverged at step " + std::to_string(r.diverged_step);
   else {
     msg = "test accuracy " + fmt(100 * final_of(r, &EpochRecord::test_acc), 4) + "%";
+    const double precise = final_of(r, &EpochRecord::test_acc_precise);
     if (r.config.bn_three_ways)
-      msg += " (precise BN " + fmt(100 * final_of(r, &EpochRecord::test_acc_precise), 4) + "%, test-batch stats " +
-             fmt(100 * final_of(r, &EpochRecord::test_acc_batch), 4) + "%)";
+      msg += " (" + (std::isnan(precise) ? std::string() : "precise BN " + fmt(100 * precise, 4) + "%, ") +
+             "test-batch stats " + fmt(100 * final_of(r, &EpochRecord::test_acc_batch), 4) + "%)";
   }
   return msg + ", " + fmt(r.seconds, 3) + " s";
 }
@@ -164,6 +167,26 @@ std::string accuracy_cell(const std::vector<double>& v) {
 }
 
 std::string sweep_over_name(SweepOver over) { return over == SweepOver::Batch ? "batch" : "lr"; }
+
+std::string lr_scaling_name(LrScaling s) {
+  return s == LrScaling::Linear ? "linear" : s == LrScaling::Sqrt ? "sqrt" : "none";
+}
+
+LrScaling lr_scaling_from(const std::string& name) {
+  for (LrScaling s : {LrScaling::Linear, LrScaling::Sqrt, LrScaling::None})
+    if (lr_scaling_name(s) == name) return s;
+  throw Error("unknown learning-rate scaling '" + name + "' (expected linear, sqrt or none)");
+}
+
+double scaled_lr(const SweepConfig& cfg, int64_t b) {
+  const double ratio = double(b) / double(cfg.reference_batch);
+  switch (cfg.lr_scaling) {
+    case LrScaling::Sqrt: return cfg.base.lr * std::sqrt(ratio);
+    case LrScaling::None: return cfg.base.lr;
+    case LrScaling::Linear: break;
+  }
+  return cfg.base.lr * ratio;
+}
 
 std::vector<CheckedRun> sweep_runs(const SweepConfig& cfg, const Splits& data) {
   return sweep_configs(cfg, plan_of(cfg), data);

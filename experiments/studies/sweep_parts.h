@@ -19,12 +19,15 @@ struct Point {
 };
 using Points = std::map<std::string, std::vector<Point>>;  // norm -> points in sweep order
 
-// What the sweep needs besides its configuration: where it sweeps, and which norm (if any) is
-// evaluated three ways.
+// What the sweep needs besides its configuration: where it sweeps, and which norms are also
+// evaluated with other statistics than their running ones.
 struct Plan {
   bool by_batch;
   size_t points;
-  std::string bn;  // the first norm with batch statistics in a batch-size sweep, else ""
+  // In a batch-size sweep, the norms with batch statistics (in --norms order): evaluated with their
+  // running statistics, the test batches' own and (when `precise`) precise population statistics.
+  std::vector<std::string> bns;
+  bool precise = true;  // the arch's BatchNorm layers take precise statistics (ArchEntry::precise_bn)
   double x(const SweepConfig& c, size_t i) const { return by_batch ? double(c.batch_sizes[i]) : c.lrs[i]; }
 };
 

@@ -33,22 +33,36 @@ Series series_of(const std::string& name, Style style, const std::vector<Point>&
 Style precise_style(const std::string& bn) { return {norm_style(bn).color, 6, 2}; }
 Style batch_stats_style(const std::string& bn) { return {norm_style(bn).color, 4, 4}; }
 
-// The BatchNorm evaluation gap: precise and test-batch accuracy minus EMA accuracy, in points.
-PlotSpec bn_gap_plot(const std::string& bn, const std::vector<Point>& pts) {
+// The BatchNorm evaluation gap: precise (when the plan has it) and test-batch accuracy minus EMA
+// accuracy, in points, of each norm with batch statistics (named in the legend when there are
+// several).
+PlotSpec bn_gap_plot(const Plan& plan, const Points& pts) {
   PlotSpec gap{"BatchNorm evaluation gap: accuracy minus accuracy with running (EMA) statistics", "batch size",
                "accuracy difference (points)"};
   gap.log_x = 2;
   gap.error_bars = true;
-  Series pr{"precise BN - EMA"}, bs{"test-batch stats - EMA"};
-  pr.style = precise_style(bn), bs.style = batch_stats_style(bn);
-  for (const Point& p : pts) {
-    std::vector<double> dp, db;
-    for (size_t i = 0; i < p.acc.size(); ++i) dp.push_back(100 * (p.precise[i] - p.acc[i])), db.push_back(100 * (p.batch[i] - p.acc[i]));
-    add_mean_point(pr, p.x, dp);
-    add_mean_point(bs, p.x, db);
+  for (const std::string& bn : plan.bns) {
+    const std::string who = plan.bns.size() > 1 ? display_name(bn) + ": " : "";
+    Series pr{who + "precise BN - EMA"}, bs{who + "test-batch stats - EMA"};
+    pr.style = precise_style(bn), bs.style = batch_stats_style(bn);
+    for (const Point& p : pts.at(bn)) {
+      std::vector<double> dp, db;
+      for (size_t i = 0; i < p.acc.size(); ++i)
+        dp.push_back(100 * (p.precise[i] - p.acc[i])), db.push_back(100 * (p.batch[i] - p.acc[i]));
+      add_mean_point(pr, p.x, dp);
+      add_mean_point(bs, p.x, db);
+    }
+    if (plan.precise) gap.series.push_back(pr);
+    gap.series.push_back(bs);
   }
-  gap.series = {pr, bs};
   return gap;
+}
+
+// How the lr follows the batch size, for the accuracy plot's title: "lr scaled linearly".
+std::string lr_rule_title(LrScaling s) {
+  return s == LrScaling::Linear ? "lr scaled linearly"
+         : s == LrScaling::Sqrt ? "lr scaled by the square root of the batch"
+                                : "the same lr at every batch";
 }
 
 }  // namespace
@@ -58,28 +72,43 @@ PlotSpec bn_gap_plot(const std::string& bn, const std::vector<Point>& pts) {
 std::vector<std::string> sweep_plots(const SweepConfig& cfg, const Plan& plan, const Points& pts,
                                      const StudyContext& ctx) {
   if (!gnuplot_available()) return {};
-  PlotSpec acc{plan.by_batch ? "Final test accuracy vs batch size (lr scaled linearly)"
+  PlotSpec acc{plan.by_batch ? "Final test accuracy vs batch size (" + lr_rule_title(cfg.lr_scaling) + ")"
                              : "Final test accuracy vs learning rate",
                plan.by_batch ? "batch size" : "learning rate", "final test accuracy (" + final_accuracy_rule(cfg.base.epochs) + ")"};
   acc.log_x = plan.by_batch ? 2 : 10;
   acc.error_bars = true;
   acc.percent_y = true;
+  const auto is_bn = [&](const std::string& n) { return std::count(plan.bns.begin(), plan.bns.end(), n) > 0; };
   for (const auto& n : cfg.norms)
-    acc.series.push_back(series_of(display_name(n) + (n == plan.bn ? " (running EMA stats)" : ""), norm_style(n),
+    acc.series.push_back(series_of(display_name(n) + (is_bn(n) ? " (running EMA stats)" : ""), norm_style(n),
                                    pts.at(n), &Point::acc));
-  if (!plan.bn.empty()) {
-    acc.series.push_back(series_of(display_name(plan.bn) + " (precise BN)", precise_style(plan.bn), pts.at(plan.bn), &Point::precise));
-    acc.series.push_back(series_of(display_name(plan.bn) + " (test-batch stats)", batch_stats_style(plan.bn),
-                                   pts.at(plan.bn), &Point::batch));
+  for (const std::string& bn : plan.bns) {
+    if (plan.precise)
+      acc.series.push_back(series_of(display_name(bn) + " (precise BN)", precise_style(bn), pts.at(bn), &Point::precise));
+    acc.series.push_back(series_of(display_name(bn) + " (test-batch stats)", batch_stats_style(bn), pts.at(bn),
+                                   &Point::batch));
   }
   const std::string acc_name = plan.by_batch ? "accuracy_vs_batch" : "accuracy_vs_lr";
   std::vector<std::string> plots;
   if (render_plot(acc, ctx.out, acc_name)) plots.push_back(acc_name);
-  if (!plan.bn.empty() && render_plot(bn_gap_plot(plan.bn, pts.at(plan.bn)), ctx.out, "bn_eval_gap")) plots.push_back("bn_eval_gap");
+  if (!plan.bns.empty() && render_plot(bn_gap_plot(plan, pts), ctx.out, "bn_eval_gap")) plots.push_back("bn_eval_gap");
   return plots;
 }
 
 namespace {
+
+// The learning-rate rule as the report states it: "lr = 0.05 x batch / 128".
+std::string lr_rule_text(const SweepConfig& cfg) {
+  const std::string lr = fmt(cfg.base.lr), ref = std::to_string(cfg.reference_batch);
+  switch (cfg.lr_scaling) {
+    case LrScaling::Sqrt:
+      return "lr = " + lr + " x sqrt(batch / " + ref + ") (the square-root scaling rule for adaptive optimizers "
+             "such as Adam, Malladi et al. 2022)";
+    case LrScaling::None: return "lr = " + lr + " at every batch size (not scaled)";
+    case LrScaling::Linear: break;
+  }
+  return "lr = " + lr + " x batch / " + ref;
+}
 
 // A results cell: mean ± 95% CI in %, with its n when fewer runs than seeds count (diverged, not run).
 std::string pm(const std::vector<double>& v, size_t seeds) {
@@ -93,14 +122,16 @@ std::string results_table(const SweepConfig& cfg, const Plan& plan, const Points
   std::ostringstream md;
   md << "| " << (plan.by_batch ? "batch" : "lr");
   for (const auto& n : cfg.norms) md << " | " << display_name(n);
-  if (!plan.bn.empty()) md << " | " << display_name(plan.bn) << ", precise BN | " << display_name(plan.bn) << ", test-batch stats";
+  for (const std::string& bn : plan.bns)
+    md << (plan.precise ? " | " + display_name(bn) + ", precise BN" : "") << " | " << display_name(bn) << ", test-batch stats";
   md << " |\n|---";
-  for (size_t i = 0; i < cfg.norms.size() + (plan.bn.empty() ? 0 : 2); ++i) md << "|---";
+  for (size_t i = 0; i < cfg.norms.size() + plan.bns.size() * (plan.precise ? 2 : 1); ++i) md << "|---";
   md << "|\n";
   for (size_t i = 0; i < plan.points; ++i) {
     md << "| " << fmt(plan.x(cfg, i));
     for (const auto& n : cfg.norms) md << " | " << pm(pts.at(n)[i].acc, k);
-    if (!plan.bn.empty()) md << " | " << pm(pts.at(plan.bn)[i].precise, k) << " | " << pm(pts.at(plan.bn)[i].batch, k);
+    for (const std::string& bn : plan.bns)
+      md << (plan.precise ? " | " + pm(pts.at(bn)[i].precise, k) : "") << " | " << pm(pts.at(bn)[i].batch, k);
     md << " |\n";
   }
   return md.str();
@@ -137,20 +168,77 @@ std::string norm_batch_reading(const std::string& n, const std::vector<Point>& v
   return md + ". ";
 }
 
+// At sweep point i: the norm with the highest mean accuracy, each other norm's difference to it
+// (Welch), and those not distinguishable from it.
+std::string norms_at(const SweepConfig& cfg, const Points& pts, size_t i) {
+  std::vector<std::vector<double>> acc;
+  for (const auto& n : cfg.norms) acc.push_back(pts.at(n)[i].acc);
+  const std::vector<size_t> tied = tied_with_best(acc);
+  const std::string where = "At batch " + fmt(pts.at(cfg.norms[0])[i].x);
+  if (tied.empty()) return where + " no run finished. ";
+  const size_t best = tied.front();
+  std::string md = where + " the highest mean is " + display_name(cfg.norms[best]) + "'s (" +
+                   accuracy_cell(acc[best]) + "%)";
+  std::vector<std::string> others, same;
+  for (size_t k = 0; k < cfg.norms.size(); ++k)
+    if (k != best && std::isfinite(mean_of(acc[k])))
+      others.push_back(display_name(cfg.norms[k]) + " " + difference_text(acc[k], acc[best], kPercent));
+  for (size_t k = 1; k < tied.size(); ++k) same.push_back(display_name(cfg.norms[tied[k]]));
+  if (!others.empty()) md += "; each other norm minus it: ";
+  for (size_t k = 0; k < others.size(); ++k) md += (k ? "; " : "") + others[k];
+  if (!same.empty())
+    md += cfg.seeds.size() < 2 ? " (one seed: nothing tested)" : "; not distinguishable from it: " + join_names(same);
+  return md + ". ";
+}
+
+// The accuracy with the test batches' statistics minus that with running statistics, paired by
+// run: "+1.20 ± 0.80 points at batch 4 (distinguishable from 0)"; the mean of the per-seed
+// differences with its 95% CI, distinguishable when the interval excludes 0.
+std::string paired_gap(const Point& p) {
+  std::vector<double> d;
+  for (size_t i = 0; i < p.acc.size(); ++i) d.push_back(p.batch[i] - p.acc[i]);
+  const MeanInterval m = mean_interval(d);
+  if (m.n == 0) return "no finished run at batch " + fmt(p.x);
+  const std::string sign = m.mean >= 0 ? "+" : "";
+  std::string t = sign + interval_cell(d, kPercent) + " points at batch " + fmt(p.x);
+  if (m.n < 2) return t + " (1 seed: not tested)";
+  const bool apart = m.low() > 0 || m.high() < 0;
+  return t + (apart ? " (distinguishable from 0)" : " (not distinguishable from 0 at n = " + std::to_string(m.n) + ")");
+}
+
+// A sequence model's sweep (ArchEntry::time_steps): the norms compared at the smallest and the
+// largest batch (Welch), and each BatchNorm's test-batch minus running-statistics accuracy there.
+std::string sequence_reading(const SweepConfig& cfg, const Plan& plan, const Points& pts) {
+  const auto lo = std::min_element(cfg.batch_sizes.begin(), cfg.batch_sizes.end());
+  const auto hi = std::max_element(cfg.batch_sizes.begin(), cfg.batch_sizes.end());
+  std::vector<size_t> ends{size_t(lo - cfg.batch_sizes.begin())};
+  if (hi != lo) ends.push_back(size_t(hi - cfg.batch_sizes.begin()));
+  std::string md;
+  for (size_t i : ends) md += norms_at(cfg, pts, i);
+  for (const std::string& bn : plan.bns) {
+    md += capitalized(display_name(bn)) + ", accuracy with the test batches' statistics minus with running "
+          "statistics (paired by seed: mean ± 95% CI of the differences): ";
+    for (size_t k = 0; k < ends.size(); ++k) md += (k ? "; " : "") + paired_gap(pts.at(bn)[ends[k]]);
+    md += ". ";
+  }
+  return md;
+}
+
 std::string batch_reading(const SweepConfig& cfg, const Plan& plan, const Points& pts) {
   std::ostringstream md;
   for (const auto& n : cfg.norms) md << norm_batch_reading(n, pts.at(n), cfg.seeds.size());
   if (cfg.seeds.size() > 1) md << "Differences are means over seeds with their 95% interval; the test is Welch's t-test. ";
   md << "With a fixed number of epochs, larger batches take fewer steps. ";
-  if (!plan.bn.empty()) {
-    const size_t small = std::min_element(cfg.batch_sizes.begin(), cfg.batch_sizes.end()) - cfg.batch_sizes.begin();
-    const Point& b = pts.at(plan.bn)[small];
+  const size_t small = std::min_element(cfg.batch_sizes.begin(), cfg.batch_sizes.end()) - cfg.batch_sizes.begin();
+  for (const std::string& bn : plan.bns) {
+    const Point& b = pts.at(bn)[small];
     if (std::isfinite(mean_of(b.acc)))
-      md << "At batch " << cfg.batch_sizes[small] << ", " << display_name(plan.bn) << " scores "
-         << accuracy_cell(b.acc) << "% with running statistics, " << accuracy_cell(b.precise)
-         << "% with precise statistics and " << accuracy_cell(b.batch)
-         << "% with the statistics of test batches. ";
+      md << "At batch " << cfg.batch_sizes[small] << ", " << display_name(bn) << " scores " << accuracy_cell(b.acc)
+         << (plan.precise ? "% with running statistics, " + accuracy_cell(b.precise) + "% with precise statistics and "
+                          : "% with running statistics and ")
+         << accuracy_cell(b.batch) << "% with the statistics of test batches. ";
   }
+  if (arch(cfg.base.model.arch).time_steps) md << sequence_reading(cfg, plan, pts);
   return md.str();
 }
 
@@ -186,8 +274,7 @@ std::string sweep_markdown(const SweepConfig& cfg, const Plan& plan, const Point
   std::ostringstream md;
   md << "Model " << model_text(b.model) << ", data: " << ctx.dataset << ", "
      << count_of(b.epochs, "epoch") << " per run, " << optimizer_text(b, false) << ", "
-     << (plan.by_batch ? "lr = " + fmt(b.lr) + " x batch / " + std::to_string(cfg.reference_batch)
-                       : "batch " + std::to_string(b.batch_size))
+     << (plan.by_batch ? lr_rule_text(cfg) : "batch " + std::to_string(b.batch_size))
      << ", schedule " << b.schedule << " with "
      << (plan.by_batch && b.warmup_steps > 0
              ? "a linear warmup of " + count_of(b.warmup_steps, "step") + " at batch " + std::to_string(cfg.reference_batch) +

@@ -65,17 +65,49 @@ BOOST_AUTO_TEST_CASE(compare_writes_tables_and_a_report) {
   }
 }
 
-// sweep --over batch trains every norm at every batch size and evaluates BatchNorm's other ways.
+// sweep --over batch trains every norm at every batch size with the lstm's square-root lr rule, and
+// evaluates both recurrent BatchNorms with running and test-batch statistics (no precise BN: the
+// statistics live in the cell), with the reading's comparisons at the smallest and largest batch.
 BOOST_AUTO_TEST_CASE(sweep_over_batch_writes_tables_and_a_report) {
   TempDir t;
-  BOOST_REQUIRE_EQUAL(run_normlab_quiet(tiny({"sweep", "--norms", "none,batch", "--seeds", "0", "--batch-sizes",
-                                              "4,16"}, t.path())),
+  BOOST_REQUIRE_EQUAL(run_normlab_quiet(tiny({"sweep", "--norms", "none,batch,batch-shared", "--seeds", "0,1",
+                                              "--batch-sizes", "4,16"}, t.path())),
                       0);
   for (const char* f : {"runs.csv", "epochs.csv", "summary.csv", "report.md"})
     BOOST_TEST(fs::exists(t.path() / f), f << " is missing");
   const std::string report = read_file(t.path() / "report.md");
-  BOOST_TEST(has(report, "| 4 |"), report);
-  BOOST_TEST(has(report, "| 16 |"), report);
+  for (const char* s : {"| batch | no norm | BatchNorm | BatchNorm (shared statistics) | BatchNorm, test-batch stats | "
+                        "BatchNorm (shared statistics), test-batch stats |",
+                        "| 4 |", "| 16 |", "lr = 0.001 x sqrt(batch / 128)", "--lr-scaling sqrt.",
+                        "BatchNorm (shared statistics) trains exactly as BatchNorm",
+                        "At batch 4 the highest mean is", "At batch 16 the highest mean is",
+                        "BatchNorm, accuracy with the test batches' statistics minus with running statistics"})
+    BOOST_TEST(has(report, s), "report.md lacks " << s << ":\n" << report);
+  BOOST_TEST(!has(report, "precise"), report);
+  // lr 0.001 x sqrt(4 / 128) at batch 4.
+  BOOST_TEST(has(read_file(t.path() / "runs.csv"), ",4,0.000176776695,"));
+}
+
+// The lr rule is a flag: none keeps --lr at every batch; an mlp keeps the linear rule; --over lr
+// refuses it.
+BOOST_AUTO_TEST_CASE(lr_scaling_is_stated_and_refused_where_it_cannot_apply) {
+  TempDir t, u, v;
+  BOOST_REQUIRE_EQUAL(run_normlab_quiet(tiny({"sweep", "--norms", "layer", "--seeds", "0", "--batch-sizes", "4",
+                                              "--lr-scaling", "none"}, t.path())),
+                      0);
+  BOOST_TEST(has(read_file(t.path() / "report.md"), "lr = 0.001 at every batch size (not scaled)"));
+  BOOST_REQUIRE_EQUAL(run_normlab_quiet({"sweep", "--norms", "layer", "--seeds", "0", "--batch-sizes", "4",
+                                         "--train-limit", "64", "--test-limit", "64", "--epochs", "1", "--hidden", "8",
+                                         "--out", u.path().string()}),
+                      0);
+  BOOST_TEST(has(read_file(u.path() / "report.md"), "lr = 0.05 x batch / 128,"));
+  std::string message = "no error";
+  try {
+    run_normlab_quiet(tiny({"sweep", "--over", "lr", "--lr-scaling", "sqrt"}, v.path()));
+  } catch (const std::exception& e) {
+    message = e.what();
+  }
+  BOOST_TEST(has(message, "--lr-scaling cannot be used with --over lr"), message);
 }
 
 // batch-shared, the recurrent BatchNorm with one set of statistics for all steps, is the lstm's
