@@ -59,6 +59,16 @@ BOOST_AUTO_TEST_CASE(compare_writes_tables_and_a_report) {
   BOOST_TEST(has(grads, ",0,1,"));
   BOOST_TEST(has(grads, ",0,28,"));
   BOOST_TEST(!has(grads, ",0,29,"));
+  // --resume keeps the finished runs' records, input gradients included; one thread gives the same bits.
+  const std::vector<std::string> again = tiny({"compare", "--norms", "none,layer,batch", "--seeds", "0,1",
+                                               "--batch-size", "16", "--resume"}, t.path());
+  BOOST_REQUIRE_EQUAL(run_normlab_quiet(again), 0);
+  BOOST_TEST((read_file(t.path() / "input_grad_norms.csv") == grads));
+  TempDir one;
+  BOOST_REQUIRE_EQUAL(run_normlab_quiet(tiny({"compare", "--norms", "none,layer,batch", "--seeds", "0,1",
+                                              "--batch-size", "16", "--threads", "1"}, one.path())),
+                      0);
+  BOOST_TEST((read_file(one.path() / "input_grad_norms.csv") == grads), "1 thread and the default differ");
   if (fs::exists(t.path() / "grad_norms.gp")) {  // gnuplot installed: the panels are titled by the weights
     const std::string gp = read_file(t.path() / "grad_norms.gp");
     BOOST_TEST(has(gp, "LSTM layer 1 hidden-to-hidden weight"), gp);
