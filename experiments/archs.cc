@@ -53,7 +53,6 @@ ArchEntry lstm_arch() {
           .default_optimizer = "adam",
           .default_clip_grad_norm = 1.0,
           .default_lr_scaling = "sqrt",
-          .precise_bn = false,
           .time_steps = [](const ModelSpec& s) { return std::pair<int64_t, int64_t>{s.image.at(1), s.image.at(2)}; },
           .weight_names = lstm_weight_names};
 }

@@ -47,10 +47,6 @@ struct ArchEntry {
   double default_clip_grad_norm = 0;
   // sweep --over batch: --lr-scaling when not given ("": linear). The lstm's: sqrt (Adam).
   std::string default_lr_scaling;
-  // Its BatchNorm layers are children of the model (nn::BatchNorm) whose population statistics
-  // can be recomputed (precise BN); false for the lstm, whose recurrent BatchNorm keeps them per
-  // step inside its cell: the sweep evaluates it with running and test-batch statistics only.
-  bool precise_bn = true;
   // A sequence model: each sample's inputs read as T time steps of I features ({T, I}, T I =
   // inputs); the runs record the gradient reaching each step's input (InputGradNorm). Empty: none.
   std::function<std::pair<int64_t, int64_t>(const ModelSpec&)> time_steps;

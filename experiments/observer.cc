@@ -129,9 +129,8 @@ class Evaluation : public Observer {
     // BatchNorm's other two evaluations at the same points as the test evaluation.
     if (now && c.bn_three_ways && norm(c.model.norm).batch_statistics && !r.diverged) {
       t = Clock::now();
-      if (arch(c.model.arch).precise_bn)  // else NaN: the recurrent BatchNorm keeps its statistics in its cell
-        e.test_acc_precise = precise_bn_accuracy(net, st.data, c.batch_size, c.precise_bn_samples, c.seed + 7919,
-                                                 c.eval_batch);
+      e.test_acc_precise = precise_bn_accuracy(net, st.data, c.batch_size, c.precise_bn_samples, c.seed + 7919,
+                                               c.eval_batch);
       e.test_acc_batch = batch_stats_accuracy(net, st.data, c.batch_size);
       r.bn_eval_seconds += seconds_since(t);
     }

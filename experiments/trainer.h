@@ -94,7 +94,6 @@ struct EpochRecord {
   double val_loss, val_acc, test_loss, test_acc;
   // Norms with batch statistics only (bn_three_ways), NaN otherwise: test accuracy with precise
   // population statistics, and with the statistics of test batches of the training batch size.
-  // (precise: NaN for an arch without ArchEntry::precise_bn, the lstm).
   double test_acc_precise = std::numeric_limits<double>::quiet_NaN();
   double test_acc_batch = std::numeric_limits<double>::quiet_NaN();
 };

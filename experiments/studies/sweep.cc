@@ -30,7 +30,7 @@ using namespace sweep_parts;
 
 Plan plan_of(const SweepConfig& cfg) {
   const bool by_batch = cfg.over == SweepOver::Batch;
-  Plan p{by_batch, by_batch ? cfg.batch_sizes.size() : cfg.lrs.size(), {}, arch(cfg.base.model.arch).precise_bn};
+  Plan p{by_batch, by_batch ? cfg.batch_sizes.size() : cfg.lrs.size(), {}};
   if (p.by_batch)
     for (const auto& n : cfg.norms)
       if (norm(n).batch_statistics) p.bns.push_back(n);

@@ -25,9 +25,8 @@ struct Plan {
   bool by_batch;
   size_t points;
   // In a batch-size sweep, the norms with batch statistics (in --norms order): evaluated with their
-  // running statistics, the test batches' own and (when `precise`) precise population statistics.
+  // running statistics, precise population statistics and the test batches' own.
   std::vector<std::string> bns;
-  bool precise = true;  // the arch's BatchNorm layers take precise statistics (ArchEntry::precise_bn)
   double x(const SweepConfig& c, size_t i) const { return by_batch ? double(c.batch_sizes[i]) : c.lrs[i]; }
 };
 

@@ -33,7 +33,7 @@ Series series_of(const std::string& name, Style style, const std::vector<Point>&
 Style precise_style(const std::string& bn) { return {norm_style(bn).color, 6, 2}; }
 Style batch_stats_style(const std::string& bn) { return {norm_style(bn).color, 4, 4}; }
 
-// The BatchNorm evaluation gap: precise (when the plan has it) and test-batch accuracy minus EMA
+// The BatchNorm evaluation gap: precise and test-batch accuracy minus EMA
 // accuracy, in points, of each norm with batch statistics (named in the legend when there are
 // several).
 PlotSpec bn_gap_plot(const Plan& plan, const Points& pts) {
@@ -52,7 +52,7 @@ PlotSpec bn_gap_plot(const Plan& plan, const Points& pts) {
       add_mean_point(pr, p.x, dp);
       add_mean_point(bs, p.x, db);
     }
-    if (plan.precise) gap.series.push_back(pr);
+    gap.series.push_back(pr);
     gap.series.push_back(bs);
   }
   return gap;
@@ -83,8 +83,7 @@ std::vector<std::string> sweep_plots(const SweepConfig& cfg, const Plan& plan, c
     acc.series.push_back(series_of(display_name(n) + (is_bn(n) ? " (running EMA stats)" : ""), norm_style(n),
                                    pts.at(n), &Point::acc));
   for (const std::string& bn : plan.bns) {
-    if (plan.precise)
-      acc.series.push_back(series_of(display_name(bn) + " (precise BN)", precise_style(bn), pts.at(bn), &Point::precise));
+    acc.series.push_back(series_of(display_name(bn) + " (precise BN)", precise_style(bn), pts.at(bn), &Point::precise));
     acc.series.push_back(series_of(display_name(bn) + " (test-batch stats)", batch_stats_style(bn), pts.at(bn),
                                    &Point::batch));
   }
@@ -123,15 +122,15 @@ std::string results_table(const SweepConfig& cfg, const Plan& plan, const Points
   md << "| " << (plan.by_batch ? "batch" : "lr");
   for (const auto& n : cfg.norms) md << " | " << display_name(n);
   for (const std::string& bn : plan.bns)
-    md << (plan.precise ? " | " + display_name(bn) + ", precise BN" : "") << " | " << display_name(bn) << ", test-batch stats";
+    md << " | " << display_name(bn) << ", precise BN | " << display_name(bn) << ", test-batch stats";
   md << " |\n|---";
-  for (size_t i = 0; i < cfg.norms.size() + plan.bns.size() * (plan.precise ? 2 : 1); ++i) md << "|---";
+  for (size_t i = 0; i < cfg.norms.size() + 2 * plan.bns.size(); ++i) md << "|---";
   md << "|\n";
   for (size_t i = 0; i < plan.points; ++i) {
     md << "| " << fmt(plan.x(cfg, i));
     for (const auto& n : cfg.norms) md << " | " << pm(pts.at(n)[i].acc, k);
     for (const std::string& bn : plan.bns)
-      md << (plan.precise ? " | " + pm(pts.at(bn)[i].precise, k) : "") << " | " << pm(pts.at(bn)[i].batch, k);
+      md << " | " << pm(pts.at(bn)[i].precise, k) << " | " << pm(pts.at(bn)[i].batch, k);
     md << " |\n";
   }
   return md.str();
@@ -191,12 +190,12 @@ std::string norms_at(const SweepConfig& cfg, const Points& pts, size_t i) {
   return md + ". ";
 }
 
-// The accuracy with the test batches' statistics minus that with running statistics, paired by
-// run: "+1.20 ± 0.80 points at batch 4 (distinguishable from 0)"; the mean of the per-seed
-// differences with its 95% CI, distinguishable when the interval excludes 0.
-std::string paired_gap(const Point& p) {
+// The accuracy with other statistics (`field`: precise or the test batches') minus that with
+// running statistics, paired by run: "+1.20 ± 0.80 points at batch 4 (distinguishable from 0)";
+// the mean of the per-seed differences with its 95% CI, distinguishable when it excludes 0.
+std::string paired_gap(const Point& p, std::vector<double> Point::*field) {
   std::vector<double> d;
-  for (size_t i = 0; i < p.acc.size(); ++i) d.push_back(p.batch[i] - p.acc[i]);
+  for (size_t i = 0; i < p.acc.size(); ++i) d.push_back((p.*field)[i] - p.acc[i]);
   const MeanInterval m = mean_interval(d);
   if (m.n == 0) return "no finished run at batch " + fmt(p.x);
   const std::string sign = m.mean >= 0 ? "+" : "";
@@ -215,12 +214,13 @@ std::string sequence_reading(const SweepConfig& cfg, const Plan& plan, const Poi
   if (hi != lo) ends.push_back(size_t(hi - cfg.batch_sizes.begin()));
   std::string md;
   for (size_t i : ends) md += norms_at(cfg, pts, i);
-  for (const std::string& bn : plan.bns) {
-    md += capitalized(display_name(bn)) + ", accuracy with the test batches' statistics minus with running "
-          "statistics (paired by seed: mean ± 95% CI of the differences): ";
-    for (size_t k = 0; k < ends.size(); ++k) md += (k ? "; " : "") + paired_gap(pts.at(bn)[ends[k]]);
-    md += ". ";
-  }
+  for (const std::string& bn : plan.bns)
+    for (const auto& [what, field] : {std::pair{"the test batches'", &Point::batch}, std::pair{"precise", &Point::precise}}) {
+      md += capitalized(display_name(bn)) + ", accuracy with " + what + " statistics minus with running statistics "
+            "(paired by seed: mean ± 95% CI of the differences): ";
+      for (size_t k = 0; k < ends.size(); ++k) md += (k ? "; " : "") + paired_gap(pts.at(bn)[ends[k]], field);
+      md += ". ";
+    }
   return md;
 }
 
@@ -234,8 +234,7 @@ std::string batch_reading(const SweepConfig& cfg, const Plan& plan, const Points
     const Point& b = pts.at(bn)[small];
     if (std::isfinite(mean_of(b.acc)))
       md << "At batch " << cfg.batch_sizes[small] << ", " << display_name(bn) << " scores " << accuracy_cell(b.acc)
-         << (plan.precise ? "% with running statistics, " + accuracy_cell(b.precise) + "% with precise statistics and "
-                          : "% with running statistics and ")
+         << "% with running statistics, " << accuracy_cell(b.precise) << "% with precise statistics and "
          << accuracy_cell(b.batch) << "% with the statistics of test batches. ";
   }
   if (arch(cfg.base.model.arch).time_steps) md << sequence_reading(cfg, plan, pts);

@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -76,8 +77,8 @@ BOOST_AUTO_TEST_CASE(compare_writes_tables_and_a_report) {
 }
 
 // sweep --over batch trains every norm at every batch size with the lstm's square-root lr rule, and
-// evaluates both recurrent BatchNorms with running and test-batch statistics (no precise BN: the
-// statistics live in the cell), with the reading's comparisons at the smallest and largest batch.
+// evaluates both recurrent BatchNorms with running, precise and test-batch statistics, with the
+// reading's comparisons at the smallest and largest batch.
 BOOST_AUTO_TEST_CASE(sweep_over_batch_writes_tables_and_a_report) {
   TempDir t;
   BOOST_REQUIRE_EQUAL(run_normlab_quiet(tiny({"sweep", "--norms", "none,batch,batch-shared", "--seeds", "0,1",
@@ -86,14 +87,25 @@ BOOST_AUTO_TEST_CASE(sweep_over_batch_writes_tables_and_a_report) {
   for (const char* f : {"runs.csv", "epochs.csv", "summary.csv", "report.md"})
     BOOST_TEST(fs::exists(t.path() / f), f << " is missing");
   const std::string report = read_file(t.path() / "report.md");
-  for (const char* s : {"| batch | no norm | BatchNorm | BatchNorm (shared statistics) | BatchNorm, test-batch stats | "
+  for (const char* s : {"| batch | no norm | BatchNorm | BatchNorm (shared statistics) | BatchNorm, precise BN | "
+                        "BatchNorm, test-batch stats | BatchNorm (shared statistics), precise BN | "
                         "BatchNorm (shared statistics), test-batch stats |",
                         "| 4 |", "| 16 |", "lr = 0.001 x sqrt(batch / 128)", "--lr-scaling sqrt.",
                         "BatchNorm (shared statistics) trains exactly as BatchNorm",
                         "At batch 4 the highest mean is", "At batch 16 the highest mean is",
-                        "BatchNorm, accuracy with the test batches' statistics minus with running statistics"})
+                        "BatchNorm, accuracy with the test batches' statistics minus with running statistics",
+                        "BatchNorm (shared statistics), accuracy with precise statistics minus with running"})
     BOOST_TEST(has(report, s), "report.md lacks " << s << ":\n" << report);
-  BOOST_TEST(!has(report, "precise"), report);
+  // Precise BN recomputes the cell's statistics: both seeds have a precise accuracy (precise_acc_n,
+  // the 11th column of summary.csv, is 2).
+  const std::string summary = read_file(t.path() / "summary.csv");
+  const size_t row = summary.find("\nbatch-shared,4,");
+  BOOST_REQUIRE(row != std::string::npos);
+  std::vector<std::string> cells;
+  std::stringstream line(summary.substr(row + 1, summary.find('\n', row + 1) - row - 1));
+  for (std::string c; std::getline(line, c, ',');) cells.push_back(c);
+  BOOST_REQUIRE(cells.size() > 10u);
+  BOOST_TEST(cells[10] == "2");
   // lr 0.001 x sqrt(4 / 128) at batch 4.
   BOOST_TEST(has(read_file(t.path() / "runs.csv"), ",4,0.000176776695,"));
 }
