@@ -41,6 +41,9 @@ class TextTraining {
   void plan(const TrainingOptions& o);
   // Writes the run into --out as one set (Ctrl-C: what was done); returns the exit status.
   int run(const TrainingOptions& o, const nlohmann::json& settings, const Invocation& inv);
+  // The flags as parsed, and (after check) the model they describe (vocab_size not yet set).
+  const TextFlags& flags() const { return f_; }
+  const CharModelSpec& model() const { return model_; }
 
  private:
   void check_gpt(const TrainingOptions& o, const std::string& norm, const Given& given);
