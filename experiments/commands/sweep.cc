@@ -36,8 +36,7 @@ class SweepCommand : public TrainingCommand {
     preset_default(a.add_option("--batch-sizes", batch_sizes_, "batch sizes (--over batch)")
                        ->delimiter(',')
                        ->check(whole(1, kMaxBatch)),
-                   "2,8,32,128 with --quick, 1,2,4,16,64 (sequences) with --dataset text, else "
-                   "2,4,8,16,32,64,128,256");
+                   "2,8,32,128 with --quick, else 2,4,8,16,32,64,128,256");
     preset_default(a.add_option("--lrs", lrs_, "learning rates (--over lr)")->delimiter(',')->check(non_negative()),
                    "0.01,0.1,1 with --quick, else 0.01,0.03,0.1,0.3,1,3");
     a.add_option("--reference-batch", reference_batch_, "lr = --lr x batch / this (linear scaling)")->check(whole(1, kMaxBatch));

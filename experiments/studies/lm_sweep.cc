@@ -76,7 +76,14 @@ std::vector<std::string> sweep_plots(const LmSweepConfig& cfg, const std::vector
   gap.log_x = 2;
   gap.error_bars = true;
   for (const std::string& v : batch_variants(cfg)) gap.series.push_back(batch_series(cfg, results, v, &LmFinals::gap));
-  if (!gap.series.empty() && render_plot(gap, out, "bn_train_eval_gap")) plots.push_back("bn_train_eval_gap");
+  if (!gap.series.empty()) {
+    Series zero{"no gap"};
+    zero.x = {double(*lo), double(*hi)};
+    zero.y = {0, 0};
+    zero.style = {kGrey, 1, 2};
+    gap.series.push_back(zero);
+  }
+  if (gap.series.size() > 1 && render_plot(gap, out, "bn_train_eval_gap")) plots.push_back("bn_train_eval_gap");
   return plots;
 }
 
