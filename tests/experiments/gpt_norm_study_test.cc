@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "data/ngram.h"
 #include "data/text.h"
+#include "experiments/interrupt.h"
 #include "experiments/language_model.h"
 #include "experiments/studies/lm_runs.h"
 #include "experiments/studies/lm_sweep.h"
@@ -240,6 +241,24 @@ BOOST_AUTO_TEST_CASE(sweep_refuses_what_its_text_protocol_sets_itself) {
   expect_error(tiny({"sweep", "--warmup", "2"}), {"--warmup", "a tenth"});
   expect_error(tiny({"sweep", "--train-tokens", "4"}), {"--train-tokens 4", "one window"});
   expect_error({"sweep", "--dataset", "moons", "--train-tokens", "64"}, {"--train-tokens", "--dataset text"});
+}
+
+// Ctrl-C in the second run: the first run's results are written, the report says so, exit status 130.
+BOOST_AUTO_TEST_CASE(ctrl_c_writes_the_runs_finished) {
+  test::TempDir dir;
+  const fs::path out = dir.path() / "stopped";
+  experiments::interrupt_after_steps(8);  // run 1: steps 1-6; run 2 stops after its step 2
+  int rc = -1;
+  capture_output(2, [&] {
+    rc = run_normlab_quiet(tiny({"compare", "--norms", "layer,rms", "--seeds", "0", "--steps", "6", "--out", out.string()}));
+  });
+  experiments::clear_interrupt();
+  BOOST_TEST(rc == 130);
+  const auto runs = read_csv(out / "runs.csv");
+  BOOST_REQUIRE(!runs.empty());
+  for (const Row& r : runs) BOOST_TEST(r.at("norm") == "layer");
+  const std::string md = test::read_file(out / "report.md");
+  BOOST_TEST(md.find("Interrupted (Ctrl-C): 1 of 2 runs finished") != std::string::npos, md);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
