@@ -4,9 +4,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include "autograd/engine.h"
 #include "autograd/loss.h"
+#include "autograd/parallel.h"
 #include "autograd/shape_ops.h"
 #include "base/error.h"
 #include "experiments/interrupt.h"
@@ -89,8 +95,8 @@ LmRunResult result_of(const LmRunSpec& s) {
   return r;
 }
 
-// Trains one run; progress counts its steps after `before` steps of the earlier runs.
-LmRunResult train_one(const LmRunSpec& s, Progress& progress, int64_t before, const std::string& label) {
+// Trains one run, calling on_step(steps done) after every step.
+LmRunResult train_one(const LmRunSpec& s, const std::function<void(int64_t)>& on_step) {
   const auto start = std::chrono::steady_clock::now();
   const LmTrainConfig& c = s.config;
   LmRunResult r = result_of(s);
@@ -108,7 +114,7 @@ LmRunResult train_one(const LmRunSpec& s, Progress& progress, int64_t before, co
       break;
     }
     if (every > 0 && (step + 1) % every == 0 && step + 1 < c.steps) r.evals.push_back(evaluate(m, s, step + 1, kLmEvalWindows));
-    progress.update(before + step + 1, label);
+    on_step(step + 1);
     count_step();
     if (step + 1 < c.steps && interrupted()) r.interrupted = true;
     if (r.interrupted) break;
@@ -132,6 +138,76 @@ std::string outcome(const LmRunResult& r) {
   }
   return text + ", " + fmt(r.seconds, 3) + " s";
 }
+
+// The runs of one call to train_lm_runs, claimed in order by one or more worker threads; their
+// progress and outcome are reported under one lock.
+class LmQueue {
+ public:
+  LmQueue(const std::vector<LmRunSpec>& specs, bool quiet, const std::string& command)
+      : specs_(specs), command_(command), progress_(total_steps(specs), quiet), finished_(specs.size()),
+        steps_done_(specs.size(), 0) {}
+
+  // Claims and trains runs until none is left, Ctrl-C came or a run threw.
+  void work() {
+    for (;;) {
+      size_t i = 0;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (error_ || interrupted() || next_ >= specs_.size()) return;
+        i = next_++;
+      }
+      try {
+        train(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!error_) error_ = std::current_exception();
+        return;
+      }
+    }
+  }
+
+  // The runs finished in order (up to the first that did not finish); rethrows a run's error.
+  LmRuns finish() {
+    progress_.finish();
+    if (error_) std::rethrow_exception(error_);
+    LmRuns runs;
+    runs.total = specs_.size();
+    for (size_t i = 0; i < finished_.size() && finished_[i] && !finished_[i]->interrupted; ++i)
+      runs.results.push_back(std::move(*finished_[i]));
+    runs.wall_seconds = progress_.elapsed_seconds();
+    return runs;
+  }
+
+ private:
+  static int64_t total_steps(const std::vector<LmRunSpec>& specs) {
+    int64_t total = 0;
+    for (const LmRunSpec& s : specs) total += s.config.steps;
+    return total;
+  }
+
+  void train(size_t i) {
+    const std::string label = lm_run_label(command_, specs_[i]);
+    LmRunResult r = train_one(specs_[i], [&](int64_t done) {
+      std::lock_guard<std::mutex> lock(mu_);
+      steps_done_[i] = done;
+      int64_t sum = 0;
+      for (int64_t d : steps_done_) sum += d;
+      progress_.update(sum, label);
+    });
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!r.interrupted) progress_.line(label + ": " + outcome(r));
+    finished_[i] = std::move(r);
+  }
+
+  const std::vector<LmRunSpec>& specs_;
+  std::string command_;
+  Progress progress_;
+  std::mutex mu_;  // guards everything below
+  std::vector<std::optional<LmRunResult>> finished_;
+  std::vector<int64_t> steps_done_;
+  size_t next_ = 0;
+  std::exception_ptr error_;
+};
 
 }  // namespace
 
@@ -216,24 +292,23 @@ std::string lm_run_label(const std::string& command, const LmRunSpec& s) {
 }
 
 LmRuns train_lm_runs(const std::vector<LmRunSpec>& specs, bool quiet, const std::string& command) {
-  int64_t total = 0;
-  for (const LmRunSpec& s : specs) total += s.config.steps;
-  Progress progress(total, quiet);
-  LmRuns runs;
-  runs.total = specs.size();
-  int64_t before = 0;
-  for (const LmRunSpec& s : specs) {
-    const std::string label = lm_run_label(command, s);
-    LmRunResult r = train_one(s, progress, before, label);
-    before += s.config.steps;
-    if (r.interrupted) break;
-    progress.line(label + ": " + outcome(r));
-    runs.results.push_back(std::move(r));
-    if (interrupted()) break;
+  LmQueue queue(specs, quiet, command);
+  // With T kernel threads, T runs train side by side, one thread each (the same bits as one after
+  // another: the kernels' results do not depend on the thread count); a batch-1 step gains little
+  // from a second thread, a second run gains nearly twice.
+  const int workers = static_cast<int>(std::min<size_t>(static_cast<size_t>(autograd::num_threads()), specs.size()));
+  if (workers <= 1) {
+    queue.work();
+  } else {
+    const int saved = autograd::num_threads();
+    autograd::set_num_threads(1);
+    std::vector<std::thread> helpers;
+    for (int t = 1; t < workers; ++t) helpers.emplace_back([&queue] { queue.work(); });
+    queue.work();
+    for (auto& h : helpers) h.join();
+    autograd::set_num_threads(saved);
   }
-  progress.finish();
-  runs.wall_seconds = progress.elapsed_seconds();
-  return runs;
+  return queue.finish();
 }
 
 }  // namespace normlab::experiments::studies

@@ -87,13 +87,13 @@ void expect_error(const std::vector<std::string>& args, const std::vector<std::s
 }
 
 // One compare run shared by the cases that read it: layer, layer-post and batch, seeds 0 and 1,
-// 6 steps, evaluated at step 3 and after step 6.
+// 6 steps, evaluated at step 3 and after step 6; two runs at a time (--threads 2).
 struct Compared {
   test::TempDir dir;
   fs::path out = dir.path() / "cmp";
   Compared() {
     const int rc = run_normlab_quiet(tiny({"compare", "--norms", "layer,layer-post,batch", "--seeds", "0,1", "--steps",
-                                           "6", "--eval-every", "3", "--out", out.string()}));
+                                           "6", "--eval-every", "3", "--threads", "2", "--out", out.string()}));
     if (rc != 0) throw Error("the test's compare run failed");
   }
 };
@@ -162,6 +162,16 @@ BOOST_AUTO_TEST_CASE(a_compare_run_is_a_train_run) {
       if (r.at("norm") == norm && r.at("seed") == "1" && r.at("step") == "6") from_compare = std::stod(r.at("val_loss"));
     BOOST_TEST(std::stod(evals.back().at("val_loss")) == from_compare, boost::test_tools::tolerance(1e-7));
   }
+}
+
+// Runs side by side (one thread each) give the bits of runs one after another.
+BOOST_AUTO_TEST_CASE(results_do_not_depend_on_the_thread_count) {
+  test::TempDir dir;
+  const fs::path out = dir.path() / "one";
+  BOOST_REQUIRE(run_normlab_quiet(tiny({"compare", "--norms", "layer,layer-post,batch", "--seeds", "0,1", "--steps", "6",
+                                        "--eval-every", "3", "--threads", "1", "--out", out.string()})) == 0);
+  for (const char* f : {"runs.csv", "steps.csv", "summary.csv", "baselines.csv"})
+    BOOST_TEST(test::read_file(out / f) == test::read_file(compared().out / f), f);
 }
 
 // train --dataset text --seed N draws its initialization and batches from N (as compare's seeds do).
@@ -243,14 +253,16 @@ BOOST_AUTO_TEST_CASE(sweep_refuses_what_its_text_protocol_sets_itself) {
   expect_error({"sweep", "--dataset", "moons", "--train-tokens", "64"}, {"--train-tokens", "--dataset text"});
 }
 
-// Ctrl-C in the second run: the first run's results are written, the report says so, exit status 130.
+// Ctrl-C in the second run (one thread: one run at a time): the first run's results are written,
+// the report says so, exit status 130.
 BOOST_AUTO_TEST_CASE(ctrl_c_writes_the_runs_finished) {
   test::TempDir dir;
   const fs::path out = dir.path() / "stopped";
   experiments::interrupt_after_steps(8);  // run 1: steps 1-6; run 2 stops after its step 2
   int rc = -1;
   capture_output(2, [&] {
-    rc = run_normlab_quiet(tiny({"compare", "--norms", "layer,rms", "--seeds", "0", "--steps", "6", "--out", out.string()}));
+    rc = run_normlab_quiet(tiny({"compare", "--norms", "layer,rms", "--seeds", "0", "--steps", "6", "--threads", "1", "--out",
+                                  out.string()}));
   });
   experiments::clear_interrupt();
   BOOST_TEST(rc == 130);
