@@ -238,7 +238,7 @@ Report run_lm_compare(const LmCompareConfig& cfg, const std::vector<LmRunSpec>& 
   for (size_t i = 0; i < cfg.variants.size(); ++i) title += (i ? " vs " : "") + variant_display(cfg.variants[i]);
   Report rep{title, lm_interrupted_note(runs, "compare") + compare_markdown(cfg, runs.results, baselines, plots)};
   nlohmann::json man = manifest(ctx, {{"study", "compare"}, {"arch", "gpt"}, {"corpus", cfg.corpus->name},
-                                      {"steps", cfg.base.steps}, {"base", to_json(cfg.base.train)},
+                                      {"steps", cfg.base.steps}, {"model", lm_sizes(cfg.base.model)}, {"base", to_json(cfg.base.train)},
                                       {"norms", cfg.variants}, {"seeds", cfg.seeds}},
                                 runs.wall_seconds);
   lm_record_progress(man, rep, runs);

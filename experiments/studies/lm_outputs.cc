@@ -117,6 +117,13 @@ void write_lm_runs_csv(const std::vector<LmRunSpec>& specs, const std::vector<Lm
   t.write(path);
 }
 
+std::map<std::string, std::string> lm_sizes(const CharModelSpec& model) {
+  auto md = char_model_metadata(model);
+  md.erase("norm");
+  md.erase("position");
+  return md;
+}
+
 std::string lm_setup_markdown(const LmTrainConfig& t, const data::TextCorpus& c) {
   const nn::GPTConfig& g = t.model.gpt;
   std::ostringstream md;

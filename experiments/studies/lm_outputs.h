@@ -4,6 +4,7 @@
 // the sentence that explains BatchNorm's train-mode vs eval-mode gap.
 #pragma once
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,10 @@ std::vector<report::Series> baseline_lines(const std::vector<NgramBaseline>& b, 
 // else empty, diverged); a run that diverged has one row at its last step with NaN losses.
 void write_lm_runs_csv(const std::vector<LmRunSpec>& specs, const std::vector<LmRunResult>& results,
                        const std::filesystem::path& path);
+
+// The model's settings for a manifest (char_model_metadata without the norm and position, which
+// each run's variant sets).
+std::map<std::string, std::string> lm_sizes(const CharModelSpec& model);
 
 // The corpus, split, model and optimizer of a study's runs (base: their shared settings), as
 // markdown list items.

@@ -229,7 +229,7 @@ Report run_lm_sweep(const LmSweepConfig& cfg, const std::vector<LmRunSpec>& spec
   Report rep{"Character GPT: batch-size sensitivity of each norm",
              lm_interrupted_note(runs, "sweep") + sweep_markdown(cfg, runs.results, baselines, plots)};
   nlohmann::json man = manifest(ctx, {{"study", "sweep"}, {"over", "batch"}, {"arch", "gpt"},
-                                      {"corpus", cfg.corpus->name}, {"train_tokens", cfg.tokens},
+                                      {"corpus", cfg.corpus->name}, {"train_tokens", cfg.tokens}, {"model", lm_sizes(cfg.base.model)},
                                       {"batch_sizes", cfg.batch_sizes}, {"base", to_json(cfg.base.train)},
                                       {"norms", cfg.variants}, {"seeds", cfg.seeds}},
                                 runs.wall_seconds);
