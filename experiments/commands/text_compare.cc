@@ -8,6 +8,7 @@
 
 #include "experiments/cli.h"
 #include "experiments/commands/flags.h"
+#include "experiments/commands/resume.h"
 #include "experiments/interrupt.h"
 #include "experiments/output.h"
 #include "experiments/registry.h"
@@ -59,7 +60,7 @@ void TextStudy::add_flags(CLI::App& a) {
 }
 
 void TextStudy::presets(TrainingOptions& o, const Given& given) {
-  text_.presets(o, given);
+  text_.presets(o, given, true);
   if (given("--position"))
     throw Error("--position does not apply to " + std::string(kind_ == Kind::Sweep ? "sweep" : "compare") +
                 " --dataset text: each of --norms names its position (" + variant_list() + ")");
@@ -119,9 +120,12 @@ void TextStudy::plan(const TrainingOptions& o) {
 
 int TextStudy::run(const TrainingOptions& o, const nlohmann::json& settings, const Invocation& inv) {
   install_interrupt_handler();
+  const ResumeSources sources = o.resume ? resume_sources(o.out, "records.json", settings) : ResumeSources{};
   ResultSet set(o.out);
   StudyContext ctx;
   ctx.out = set.dir();
+  if (sources.out) ctx.resume_from = set.out();
+  ctx.resume_killed = sources.killed;
   ctx.quiet = o.quiet;
   ctx.command_line = inv.text();
   ctx.dataset = compare_ ? compare_->corpus->name : sweep_->corpus->name;

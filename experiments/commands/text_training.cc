@@ -74,14 +74,14 @@ void TextTraining::add_flags(CLI::App& a) {
       ->capture_default_str();
 }
 
-void TextTraining::presets(TrainingOptions& o, const Given& given) const {
+void TextTraining::presets(TrainingOptions& o, const Given& given, bool resumable) const {
   std::string& arch = o.train.model.arch;
   if (!given("--arch")) arch = "gpt";
   if (arch != "gpt" && arch != "lstm")
     throw Error("--arch " + arch + " does not train on --dataset text: a character language model is --arch gpt "
                 "or lstm");
   for (const auto& [flag, why] : not_for_text())
-    if (given(flag)) throw Error(flag + " does not apply to --dataset text: " + why);
+    if (given(flag) && !(resumable && flag == "--resume")) throw Error(flag + " does not apply to --dataset text: " + why);
   if (!given("--optimizer")) o.train.optimizer = "adamw";
   if (!given("--batch-size")) o.train.batch_size = 16;
   if (!given("--val-fraction")) o.data.validation_fraction = 0.1;

@@ -32,8 +32,9 @@ class TextTraining {
   // Adds the flags above to train's.
   void add_flags(CLI::App& a);
   // Before the shared checks: --arch gpt (the default here) or lstm (others refused), AdamW, batch 16,
-  // --val-fraction 0.1, a warmup of a tenth of the steps, unless given.
-  void presets(TrainingOptions& o, const Given& given) const;
+  // --val-fraction 0.1, a warmup of a tenth of the steps, unless given; the flags that do not apply
+  // refused (--resume too unless `resumable`: compare and sweep continue their runs).
+  void presets(TrainingOptions& o, const Given& given, bool resumable = false) const;
   // After the optimizer's defaults: weight decay 0.1 and betas (0.9, 0.95) unless given, and the
   // flags that do not apply to text refused.
   void check(TrainingOptions& o, const std::string& norm, const Given& given);

@@ -68,9 +68,10 @@ struct LmFinals {
 };
 LmFinals finals_of(const std::vector<LmRunResult>& results, const std::string& variant, int64_t batch = 0);
 
-// The report's first lines when Ctrl-C stopped the command ("" otherwise): how many runs finished.
+// The report's first lines when Ctrl-C stopped the command ("" otherwise): how many runs finished,
+// and that --resume trains the rest.
 std::string lm_interrupted_note(const LmRuns& runs, const std::string& command);
-// Records in the manifest how many runs were planned and finished and whether Ctrl-C stopped the
+// Records in the manifest how many runs were planned, finished and reused and whether Ctrl-C stopped the
 // command; sets the report's counts likewise.
 void lm_record_progress(nlohmann::json& manifest, Report& rep, const LmRuns& runs);
 

@@ -21,6 +21,7 @@
 #include "experiments/output.h"
 #include "experiments/progress.h"
 #include "experiments/report/report.h"
+#include "experiments/studies/lm_records.h"
 
 namespace normlab::experiments::studies {
 
@@ -143,9 +144,10 @@ std::string outcome(const LmRunResult& r) {
 // progress and outcome are reported under one lock.
 class LmQueue {
  public:
-  LmQueue(const std::vector<LmRunSpec>& specs, bool quiet, const std::string& command)
-      : specs_(specs), command_(command), progress_(total_steps(specs), quiet), finished_(specs.size()),
-        steps_done_(specs.size(), 0) {}
+  LmQueue(const std::vector<LmRunSpec>& specs, bool quiet, const std::string& command,
+          const std::vector<nlohmann::json>& previous, LmJournal* journal)
+      : specs_(specs), command_(command), previous_(previous), journal_(journal), progress_(total_steps(specs), quiet),
+        finished_(specs.size()), steps_done_(specs.size(), 0) {}
 
   // Claims and trains runs until none is left, Ctrl-C came or a run threw.
   void work() {
@@ -172,6 +174,7 @@ class LmQueue {
     if (error_) std::rethrow_exception(error_);
     LmRuns runs;
     runs.total = specs_.size();
+    runs.reused = reused_;
     for (size_t i = 0; i < finished_.size() && finished_[i] && !finished_[i]->interrupted; ++i)
       runs.results.push_back(std::move(*finished_[i]));
     runs.wall_seconds = progress_.elapsed_seconds();
@@ -187,25 +190,34 @@ class LmQueue {
 
   void train(size_t i) {
     const std::string label = lm_run_label(command_, specs_[i]);
-    LmRunResult r = train_one(specs_[i], [&](int64_t done) {
+    const auto on_step = [&](int64_t done) {
       std::lock_guard<std::mutex> lock(mu_);
       steps_done_[i] = done;
       int64_t sum = 0;
       for (int64_t d : steps_done_) sum += d;
       progress_.update(sum, label);
-    });
+    };
+    std::optional<LmRunResult> kept = i < previous_.size() ? stored_lm_run(previous_[i], specs_[i]) : std::nullopt;
+    LmRunResult r = kept ? std::move(*kept) : train_one(specs_[i], on_step);
+    if (kept) on_step(specs_[i].config.steps);
     std::lock_guard<std::mutex> lock(mu_);
-    if (!r.interrupted) progress_.line(label + ": " + outcome(r));
+    if (!r.interrupted) {
+      if (journal_) journal_->append(i, specs_[i], r);  // durable before it is reported
+      progress_.line(label + ": " + outcome(r) + (kept ? " (from the earlier records)" : ""));
+      reused_ += kept ? 1 : 0;
+    }
     finished_[i] = std::move(r);
   }
 
   const std::vector<LmRunSpec>& specs_;
   std::string command_;
+  const std::vector<nlohmann::json>& previous_;
+  LmJournal* journal_;
   Progress progress_;
   std::mutex mu_;  // guards everything below
   std::vector<std::optional<LmRunResult>> finished_;
   std::vector<int64_t> steps_done_;
-  size_t next_ = 0;
+  size_t next_ = 0, reused_ = 0;
   std::exception_ptr error_;
 };
 
@@ -291,8 +303,9 @@ std::string lm_run_label(const std::string& command, const LmRunSpec& s) {
          ", seed " + std::to_string(t.seed);
 }
 
-LmRuns train_lm_runs(const std::vector<LmRunSpec>& specs, bool quiet, const std::string& command) {
-  LmQueue queue(specs, quiet, command);
+LmRuns train_lm_runs(const std::vector<LmRunSpec>& specs, bool quiet, const std::string& command,
+                     const std::vector<nlohmann::json>& previous, LmJournal* journal) {
+  LmQueue queue(specs, quiet, command, previous, journal);
   // With T kernel threads, T runs train side by side, one thread each (the same bits as one after
   // another: the kernels' results do not depend on the thread count); a batch-1 step gains little
   // from a second thread, a second run gains nearly twice.

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "experiments/report/plot.h"
 #include "experiments/studies/lm_train.h"
 
@@ -91,16 +93,22 @@ struct LmRunResult {
 double train_mode_window_loss(CharModel& m, const std::vector<int64_t>& ids, int64_t block_size, int64_t batch,
                               int64_t max_windows = 0);
 
-// The runs of a study, trained in turn: one progress bar over all their steps labelled
-// label(spec), a line "label: outcome" when a run ends. Ctrl-C stops after the current step:
-// results then holds the runs finished before it.
+// The runs of a study: one progress bar over all their steps labelled lm_run_label, a line
+// "label: outcome" when a run ends. With T kernel threads, T runs train side by side, one thread
+// each (the same bits as one after another). A run whose records `previous` holds at its position
+// (records.h previous_runs: an earlier, interrupted command's) with the same settings is taken from
+// there instead of trained (lm_records.h stored_lm_run). Every run finished is appended to
+// `journal` (when given) the moment it finishes. Ctrl-C stops after the current step: results then
+// holds the runs finished before the first unfinished one.
+class LmJournal;
 struct LmRuns {
   std::vector<LmRunResult> results;
-  size_t total = 0;
+  size_t total = 0, reused = 0;
   double wall_seconds = 0;
   bool interrupted() const { return results.size() < total; }
 };
-LmRuns train_lm_runs(const std::vector<LmRunSpec>& specs, bool quiet, const std::string& command);
+LmRuns train_lm_runs(const std::vector<LmRunSpec>& specs, bool quiet, const std::string& command,
+                     const std::vector<nlohmann::json>& previous = {}, LmJournal* journal = nullptr);
 
 // A spec's progress label: "compare: norm layer-post, seed 1", "sweep: norm batch, batch 4, seed 0".
 std::string lm_run_label(const std::string& command, const LmRunSpec& s);

@@ -8,9 +8,11 @@
 
 #include "base/error.h"
 #include "experiments/output.h"
+#include "experiments/records.h"
 #include "experiments/report/report.h"
 #include "experiments/report/stats.h"
 #include "experiments/studies/lm_outputs.h"
+#include "experiments/studies/lm_records.h"
 
 namespace normlab::experiments::studies {
 
@@ -220,7 +222,10 @@ std::vector<LmRunSpec> lm_sweep_runs(const LmSweepConfig& cfg) {
 }
 
 Report run_lm_sweep(const LmSweepConfig& cfg, const std::vector<LmRunSpec>& specs, const StudyContext& ctx) {
-  const LmRuns runs = train_lm_runs(specs, ctx.quiet, "sweep");
+  LmJournal journal(ctx.out / kJournal, ctx.settings);
+  const LmRuns runs =
+      train_lm_runs(specs, ctx.quiet, "sweep", previous_runs(ctx.resume_from, ctx.resume_killed), &journal);
+  write_lm_records(ctx.out / "records.json", specs, runs.results);
   const std::vector<NgramBaseline> baselines = ngram_baselines(*cfg.corpus);
   write_lm_runs_csv(specs, runs.results, ctx.out / "runs.csv");
   write_summary_csv(cfg, runs.results, ctx.out / "summary.csv");

@@ -254,8 +254,8 @@ BOOST_AUTO_TEST_CASE(sweep_refuses_what_its_text_protocol_sets_itself) {
 }
 
 // Ctrl-C in the second run (one thread: one run at a time): the first run's results are written,
-// the report says so, exit status 130.
-BOOST_AUTO_TEST_CASE(ctrl_c_writes_the_runs_finished) {
+// the report says so, exit status 130; --resume completes them.
+BOOST_AUTO_TEST_CASE(ctrl_c_writes_the_runs_finished_and_resume_completes_them) {
   test::TempDir dir;
   const fs::path out = dir.path() / "stopped";
   experiments::interrupt_after_steps(8);  // run 1: steps 1-6; run 2 stops after its step 2
@@ -271,6 +271,22 @@ BOOST_AUTO_TEST_CASE(ctrl_c_writes_the_runs_finished) {
   for (const Row& r : runs) BOOST_TEST(r.at("norm") == "layer");
   const std::string md = test::read_file(out / "report.md");
   BOOST_TEST(md.find("Interrupted (Ctrl-C): 1 of 2 runs finished") != std::string::npos, md);
+  // --resume keeps the finished run and trains the other: the files of a command never stopped.
+  const std::vector<std::string> flags = tiny({"compare", "--norms", "layer,rms", "--seeds", "0", "--steps", "6"});
+  std::vector<std::string> resume = flags, fresh = flags;
+  for (const std::string& a : {std::string("--resume"), std::string("--out"), out.string()}) resume.push_back(a);
+  for (const std::string& a : {std::string("--out"), (dir.path() / "fresh").string()}) fresh.push_back(a);
+  BOOST_REQUIRE(run_normlab_quiet(resume) == 0);
+  BOOST_REQUIRE(run_normlab_quiet(fresh) == 0);
+  for (const char* f : {"runs.csv", "steps.csv", "summary.csv"})
+    BOOST_TEST(test::read_file(out / f) == test::read_file(dir.path() / "fresh" / f), f);
+  BOOST_TEST(test::read_file(out / "manifest.json").find("\"runs_reused\": 1") != std::string::npos);
+  BOOST_TEST(test::read_file(out / "report.md").find("Interrupted") == std::string::npos);
+  BOOST_TEST(!fs::exists(out / "finished-runs.jsonl"));
+  // Other flags: refused, naming the flag that differs.
+  std::vector<std::string> other = tiny({"compare", "--norms", "layer,rms", "--seeds", "0", "--steps", "7", "--resume",
+                                         "--out", out.string()});
+  expect_error(other, {"--resume", "--steps 6 then, --steps 7 now"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()
