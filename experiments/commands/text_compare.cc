@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "dist/dist.h"
 #include "experiments/cli.h"
 #include "experiments/commands/flags.h"
 #include "experiments/commands/resume.h"
@@ -61,6 +62,10 @@ void TextStudy::add_flags(CLI::App& a) {
 
 void TextStudy::presets(TrainingOptions& o, const Given& given) {
   text_.presets(o, given, true);
+  if (dist::world_size() > 1)
+    throw Error(std::string(kind_ == Kind::Sweep ? "sweep" : "compare") + " --dataset text runs in one process, not " +
+                "split over an mpirun job of " + std::to_string(dist::world_size()) + ": start it without mpirun " +
+                "(its runs train side by side on --threads threads)");
   if (given("--position"))
     throw Error("--position does not apply to " + std::string(kind_ == Kind::Sweep ? "sweep" : "compare") +
                 " --dataset text: each of --norms names its position (" + variant_list() + ")");
