@@ -165,9 +165,9 @@ std::string batch_reading(const LmCompareConfig& cfg, const std::vector<LmRunRes
     md << capitalized(variant_display(v)) << " in train mode (each validation batch of " << cfg.base.train.batch_size
        << " windows normalized with its own statistics): " << interval_cell(f.train_mode, kBitsUnits)
        << " bits/char, in eval mode (running statistics): " << interval_cell(f.eval, kBitsUnits)
-       << "; train minus eval: " << difference_text(f.train_mode, f.eval, kBitsUnits) << ". "
-       << batch_gap_explanation(mean_of(f.gap) < 0) << " ";
+       << "; train minus eval: " << gap_text(f.gap) << ". ";
   }
+  if (md.tellp() > 0) md << batch_gap_explanation() << " ";
   return md.str();
 }
 

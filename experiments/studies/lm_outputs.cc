@@ -8,6 +8,7 @@
 #include "experiments/language_model.h"
 #include "experiments/output.h"
 #include "experiments/report/report.h"
+#include "experiments/report/stats.h"
 #include "experiments/trainer.h"
 
 namespace normlab::experiments::studies {
@@ -176,14 +177,26 @@ void lm_record_progress(nlohmann::json& m, Report& rep, const LmRuns& runs) {
   rep.runs_total = runs.total;
 }
 
-std::string batch_gap_explanation(bool train_mode_lower) {
-  return std::string(train_mode_lower ? "Train mode scores lower: " : "Train mode scores higher: ") +
-         "in training mode BatchNorm normalizes each position with the mean and variance of the whole batch of "
-         "windows, later tokens included, so an earlier position's prediction depends on characters it should not "
-         "have seen (a causal leak the model can learn to read), while at inference, in eval mode, it must use "
-         "running averages that no training batch had (the train/inference mismatch)" +
-         (train_mode_lower ? "; the eval-mode loss is the one a generating model has."
-                           : "; here the noise of each batch's statistics costs more than the leak gains.");
+std::string gap_text(const std::vector<double>& gap) {
+  const report::MeanInterval m = report::mean_interval(gap);
+  if (m.n == 0) return "n/a";
+  std::string text = report::interval_cell(gap, kBitsUnits) + " bits/char";
+  if (m.n < 2) return text + " (one seed: not tested)";
+  const bool below = m.high() < 0, above = m.low() > 0;
+  return text + " (paired over the seeds: " +
+         (below ? std::string("train mode lower, the 95% interval below 0")
+                : above ? std::string("train mode higher, the 95% interval above 0")
+                        : "not distinguishable from 0 at n = " + std::to_string(m.n)) +
+         ")";
+}
+
+std::string batch_gap_explanation() {
+  return "Why the two modes can differ: in training mode BatchNorm normalizes each position with the mean and "
+         "variance of the whole batch of windows, later tokens included, so an earlier position's prediction "
+         "depends on characters it should not have seen (a causal leak the model can learn to read, which lowers "
+         "the train-mode loss), while in eval mode, as at generation, it must use running averages that no "
+         "training batch had (the train/inference mismatch, which the eval-mode loss pays for); the eval-mode loss "
+         "is the one a generating model has.";
 }
 
 }  // namespace normlab::experiments::studies

@@ -148,11 +148,12 @@ std::string gap_reading(const LmSweepConfig& cfg, const std::vector<LmRunResult>
   for (const std::string& v : batch_variants(cfg)) {
     const LmFinals small = finals_of(results, v, *lo), large = finals_of(results, v, *hi);
     if (!std::isfinite(mean_of(small.gap)) && !std::isfinite(mean_of(large.gap))) continue;
-    md << capitalized(variant_display(v)) << ", train mode minus eval mode: " << interval_cell(small.gap, kBitsUnits)
-       << " bits/char at batch " << *lo;
-    if (*hi != *lo) md << ", " << interval_cell(large.gap, kBitsUnits) << " at batch " << *hi;
-    md << ". " << batch_gap_explanation(mean_of(small.gap) < 0) << " ";
+    md << capitalized(variant_display(v)) << ", train mode minus eval mode: " << gap_text(small.gap) << " at batch "
+       << *lo;
+    if (*hi != *lo) md << ", " << gap_text(large.gap) << " at batch " << *hi;
+    md << ". ";
   }
+  if (md.tellp() > 0) md << batch_gap_explanation() << " ";
   return md.str();
 }
 
