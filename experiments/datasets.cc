@@ -178,15 +178,15 @@ std::vector<DatasetEntry> builtin_datasets() {
                    spec.validation_fraction = j.at("validation_fraction").get<double>();
                    spec.test_fraction = j.at("test_fraction").get<double>();
                  }});
-  // A character corpus for `normlab train --arch gpt` (text_training.h), which reads it itself:
-  // not a table of samples.
+  // A character corpus for `normlab train --arch gpt` (text_training.h) and the GPT norm studies of
+  // compare and sweep (text_compare.h), which read it themselves: not a table of samples.
   t.push_back({.name = "text",
                .flags = {"--text", "--block-size", "--layers", "--heads", "--width", "--position", "--steps",
-                         "--clip-grad-norm"},
+                         "--clip-grad-norm", "--train-tokens"},
                .input_rule = "characters, each its id in the checkpoint's vocabulary",
                .load = [](const DataSpec&) -> Splits {
                  throw Error("--dataset text is a character corpus for a language model: it trains with "
-                             "normlab train --arch gpt --dataset text (not compare, sweep or study)");
+                             "normlab train, compare or sweep --arch gpt --dataset text (not study)");
                }});
   return t;
 }

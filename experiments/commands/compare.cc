@@ -3,6 +3,7 @@
 
 #include "experiments/commands/training.h"
 #include "experiments/commands/flags.h"
+#include "experiments/commands/text_compare.h"
 #include "experiments/registry.h"
 
 namespace normlab::experiments::commands {
@@ -17,16 +18,31 @@ class CompareCommand : public TrainingCommand {
 
  protected:
   void add_own_flags(CLI::App& a) override {
-    a.add_option("--norms", cfg_.norms, "norms to compare: " + norm_names())->delimiter(',')->check(norm_name());
+    a.add_option("--norms", cfg_.norms,
+                 "norms to compare: " + norm_names() + "; with --dataset text (--arch gpt): " +
+                     "layer, layer-post, rms, rms-post, batch (BatchNorm over the tokens), batch-post, none (-post: "
+                     "post-norm, else pre-norm; default: layer,layer-post,rms,batch,none)")
+        ->delimiter(',')
+        ->check(norm_or_gpt_variant());
     a.add_option("--seeds", cfg_.seeds, "seeds")->delimiter(',')->check(seed_value());
     a.add_option("--target", cfg_.target_accuracy, "target accuracy for steps/epochs-to-target")->check(real(0, 1));
+    text_.add_flags(a);
   }
+
+  // --dataset text: a character GPT under each norm (text_compare.h).
+  bool own_flow() const override { return o_.data.name == "text"; }
+  void own_flow_presets(const Given& given) override { text_.presets(o_, given); }
+  void own_flow_check(const Given& given) override { text_.check(o_, cfg_.norms, cfg_.seeds, {}, given); }
+  void own_flow_plan() override { text_.plan(o_); }
+  int own_flow_run(const Invocation& inv) override { return text_.run(o_, settings_, inv); }
 
   void own_presets(const Given& given) override {
     if (o_.quick && !given("--target")) cfg_.target_accuracy = 0.85;
   }
 
-  std::vector<std::string> norms_run() const override { return cfg_.norms; }
+  void check_own(const Given&) override { refuse_gpt_variants(cfg_.norms, o_.data.name); }
+
+  std::vector<std::string> norms_run() const override { return own_flow() ? std::vector<std::string>{} : cfg_.norms; }
 
   void make_plan(const Splits& data) override {
     cfg_.base = o_.train;
@@ -40,6 +56,7 @@ class CompareCommand : public TrainingCommand {
  private:
   CompareConfig cfg_;
   std::vector<CheckedRun> runs_;
+  TextStudy text_{TextStudy::Kind::Compare};
 };
 
 }  // namespace

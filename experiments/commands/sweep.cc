@@ -6,6 +6,7 @@
 #include "dist/dist.h"
 #include "experiments/commands/training.h"
 #include "experiments/commands/flags.h"
+#include "experiments/commands/text_compare.h"
 #include "experiments/registry.h"
 
 namespace normlab::experiments::commands {
@@ -47,7 +48,12 @@ class SweepCommand : public TrainingCommand {
                         "x sqrt(b / --reference-batch) (for Adam), none: --lr")
                        ->check(CLI::IsMember({"linear", "sqrt", "none"})),
                    "sqrt with --arch lstm (Adam), else linear");
-    a.add_option("--norms", norms_, "norms to compare: " + norm_names())->delimiter(',')->check(norm_name());
+    a.add_option("--norms", norms_,
+                 "norms to compare: " + norm_names() + "; with --dataset text (--arch gpt): layer, layer-post, rms, "
+                 "rms-post, batch (BatchNorm over the tokens), batch-post, none (-post: post-norm, else pre-norm; "
+                 "default: layer,layer-post,rms,batch,none)")
+        ->delimiter(',')
+        ->check(norm_or_gpt_variant());
     preset_default(a.add_option("--seeds", seeds_, "seeds")->delimiter(',')->check(seed_value()),
                    "0,1,2,3,4 with --full, else 0,1,2");
     a.add_flag("--distributed", o_.train.distributed,
@@ -62,7 +68,18 @@ class SweepCommand : public TrainingCommand {
         ->check(whole(1, 1 << 20))
         ->default_str("every divisor of the job's size, e.g. 1,2,4 for mpirun -np 4");
     a.add_flag("--full", full_, "the complete protocol: all 60k images, 5 seeds, batch 2..256");
+    text_.add_flags(a);
   }
+
+  // --dataset text: a character GPT under each norm at each batch size (text_compare.h).
+  bool own_flow() const override { return o_.data.name == "text"; }
+  void own_flow_presets(const Given& given) override { text_.presets(o_, given); }
+  void own_flow_check(const Given& given) override {
+    if (over_ != SweepOver::Batch) throw Error("--over lr does not apply to --dataset text: it sweeps the batch size");
+    text_.check(o_, norms_, seeds_, batch_sizes_, given);
+  }
+  void own_flow_plan() override { text_.plan(o_); }
+  int own_flow_run(const Invocation& inv) override { return text_.run(o_, settings_, inv); }
 
   // The full sweep protocol (--full): all 60k images, 5 seeds, batch 2..256, 5 epochs; --quick's sizes.
   void own_presets(const Given& given) override {
@@ -79,6 +96,7 @@ class SweepCommand : public TrainingCommand {
   }
 
   void check_own(const Given& given) override {
+    refuse_gpt_variants(norms_, o_.data.name);
     if (o_.quick && full_) throw Error("--quick and --full cannot be used together");
     const std::string over = "--over " + sweep_over_name(over_) + (given("--over") ? "" : " (the default)");
     auto reject = [&](const char* flag, const std::string& why) {
@@ -122,7 +140,7 @@ class SweepCommand : public TrainingCommand {
     chosen.push_back("--lr-scaling " + a.default_lr_scaling);
   }
 
-  std::vector<std::string> norms_run() const override { return norms_; }
+  std::vector<std::string> norms_run() const override { return own_flow() ? std::vector<std::string>{} : norms_; }
 
   void make_plan(const Splits& data) override {
     if (Given(app_)("--batch-sizes"))
@@ -160,6 +178,7 @@ class SweepCommand : public TrainingCommand {
   std::vector<CheckedRun> runs_;
   std::optional<DdpSweepConfig> ddp_;
   std::vector<std::vector<CheckedRun>> ddp_runs_;
+  TextStudy text_{TextStudy::Kind::Sweep};
 };
 
 }  // namespace

@@ -43,7 +43,7 @@ const std::vector<std::pair<std::string, std::string>>& not_for_text() {
 
 }  // namespace
 
-void TextTraining::add_flags(CLI::App& a) {
+void TextTraining::add_flags(CLI::App& a, bool clip_flag) {
   a.add_option("--text", f_.text,
                "language model (--dataset text): a UTF-8 text file to train on (default: Debian's fortunes); "
                "its other defaults: --arch gpt, --norm layer, --batch-size 16, --optimizer adamw with lr 0.001, "
@@ -69,19 +69,20 @@ void TextTraining::add_flags(CLI::App& a) {
                "language model: training steps (the default GPT on the fortunes: about 0.08 s a step on one core)")
       ->check(whole(1, kMaxInt))
       ->capture_default_str();
-  a.add_option("--clip-grad-norm", f_.clip_grad_norm, "language model: clip the total gradient norm to this (0: off)")
-      ->check(non_negative())
-      ->capture_default_str();
+  if (clip_flag)
+    a.add_option("--clip-grad-norm", f_.clip_grad_norm, "language model: clip the total gradient norm to this (0: off)")
+        ->check(non_negative())
+        ->capture_default_str();
 }
 
-void TextTraining::presets(TrainingOptions& o, const Given& given) const {
+void TextTraining::presets(TrainingOptions& o, const Given& given, bool resumable) const {
   std::string& arch = o.train.model.arch;
   if (!given("--arch")) arch = "gpt";
   if (arch != "gpt" && arch != "lstm")
     throw Error("--arch " + arch + " does not train on --dataset text: a character language model is --arch gpt "
                 "or lstm");
   for (const auto& [flag, why] : not_for_text())
-    if (given(flag)) throw Error(flag + " does not apply to --dataset text: " + why);
+    if (given(flag) && !(resumable && flag == "--resume")) throw Error(flag + " does not apply to --dataset text: " + why);
   if (!given("--optimizer")) o.train.optimizer = "adamw";
   if (!given("--batch-size")) o.train.batch_size = 16;
   if (!given("--val-fraction")) o.data.validation_fraction = 0.1;

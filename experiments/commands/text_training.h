@@ -30,10 +30,13 @@ struct TextFlags {
 class TextTraining {
  public:
   // Adds the flags above to train's.
-  void add_flags(CLI::App& a);
+  // clip_flag false: the command has its own --clip-grad-norm (compare, sweep), whose value the
+  // caller passes on.
+  void add_flags(CLI::App& a, bool clip_flag = true);
   // Before the shared checks: --arch gpt (the default here) or lstm (others refused), AdamW, batch 16,
-  // --val-fraction 0.1, a warmup of a tenth of the steps, unless given.
-  void presets(TrainingOptions& o, const Given& given) const;
+  // --val-fraction 0.1, a warmup of a tenth of the steps, unless given; the flags that do not apply
+  // refused (--resume too unless `resumable`: compare and sweep continue their runs).
+  void presets(TrainingOptions& o, const Given& given, bool resumable = false) const;
   // After the optimizer's defaults: weight decay 0.1 and betas (0.9, 0.95) unless given, and the
   // flags that do not apply to text refused.
   void check(TrainingOptions& o, const std::string& norm, const Given& given);
@@ -41,6 +44,9 @@ class TextTraining {
   void plan(const TrainingOptions& o);
   // Writes the run into --out as one set (Ctrl-C: what was done); returns the exit status.
   int run(const TrainingOptions& o, const nlohmann::json& settings, const Invocation& inv);
+  // The flags as parsed, and (after check) the model they describe (vocab_size not yet set).
+  const TextFlags& flags() const { return f_; }
+  const CharModelSpec& model() const { return model_; }
 
  private:
   void check_gpt(const TrainingOptions& o, const std::string& norm, const Given& given);

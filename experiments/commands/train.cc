@@ -62,7 +62,10 @@ class TrainCommand : public TrainingCommand {
   // --dataset text: a character language model (text_training.h).
   bool own_flow() const override { return o_.data.name == "text"; }
   void own_flow_presets(const Given& given) override { text_.presets(o_, given); }
-  void own_flow_check(const Given& given) override { text_.check(o_, norm_, given); }
+  void own_flow_check(const Given& given) override {
+    o_.train.seed = seed_;  // the flow of tables sets it per run in make_plan; this one trains o_.train
+    text_.check(o_, norm_, given);
+  }
   void own_flow_plan() override { text_.plan(o_); }
   int own_flow_run(const Invocation& inv) override { return text_.run(o_, settings_, inv); }
 

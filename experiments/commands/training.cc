@@ -175,7 +175,7 @@ void TrainingCommand::add_optimizer_flags(CLI::App& a) {
     preset_default(a.add_option("--clip-grad-norm", t.clip_grad_norm,
                                 "clip the total gradient norm to this before every step (0: off); --arch lstm "
                                 "also defaults to --optimizer adam (lr 0.001)")->check(non_negative()),
-                   "1 with --arch lstm, else 0");
+                   "1 with --arch lstm or --dataset text, else 0");
   preset_default(a.add_option("--warmup", t.warmup_steps, "linear warmup steps")->check(whole(0, kMaxInt)),
                  "10 with --quick, 50 on fashion-mnist, else 0");
   a.add_option("--schedule", t.schedule, "after warmup: " + or_list(names_in(schedules())));

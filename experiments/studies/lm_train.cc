@@ -28,10 +28,6 @@ using autograd::Tensor;
 
 namespace {
 
-struct LmStep {
-  int64_t step;  // 1-based: the loss of the step's batch before its update
-  double loss, lr, grad_norm;
-};
 struct LmEval {
   int64_t step;
   double val_loss;
@@ -46,37 +42,6 @@ struct LmRun {
   double seconds = 0;
 };
 
-// The optimizers of nanoGPT's two groups: [decayed (dim >= 2), not decayed].
-std::vector<std::unique_ptr<optim::Optimizer>> make_groups(const TrainConfig& c, const nn::Module& m) {
-  std::vector<Tensor> decay, no_decay;
-  for (const Tensor& p : m.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
-  TrainConfig plain = c;
-  plain.weight_decay = 0;
-  std::vector<std::unique_ptr<optim::Optimizer>> groups;
-  groups.push_back(make_optimizer(c, decay));
-  if (!no_decay.empty()) groups.push_back(make_optimizer(plain, no_decay));
-  return groups;
-}
-
-// One step on the batch of `step` (0-based): forward, cross-entropy, backward, clipping, update.
-LmStep train_step(CharModel& m, const LmPlan& p, std::vector<std::unique_ptr<optim::Optimizer>>& groups,
-                  const optim::Schedule& sched, int64_t step) {
-  const LmTrainConfig& c = p.config;
-  const double lr = sched.lr_at(step, c.train.lr);
-  for (auto& g : groups) g->set_lr(lr), g->zero_grad();
-  const data::TextBatch b = data::random_batch(p.corpus.train, c.train.batch_size, c.model.block_size, c.train.seed, step);
-  const int64_t bt = b.batch_size * b.block_size;
-  const Tensor logits = m.forward(b.x, {b.batch_size, b.block_size});
-  const Tensor loss = autograd::cross_entropy(autograd::reshape(logits, {bt, c.model.vocab_size}), b.y);
-  const std::vector<Tensor> params = m.module().parameters();
-  const double value = loss.item();
-  if (!std::isfinite(value)) return {step + 1, value, lr, std::nan("")};
-  loss.backward();
-  const double norm = nn::clip_grad_norm_(params, c.clip_grad_norm > 0 ? c.clip_grad_norm : INFINITY);
-  for (auto& g : groups) g->step();
-  return {step + 1, value, lr, norm};
-}
-
 LmRun train_lm(const LmPlan& p, bool quiet) {
   const LmTrainConfig& c = p.config;
   const auto start = std::chrono::steady_clock::now();
@@ -84,12 +49,12 @@ LmRun train_lm(const LmPlan& p, bool quiet) {
   autograd::Generator gen(c.train.seed);
   r.model = std::make_shared<CharModel>(c.model, gen);
   r.model->module().train();
-  auto groups = make_groups(c.train, r.model->module());
+  auto groups = lm_optimizer_groups(c.train, r.model->module());
   const optim::Schedule sched = schedule_of(c.train, c.steps);
   const bool has_val = !p.corpus.validation.empty();
   Progress progress(c.steps, quiet);
   for (int64_t s = 0; s < c.steps && !r.interrupted; ++s) {
-    r.steps.push_back(train_step(*r.model, p, groups, sched, s));
+    r.steps.push_back(lm_train_step(*r.model, c, p.corpus.train, groups, sched, s));
     if (!std::isfinite(r.steps.back().loss)) {
       r.diverged = true;
       progress.line("diverged at step " + std::to_string(s + 1) + " (loss is not finite)");
@@ -189,6 +154,36 @@ std::string lm_markdown(const LmPlan& p, const LmRun& r, const std::vector<std::
 }
 
 }  // namespace
+
+// The optimizers of nanoGPT's two groups: [decayed (dim >= 2), not decayed].
+std::vector<std::unique_ptr<optim::Optimizer>> lm_optimizer_groups(const TrainConfig& c, const nn::Module& m) {
+  std::vector<Tensor> decay, no_decay;
+  for (const Tensor& p : m.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  TrainConfig plain = c;
+  plain.weight_decay = 0;
+  std::vector<std::unique_ptr<optim::Optimizer>> groups;
+  groups.push_back(make_optimizer(c, decay));
+  if (!no_decay.empty()) groups.push_back(make_optimizer(plain, no_decay));
+  return groups;
+}
+
+// One step on the batch of `step` (0-based): forward, cross-entropy, backward, clipping, update.
+LmStep lm_train_step(CharModel& m, const LmTrainConfig& c, const std::vector<int64_t>& train_ids,
+                     std::vector<std::unique_ptr<optim::Optimizer>>& groups, const optim::Schedule& sched, int64_t step) {
+  const double lr = sched.lr_at(step, c.train.lr);
+  for (auto& g : groups) g->set_lr(lr), g->zero_grad();
+  const data::TextBatch b = data::random_batch(train_ids, c.train.batch_size, c.model.block_size, c.train.seed, step);
+  const int64_t bt = b.batch_size * b.block_size;
+  const Tensor logits = m.forward(b.x, {b.batch_size, b.block_size});
+  const Tensor loss = autograd::cross_entropy(autograd::reshape(logits, {bt, c.model.vocab_size}), b.y);
+  const std::vector<Tensor> params = m.module().parameters();
+  const double value = loss.item();
+  if (!std::isfinite(value)) return {step + 1, value, lr, std::nan("")};
+  loss.backward();
+  const double norm = nn::clip_grad_norm_(params, c.clip_grad_norm > 0 ? c.clip_grad_norm : INFINITY);
+  for (auto& g : groups) g->step();
+  return {step + 1, value, lr, norm};
+}
 
 void check_lm_plan(const LmPlan& plan) {
   const LmTrainConfig& c = plan.config;

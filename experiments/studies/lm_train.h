@@ -10,6 +10,8 @@
 #include "experiments/context.h"
 #include "experiments/trainer.h"
 #include "nn/gpt.h"
+#include "optim/optimizer.h"
+#include "optim/lr_scheduler.h"
 
 namespace normlab::experiments::studies {
 
@@ -29,6 +31,22 @@ struct LmPlan {
   LmTrainConfig config;
   data::TextCorpus corpus;
 };
+
+// One training step's record.
+struct LmStep {
+  int64_t step;  // 1-based: the loss of the step's batch before its update
+  double loss, lr, grad_norm;
+};
+
+// The optimizers of nanoGPT's two groups of m's parameters: [decayed (dim >= 2), not decayed
+// (biases, norm weights; weight decay 0)], each c's optimizer.
+std::vector<std::unique_ptr<optim::Optimizer>> lm_optimizer_groups(const TrainConfig& c, const nn::Module& m);
+
+// Training step `step` (0-based) of m: the batch data::random_batch(train_ids, batch, block, seed,
+// step) of c's settings, forward, cross-entropy, backward, clipping to c.clip_grad_norm, update with
+// the lr of `sched` at that step. A non-finite loss is returned without an update.
+LmStep lm_train_step(CharModel& m, const LmTrainConfig& c, const std::vector<int64_t>& train_ids,
+                     std::vector<std::unique_ptr<optim::Optimizer>>& groups, const optim::Schedule& sched, int64_t step);
 
 // Throws normlab::Error for settings that cannot train (naming the flags): steps < 1, warmup not
 // below steps, a batch or window that does not fit, an optimizer's own checks.

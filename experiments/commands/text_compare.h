@@ -1,0 +1,62 @@
+// `normlab compare` and `normlab sweep --over batch` with --dataset text: the character GPT's norm
+// studies (studies/lm_compare.h, studies/lm_sweep.h). The language-model flags of train (--text,
+// --block-size, --layers, --heads, --width, --steps, --clip-grad-norm) and its presets (AdamW with
+// nanoGPT's settings, batch 16, a tenth of the steps as warmup), --norms as GPT variants (layer,
+// layer-post, rms, rms-post, batch, batch-post, none), sweep's --train-tokens, the flags that do not
+// apply refused, and the run written into --out as one set.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "experiments/commands/text_training.h"
+#include "experiments/studies/lm_compare.h"
+#include "experiments/studies/lm_sweep.h"
+
+namespace normlab::experiments::commands {
+
+// What --norms of compare and sweep accepts as typed: a registered norm, or a GPT variant (with
+// --dataset text); anything else is "unknown norm 'foo' (expected one of: ...; with --dataset text
+// --arch gpt: layer, layer-post, ...)".
+CLI::Validator norm_or_gpt_variant();
+
+// The GPT variants that are no registered norm (layer-post, ...) train on --dataset text only:
+// an error naming the first of norms that is one, when dataset is not "text".
+void refuse_gpt_variants(const std::vector<std::string>& norms, const std::string& dataset);
+
+class TextStudy {
+ public:
+  enum class Kind { Compare, Sweep };
+  explicit TextStudy(Kind kind) : kind_(kind) {}
+
+  // train's language-model flags; the sweep's --train-tokens.
+  void add_flags(CLI::App& a);
+  // Before the shared checks (TextTraining::presets), then the flags of compare or sweep that do
+  // not apply to a GPT study refused; compare's --eval-every defaults to a tenth of --steps.
+  void presets(TrainingOptions& o, const Given& given);
+  // After the optimizer's defaults: TextTraining::check, --arch gpt only, and the study's settings
+  // (norms: --norms, or every default variant when not given; seeds; the sweep's batch sizes,
+  // kLmSweepBatches when not given).
+  void check(TrainingOptions& o, const std::vector<std::string>& norms, const std::vector<uint64_t>& seeds,
+             const std::vector<int64_t>& batch_sizes, const Given& given);
+  // Reads the corpus and checks every run against it (normlab::Error names the flags).
+  void plan(const TrainingOptions& o);
+  // Trains and writes the results into --out as one set (Ctrl-C: the runs done); the exit status.
+  int run(const TrainingOptions& o, const nlohmann::json& settings, const Invocation& inv);
+
+ private:
+  void refuse_sweep_flags(const Given& given) const;
+
+  Kind kind_;
+  TextTraining text_;
+  int64_t train_tokens_ = studies::kLmSweepTokens;
+  std::vector<std::string> variants_;
+  std::vector<uint64_t> seeds_;
+  std::vector<int64_t> batch_sizes_;
+  std::optional<studies::LmCompareConfig> compare_;
+  std::optional<studies::LmSweepConfig> sweep_;
+  std::vector<studies::LmRunSpec> specs_;
+};
+
+}  // namespace normlab::experiments::commands

@@ -1,0 +1,254 @@
+// `normlab compare --dataset text --arch gpt`: runs, tables, plots and the reading (lm_compare.h).
+#include "experiments/studies/lm_compare.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "base/error.h"
+#include "experiments/language_model.h"
+#include "experiments/output.h"
+#include "experiments/records.h"
+#include "experiments/report/report.h"
+#include "experiments/report/stats.h"
+#include "experiments/studies/lm_outputs.h"
+#include "experiments/studies/lm_records.h"
+
+namespace normlab::experiments::studies {
+
+using namespace report;  // the tables, plots and report text every study writes
+
+namespace {
+
+// steps.csv: norm, seed, step, loss, lr, grad_norm of every training step of every run.
+void write_steps_csv(const std::vector<LmRunResult>& results, const std::filesystem::path& path) {
+  CsvTable t({"norm", "seed", "step", "loss", "lr", "grad_norm"});
+  for (const LmRunResult& r : results)
+    for (const LmStep& s : r.steps)
+      t.add_row({r.variant, std::to_string(r.seed), std::to_string(s.step), fmt(s.loss), fmt(s.lr), fmt(s.grad_norm)});
+  t.write(path);
+}
+
+void write_summary_csv(const LmCompareConfig& cfg, const std::vector<LmRunResult>& results,
+                       const std::filesystem::path& path) {
+  std::vector<std::string> header{"norm", "block_norm", "position", "runs", "diverged"};
+  for (const char* e : {"val_bits_per_char", "val_loss", "val_bits_per_char_train_mode", "train_mode_gap_bits"})
+    for (const std::string& c : interval_columns(e)) header.push_back(c);
+  CsvTable t(header);
+  for (const std::string& v : cfg.variants) {
+    const GptVariant g = gpt_variant(v);
+    LmFinals f = finals_of(results, v);
+    std::vector<double> nats;
+    for (double b : f.eval) nats.push_back(b * std::log(2.0));
+    std::vector<std::string> row{v, nn::block_norm_name(g.norm), nn::norm_position_name(g.position),
+                                 std::to_string(f.runs), std::to_string(f.diverged)};
+    for (const std::vector<double>* x : {&f.eval, &nats, &f.train_mode, &f.gap})
+      for (const std::string& c : interval_values(*x)) row.push_back(c);
+    t.add_row(row);
+  }
+  t.write(path);
+}
+
+// Validation bits per character vs step, one line per variant (mean over seeds, 95% band), and the
+// baselines; the last step's point is the evaluation over every window.
+PlotSpec validation_plot(const LmCompareConfig& cfg, const std::vector<LmRunResult>& results,
+                         const std::vector<NgramBaseline>& baselines) {
+  PlotSpec p{"Validation loss per step", "step", "validation bits per character"};
+  for (const std::string& v : cfg.variants) {
+    std::map<int64_t, std::vector<double>> by_step;
+    for (const LmRunResult& r : results) {
+      if (r.variant != v) continue;
+      std::map<int64_t, double> mine;  // the final evaluation replaces a periodic one at the last step
+      for (const LmEvalPoint& e : r.evals) mine[e.step] = bits(e.val_loss);
+      for (const auto& sv : mine) by_step[sv.first].push_back(sv.second);
+    }
+    Series s{variant_display(v)};
+    s.style = variant_style(v);
+    for (const auto& sv : by_step) add_mean_point(s, double(sv.first), sv.second);
+    p.series.push_back(s);
+  }
+  for (const Series& line : baseline_lines(baselines, 0, double(cfg.base.steps))) p.series.push_back(line);
+  return p;
+}
+
+// The training loss per step, binned to about 100 points per run, mean over seeds per variant.
+PlotSpec loss_plot(const LmCompareConfig& cfg, const std::vector<LmRunResult>& results) {
+  PlotSpec p{"Training loss", "step", "cross-entropy (nats per character)"};
+  p.log_y = LogY::if_wide;
+  p.dense = true;
+  const int64_t bin = std::max<int64_t>(1, cfg.base.steps / 100);
+  for (const std::string& v : cfg.variants) {
+    std::map<int64_t, std::vector<double>> by_bin;
+    for (const LmRunResult& r : results) {
+      if (r.variant != v) continue;
+      std::map<int64_t, std::pair<double, int>> bins;
+      for (const LmStep& s : r.steps) bins[(s.step - 1) / bin].first += s.loss, bins[(s.step - 1) / bin].second += 1;
+      for (const auto& kv : bins) by_bin[kv.first].push_back(kv.second.first / kv.second.second);
+    }
+    Series s{variant_display(v)};
+    s.style = variant_style(v);
+    for (const auto& kv : by_bin) add_mean_point(s, double(kv.first * bin + bin / 2 + 1), kv.second);
+    p.series.push_back(s);
+  }
+  return p;
+}
+
+std::vector<std::string> compare_plots(const LmCompareConfig& cfg, const std::vector<LmRunResult>& results,
+                                       const std::vector<NgramBaseline>& baselines, const std::filesystem::path& out) {
+  if (!gnuplot_available() || results.empty()) return {};
+  std::vector<std::string> plots;
+  if (render_plot(validation_plot(cfg, results, baselines), out, "val_bits_per_char")) plots.push_back("val_bits_per_char");
+  if (render_plot(loss_plot(cfg, results), out, "loss_curves")) plots.push_back("loss_curves");
+  return plots;
+}
+
+std::string results_table(const LmCompareConfig& cfg, const std::vector<LmRunResult>& results) {
+  std::ostringstream md;
+  md << "| norm | validation bits/char | validation loss (nats/char) | train mode (batch statistics), bits/char | "
+        "train mode minus eval mode | diverged |\n|---|---|---|---|---|---|\n";
+  const Units nats{1, 4, ""};
+  for (const std::string& v : cfg.variants) {
+    const LmFinals f = finals_of(results, v);
+    std::vector<double> n;
+    for (double b : f.eval) n.push_back(b * std::log(2.0));
+    const bool bn = variant_has_batch_statistics(v);
+    md << "| " << variant_display(v) << " | " << interval_cell(f.eval, kBitsUnits) << " | " << interval_cell(n, nats)
+       << " | " << (bn ? interval_cell(f.train_mode, kBitsUnits) : "-") << " | "
+       << (bn ? interval_cell(f.gap, kBitsUnits) : "-") << " | " << f.diverged << "/" << f.runs << " |\n";
+  }
+  return md.str();
+}
+
+// The lowest validation loss, each other variant against it, and the variants tied with it.
+std::string best_reading(const LmCompareConfig& cfg, const std::vector<LmRunResult>& results,
+                         const std::vector<NgramBaseline>& baselines) {
+  std::vector<std::vector<double>> neg;  // tied_with_best takes the highest: minus the bits
+  for (const std::string& v : cfg.variants) {
+    neg.push_back(finals_of(results, v).eval);
+    for (double& x : neg.back()) x = -x;
+  }
+  const std::vector<size_t> tied = tied_with_best(neg);
+  if (tied.empty()) return "No run finished. ";
+  const size_t best = tied.front();
+  const std::vector<double> best_bits = finals_of(results, cfg.variants[best]).eval;
+  std::ostringstream md;
+  md << "Lowest mean validation loss: " << variant_display(cfg.variants[best]) << " ("
+     << interval_cell(best_bits, kBitsUnits) << " bits/char)";
+  std::vector<std::string> others;
+  for (size_t i = 0; i < cfg.variants.size(); ++i) {
+    const std::vector<double> b = finals_of(results, cfg.variants[i]).eval;
+    if (i != best && std::isfinite(mean_of(b)))
+      others.push_back(variant_display(cfg.variants[i]) + " " + difference_text(b, best_bits, kBitsUnits));
+  }
+  if (!others.empty()) md << "; each other norm minus it: " << join_names(others);
+  md << ". ";
+  if (tied.size() > 1) {
+    std::vector<std::string> names;
+    for (size_t i : tied) names.push_back(variant_display(cfg.variants[i]));
+    md << (cfg.seeds.size() < 2 ? "With one seed nothing is tested: " + join_names(names) + " are not told apart. "
+                                : "Not distinguishable from the best at the 95% level: " + join_names(names) + ". ");
+  } else if (cfg.variants.size() > 1) {
+    md << capitalized(variant_display(cfg.variants[best])) << " is distinguishably the best (Welch's t-test, p < 0.05 against every "
+       << "other norm). ";
+  }
+  md << baseline_position(mean_of(best_bits), baselines);
+  return md.str();
+}
+
+// BatchNorm's train-mode loss beside its eval-mode loss, the gap tested, and why there is one.
+std::string batch_reading(const LmCompareConfig& cfg, const std::vector<LmRunResult>& results) {
+  std::ostringstream md;
+  for (const std::string& v : cfg.variants) {
+    if (!variant_has_batch_statistics(v)) continue;
+    const LmFinals f = finals_of(results, v);
+    if (!std::isfinite(mean_of(f.eval))) continue;
+    md << capitalized(variant_display(v)) << " in train mode (each validation batch of " << cfg.base.train.batch_size
+       << " windows normalized with its own statistics): " << interval_cell(f.train_mode, kBitsUnits)
+       << " bits/char, in eval mode (running statistics): " << interval_cell(f.eval, kBitsUnits)
+       << "; train minus eval: " << gap_text(f.gap) << ". ";
+  }
+  if (md.tellp() > 0) md << batch_gap_explanation() << " ";
+  return md.str();
+}
+
+std::string samples_markdown(const std::vector<LmRunResult>& results) {
+  std::ostringstream md;
+  md << "**Samples.** One per norm, from its first seed's model (eval mode), after the prompt shown, "
+     << kLmSample.length << " characters sampled at temperature " << fmt(kLmSample.temperature)
+     << " (no top-k) with generator seed " << kLmSample.seed << ":\n\n";
+  for (const LmRunResult& r : results) {
+    if (r.sample_prompt.empty()) continue;
+    md << "- " << variant_display(r.variant) << " (seed " << r.seed << ", "
+       << bits_text(bits(r.final_eval()->val_loss)) << " bits/char):\n\n````text\n" << r.sample_prompt << r.sample
+       << "\n````\n\n";
+  }
+  return md.str();
+}
+
+std::string compare_markdown(const LmCompareConfig& cfg, const std::vector<LmRunResult>& results,
+                             const std::vector<NgramBaseline>& baselines, const std::vector<std::string>& plots) {
+  const TrainConfig& t = cfg.base.train;
+  std::ostringstream md;
+  md << lm_setup_markdown(cfg.base, *cfg.corpus) << "- Runs: " << cfg.base.steps << " steps of batch " << t.batch_size
+     << " (" << cfg.base.steps * t.batch_size * cfg.base.model.block_size << " training tokens), warmup "
+     << t.warmup_steps << " steps, " << count_of(static_cast<int64_t>(cfg.seeds.size()), "seed") << " per norm; "
+     << (t.eval_every > 0 ? "validation every " + count_of(t.eval_every, "step") + " on the first " +
+                                std::to_string(kLmEvalWindows) + " windows, and "
+                          : std::string())
+     << "after the last step on every window (the table)\n\n"
+     << (cfg.seeds.size() > 1 ? "Cells: mean ± half-width of the 95% confidence interval over the seeds (Student t).\n\n"
+                              : "One seed: no intervals.\n\n")
+     << results_table(cfg, results) << "\n" << image_links(plots) << "**Reading.** "
+     << best_reading(cfg, results, baselines) << batch_reading(cfg, results)
+     << (cfg.seeds.size() > 1 ? "Differences are tested with Welch's t-test over seeds. " : "") << "\n\n"
+     << baselines_sentence(baselines) << "\n\n" << samples_markdown(results);
+  return md.str();
+}
+
+}  // namespace
+
+std::vector<LmRunSpec> lm_compare_runs(const LmCompareConfig& cfg) {
+  if (cfg.variants.empty()) throw Error("--norms: give at least one norm");
+  if (cfg.seeds.empty()) throw Error("--seeds: give at least one seed");
+  if (!cfg.corpus || cfg.corpus->validation.empty())
+    throw Error("--val-fraction 0 leaves no validation split: compare --dataset text compares validation losses");
+  std::vector<LmRunSpec> specs;
+  for (const std::string& v : cfg.variants) {
+    const GptVariant g = gpt_variant(v);
+    for (size_t i = 0; i < cfg.seeds.size(); ++i) {
+      LmRunSpec s{v, cfg.base, cfg.corpus, true, i == 0};
+      s.config.model.gpt.norm = g.norm;
+      s.config.model.gpt.position = g.position;
+      s.config.train.seed = cfg.seeds[i];
+      s.config.train.model.norm = nn::block_norm_name(g.norm);
+      check_lm_run(s);
+      specs.push_back(s);
+    }
+  }
+  return specs;
+}
+
+Report run_lm_compare(const LmCompareConfig& cfg, const std::vector<LmRunSpec>& specs, const StudyContext& ctx) {
+  LmJournal journal(ctx.out / kJournal, ctx.settings);
+  const LmRuns runs =
+      train_lm_runs(specs, ctx.quiet, "compare", previous_runs(ctx.resume_from, ctx.resume_killed), &journal);
+  write_lm_records(ctx.out / "records.json", specs, runs.results);
+  const std::vector<NgramBaseline> baselines = ngram_baselines(*cfg.corpus);
+  write_lm_runs_csv(specs, runs.results, ctx.out / "runs.csv");
+  write_steps_csv(runs.results, ctx.out / "steps.csv");
+  write_summary_csv(cfg, runs.results, ctx.out / "summary.csv");
+  write_baselines_csv(baselines, ctx.out / "baselines.csv");
+  const auto plots = compare_plots(cfg, runs.results, baselines, ctx.out);
+  std::string title = "Character GPT: ";
+  for (size_t i = 0; i < cfg.variants.size(); ++i) title += (i ? " vs " : "") + variant_display(cfg.variants[i]);
+  Report rep{title, lm_interrupted_note(runs, "compare") + compare_markdown(cfg, runs.results, baselines, plots)};
+  nlohmann::json man = manifest(ctx, {{"study", "compare"}, {"arch", "gpt"}, {"corpus", cfg.corpus->name},
+                                      {"steps", cfg.base.steps}, {"model", lm_sizes(cfg.base.model)}, {"base", to_json(cfg.base.train)},
+                                      {"norms", cfg.variants}, {"seeds", cfg.seeds}},
+                                runs.wall_seconds);
+  lm_record_progress(man, rep, runs);
+  write_report(ctx, rep, man);
+  return rep;
+}
+
+}  // namespace normlab::experiments::studies

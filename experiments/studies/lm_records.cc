@@ -1,0 +1,91 @@
+// The GPT studies' run records and journal (lm_records.h).
+#include "experiments/studies/lm_records.h"
+
+#include <cmath>
+
+#include "base/error.h"
+#include "experiments/output.h"
+#include "experiments/records.h"
+
+namespace normlab::experiments::studies {
+
+namespace {
+
+// Doubles as JSON: finite ones as numbers (exact round trip), the others as "nan", "inf", "-inf".
+nlohmann::json num(double v) {
+  if (std::isfinite(v)) return v;
+  return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";
+}
+double val(const nlohmann::json& j) {
+  if (!j.is_string()) return j.get<double>();
+  const std::string s = j.get<std::string>();
+  return s == "inf" ? INFINITY : s == "-inf" ? -INFINITY : NAN;
+}
+
+}  // namespace
+
+nlohmann::json lm_run_settings(const LmRunSpec& s) {
+  const LmTrainConfig& c = s.config;
+  return {{"variant", s.variant},
+          {"train", to_json(c.train)},
+          {"steps", c.steps},
+          {"clip_grad_norm", num(c.clip_grad_norm)},
+          {"model", char_model_metadata(c.model)},
+          {"corpus", s.corpus->name},
+          {"characters", s.corpus->characters},
+          {"validation_fraction", num(s.corpus->validation_fraction)},
+          {"periodic", s.periodic},
+          {"sample", s.sample}};
+}
+
+nlohmann::json lm_records_json(const LmRunSpec& s, const LmRunResult& r) {
+  nlohmann::json steps = nlohmann::json::array(), evals = nlohmann::json::array();
+  for (const LmStep& x : r.steps) steps.push_back({x.step, num(x.loss), num(x.lr), num(x.grad_norm)});
+  for (const LmEvalPoint& e : r.evals)
+    evals.push_back({e.step, e.windows, e.all, num(e.val_loss), num(e.val_loss_train_mode)});
+  return {{"config", lm_run_settings(s)}, {"parameters", r.parameters}, {"steps", steps}, {"evals", evals},
+          {"diverged", r.diverged}, {"seconds", num(r.seconds)}, {"sample_prompt", r.sample_prompt},
+          {"sample", r.sample}};
+}
+
+std::optional<LmRunResult> stored_lm_run(const nlohmann::json& j, const LmRunSpec& s) {
+  if (!j.is_object() || j.value("config", nlohmann::json()) != lm_run_settings(s)) return std::nullopt;
+  try {
+    LmRunResult r;
+    r.variant = s.variant;
+    r.seed = s.config.train.seed;
+    r.batch_size = s.config.train.batch_size;
+    r.block_size = s.config.model.block_size;
+    r.steps_planned = s.config.steps;
+    r.parameters = j.at("parameters");
+    for (const auto& x : j.at("steps")) r.steps.push_back({x[0], val(x[1]), val(x[2]), val(x[3])});
+    for (const auto& e : j.at("evals")) r.evals.push_back({e[0], e[1], e[2], val(e[3]), val(e[4])});
+    r.diverged = j.at("diverged");
+    r.seconds = val(j.at("seconds"));
+    r.sample_prompt = j.at("sample_prompt");
+    r.sample = j.at("sample");
+    return r;
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;  // damaged: trained again
+  }
+}
+
+void write_lm_records(const std::filesystem::path& path, const std::vector<LmRunSpec>& specs,
+                      const std::vector<LmRunResult>& results) {
+  nlohmann::json runs = nlohmann::json::array();
+  for (size_t i = 0; i < results.size(); ++i) runs.push_back(lm_records_json(specs[i], results[i]));
+  write_file_atomic(path, nlohmann::json{{"runs", runs}}.dump() + "\n");
+}
+
+void LmJournal::append(size_t index, const LmRunSpec& s, const LmRunResult& r) {
+  std::string text;
+  if (!std::filesystem::exists(path_)) {
+    nlohmann::json h = header_.is_object() ? header_ : nlohmann::json::object();
+    h["normlab_journal"] = 1;
+    text = h.dump() + "\n";
+  }
+  text += nlohmann::json{{"index", index}, {"records", lm_records_json(s, r)}}.dump() + "\n";
+  append_file_synced(path_, text);
+}
+
+}  // namespace normlab::experiments::studies

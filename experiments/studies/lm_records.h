@@ -1,0 +1,43 @@
+// The records of the GPT studies' runs as JSON, in the formats of records.h (records.json:
+// {"runs": [...]}; the journal of finished runs, kJournal: a header line, then {"index", "records"}
+// per run), so that `--resume` (commands/resume.h, records.h previous_runs) finds them: a finished
+// run read back is the run, to the bit, and the files rebuilt from it are those of an
+// uninterrupted command. Numbers round-trip exactly; NaN is written as null.
+#pragma once
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "experiments/studies/lm_runs.h"
+
+namespace normlab::experiments::studies {
+
+// What makes a run the run it is (variant, optimizer and schedule settings, steps, clipping, model,
+// corpus, evaluations, sample): a stored run is reused only when its settings are these.
+nlohmann::json lm_run_settings(const LmRunSpec& s);
+
+// A finished run's records: {"config": lm_run_settings(s), steps, evals, sample, ...}.
+nlohmann::json lm_records_json(const LmRunSpec& s, const LmRunResult& r);
+// The stored run j when it was made with s's settings; std::nullopt otherwise (or when j is no run).
+std::optional<LmRunResult> stored_lm_run(const nlohmann::json& j, const LmRunSpec& s);
+
+// Writes records.json (specs[i] trained results[i]) atomically.
+void write_lm_records(const std::filesystem::path& path, const std::vector<LmRunSpec>& specs,
+                      const std::vector<LmRunResult>& results);
+
+// The journal of finished runs (records.h kJournal), appended and flushed as each run finishes.
+class LmJournal {
+ public:
+  LmJournal(std::filesystem::path path, nlohmann::json header) : path_(std::move(path)), header_(std::move(header)) {}
+  // Appends run `index`; throws normlab::Error naming the file if it cannot.
+  void append(size_t index, const LmRunSpec& s, const LmRunResult& r);
+
+ private:
+  std::filesystem::path path_;
+  nlohmann::json header_;
+};
+
+}  // namespace normlab::experiments::studies

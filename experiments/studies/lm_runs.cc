@@ -1,0 +1,327 @@
+// The runs of the GPT normalization studies: variants, one run with its evaluations and sample,
+// and the runs of a study in turn (lm_runs.h).
+#include "experiments/studies/lm_runs.h"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "autograd/engine.h"
+#include "autograd/loss.h"
+#include "autograd/parallel.h"
+#include "autograd/shape_ops.h"
+#include "base/error.h"
+#include "experiments/interrupt.h"
+#include "experiments/language_model.h"
+#include "experiments/optimizers.h"
+#include "experiments/output.h"
+#include "experiments/progress.h"
+#include "experiments/report/report.h"
+#include "experiments/studies/lm_records.h"
+
+namespace normlab::experiments::studies {
+
+using autograd::Tensor;
+
+namespace {
+
+struct VariantEntry {
+  std::string name, norm;  // norm: the registry's name (its colour, marker, display name)
+  GptVariant variant;
+};
+
+const std::vector<VariantEntry>& variant_table() {
+  using nn::BlockNorm;
+  using nn::NormPosition;
+  static const std::vector<VariantEntry> t{
+      {"layer", "layer", {BlockNorm::Layer, NormPosition::Pre}},
+      {"layer-post", "layer", {BlockNorm::Layer, NormPosition::Post}},
+      {"rms", "rms", {BlockNorm::RMS, NormPosition::Pre}},
+      {"rms-post", "rms", {BlockNorm::RMS, NormPosition::Post}},
+      {"batch", "batch", {BlockNorm::Batch, NormPosition::Pre}},
+      {"batch-post", "batch", {BlockNorm::Batch, NormPosition::Post}},
+      {"none", "none", {BlockNorm::None, NormPosition::Pre}},
+  };
+  return t;
+}
+
+const VariantEntry& entry_of(const std::string& name) {
+  for (const VariantEntry& e : variant_table())
+    if (e.name == name) return e;
+  std::string names;
+  for (const VariantEntry& e : variant_table()) names += (names.empty() ? "" : ", ") + e.name;
+  throw Error("--norms " + name + ": a GPT takes the norms " + names +
+              " (the block norm, pre-norm unless it ends in -post)");
+}
+
+// One evaluation at `step` over the first max_windows windows (0: every one).
+LmEvalPoint evaluate(CharModel& m, const LmRunSpec& s, int64_t step, int64_t max_windows) {
+  const LmTrainConfig& c = s.config;
+  const std::vector<int64_t>& ids = s.corpus->validation;
+  const int64_t all = data::sequential_windows(static_cast<int64_t>(ids.size()), c.model.block_size);
+  LmEvalPoint e;
+  e.step = step;
+  e.windows = max_windows > 0 ? std::min(all, max_windows) : all;
+  e.all = e.windows == all;
+  e.val_loss = window_loss(m, ids, c.model.block_size, c.train.batch_size, max_windows);
+  if (c.model.gpt.norm == nn::BlockNorm::Batch)
+    e.val_loss_train_mode = train_mode_window_loss(m, ids, c.model.block_size, c.train.batch_size, max_windows);
+  return e;
+}
+
+// The report's sample: kLmSample's prompt, or the training split's first character when the
+// vocabulary lacks a character of it.
+void add_sample(CharModel& m, const data::TextCorpus& corpus, LmRunResult& r) {
+  const data::Vocabulary& v = corpus.vocabulary;
+  const std::u32string prompt = data::decode_utf8(kLmSample.prompt, "the sample prompt");
+  const bool known = std::all_of(prompt.begin(), prompt.end(), [&](char32_t c) { return v.contains(c); });
+  r.sample_prompt = known ? kLmSample.prompt : data::encode_utf8(std::u32string(1, v.character(corpus.train.front())));
+  SamplingOptions o;
+  o.temperature = kLmSample.temperature;
+  r.sample = generate_text(m, v, r.sample_prompt, kLmSample.length, o, kLmSample.seed);
+}
+
+LmRunResult result_of(const LmRunSpec& s) {
+  const LmTrainConfig& c = s.config;
+  LmRunResult r;
+  r.variant = s.variant;
+  r.seed = c.train.seed;
+  r.batch_size = c.train.batch_size;
+  r.block_size = c.model.block_size;
+  r.steps_planned = c.steps;
+  return r;
+}
+
+// Trains one run, calling on_step(steps done) after every step.
+LmRunResult train_one(const LmRunSpec& s, const std::function<void(int64_t)>& on_step) {
+  const auto start = std::chrono::steady_clock::now();
+  const LmTrainConfig& c = s.config;
+  LmRunResult r = result_of(s);
+  autograd::Generator gen(c.train.seed);
+  CharModel m(c.model, gen);
+  r.parameters = m.module().num_parameters();
+  m.module().train();
+  auto groups = lm_optimizer_groups(c.train, m.module());
+  const optim::Schedule sched = schedule_of(c.train, c.steps);
+  const int64_t every = s.periodic ? c.train.eval_every : 0;
+  for (int64_t step = 0; step < c.steps; ++step) {
+    r.steps.push_back(lm_train_step(m, c, s.corpus->train, groups, sched, step));
+    if (!std::isfinite(r.steps.back().loss)) {
+      r.diverged = true;
+      break;
+    }
+    if (every > 0 && (step + 1) % every == 0 && step + 1 < c.steps) r.evals.push_back(evaluate(m, s, step + 1, kLmEvalWindows));
+    on_step(step + 1);
+    count_step();
+    if (step + 1 < c.steps && interrupted()) r.interrupted = true;
+    if (r.interrupted) break;
+  }
+  if (!r.diverged && !r.interrupted) {
+    r.evals.push_back(evaluate(m, s, c.steps, 0));
+    if (s.sample) add_sample(m, *s.corpus, r);
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+// "validation 2.345 bits/char (train mode 2.101), 12.3 s" or "diverged at step 40, 1.2 s".
+std::string outcome(const LmRunResult& r) {
+  std::string text;
+  if (const LmEvalPoint* e = r.final_eval()) {
+    text = "validation " + fmt(bits(e->val_loss), 4) + " bits/char";
+    if (std::isfinite(e->val_loss_train_mode)) text += " (train mode " + fmt(bits(e->val_loss_train_mode), 4) + ")";
+  } else {
+    text = "diverged at step " + std::to_string(r.steps.size());
+  }
+  return text + ", " + fmt(r.seconds, 3) + " s";
+}
+
+// The runs of one call to train_lm_runs, claimed in order by one or more worker threads; their
+// progress and outcome are reported under one lock.
+class LmQueue {
+ public:
+  LmQueue(const std::vector<LmRunSpec>& specs, bool quiet, const std::string& command,
+          const std::vector<nlohmann::json>& previous, LmJournal* journal)
+      : specs_(specs), command_(command), previous_(previous), journal_(journal), progress_(total_steps(specs), quiet),
+        finished_(specs.size()), steps_done_(specs.size(), 0) {}
+
+  // Claims and trains runs until none is left, Ctrl-C came or a run threw.
+  void work() {
+    for (;;) {
+      size_t i = 0;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (error_ || interrupted() || next_ >= specs_.size()) return;
+        i = next_++;
+      }
+      try {
+        train(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!error_) error_ = std::current_exception();
+        return;
+      }
+    }
+  }
+
+  // The runs finished in order (up to the first that did not finish); rethrows a run's error.
+  LmRuns finish() {
+    progress_.finish();
+    if (error_) std::rethrow_exception(error_);
+    LmRuns runs;
+    runs.total = specs_.size();
+    runs.reused = reused_;
+    for (size_t i = 0; i < finished_.size() && finished_[i] && !finished_[i]->interrupted; ++i)
+      runs.results.push_back(std::move(*finished_[i]));
+    runs.wall_seconds = progress_.elapsed_seconds();
+    return runs;
+  }
+
+ private:
+  static int64_t total_steps(const std::vector<LmRunSpec>& specs) {
+    int64_t total = 0;
+    for (const LmRunSpec& s : specs) total += s.config.steps;
+    return total;
+  }
+
+  void train(size_t i) {
+    const std::string label = lm_run_label(command_, specs_[i]);
+    const auto on_step = [&](int64_t done) {
+      std::lock_guard<std::mutex> lock(mu_);
+      steps_done_[i] = done;
+      int64_t sum = 0;
+      for (int64_t d : steps_done_) sum += d;
+      progress_.update(sum, label);
+    };
+    std::optional<LmRunResult> kept = i < previous_.size() ? stored_lm_run(previous_[i], specs_[i]) : std::nullopt;
+    LmRunResult r = kept ? std::move(*kept) : train_one(specs_[i], on_step);
+    if (kept) on_step(specs_[i].config.steps);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!r.interrupted) {
+      if (journal_) journal_->append(i, specs_[i], r);  // durable before it is reported
+      progress_.line(label + ": " + outcome(r) + (kept ? " (from the earlier records)" : ""));
+      reused_ += kept ? 1 : 0;
+    }
+    finished_[i] = std::move(r);
+  }
+
+  const std::vector<LmRunSpec>& specs_;
+  std::string command_;
+  const std::vector<nlohmann::json>& previous_;
+  LmJournal* journal_;
+  Progress progress_;
+  std::mutex mu_;  // guards everything below
+  std::vector<std::optional<LmRunResult>> finished_;
+  std::vector<int64_t> steps_done_;
+  size_t next_ = 0, reused_ = 0;
+  std::exception_ptr error_;
+};
+
+}  // namespace
+
+const std::vector<std::string>& gpt_variant_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const VariantEntry& e : variant_table()) v.push_back(e.name);
+    return v;
+  }();
+  return names;
+}
+
+bool is_gpt_variant(const std::string& name) {
+  const auto& n = gpt_variant_names();
+  return std::find(n.begin(), n.end(), name) != n.end();
+}
+
+GptVariant gpt_variant(const std::string& name) { return entry_of(name).variant; }
+
+std::string variant_display(const std::string& name) {
+  const VariantEntry& e = entry_of(name);
+  if (e.variant.norm == nn::BlockNorm::None) return report::display_name(e.norm);
+  return report::display_name(e.norm) + (e.variant.norm == nn::BlockNorm::Batch ? " over tokens" : "") + " (" +
+         nn::norm_position_name(e.variant.position) + "-norm)";
+}
+
+report::Style variant_style(const std::string& name) {
+  const VariantEntry& e = entry_of(name);
+  report::Style s = report::norm_style(e.norm);
+  if (e.variant.position == nn::NormPosition::Post) s.dash = 2, s.point = s.point > 1 ? s.point - 1 : s.point;
+  return s;
+}
+
+bool variant_has_batch_statistics(const std::string& name) { return entry_of(name).variant.norm == nn::BlockNorm::Batch; }
+
+const LmEvalPoint* LmRunResult::final_eval() const {
+  return !diverged && !interrupted && !evals.empty() && evals.back().all ? &evals.back() : nullptr;
+}
+
+double train_mode_window_loss(CharModel& m, const std::vector<int64_t>& ids, int64_t block_size, int64_t batch,
+                              int64_t max_windows) {
+  int64_t n = static_cast<int64_t>(ids.size());
+  if (max_windows > 0) n = std::min<int64_t>(n, max_windows * block_size + 1);
+  const std::vector<int64_t> used(ids.begin(), ids.begin() + n);
+  const int64_t batches = data::sequential_batches(n, batch, block_size);
+  if (batches == 0)
+    throw Error("train_mode_window_loss: " + std::to_string(n) + " ids hold no window of " + std::to_string(block_size + 1));
+  autograd::NoGradGuard no_grad;
+  autograd::NamedTensors saved = m.module().state_dict();
+  for (auto& entry : saved) entry.second = entry.second.clone();
+  const bool was_training = m.module().is_training();
+  m.module().train();
+  double sum = 0;  // summed over targets, in batch order
+  int64_t count = 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    const data::TextBatch tb = data::sequential_batch(used, batch, block_size, b);
+    const int64_t bt = tb.batch_size * tb.block_size;
+    const Tensor logits = m.forward(tb.x, {tb.batch_size, tb.block_size});
+    sum += autograd::cross_entropy(autograd::reshape(logits, {bt, logits.size(-1)}), tb.y).item() * double(bt);
+    count += bt;
+  }
+  m.module().load_state_dict(saved);
+  m.module().train(was_training);
+  return sum / static_cast<double>(count);
+}
+
+void check_lm_run(const LmRunSpec& s) {
+  LmPlan p;  // check_lm_plan reads the settings only
+  p.config = s.config;
+  check_lm_plan(p);
+  const int64_t tokens = s.config.train.batch_size * s.config.model.block_size;
+  if (s.config.model.gpt.norm == nn::BlockNorm::Batch && tokens < 2)
+    throw Error("--norms " + s.variant + " normalizes over the batch x block tokens: a batch of " +
+                std::to_string(s.config.train.batch_size) + " x " + std::to_string(s.config.model.block_size) +
+                " token has no variance (give --block-size 2 or more)");
+}
+
+std::string lm_run_label(const std::string& command, const LmRunSpec& s) {
+  const TrainConfig& t = s.config.train;
+  return command + ": norm " + s.variant + (command == "sweep" ? ", batch " + std::to_string(t.batch_size) : "") +
+         ", seed " + std::to_string(t.seed);
+}
+
+LmRuns train_lm_runs(const std::vector<LmRunSpec>& specs, bool quiet, const std::string& command,
+                     const std::vector<nlohmann::json>& previous, LmJournal* journal) {
+  LmQueue queue(specs, quiet, command, previous, journal);
+  // With T kernel threads, T runs train side by side, one thread each (the same bits as one after
+  // another: the kernels' results do not depend on the thread count); a batch-1 step gains little
+  // from a second thread, a second run gains nearly twice.
+  const int workers = static_cast<int>(std::min<size_t>(static_cast<size_t>(autograd::num_threads()), specs.size()));
+  if (workers <= 1) {
+    queue.work();
+  } else {
+    const int saved = autograd::num_threads();
+    autograd::set_num_threads(1);
+    std::vector<std::thread> helpers;
+    for (int t = 1; t < workers; ++t) helpers.emplace_back([&queue] { queue.work(); });
+    queue.work();
+    for (auto& h : helpers) h.join();
+    autograd::set_num_threads(saved);
+  }
+  return queue.finish();
+}
+
+}  // namespace normlab::experiments::studies

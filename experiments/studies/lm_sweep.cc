@@ -1,0 +1,247 @@
+// `normlab sweep --dataset text --arch gpt --over batch`: runs, tables, plots and the reading
+// (lm_sweep.h).
+#include "experiments/studies/lm_sweep.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "base/error.h"
+#include "experiments/output.h"
+#include "experiments/records.h"
+#include "experiments/report/report.h"
+#include "experiments/report/stats.h"
+#include "experiments/studies/lm_outputs.h"
+#include "experiments/studies/lm_records.h"
+
+namespace normlab::experiments::studies {
+
+using namespace report;  // the tables, plots and report text every study writes
+
+namespace {
+
+std::vector<std::string> batch_variants(const LmSweepConfig& cfg) {
+  std::vector<std::string> v;
+  for (const std::string& n : cfg.variants)
+    if (variant_has_batch_statistics(n)) v.push_back(n);
+  return v;
+}
+
+int64_t steps_at(const LmSweepConfig& cfg, int64_t batch) {
+  return lm_sweep_steps(cfg.tokens, batch, cfg.base.model.block_size);
+}
+
+void write_summary_csv(const LmSweepConfig& cfg, const std::vector<LmRunResult>& results,
+                       const std::filesystem::path& path) {
+  std::vector<std::string> header{"norm", "block_norm", "position", "batch_size", "steps", "tokens", "runs", "diverged"};
+  for (const char* e : {"val_bits_per_char", "val_bits_per_char_train_mode", "train_mode_gap_bits"})
+    for (const std::string& c : interval_columns(e)) header.push_back(c);
+  CsvTable t(header);
+  for (const std::string& v : cfg.variants)
+    for (int64_t b : cfg.batch_sizes) {
+      const GptVariant g = gpt_variant(v);
+      const LmFinals f = finals_of(results, v, b);
+      const int64_t steps = steps_at(cfg, b);
+      std::vector<std::string> row{v, nn::block_norm_name(g.norm), nn::norm_position_name(g.position), std::to_string(b),
+                                   std::to_string(steps), std::to_string(steps * b * cfg.base.model.block_size),
+                                   std::to_string(f.runs), std::to_string(f.diverged)};
+      for (const std::vector<double>* x : {&f.eval, &f.train_mode, &f.gap})
+        for (const std::string& c : interval_values(*x)) row.push_back(c);
+      t.add_row(row);
+    }
+  t.write(path);
+}
+
+// A series over the batch sizes of one variant's `field` (mean over seeds, 95% CI).
+Series batch_series(const LmSweepConfig& cfg, const std::vector<LmRunResult>& results, const std::string& v,
+                    std::vector<double> LmFinals::*field) {
+  Series s{variant_display(v)};
+  s.style = variant_style(v);
+  for (int64_t b : cfg.batch_sizes) add_mean_point(s, double(b), finals_of(results, v, b).*field);
+  return s;
+}
+
+std::vector<std::string> sweep_plots(const LmSweepConfig& cfg, const std::vector<LmRunResult>& results,
+                                     const std::vector<NgramBaseline>& baselines, const std::filesystem::path& out) {
+  if (!gnuplot_available() || results.empty()) return {};
+  const auto [lo, hi] = std::minmax_element(cfg.batch_sizes.begin(), cfg.batch_sizes.end());
+  PlotSpec bits{"Final validation loss vs batch size (same training tokens at every batch)", "batch size (sequences)",
+                "validation bits per character"};
+  bits.log_x = 2;
+  bits.error_bars = true;
+  for (const std::string& v : cfg.variants) bits.series.push_back(batch_series(cfg, results, v, &LmFinals::eval));
+  for (const Series& line : baseline_lines(baselines, double(*lo), double(*hi))) bits.series.push_back(line);
+  std::vector<std::string> plots;
+  if (render_plot(bits, out, "val_bits_vs_batch")) plots.push_back("val_bits_vs_batch");
+  PlotSpec gap{"BatchNorm: validation loss in train mode minus eval mode", "batch size (sequences)",
+               "train-mode minus eval-mode bits per character"};
+  gap.log_x = 2;
+  gap.error_bars = true;
+  for (const std::string& v : batch_variants(cfg)) gap.series.push_back(batch_series(cfg, results, v, &LmFinals::gap));
+  if (!gap.series.empty()) {
+    Series zero{"no gap"};
+    zero.x = {double(*lo), double(*hi)};
+    zero.y = {0, 0};
+    zero.style = {kGrey, 1, 2};
+    gap.series.push_back(zero);
+  }
+  if (gap.series.size() > 1 && render_plot(gap, out, "bn_train_eval_gap")) plots.push_back("bn_train_eval_gap");
+  return plots;
+}
+
+// Rows: batch sizes (with their steps); columns: each variant, then each BatchNorm variant in train mode.
+std::string results_table(const LmSweepConfig& cfg, const std::vector<LmRunResult>& results) {
+  const std::vector<std::string> bn = batch_variants(cfg);
+  std::ostringstream md;
+  md << "| batch | steps";
+  for (const std::string& v : cfg.variants) md << " | " << variant_display(v);
+  for (const std::string& v : bn) md << " | " << variant_display(v) << ", train mode";
+  md << " |\n|---|---";
+  for (size_t i = 0; i < cfg.variants.size() + bn.size(); ++i) md << "|---";
+  md << "|\n";
+  for (int64_t b : cfg.batch_sizes) {
+    md << "| " << b << " | " << steps_at(cfg, b);
+    for (const std::string& v : cfg.variants) md << " | " << interval_cell(finals_of(results, v, b).eval, kBitsUnits);
+    for (const std::string& v : bn) md << " | " << interval_cell(finals_of(results, v, b).train_mode, kBitsUnits);
+    md << " |\n";
+  }
+  return md.str();
+}
+
+// One variant against its own best batch size (the lowest mean): the batch sizes distinguishably
+// worse by Welch's t-test over seeds, with the difference, and those not distinguishable from it.
+std::string variant_reading(const LmSweepConfig& cfg, const std::vector<LmRunResult>& results, const std::string& v) {
+  std::vector<std::vector<double>> bits, neg;
+  for (int64_t b : cfg.batch_sizes) {
+    bits.push_back(finals_of(results, v, b).eval);
+    neg.push_back(bits.back());
+    for (double& x : neg.back()) x = -x;
+  }
+  const std::vector<size_t> tied = tied_with_best(neg);
+  if (tied.empty()) return capitalized(variant_display(v)) + ": no finished run. ";
+  const size_t best = tied.front();
+  std::string md = capitalized(variant_display(v)) + ": lowest mean " + interval_cell(bits[best], kBitsUnits) +
+                   " bits/char at batch " + std::to_string(cfg.batch_sizes[best]);
+  std::vector<std::string> worse, same;
+  for (size_t i = 0; i < bits.size(); ++i) {
+    if (i == best || bits[i].empty()) continue;
+    const std::string at = "batch " + std::to_string(cfg.batch_sizes[i]);
+    if (!std::isfinite(mean_of(bits[i]))) worse.push_back(at + " diverged");
+    else if (std::find(tied.begin(), tied.end(), i) == tied.end())
+      worse.push_back(at + " " + difference_text(bits[i], bits[best], kBitsUnits));
+    else same.push_back(std::to_string(cfg.batch_sizes[i]));
+  }
+  if (!worse.empty()) {
+    md += "; distinguishably worse: ";
+    for (size_t i = 0; i < worse.size(); ++i) md += (i ? "; " : "") + worse[i];
+  }
+  if (!same.empty())
+    md += cfg.seeds.size() < 2 ? "; with one seed, no difference from batch " + join_names(same) + " is tested"
+                               : "; not distinguishable from it at batch " + join_names(same);
+  return md + ". ";
+}
+
+// Each BatchNorm variant's train-mode minus eval-mode gap at the smallest and the largest batch.
+std::string gap_reading(const LmSweepConfig& cfg, const std::vector<LmRunResult>& results) {
+  const auto [lo, hi] = std::minmax_element(cfg.batch_sizes.begin(), cfg.batch_sizes.end());
+  std::ostringstream md;
+  for (const std::string& v : batch_variants(cfg)) {
+    const LmFinals small = finals_of(results, v, *lo), large = finals_of(results, v, *hi);
+    if (!std::isfinite(mean_of(small.gap)) && !std::isfinite(mean_of(large.gap))) continue;
+    md << capitalized(variant_display(v)) << ", train mode minus eval mode: " << gap_text(small.gap) << " at batch "
+       << *lo;
+    if (*hi != *lo) md << ", " << gap_text(large.gap) << " at batch " << *hi;
+    md << ". ";
+  }
+  if (md.tellp() > 0) md << batch_gap_explanation() << " ";
+  return md.str();
+}
+
+std::string rule_text(const LmSweepConfig& cfg) {
+  const int64_t window = cfg.base.model.block_size;
+  std::ostringstream md;
+  md << "- Budget: " << cfg.tokens << " training tokens per run (--train-tokens) at every batch size: steps = round("
+     << cfg.tokens << " / (batch x " << window << ")), so every run sees the same number of characters (within half a "
+     << "batch); the warmup is a tenth of each run's steps, then " << cfg.base.train.schedule << "\n"
+     << "- Learning rate: " << fmt(cfg.base.train.lr) << " at every batch size (not scaled with the batch: Adam's "
+     << "step size does not grow with the batch as SGD's does, and a fixed rate keeps the norms' comparison at each "
+     << "batch size on one setting); smaller batches take more, noisier steps\n"
+     << "- " << count_of(static_cast<int64_t>(cfg.seeds.size()), "seed") << " per norm and batch size; the final "
+     << "validation loss is over every window of the validation split, in batches of the run's batch size\n\n";
+  return md.str();
+}
+
+std::string sweep_markdown(const LmSweepConfig& cfg, const std::vector<LmRunResult>& results,
+                           const std::vector<NgramBaseline>& baselines, const std::vector<std::string>& plots) {
+  std::ostringstream md;
+  md << lm_setup_markdown(cfg.base, *cfg.corpus) << rule_text(cfg)
+     << (cfg.seeds.size() > 1 ? "Cells: final validation bits per character, mean ± half-width of the 95% confidence "
+                                "interval over the seeds (Student t).\n\n"
+                              : "Cells: final validation bits per character (one seed: no intervals).\n\n")
+     << results_table(cfg, results) << "\n" << image_links(plots) << "**Reading.** ";
+  for (const std::string& v : cfg.variants) md << variant_reading(cfg, results, v);
+  md << (cfg.seeds.size() > 1 ? "Differences are means over seeds with their 95% interval (Welch's t-test). " : "")
+     << gap_reading(cfg, results) << "\n\n" << baselines_sentence(baselines) << "\n";
+  return md.str();
+}
+
+}  // namespace
+
+int64_t lm_sweep_steps(int64_t tokens, int64_t batch, int64_t block) {
+  if (tokens < 1 || batch < 1 || block < 1) throw Error("lm_sweep_steps: tokens, batch and block must be positive");
+  return std::max<int64_t>(1, std::llround(double(tokens) / (double(batch) * double(block))));
+}
+
+std::vector<LmRunSpec> lm_sweep_runs(const LmSweepConfig& cfg) {
+  if (cfg.variants.empty()) throw Error("--norms: give at least one norm");
+  if (cfg.seeds.empty()) throw Error("--seeds: give at least one seed");
+  if (cfg.batch_sizes.empty()) throw Error("--batch-sizes: give at least one batch size");
+  if (!cfg.corpus || cfg.corpus->validation.empty())
+    throw Error("--val-fraction 0 leaves no validation split: sweep --dataset text compares validation losses");
+  if (cfg.tokens < cfg.base.model.block_size)
+    throw Error("--train-tokens " + std::to_string(cfg.tokens) + " is below one window of --block-size " +
+                std::to_string(cfg.base.model.block_size));
+  std::vector<LmRunSpec> specs;
+  for (const std::string& v : cfg.variants) {
+    const GptVariant g = gpt_variant(v);
+    for (int64_t b : cfg.batch_sizes)
+      for (uint64_t seed : cfg.seeds) {
+        LmRunSpec s{v, cfg.base, cfg.corpus, false, false};
+        s.config.model.gpt.norm = g.norm;
+        s.config.model.gpt.position = g.position;
+        s.config.train.model.norm = nn::block_norm_name(g.norm);
+        s.config.train.seed = seed;
+        s.config.train.batch_size = b;
+        s.config.steps = steps_at(cfg, b);
+        s.config.train.warmup_steps = static_cast<int64_t>(double(s.config.steps) * kLmSweepWarmupFraction);
+        s.config.train.eval_every = 0;
+        check_lm_run(s);
+        specs.push_back(s);
+      }
+  }
+  return specs;
+}
+
+Report run_lm_sweep(const LmSweepConfig& cfg, const std::vector<LmRunSpec>& specs, const StudyContext& ctx) {
+  LmJournal journal(ctx.out / kJournal, ctx.settings);
+  const LmRuns runs =
+      train_lm_runs(specs, ctx.quiet, "sweep", previous_runs(ctx.resume_from, ctx.resume_killed), &journal);
+  write_lm_records(ctx.out / "records.json", specs, runs.results);
+  const std::vector<NgramBaseline> baselines = ngram_baselines(*cfg.corpus);
+  write_lm_runs_csv(specs, runs.results, ctx.out / "runs.csv");
+  write_summary_csv(cfg, runs.results, ctx.out / "summary.csv");
+  write_baselines_csv(baselines, ctx.out / "baselines.csv");
+  const auto plots = sweep_plots(cfg, runs.results, baselines, ctx.out);
+  Report rep{"Character GPT: batch-size sensitivity of each norm",
+             lm_interrupted_note(runs, "sweep") + sweep_markdown(cfg, runs.results, baselines, plots)};
+  nlohmann::json man = manifest(ctx, {{"study", "sweep"}, {"over", "batch"}, {"arch", "gpt"},
+                                      {"corpus", cfg.corpus->name}, {"train_tokens", cfg.tokens}, {"model", lm_sizes(cfg.base.model)},
+                                      {"batch_sizes", cfg.batch_sizes}, {"base", to_json(cfg.base.train)},
+                                      {"norms", cfg.variants}, {"seeds", cfg.seeds}},
+                                runs.wall_seconds);
+  lm_record_progress(man, rep, runs);
+  write_report(ctx, rep, man);
+  return rep;
+}
+
+}  // namespace normlab::experiments::studies

@@ -1,0 +1,51 @@
+// `normlab sweep --dataset text --arch gpt --over batch`: the character GPT under each norm variant
+// (lm_runs.h) at several batch sizes with the same number of training tokens at every one; the
+// final validation bits per character against the batch size (mean over seeds, 95% intervals),
+// BatchNorm's train-mode minus eval-mode gap against the batch size, and per norm the batch sizes
+// distinguishably worse than its best.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "experiments/context.h"
+#include "experiments/studies/lm_runs.h"
+
+namespace normlab::experiments::studies {
+
+// The default token budget of a run: train's default GPT run (1000 steps of batch 16 x block 64).
+inline constexpr int64_t kLmSweepTokens = 1000 * 16 * 64;
+// The default batch sizes, in sequences (windows of --block-size characters).
+inline const std::vector<int64_t> kLmSweepBatches{1, 2, 4, 16, 64};
+// Each run's linear warmup: this fraction of its steps (rounded down), as train --dataset text does.
+inline constexpr double kLmSweepWarmupFraction = 0.1;
+
+struct LmSweepConfig {
+  // The settings every run shares (the model's norm and position, the batch size, the steps and the
+  // warmup are set per run; the learning rate is the same at every batch size).
+  LmTrainConfig base;
+  std::shared_ptr<const data::TextCorpus> corpus;
+  std::vector<std::string> variants{"layer", "layer-post", "rms", "batch", "none"};
+  std::vector<uint64_t> seeds{0, 1};
+  std::vector<int64_t> batch_sizes = kLmSweepBatches;
+  int64_t tokens = kLmSweepTokens;  // training tokens per run
+};
+
+// The steps of a run at batch b with windows of T characters: round(tokens / (b T)), at least 1;
+// it then trains steps x b x T tokens, within b T / 2 of the budget.
+int64_t lm_sweep_steps(int64_t tokens, int64_t batch, int64_t block);
+
+// Every run (variant, then batch size, then seed), checked (check_lm_run). Throws normlab::Error
+// naming the flag for no variant, seed or batch size, an unknown variant, a budget below one
+// window, a corpus without a validation split.
+std::vector<LmRunSpec> lm_sweep_runs(const LmSweepConfig& cfg);
+
+// Trains the runs and writes into ctx.out: runs.csv (write_lm_runs_csv: one row per run, its final
+// evaluation), summary.csv (per variant and batch size: steps, tokens, the final validation bits
+// per character and for BatchNorm the train-mode loss and its gap, each with _n, _mean, _std,
+// _sem, _ci95_low, _ci95_high), baselines.csv, val_bits_vs_batch.png/.svg, bn_train_eval_gap.png/.svg
+// (with a BatchNorm variant), report.md and manifest.json.
+Report run_lm_sweep(const LmSweepConfig& cfg, const std::vector<LmRunSpec>& runs, const StudyContext& ctx);
+
+}  // namespace normlab::experiments::studies
