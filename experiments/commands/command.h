@@ -70,5 +70,6 @@ std::unique_ptr<Command> make_study_command();
 std::unique_ptr<Command> make_predict_command();
 std::unique_ptr<Command> make_eval_command();
 std::unique_ptr<Command> make_generate_command();
+std::unique_ptr<Command> make_completion_command();
 
 }  // namespace normlab::experiments::commands
