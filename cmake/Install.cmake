@@ -43,6 +43,7 @@ install(EXPORT normlabExperimentsTargets NAMESPACE normlab:: DESTINATION ${NORML
 set_target_properties(normlab PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 install(TARGETS normlab RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/load_in_pytorch.py DESTINATION ${CMAKE_INSTALL_DATADIR}/normlab)
+include(${PROJECT_SOURCE_DIR}/cmake/ShellFiles.cmake)  # the man page and the completion scripts
 
 # The package's dependencies, for normlabConfig.cmake's find_dependency calls.
 set(NORMLAB_WITH_ZLIB OFF)

@@ -157,4 +157,48 @@ BOOST_AUTO_TEST_CASE(unknown_or_missing_shell_is_a_usage_error_naming_the_shells
   BOOST_CHECK_THROW(run_normlab({"completion"}), ex::UsageError);
 }
 
+// The files the build made and `cmake --install` installs (cmake/ShellFiles.cmake) are the
+// command's current output.
+BOOST_AUTO_TEST_CASE(built_completion_scripts_are_the_commands_output) {
+#if defined(NORMLAB_BASH_COMPLETION) && defined(NORMLAB_ZSH_COMPLETION)
+  BOOST_TEST(normlab::test::read_file(NORMLAB_BASH_COMPLETION) == script("bash"));
+  BOOST_TEST(normlab::test::read_file(NORMLAB_ZSH_COMPLETION) == script("zsh"));
+#else
+  BOOST_TEST_MESSAGE("this build makes no completion scripts (cross-compiling)");
+#endif
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(man_page)
+
+// The man page of help2man renders without groff warnings, and names every subcommand (a section
+// each) and their flags.
+BOOST_AUTO_TEST_CASE(renders_and_names_every_subcommand_and_flag) {
+#ifdef NORMLAB_MAN_PAGE
+  if (run_command("command -v groff >/dev/null").status != 0) {
+    BOOST_TEST_MESSAGE("groff is not installed: the man page is not rendered");
+    return;
+  }
+  const std::string page = NORMLAB_MAN_PAGE;
+  // -ww: every warning; -z: no output. Then plain text (-P-c -P-b -P-u: no bold or underline), wide
+  // lines and no hyphenation, so that names stay whole.
+  const auto warnings = run_command("groff -man -Tascii -ww -z '" + page + "' 2>&1");
+  BOOST_TEST(warnings.status == 0);
+  BOOST_TEST(warnings.output == "");
+  const auto text = run_command("groff -man -Tascii -rLL=250n -rHY=0 -P-c -P-b -P-u '" + page + "'");
+  BOOST_REQUIRE_EQUAL(text.status, 0);
+  BOOST_TEST(text.output.find("NORMLAB(1)") != std::string::npos);
+  for (const auto& e : ex::commands::command_table()) {
+    BOOST_TEST(text.output.find("\n   normlab " + e.name + "\n") != std::string::npos, e.name);
+    for (const std::string& flag : help_flags(e.name))
+      BOOST_TEST(text.output.find(flag) != std::string::npos, e.name << " " << flag);
+  }
+  if (run_command("command -v man >/dev/null").status == 0)
+    BOOST_TEST(run_command("man -l '" + page + "' >/dev/null 2>&1").status == 0);
+#else
+  BOOST_TEST_MESSAGE("help2man was not found at configure time: no man page to check");
+#endif
+}
+
 BOOST_AUTO_TEST_SUITE_END()
