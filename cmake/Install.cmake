@@ -5,6 +5,8 @@
 #                                       the include directory is include/normlab: "nn/linear.h"
 #   bin/normlab                         the command
 #   share/normlab/load_in_pytorch.py    loads a normlab checkpoint into PyTorch
+#   share/man/man1/normlab.1, share/bash-completion/completions/normlab,
+#   share/zsh/vendor-completions/_normlab   the man page and completion scripts (cmake/ShellFiles.cmake)
 #   lib/cmake/normlab/                  the CMake package: find_package(normlab CONFIG), targets
 #                                       normlab::base, normlab::autograd, ..., normlab::experiments
 #   lib/pkgconfig/normlab.pc            pkg-config: the libraries base ... optim in link order
