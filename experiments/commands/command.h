@@ -57,7 +57,7 @@ struct CommandEntry {
 };
 
 // Every command, in the order of `normlab --help`: help, demo, train, compare, sweep, study,
-// predict, eval, generate.
+// predict, eval, generate, completion.
 const std::vector<CommandEntry>& command_table();
 
 // The factories of the built-in commands (commands/<name>.cc).
