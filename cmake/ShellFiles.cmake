@@ -44,7 +44,8 @@ if(NORMLAB_HELP2MAN)
   set(NORMLAB_MAN_PAGE ${NORMLAB_SHELL_DIR}/man/man1/normlab.1)
   set(_h2m ${PROJECT_BINARY_DIR}/normlab.h2m)
   add_custom_command(OUTPUT ${NORMLAB_MAN_PAGE}
-      COMMAND ${CMAKE_COMMAND} -DNORMLAB=$<TARGET_FILE:normlab> -DOUT=${_h2m} -P ${PROJECT_SOURCE_DIR}/cmake/ManInclude.cmake
+      COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=0
+              ${CMAKE_COMMAND} -DNORMLAB=$<TARGET_FILE:normlab> -DOUT=${_h2m} -P ${PROJECT_SOURCE_DIR}/cmake/ManInclude.cmake
       COMMAND ${CMAKE_COMMAND} -E make_directory ${NORMLAB_SHELL_DIR}/man/man1
       COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=0
               ${NORMLAB_HELP2MAN} --no-info --no-discard-stderr --section 1
