@@ -164,6 +164,33 @@ std::string short_help(const std::string& help, size_t width = 90) {
 
 // ---- bash ----
 
+// The branch of _normlab's `case "$sub"` for one subcommand (normlab itself for ""): after a flag
+// that takes a value, its values (or nothing: bash completes file names); else its flags, or, for
+// a word that is no flag, the subcommands (normlab itself) or its first positional's values.
+std::string bash_case(const Sub& sub, const std::vector<std::string>& sub_names) {
+  std::string s = "    " + single_quoted(sub.name) + ")\n";
+  std::vector<std::string> flag_names, free_values;
+  std::string value_cases;
+  for (const Arg& a : sub.flags) {
+    for (const std::string& n : a.names) flag_names.push_back(n);
+    if (!a.takes_value) continue;
+    if (a.choices.empty()) {
+      for (const std::string& n : a.names) free_values.push_back(n);
+      continue;
+    }
+    value_cases += "        " + joined(a.names, "|") + ") _normlab_values " + single_quoted(joined(a.choices)) + " " +
+                   (a.list ? "1" : "0") + "; return 0 ;;\n";
+  }
+  if (!free_values.empty())
+    value_cases += "        " + joined(free_values, "|") + ") return 0 ;;  # a value: file names (complete -o default)\n";
+  if (!value_cases.empty()) s += "      case \"$prev\" in\n" + value_cases + "      esac\n";
+  std::vector<std::string> words = sub.name.empty() ? sub_names : std::vector<std::string>{};
+  if (!sub.name.empty() && !sub.positionals.empty()) words = sub.positionals.front().choices;
+  s += "      if [[ \"$cur\" == -* ]]; then _normlab_values " + single_quoted(joined(flag_names)) + " 0\n";
+  if (!words.empty()) s += "      else _normlab_values " + single_quoted(joined(words)) + " 0\n";
+  return s + "      fi\n      return 0 ;;\n";
+}
+
 std::string bash_script(const std::vector<Sub>& subs) {
   std::string s =
       "# bash completion for normlab, made by `normlab completion bash`: the subcommands, their flags\n"
@@ -192,30 +219,7 @@ std::string bash_script(const std::vector<Sub>& subs) {
   std::vector<std::string> sub_names;
   for (const Sub& sub : subs)
     if (!sub.name.empty()) sub_names.push_back(sub.name);
-  for (const Sub& sub : subs) {
-    s += "    " + single_quoted(sub.name) + ")\n";
-    std::vector<std::string> flag_names, free_values;
-    std::string value_cases;
-    for (const Arg& a : sub.flags) {
-      for (const std::string& n : a.names) flag_names.push_back(n);
-      if (!a.takes_value) continue;
-      if (a.choices.empty()) {
-        for (const std::string& n : a.names) free_values.push_back(n);
-        continue;
-      }
-      value_cases += "        " + joined(a.names, "|") + ") _normlab_values " + single_quoted(joined(a.choices)) + " " +
-                     (a.list ? "1" : "0") + "; return 0 ;;\n";
-    }
-    if (!free_values.empty())
-      value_cases += "        " + joined(free_values, "|") + ") return 0 ;;  # a value: file names (complete -o default)\n";
-    if (!value_cases.empty()) s += "      case \"$prev\" in\n" + value_cases + "      esac\n";
-    // Not a flag: the subcommand's names, or the values of its first positional argument.
-    std::vector<std::string> words = sub.name.empty() ? sub_names : std::vector<std::string>{};
-    if (!sub.name.empty() && !sub.positionals.empty()) words = sub.positionals.front().choices;
-    s += "      if [[ \"$cur\" == -* ]]; then _normlab_values " + single_quoted(joined(flag_names)) + " 0\n";
-    if (!words.empty()) s += "      else _normlab_values " + single_quoted(joined(words)) + " 0\n";
-    s += "      fi\n      return 0 ;;\n";
-  }
+  for (const Sub& sub : subs) s += bash_case(sub, sub_names);
   s += "  esac\n"
        "}\n"
        "\n"
@@ -256,6 +260,23 @@ std::string zsh_action(const Arg& a) {
   return "(" + joined(values) + ")";
 }
 
+// The branch of _normlab's `case $sub` for one subcommand: _arguments with a spec per flag name
+// ("--norm[the help]:norm:(none batch ...)") and per positional ("1:shell:(bash zsh)").
+std::string zsh_case(const Sub& sub) {
+  std::string s = "    " + single_quoted(sub.name) + ")\n      _arguments";
+  for (const Arg& a : sub.flags)
+    for (const std::string& n : a.names) {
+      std::string spec = n + "[" + zsh_escaped(short_help(a.help)) + "]";
+      if (a.takes_value) spec += ":" + a.names.back().substr(a.names.back().find_first_not_of('-')) + ":" + zsh_action(a);
+      s += " \\\n        " + single_quoted(spec);
+    }
+  for (size_t i = 0; i < sub.positionals.size(); ++i) {
+    const Arg& a = sub.positionals[i];
+    s += " \\\n        " + single_quoted(std::to_string(i + 1) + ":" + a.names.front() + ":" + zsh_action(a));
+  }
+  return s + " ;;\n";
+}
+
 std::string zsh_script(const std::vector<Sub>& subs) {
   std::string s =
       "#compdef normlab\n"
@@ -283,21 +304,8 @@ std::string zsh_script(const std::vector<Sub>& subs) {
        "  shift words\n"
        "  (( CURRENT-- ))\n"
        "  case $sub in\n";
-  for (const Sub& sub : subs) {
-    if (sub.name.empty()) continue;
-    s += "    " + single_quoted(sub.name) + ")\n      _arguments";
-    for (const Arg& a : sub.flags)
-      for (const std::string& n : a.names) {
-        std::string spec = n + "[" + zsh_escaped(short_help(a.help)) + "]";
-        if (a.takes_value) spec += ":" + a.names.back().substr(a.names.back().find_first_not_of('-')) + ":" + zsh_action(a);
-        s += " \\\n        " + single_quoted(spec);
-      }
-    for (size_t i = 0; i < sub.positionals.size(); ++i) {
-      const Arg& a = sub.positionals[i];
-      s += " \\\n        " + single_quoted(std::to_string(i + 1) + ":" + a.names.front() + ":" + zsh_action(a));
-    }
-    s += " ;;\n";
-  }
+  for (const Sub& sub : subs)
+    if (!sub.name.empty()) s += zsh_case(sub);
   s += "  esac\n"
        "}\n"
        "\n"
