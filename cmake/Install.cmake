@@ -5,6 +5,8 @@
 #                                       the include directory is include/normlab: "nn/linear.h"
 #   bin/normlab                         the command
 #   share/normlab/load_in_pytorch.py    loads a normlab checkpoint into PyTorch
+#   share/man/man1/normlab.1, share/bash-completion/completions/normlab,
+#   share/zsh/vendor-completions/_normlab   the man page and completion scripts (cmake/ShellFiles.cmake)
 #   lib/cmake/normlab/                  the CMake package: find_package(normlab CONFIG), targets
 #                                       normlab::base, normlab::autograd, ..., normlab::experiments
 #   lib/pkgconfig/normlab.pc            pkg-config: the libraries base ... optim in link order
@@ -43,6 +45,7 @@ install(EXPORT normlabExperimentsTargets NAMESPACE normlab:: DESTINATION ${NORML
 set_target_properties(normlab PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 install(TARGETS normlab RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/load_in_pytorch.py DESTINATION ${CMAKE_INSTALL_DATADIR}/normlab)
+include(${PROJECT_SOURCE_DIR}/cmake/ShellFiles.cmake)  # the man page and the completion scripts
 
 # The package's dependencies, for normlabConfig.cmake's find_dependency calls.
 set(NORMLAB_WITH_ZLIB OFF)

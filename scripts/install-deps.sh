@@ -24,6 +24,7 @@ PACKAGES=(
   nlohmann-json3-dev                 # JSON: safetensors headers, manifests
   zlib1g-dev                         # gzip: Fashion-MNIST IDX files
   gnuplot-nox                        # plots of the experiments
+  help2man                           # the man page (normlab.1), made from normlab --help at build time
   dataset-fashion-mnist              # the Fashion-MNIST data set
   fortunes                           # fortune-mod's English fortunes (BSD): the default text corpus
   libopenmpi-dev openmpi-bin         # OpenMPI: data-parallel jobs (dist/, SyncBatchNorm) and their tests

@@ -57,7 +57,7 @@ struct CommandEntry {
 };
 
 // Every command, in the order of `normlab --help`: help, demo, train, compare, sweep, study,
-// predict, eval, generate.
+// predict, eval, generate, completion.
 const std::vector<CommandEntry>& command_table();
 
 // The factories of the built-in commands (commands/<name>.cc).
@@ -70,5 +70,6 @@ std::unique_ptr<Command> make_study_command();
 std::unique_ptr<Command> make_predict_command();
 std::unique_ptr<Command> make_eval_command();
 std::unique_ptr<Command> make_generate_command();
+std::unique_ptr<Command> make_completion_command();
 
 }  // namespace normlab::experiments::commands

@@ -36,6 +36,7 @@ const std::vector<CommandEntry>& command_table() {
       {"eval", "a saved model's accuracy, per-class accuracy and confusion matrix", make_eval_command},
       {"generate", "text sampled from a character language model (train --dataset text)",
        make_generate_command},
+      {"completion", "a completion script for bash or zsh (source <(normlab completion bash))", make_completion_command},
   };
   return table;
 }

@@ -289,7 +289,7 @@ BOOST_AUTO_TEST_CASE(version_and_help_subcommand) {
     BOOST_TEST(one == capture_output(1, [&] { run_normlab({sub, "--help"}); }), sub);
     BOOST_TEST(one.find(std::string("Usage: normlab ") + sub + " [OPTIONS]") != std::string::npos, one);
   }
-  expect_error({"help", "traine"}, "traine not in {help,demo,train,compare,sweep,study,predict,eval,generate}");
+  expect_error({"help", "traine"}, "traine not in {help,demo,train,compare,sweep,study,predict,eval,generate,completion}");
 }
 
 BOOST_AUTO_TEST_CASE(help_states_the_preset_defaults) {

@@ -189,7 +189,8 @@ BOOST_AUTO_TEST_CASE(the_command_table_lists_each_subcommand_once) {
     BOOST_TEST(e.make() != nullptr);
     names.push_back(e.name);
   }
-  BOOST_TEST((names == std::vector<std::string>{"help", "demo", "train", "compare", "sweep", "study", "predict", "eval", "generate"}));
+  BOOST_TEST((names == std::vector<std::string>{"help", "demo", "train", "compare", "sweep", "study", "predict", "eval", "generate",
+                                                    "completion"}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
