@@ -116,6 +116,7 @@ void TextStudy::plan(const TrainingOptions& o) {
   base.train = o.train;
   base.steps = f.steps;
   base.clip_grad_norm = o.train.clip_grad_norm;
+  base.train.clip_grad_norm = 0;  // the language model's step clips (LmTrainConfig), not the classifier trainer
   if (kind_ == Kind::Compare) {
     compare_ = studies::LmCompareConfig{base, corpus, variants_, seeds_};
     specs_ = studies::lm_compare_runs(*compare_);
