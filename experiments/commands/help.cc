@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "experiments/commands/command.h"
+#include "experiments/commands/entry_flags.h"  // or_list
 
 namespace normlab::experiments::commands {
 
@@ -12,7 +13,7 @@ class HelpCommand : public Command {
   void add_flags(CLI::App& a) override {
     std::vector<std::string> names;
     for (const CommandEntry& e : command_table()) names.push_back(e.name);
-    a.add_option("subcommand", topic_, "the subcommand: demo, train, compare, sweep or study")->check(CLI::IsMember(names));
+    a.add_option("subcommand", topic_, "the subcommand: " + or_list(names))->check(CLI::IsMember(names));
   }
   int run(const Invocation& inv) override {
     // The formatter directly: App::help() would print the help of the parsed subcommand, `help`.
