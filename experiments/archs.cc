@@ -2,6 +2,8 @@
 // the LSTM (recurrent.h).
 #include "experiments/archs.h"
 
+#include <sstream>
+
 #include "base/error.h"
 #include "experiments/entries.h"
 #include "experiments/recurrent.h"
@@ -26,6 +28,33 @@ ArchEntry gpt_arch() {
             throw Error("--arch gpt is a character language model: it trains on --dataset text "
                         "(normlab train --arch gpt --dataset text [--text FILE])");
           }};
+}
+
+// The LSTM (recurrent.h): each image read row by row.
+ArchEntry lstm_arch() {
+  return {.name = "lstm",
+          .help = "lstm (--hidden, on images read row by row)",
+          .flags = {"--hidden", "--image-shape"},
+          .image = true,
+          .describe = [](const ModelSpec& s) {
+            return shape_text(s.image) + "-lstm" + widths_text(s.hidden, "x") + "-" + std::to_string(s.outputs);
+          },
+          .metadata = [](const ModelSpec& s) -> std::map<std::string, std::string> {
+            return {{"hidden", widths_text(s.hidden, ",")}, {"image_shape", shape_text(s.image)}};
+          },
+          .read_metadata = [](ModelSpec& s, const MetadataGet& get, const MetadataList& list) {
+            s.hidden = list("hidden", get("hidden"), ',');
+            s.image = list("image_shape", get("image_shape"), 'x');
+          },
+          .build = build_lstm,
+          .default_hidden = {128},
+          .activation = false,
+          // The sequence study's protocol: Adam (lr 0.001) with the gradient norm clipped to 1.
+          .default_optimizer = "adam",
+          .default_clip_grad_norm = 1.0,
+          .default_lr_scaling = "sqrt",
+          .time_steps = [](const ModelSpec& s) { return std::pair<int64_t, int64_t>{s.image.at(1), s.image.at(2)}; },
+          .weight_names = lstm_weight_names};
 }
 
 std::vector<ArchEntry> builtin_archs() {
@@ -69,23 +98,7 @@ std::vector<ArchEntry> builtin_archs() {
                  s.layers = get("layers");
                  s.image = list("image_shape", get("image_shape"), 'x');
                }});
-  t.push_back({.name = "lstm",
-               .help = "lstm (--hidden, on images read row by row)",
-               .flags = {"--hidden", "--image-shape"},
-               .image = true,
-               .describe = [](const ModelSpec& s) {
-                 return shape_text(s.image) + "-lstm" + widths_text(s.hidden, "x") + "-" + std::to_string(s.outputs);
-               },
-               .metadata = [](const ModelSpec& s) -> std::map<std::string, std::string> {
-                 return {{"hidden", widths_text(s.hidden, ",")}, {"image_shape", shape_text(s.image)}};
-               },
-               .read_metadata = [](ModelSpec& s, const MetadataGet& get, const MetadataList& list) {
-                 s.hidden = list("hidden", get("hidden"), ',');
-                 s.image = list("image_shape", get("image_shape"), 'x');
-               },
-               .build = build_lstm,
-               .default_hidden = {128},
-               .activation = false});
+  t.push_back(lstm_arch());
   return t;
 }
 
@@ -108,5 +121,24 @@ void register_arch(ArchEntry entry) {
   add_entry(arch_table(), std::move(entry), "register_arch", "arch");
 }
 std::string arch_names() { return names_of(archs()); }
+
+std::string model_text(const ModelSpec& spec) {
+  return describe(spec) + (arch(spec.arch).activation ? " (" + spec.activation + ")" : "");
+}
+
+std::vector<std::string> weight_names(const ModelSpec& spec) {
+  const ArchEntry& a = arch(spec.arch);
+  if (a.weight_names) return a.weight_names(spec);
+  if (!a.layers) return {};
+  std::vector<std::string> names;
+  int convs = 0, linears = 0;
+  std::stringstream tokens(a.layers(spec));
+  for (std::string t; std::getline(tokens, t, '-');) {
+    if (t.rfind("conv", 0) == 0) names.push_back("Conv2d " + std::to_string(++convs));
+    else if (t.rfind("linear", 0) == 0) names.push_back("Linear " + std::to_string(++linears));
+  }
+  names.push_back("output Linear");
+  return names;
+}
 
 }  // namespace normlab::experiments

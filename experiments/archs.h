@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "experiments/model.h"
@@ -40,7 +41,29 @@ struct ArchEntry {
   std::vector<int64_t> default_hidden;
   // Reads --activation (the lstm's nonlinearities are its cell's: sigmoid and tanh).
   bool activation = true;
+  // compare and sweep: --optimizer when not given ("": the command's own default, sgd) and
+  // --clip-grad-norm when not given (0: off). The lstm's: adam (so lr 0.001) and 1.
+  std::string default_optimizer;
+  double default_clip_grad_norm = 0;
+  // sweep --over batch: --lr-scaling when not given ("": linear). The lstm's: sqrt (Adam).
+  std::string default_lr_scaling;
+  // A sequence model: each sample's inputs read as T time steps of I features ({T, I}, T I =
+  // inputs); the runs record the gradient reaching each step's input (InputGradNorm). Empty: none.
+  std::function<std::pair<int64_t, int64_t>(const ModelSpec&)> time_steps;
+  // The names the reports give its weight matrices, in the order of Model::weights (the output
+  // Linear last), e.g. {"LSTM layer 1 input-to-hidden", "LSTM layer 1 hidden-to-hidden", "output
+  // Linear"}. Empty: read from its layer string ("Conv2d 1", ..., "Linear 1", ..., "output Linear").
+  std::function<std::vector<std::string>(const ModelSpec&)> weight_names;
 };
+
+// The names the reports give the weight matrices of spec's model (ArchEntry::weight_names, or its
+// layer string's Conv2d and Linear layers counted by kind, then "output Linear"); empty when the
+// arch has neither.
+std::vector<std::string> weight_names(const ModelSpec& spec);
+
+// The model as the reports name it: describe(spec), and its activation in parentheses when the
+// arch reads --activation ("784-256-256-10 (relu)"; "1x28x28-lstm128-10").
+std::string model_text(const ModelSpec& spec);
 
 // Every registered arch: mlp, cnn, lstm, then any added.
 const std::vector<ArchEntry>& archs();

@@ -8,6 +8,7 @@
 #include "autograd/loss.h"
 #include "data/loader.h"
 #include "nn/batchnorm.h"
+#include "nn/bn_lstm.h"
 
 namespace normlab::experiments {
 
@@ -94,6 +95,14 @@ std::vector<nn::BatchNorm*> batchnorms(nn::Sequential& model) {
   return out;
 }
 
+// The recurrent BatchNorm cells among the model's layers (the lstm arch's batch and batch-shared).
+std::vector<nn::BatchNormLSTM*> recurrent_batchnorms(nn::Sequential& model) {
+  std::vector<nn::BatchNormLSTM*> out;
+  for (auto& [name, child] : model.children())
+    if (auto* bn = dynamic_cast<nn::BatchNormLSTM*>(child.get())) out.push_back(bn);
+  return out;
+}
+
 // Copies of the model's buffers, put back when the evaluation that changes them is done.
 class SavedBuffers {
  public:
@@ -124,6 +133,8 @@ double precise_bn_accuracy(nn::Sequential& model, const data::Splits& s, int64_t
     bn->reset_running_stats();
     bn->set_momentum(std::nullopt);  // cumulative average
   }
+  const auto cells = recurrent_batchnorms(model);
+  for (auto* cell : cells) cell->reset_running_stats(), cell->set_cumulative_statistics(true);
   {
     NoGradGuard no_grad;
     model.train();
@@ -136,6 +147,7 @@ double precise_bn_accuracy(nn::Sequential& model, const data::Splits& s, int64_t
       seen += b.size();
     }
   }
+  for (auto* cell : cells) cell->set_cumulative_statistics(false);
   const double acc = evaluate(model, s.test, eval_batch).score;
   for (size_t i = 0; i < bns.size(); ++i) bns[i]->set_momentum(momenta[i]);
   return acc;

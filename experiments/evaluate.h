@@ -40,8 +40,9 @@ EvalResult evaluate(nn::Module& model, const data::Dataset& d, int64_t batch);
 
 // Precise BN (Wu & Johnson 2021): the test score after the BatchNorm layers' population statistics
 // are recomputed with the final weights, as the cumulative average of batch statistics over about
-// `samples` training samples (batches of max(batch, 200), order from `seed`). The model's buffers
-// and momenta are restored afterwards.
+// `samples` training samples (batches of max(batch, 200), order from `seed`); a recurrent BatchNorm
+// cell (nn::BatchNormLSTM) the same for every step's slot. The model's buffers and momenta are
+// restored afterwards.
 double precise_bn_accuracy(nn::Sequential& model, const data::Splits& s, int64_t batch, int64_t samples,
                            uint64_t seed, int64_t eval_batch);
 

@@ -285,9 +285,14 @@ class Builder {
 // Builds (gen and m given) or only checks (both null) the model of spec.
 void assemble(const ModelSpec& s, autograd::Generator* gen, Model* m) {
   activation(s.activation);  // throws for an unknown name
-  experiments::norm(s.norm);
+  const NormEntry& n = experiments::norm(s.norm);
   if (s.inputs <= 0 || s.outputs <= 0) throw Error("the model needs at least one input and one output");
   const ArchEntry& a = arch(s.arch);  // throws for an unknown name
+  if (!n.archs.empty() && std::find(n.archs.begin(), n.archs.end(), s.arch) == n.archs.end()) {
+    std::string only;
+    for (const std::string& x : n.archs) only += (only.empty() ? "--arch " : " or --arch ") + x;
+    throw Error("norm " + s.norm + " (" + n.display + ") is a norm of " + only + " only, not of --arch " + s.arch);
+  }
   if (a.build) return a.build(s, gen, m);
   Builder b(s, gen, m);
   const std::string layers = a.layers(s);

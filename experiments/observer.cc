@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "experiments/archs.h"
 #include "experiments/evaluate.h"
 #include "experiments/registry.h"
 
@@ -136,6 +137,44 @@ class Evaluation : public Observer {
   }
 };
 
+// The sum of squares of time step s's inputs in a (B, T x I) row-major gradient, in double, in
+// index order: sum_i sum_j g[i, s I + j]^2.
+template <typename T>
+double step_square_sum(const T* g, int64_t b, int64_t steps, int64_t features, int64_t s) {
+  double sum = 0;
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t j = 0; j < features; ++j) {
+      const double v = g[(i * steps + s) * features + j];
+      sum += v * v;
+    }
+  return sum;
+}
+
+class InputGradNorms : public Observer {
+ public:
+  void step_begin(RunState& st) override {
+    const ArchEntry& a = arch(st.config.model.arch);
+    st.input_grad = a.time_steps && stats_step(st);
+    if (st.input_grad) steps_ = a.time_steps(st.config.model);
+  }
+  void after_backward(RunState& st) override {
+    if (!st.input_grad) return;
+    const auto t = Clock::now();
+    const Tensor g = st.input.grad();  // (B, T x I), step t's inputs in columns [t I, (t + 1) I)
+    const int64_t b = g.size(0), T = steps_.first;
+    for (int64_t s = 0; s < T; ++s) {
+      const double sum = g.dtype() == autograd::DType::Float64 ? step_square_sum(g.data<double>(), b, T, steps_.second, s)
+                                                              : step_square_sum(g.data<float>(), b, T, steps_.second, s);
+      st.result.input_grads.push_back({st.step, s + 1, std::sqrt(double(b) * sum)});
+    }
+    st.result.stats_seconds += seconds_since(t);
+  }
+  void step_end(RunState& st, const StepView&) override { st.input_grad = false, st.input = Tensor(); }
+
+ private:
+  std::pair<int64_t, int64_t> steps_;  // time steps T and features per step I
+};
+
 class Callbacks : public Observer {
  public:
   Callbacks(StepCallback s, EpochCallback e) : on_step_(std::move(s)), on_epoch_(std::move(e)) {}
@@ -156,6 +195,7 @@ class Callbacks : public Observer {
 std::unique_ptr<Observer> loss_log() { return std::make_unique<LossLog>(); }
 std::unique_ptr<Observer> activation_stats(RunState& st) { return std::make_unique<ActivationStats>(st); }
 std::unique_ptr<Observer> grad_norms() { return std::make_unique<GradNorms>(); }
+std::unique_ptr<Observer> input_grad_norms() { return std::make_unique<InputGradNorms>(); }
 std::unique_ptr<Observer> evaluation() { return std::make_unique<Evaluation>(); }
 std::unique_ptr<Observer> callbacks(StepCallback on_step, EpochCallback on_epoch) {
   return std::make_unique<Callbacks>(std::move(on_step), std::move(on_epoch));

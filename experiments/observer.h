@@ -21,6 +21,10 @@ struct RunState {
   int64_t total = 0;  // steps in the run
   int64_t step = 0;   // index of the current step (steps done before it)
   int64_t epoch = 0;  // the current epoch, from 1
+  // Set by an observer in step_begin: the step's input is a leaf that requires its gradient, kept
+  // in `input` (after the backward pass its grad() is dL/dinput).
+  bool input_grad = false;
+  autograd::Tensor input;
 };
 
 // One finished training step: its lr, its loss (not finite: the run stops here, before the
@@ -53,6 +57,9 @@ std::unique_ptr<Observer> loss_log();
 std::unique_ptr<Observer> activation_stats(RunState& st);
 // The L2 norm of the gradient of every Linear weight (model.weights) every config.stats_every steps.
 std::unique_ptr<Observer> grad_norms();
+// A sequence model's input gradient per time step (InputGradNorm) every config.stats_every steps;
+// nothing for a model of an arch without time steps.
+std::unique_ptr<Observer> input_grad_norms();
 // Validation and test loss and accuracy after each epoch (only the last config.eval_last epochs
 // when set) and every config.eval_every steps (RunResult::evals), marking the run diverged if the test loss is not finite; and for a norm with batch
 // statistics under config.bn_three_ways, the precise and test-batch accuracies at the same epochs

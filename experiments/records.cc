@@ -43,6 +43,7 @@ nlohmann::json to_json(const TrainConfig& c) {
   if (!c.init_from.empty()) j["init_from"] = c.init_from;
   if (c.eval_every > 0) j["eval_every"] = c.eval_every;
   if (c.early_stopping > 0) j["early_stopping"] = c.early_stopping;
+  if (c.clip_grad_norm > 0) j["clip_grad_norm"] = c.clip_grad_norm;
   if (c.task != data::Task::Classification) j["task"] = task_name(c.task);
   if (c.distributed) j["distributed_ranks"] = c.ranks > 0 ? c.ranks : dist::world_size();
   if (const OptimizerEntry& o = optimizer(c.optimizer); o.json) j["optimizer"] = o.json(c);
@@ -62,6 +63,11 @@ nlohmann::json records_json(const RunResult& r) {
                       {"grad_norms", grads}, {"diverged", r.diverged}, {"diverged_step", r.diverged_step},
                       {"total_steps", r.total_steps}, {"seconds", r.seconds}};
   if (r.best_epoch > 0) j["best_epoch"] = r.best_epoch, j["stopped_early"] = r.stopped_early;
+  if (!r.input_grads.empty()) {
+    nlohmann::json g = nlohmann::json::array();
+    for (const auto& x : r.input_grads) g.push_back({x.step, x.time_step, num(x.norm)});
+    j["input_grads"] = g;
+  }
   if (!r.evals.empty()) {
     nlohmann::json evals = nlohmann::json::array();
     for (const auto& e : r.evals)
@@ -164,6 +170,8 @@ std::optional<RunResult> stored_run(const nlohmann::json& j, const TrainConfig& 
                           val(e[9])});
     for (const auto& a : j.at("activations")) r.activations.push_back({a[0], a[1], a[2], val(a[3]), val(a[4])});
     for (const auto& g : j.at("grad_norms")) r.grad_norms.push_back({g[0], g[1], val(g[2])});
+    if (j.contains("input_grads"))
+      for (const auto& g : j.at("input_grads")) r.input_grads.push_back({g[0], g[1], val(g[2])});
     if (j.contains("evals"))
       for (const auto& e : j.at("evals"))
         r.evals.push_back({e[0], e[1], val(e[2]), val(e[3]), val(e[4]), val(e[5])});

@@ -27,21 +27,23 @@ std::shared_ptr<nn::Module> make_cell(const std::string& norm, int64_t inputs, i
   if (norm == "layer")
     return std::make_shared<nn::LayerNormLSTM>(inputs, hidden, gen,
                                                nn::LayerNormLSTMOptions{.num_layers = layers, .batch_first = true});
-  if (norm == "batch")
+  if (norm == "batch" || norm == "batch-shared")
     return std::make_shared<nn::BatchNormLSTM>(
-        inputs, hidden, gen, nn::BatchNormLSTMOptions{.num_layers = layers, .batch_first = true, .max_steps = steps});
+        inputs, hidden, gen,
+        nn::BatchNormLSTMOptions{.num_layers = layers, .batch_first = true, .max_steps = steps,
+                                 .shared_statistics = norm == "batch-shared"});
   return std::make_shared<nn::LSTM>(inputs, hidden, gen, nn::LSTMOptions{.num_layers = layers, .batch_first = true});
 }
 
 }  // namespace
 
-const char* lstm_norm_names() { return "none, layer or batch"; }
+const char* lstm_norm_names() { return "none, layer, batch or batch-shared"; }
 
 void build_lstm(const ModelSpec& s, autograd::Generator* gen, Model* m) {
-  if (s.norm != "none" && s.norm != "layer" && s.norm != "batch")
+  if (s.norm != "none" && s.norm != "layer" && s.norm != "batch" && s.norm != "batch-shared")
     throw Error("--arch lstm: --norm " + s.norm + " is not a norm of an LSTM cell (expected " + lstm_norm_names() +
                 ": none is PyTorch's nn.LSTM, layer the LayerNorm LSTM, batch the recurrent BatchNorm LSTM with "
-                "statistics per time step)");
+                "statistics per time step, batch-shared the same with one set of statistics for all steps)");
   if (s.image.size() != 3 || s.image[0] != 1)
     throw Error("--arch lstm reads each image as a sequence of its rows, so it needs images of 1 channel (C,H,W = "
                 "1,H,W), got --image-shape " + shape_text(s.image));
@@ -60,6 +62,14 @@ void build_lstm(const ModelSpec& s, autograd::Generator* gen, Model* m) {
   auto head = std::make_shared<nn::Linear>(hidden, s.outputs, *gen);
   m->weights.emplace_back("3.weight", head->weight());
   m->net->add(head);
+}
+
+std::vector<std::string> lstm_weight_names(const ModelSpec& s) {
+  std::vector<std::string> names;
+  for (size_t k = 1; k <= s.hidden.size(); ++k)
+    for (const char* w : {" input-to-hidden", " hidden-to-hidden"}) names.push_back("LSTM layer " + std::to_string(k) + w);
+  names.push_back("output Linear");
+  return names;
 }
 
 }  // namespace normlab::experiments

@@ -40,6 +40,24 @@ void check_instance(const LayerSpec& s) {
                 std::to_string(s.shape[0]) + "x1x1");
 }
 
+// The recurrent BatchNorm LSTM with one set of statistics for every time step (nn::BatchNormLSTM
+// with shared_statistics; "batch" keeps statistics per step): an LSTM cell, built by the lstm
+// arch (recurrent.h), never a layer of its own.
+NormEntry batch_shared_norm() {
+  return {.name = "batch-shared",
+          .display = "BatchNorm (shared statistics)",
+          .batch_statistics = true,
+          .note = "BatchNorm (shared statistics) trains exactly as BatchNorm (each time step normalized with "
+                  "the batch's statistics at that step, so its training numbers are the same); only its running "
+                  "statistics, which evaluation uses, are one set for all steps instead of one per step.",
+          .archs = {"lstm"},
+          .make = [](const LayerSpec&) -> std::shared_ptr<nn::Module> {
+            throw Error("norm batch-shared is a recurrent BatchNorm: only the lstm arch builds it");
+          },
+          .plot_color = 6,  // sky blue (BatchNorm's blue, lighter), filled triangle
+          .plot_point = 9};
+}
+
 std::vector<NormEntry> builtin_norms() {
   std::vector<NormEntry> n;
   n.push_back({.name = "none", .display = "no norm", .plot_color = 7, .plot_point = 6});  // black, open circle
@@ -94,6 +112,7 @@ std::vector<NormEntry> builtin_norms() {
                },
                .plot_color = 6,  // sky blue (BatchNorm's blue, lighter), filled pentagon
                .plot_point = 15});
+  n.push_back(batch_shared_norm());
   return n;
 }
 

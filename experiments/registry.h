@@ -35,6 +35,12 @@ struct NormEntry {
   bool synchronized = false;
   // The norm it is in one process ("": itself): SyncBatchNorm is BatchNorm there.
   std::string in_one_process;
+  // What the reports that compare it say of it ("": nothing), e.g. how it differs from a norm it
+  // resembles.
+  std::string note;
+  // The archs (--arch) it is a norm of; empty: every arch. A model of another arch is an error
+  // naming these (batch-shared, a recurrent BatchNorm, is the lstm's only).
+  std::vector<std::string> archs;
   // The flags only this norm (and others listing them) reads, e.g. {"--groups"}: given while no run
   // uses such a norm, a usage error.
   std::vector<std::string> flags;
@@ -68,7 +74,8 @@ struct ActivationEntry {
 const std::string& sync_bn();
 const std::string& local_bn();
 
-// Every registered norm, in registration order: none, batch, layer, group, rms, instance, then any added.
+// Every registered norm, in registration order: none, batch, layer, group, rms, instance,
+// syncbatch, batch-shared, then any added.
 const std::vector<NormEntry>& norms();
 // The entry called `name`; throws normlab::Error "unknown norm 'x' (expected one of: ...)".
 const NormEntry& norm(const std::string& name);

@@ -18,6 +18,7 @@
 #include "experiments/registry.h"
 #include "experiments/report/report.h"
 #include "nn/checkpoint.h"
+#include "nn/clip_grad.h"
 #include "optim/checkpoint.h"
 
 namespace normlab::experiments {
@@ -120,6 +121,7 @@ std::string optimizer_text(const TrainConfig& c, bool with_lr) {
   if (o.options_text) s << o.options_text(c);
   if (c.weight_decay > 0 || o.decoupled_weight_decay)
     s << ", weight decay " << c.weight_decay << (o.decoupled_weight_decay ? " (decoupled)" : "");
+  if (c.clip_grad_norm > 0) s << ", gradient norm clipped to " << c.clip_grad_norm;
   return s.str();
 }
 
@@ -152,7 +154,9 @@ double train_step(RunState& st, optim::Optimizer& opt, optim::LRScheduler& sched
   const double lr = opt.lr();
   const bool ddp = st.config.distributed;
   if (ddp) broadcast_buffers(*st.model.net);  // rank 0's running statistics, as DDP before each forward
-  const Tensor logits = (*st.model.net)(b.x);
+  st.input = st.input_grad ? b.x.detach() : b.x;
+  if (st.input_grad) st.input.requires_grad_();
+  const Tensor logits = (*st.model.net)(st.input);
   Tensor loss = loss_of(logits, b);
   double lv = loss.item();
   if (ddp) {  // the global batch's loss (equal slices: the mean of the ranks' means), the same on every rank
@@ -163,7 +167,8 @@ double train_step(RunState& st, optim::Optimizer& opt, optim::LRScheduler& sched
     opt.zero_grad();
     loss.backward();
     if (ddp) average_gradients(opt.parameters());
-    for (auto& o : obs) o->after_backward(st);
+    for (auto& o : obs) o->after_backward(st);  // the gradient norms recorded are the unclipped ones
+    if (st.config.clip_grad_norm > 0) nn::clip_grad_norm_(opt.parameters(), st.config.clip_grad_norm);
     opt.step();
     sched.step();
     meter.score.add(logits, b);
@@ -312,6 +317,7 @@ RunResult train_run(const CheckedRun& run, const Splits& s, const StepCallback& 
     obs.push_back(loss_log());
     obs.push_back(activation_stats(st));
     obs.push_back(grad_norms());
+    obs.push_back(input_grad_norms());
     obs.push_back(evaluation());
     obs.push_back(callbacks(on_step, on_epoch));
     for (st.epoch = pos.epoch; st.epoch <= c.epochs; ++st.epoch) {

@@ -34,6 +34,8 @@ struct TrainConfig {
   double weight_decay = 0;        // sgd and adam: L2 added to the gradient; adamw: decoupled
   bool nesterov = false;          // sgd
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adam, adamw
+  double clip_grad_norm = 0;      // clip the total gradient norm (L2, all parameters) to this before
+                                  // every optimizer step, as torch.nn.utils.clip_grad_norm_ (0: off)
   int64_t warmup_steps = 0;       // linear warmup: lr (t + 1) / warmup_steps at step t < warmup_steps
   std::string schedule = "cosine";  // after warmup, a registered schedule: none | cosine (to 0 at the end) | step
   int64_t step_every = 0;         // schedule "step": multiply by step_gamma every this many steps
@@ -118,6 +120,15 @@ struct GradNorm {
   double norm;
 };
 
+// A sequence model (ArchEntry::time_steps): how much gradient reaches the input of time step t
+// (from 1) at a training step: sqrt(B) ||dL/dX_t||_F, with L the batch's mean loss and X_t (B, I)
+// the batch's inputs at step t. That is the root mean square over the batch of ||B dL/dx_{i,t}||,
+// for a model without batch statistics each sample's own loss gradient: comparable across batch sizes.
+struct InputGradNorm {
+  int64_t step, time_step;
+  double norm;
+};
+
 struct RunResult {
   TrainConfig config;
   std::vector<StepRecord> steps;
@@ -125,6 +136,7 @@ struct RunResult {
   std::vector<EvalRecord> evals;  // every config.eval_every steps (empty when 0)
   std::vector<ActivationStat> activations;
   std::vector<GradNorm> grad_norms;
+  std::vector<InputGradNorm> input_grads;  // sequence models, every config.stats_every steps
   bool diverged = false;
   int64_t diverged_step = -1;
   bool interrupted = false;  // Ctrl-C stopped the run before its last step (interrupt.h)
@@ -203,7 +215,7 @@ optim::SGDOptions sgd_options(const TrainConfig& c);
 // The run's optimizer (config.optimizer) over params, at its peak lr.
 std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& c, std::vector<autograd::Tensor> params);
 // The optimizer and its settings in words, e.g. "SGD lr 0.05, momentum 0.9" or "AdamW lr 0.001,
-// betas (0.9, 0.999), eps 1e-08, weight decay 0.01".
+// betas (0.9, 0.999), eps 1e-08, weight decay 0.01" (and ", gradient norm clipped to 1" when clipped).
 // Without the lr when with_lr is false (a sweep states its own rule).
 std::string optimizer_text(const TrainConfig& c, bool with_lr = true);
 

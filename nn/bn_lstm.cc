@@ -27,7 +27,20 @@ StepBatchNorm::StepBatchNorm(int64_t num_features, int64_t slots, bool shift, do
 Tensor StepBatchNorm::forward_step(const Tensor& x, int64_t slot, double momentum, double eps) {
   // Row `slot` of the buffers: a view (dim 0) that batch_norm updates in place.
   const Tensor rm = autograd::select(running_mean_, 0, slot), rv = autograd::select(running_var_, 0, slot);
+  // Cumulative: r_k = (1 - 1/k) r_{k-1} + (1/k) stat_k, the mean of the k statistics.
+  if (cumulative_ && is_training()) momentum = 1.0 / static_cast<double>(++updates_[static_cast<size_t>(slot)]);
   return autograd::batch_norm(x, rm, rv, weight_, bias_, is_training(), momentum, eps);
+}
+
+void StepBatchNorm::reset_running_stats() {
+  autograd::NoGradGuard no_grad;
+  autograd::fill_(running_mean_, 0);
+  autograd::fill_(running_var_, 1);
+}
+
+void StepBatchNorm::set_cumulative(bool on) {
+  cumulative_ = on;
+  updates_.assign(static_cast<size_t>(slots_), 0);
 }
 
 Tensor StepBatchNorm::forward(const Tensor& x) { return forward_step(x, 0, 0.1, 1e-5); }
@@ -104,6 +117,16 @@ LSTMOutput BatchNormLSTM::forward_with_state(const Tensor& x, const Tensor& h0, 
     fill_(trained_steps_, trained);
   }
   return {o_.batch_first ? transpose(seq, 0, 1) : seq, stack(h_last, 0), stack(c_last, 0)};
+}
+
+void BatchNormLSTM::reset_running_stats() {
+  for (const Layer& l : layers_)
+    for (const auto& bn : {l.bn_ih, l.bn_hh, l.bn_c}) bn->reset_running_stats();
+}
+
+void BatchNormLSTM::set_cumulative_statistics(bool on) {
+  for (const Layer& l : layers_)
+    for (const auto& bn : {l.bn_ih, l.bn_hh, l.bn_c}) bn->set_cumulative(on);
 }
 
 std::string BatchNormLSTM::repr() const {

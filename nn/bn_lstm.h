@@ -23,6 +23,12 @@ class StepBatchNorm : public Module {
   Tensor forward_step(const Tensor& x, int64_t slot, double momentum, double eps);
   /// forward_step(x, 0, 0.1, 1e-5).
   Tensor forward(const Tensor& x) override;
+  /// Population statistics (precise BN): puts zeros and ones in every slot's running statistics.
+  void reset_running_stats();
+  /// Turns cumulative statistics on or off: while on, the k-th training update of a slot since it was
+  /// turned on uses momentum 1 / k instead of the one given, so that the slot holds the plain average
+  /// of the statistics of its updates (PyTorch's momentum=None); off: the given momentum again.
+  void set_cumulative(bool on);
   /// "StepBatchNorm(16, slots=100)".
   std::string repr() const override;
   const Tensor& weight() const { return weight_; }  ///< The gain, (C).
@@ -31,6 +37,8 @@ class StepBatchNorm : public Module {
  private:
   int64_t num_features_, slots_;
   Tensor weight_, bias_, running_mean_, running_var_;
+  bool cumulative_ = false;
+  std::vector<int64_t> updates_;  // per slot: training updates since set_cumulative(true)
 };
 
 /// BatchNormLSTM's options.
@@ -77,6 +85,12 @@ class BatchNormLSTM : public Module {
   const BatchNormLSTMOptions& options() const { return o_; }  ///< The options given.
   /// The number of statistics slots: max_steps, or 1 with shared_statistics.
   int64_t slots() const { return o_.shared_statistics ? 1 : o_.max_steps; }
+  /// Precise BN over every BatchNorm of the cell (StepBatchNorm): resets their running statistics
+  /// (trained_steps is left as it is).
+  void reset_running_stats();
+  /// While on, the running statistics of every BatchNorm of the cell are averaged cumulatively over
+  /// the training forwards (one slot shared by all steps averages over every step of every batch).
+  void set_cumulative_statistics(bool on);
 
  private:
   struct Layer {

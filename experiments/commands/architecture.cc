@@ -4,6 +4,8 @@
 #include "experiments/commands/entry_flags.h"
 #include "experiments/commands/training.h"
 #include "experiments/entries.h"
+#include "experiments/optimizers.h"
+#include "experiments/output.h"
 #include "experiments/registry.h"
 
 namespace normlab::experiments::commands {
@@ -27,6 +29,28 @@ void TrainingCommand::check_architecture(const Given& given) {
     m.image = d.image_shape;
   }
   if (!o_.eval_batch_given) o_.train.eval_batch = kCnnEvalBatch;
+}
+
+// The arch's optimizer and clipping where not given (compare and sweep; the lstm: Adam, clipped to
+// 1), said in the report.
+void TrainingCommand::apply_arch_defaults(const Given& given) {
+  if (!traits_.clip_grad_norm) return;
+  const ArchEntry& a = arch(o_.train.model.arch);
+  std::vector<std::string> chosen;
+  if (!a.default_optimizer.empty() && !given("--optimizer") && !o_.fit_optimizer) {
+    o_.train.optimizer = a.default_optimizer;
+    const std::optional<double> lr = optimizer(a.default_optimizer).default_lr;
+    chosen.push_back("--optimizer " + a.default_optimizer + (given("--lr") || !lr ? "" : " (lr " + fmt(*lr) + ")"));
+  }
+  if (a.default_clip_grad_norm > 0 && !given("--clip-grad-norm")) {
+    o_.train.clip_grad_norm = a.default_clip_grad_norm;
+    chosen.push_back("--clip-grad-norm " + fmt(a.default_clip_grad_norm));
+  }
+  own_arch_defaults(given, a, chosen);
+  if (chosen.empty()) return;
+  std::string note = "--arch " + a.name + "'s defaults, not given on the command line: " + chosen[0];
+  for (size_t i = 1; i < chosen.size(); ++i) note += (i + 1 < chosen.size() ? ", " : " and ") + chosen[i];
+  o_.defaults_note += (o_.defaults_note.empty() ? "" : " ") + note + ".";
 }
 
 }  // namespace normlab::experiments::commands

@@ -13,7 +13,7 @@ namespace {
 
 class CompareCommand : public TrainingCommand {
  public:
-  CompareCommand() : TrainingCommand({.name = "compare", .eval_every = true, .fits_csv_files = true}) {}
+  CompareCommand() : TrainingCommand({.name = "compare", .eval_every = true, .fits_csv_files = true, .clip_grad_norm = true}) {}
 
  protected:
   void add_own_flags(CLI::App& a) override {

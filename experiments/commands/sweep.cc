@@ -23,7 +23,8 @@ class SweepCommand : public TrainingCommand {
                          .batch_size_help = "training batch size (--over lr)",
                          .lr_help = "peak learning rate (--over batch: at --reference-batch)",
                          .stats_every = false,
-                         .classification_only = true}) {}
+                         .classification_only = true,
+                         .clip_grad_norm = true}) {}
 
  protected:
   void add_own_flags(CLI::App& a) override {
@@ -38,7 +39,14 @@ class SweepCommand : public TrainingCommand {
                    "2,8,32,128 with --quick, else 2,4,8,16,32,64,128,256");
     preset_default(a.add_option("--lrs", lrs_, "learning rates (--over lr)")->delimiter(',')->check(non_negative()),
                    "0.01,0.1,1 with --quick, else 0.01,0.03,0.1,0.3,1,3");
-    a.add_option("--reference-batch", reference_batch_, "lr = --lr x batch / this (linear scaling)")->check(whole(1, kMaxBatch));
+    a.add_option("--reference-batch", reference_batch_, "the batch at which the lr is --lr (--over batch)")
+        ->check(whole(1, kMaxBatch));
+    preset_default(a.add_option_function<std::string>(
+                        "--lr-scaling", [this](const std::string& v) { lr_scaling_ = lr_scaling_from(v); },
+                        "--over batch: the lr at batch b, linear: --lr x b / --reference-batch (for SGD), sqrt: --lr "
+                        "x sqrt(b / --reference-batch) (for Adam), none: --lr")
+                       ->check(CLI::IsMember({"linear", "sqrt", "none"})),
+                   "sqrt with --arch lstm (Adam), else linear");
     a.add_option("--norms", norms_, "norms to compare: " + norm_names())->delimiter(',')->check(norm_name());
     preset_default(a.add_option("--seeds", seeds_, "seeds")->delimiter(',')->check(seed_value()),
                    "0,1,2,3,4 with --full, else 0,1,2");
@@ -79,6 +87,7 @@ class SweepCommand : public TrainingCommand {
     if (over_ == SweepOver::LearningRate) {
       reject("--batch-sizes", "it sets the batch sizes of --over batch (--batch-size sets the batch of every run)");
       reject("--reference-batch", "it scales the learning rate with the batch size of --over batch");
+      reject("--lr-scaling", "it scales the learning rate with the batch size of --over batch");
     } else {
       reject("--lrs", "it sets the learning rates of --over lr (--lr sets the rate at --reference-batch)");
       reject("--batch-size", "every run trains at one of --batch-sizes");
@@ -90,6 +99,9 @@ class SweepCommand : public TrainingCommand {
     if (distributed && full_)
       throw Error("--full cannot be used with --distributed: --full is the one-process protocol (give --train-limit, "
                   "--epochs, --seeds and --batch-sizes for a larger local-vs-sync experiment)");
+    if (distributed && given("--lr-scaling"))
+      throw Error("--lr-scaling cannot be used with --distributed: the local-vs-sync experiment scales the lr "
+                  "linearly with the global batch");
     if (!distributed && given("--ranks"))
       throw Error("--ranks goes with --distributed (the local-BatchNorm vs SyncBatchNorm experiment)");
     if (full_ && o_.data.name != "fashion-mnist")
@@ -102,6 +114,12 @@ class SweepCommand : public TrainingCommand {
         for (int w = 1; w <= dist::job_size(); ++w)
           if (dist::job_size() % w == 0) ranks_.push_back(w);
     }
+  }
+
+  void own_arch_defaults(const Given& given, const ArchEntry& a, std::vector<std::string>& chosen) override {
+    if (given("--lr-scaling") || a.default_lr_scaling.empty() || over_ != SweepOver::Batch || o_.train.distributed) return;
+    lr_scaling_ = lr_scaling_from(a.default_lr_scaling);
+    chosen.push_back("--lr-scaling " + a.default_lr_scaling);
   }
 
   std::vector<std::string> norms_run() const override { return norms_; }
@@ -118,7 +136,8 @@ class SweepCommand : public TrainingCommand {
       ddp_runs_ = ddp_sweep_runs(*ddp_, data);
     } else {
       sweep_ = SweepConfig{.base = base, .over = over_, .batch_sizes = batch_sizes_, .lrs = lrs_,
-                           .reference_batch = reference_batch_, .norms = norms_, .seeds = seeds_};
+                           .reference_batch = reference_batch_, .norms = norms_, .seeds = seeds_,
+                           .lr_scaling = lr_scaling_};
       runs_ = sweep_runs(*sweep_, data);
     }
   }
@@ -132,6 +151,7 @@ class SweepCommand : public TrainingCommand {
   std::vector<int64_t> batch_sizes_ = kSweepBatches;
   std::vector<double> lrs_{0.01, 0.03, 0.1, 0.3, 1.0, 3.0};
   int64_t reference_batch_ = 128;
+  LrScaling lr_scaling_ = LrScaling::Linear;
   std::vector<std::string> norms_{"none", "batch", "layer"};
   std::vector<uint64_t> seeds_{0, 1, 2};
   std::vector<int> ranks_;  // --distributed (empty: every divisor of the job's size)

@@ -171,6 +171,11 @@ void TrainingCommand::add_optimizer_flags(CLI::App& a) {
       ->check(real(0, 1, false, true))
       ->default_str("0.9,0.999");
   a.add_option("--eps", t.eps, "adam, adamw: added to the denominator")->check(non_negative());
+  if (traits_.clip_grad_norm)
+    preset_default(a.add_option("--clip-grad-norm", t.clip_grad_norm,
+                                "clip the total gradient norm to this before every step (0: off); --arch lstm "
+                                "also defaults to --optimizer adam (lr 0.001)")->check(non_negative()),
+                   "1 with --arch lstm, else 0");
   preset_default(a.add_option("--warmup", t.warmup_steps, "linear warmup steps")->check(whole(0, kMaxInt)),
                  "10 with --quick, 50 on fashion-mnist, else 0");
   a.add_option("--schedule", t.schedule, "after warmup: " + or_list(names_in(schedules())));
@@ -228,6 +233,7 @@ void TrainingCommand::check_applicable(const Given& given) const {
   for (const DatasetEntry& e : datasets())
     for (const std::string& flag : e.flags) {
       if (!given(flag) || std::find(ds.flags.begin(), ds.flags.end(), flag) != ds.flags.end()) continue;
+      if (traits_.clip_grad_norm && flag == "--clip-grad-norm") continue;  // compare, sweep: every data set's
       const auto owners = owners_of(datasets(), flag);
       std::vector<std::string> names;
       for (const DatasetEntry* o : owners) names.push_back(o->name);
@@ -282,6 +288,7 @@ void TrainingCommand::check(const Given& given) {
     throw Error("--distributed trains over the processes of an mpirun job: start it as mpirun -np 2 normlab " + name() +
                 " --distributed ... (as root also with OMPI_ALLOW_RUN_AS_ROOT=1 "
                 "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1, and --oversubscribe for more ranks than cores)");
+  apply_arch_defaults(given);
   apply_optimizer_defaults(given);
   if (o_.train.model.hidden.empty()) o_.train.model.hidden = {64, 64};
   check_architecture(given);

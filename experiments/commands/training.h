@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "experiments/archs.h"
 #include "experiments/commands/command.h"
 #include "experiments/commands/resume.h"
 #include "experiments/commands/shared_flags.h"
@@ -55,6 +56,8 @@ struct TrainingTraits {
   bool classification_only = false;               // sweep, study: accuracy against batch size
   std::string records = "records.json";           // where --resume finds the runs to keep
   bool fits_csv_files = false;                    // train, compare: defaults fitted to a CSV file (csv_defaults.cc)
+  bool clip_grad_norm = false;                    // compare, sweep: --clip-grad-norm and the arch's default
+                                                  // optimizer and clipping (ArchEntry)
 };
 
 class TrainingCommand : public Command {
@@ -75,6 +78,9 @@ class TrainingCommand : public Command {
   virtual void own_presets(const Given& given) {}
   // The command's own checks of flags against each other, after the shared ones.
   virtual void check_own(const Given& given) {}
+  // The command's own defaults from the arch (ArchEntry), where not given: each one applied is
+  // added to `chosen` as "--flag value" for the report's note (sweep: --lr-scaling).
+  virtual void own_arch_defaults(const Given& given, const ArchEntry& arch, std::vector<std::string>& chosen) {}
   // The norms its runs use (the --groups check).
   virtual std::vector<std::string> norms_run() const = 0;
   // Every run of the command, validated against the data: the typed plan run_plan executes.
@@ -112,6 +118,7 @@ class TrainingCommand : public Command {
   void apply_quick(const Given& given);
   void apply_dataset_defaults(const Given& given);
   void apply_optimizer_defaults(const Given& given);
+  void apply_arch_defaults(const Given& given);
   void apply_csv_defaults(const Given& given);
   void fit_to_training_set();
   void check_applicable(const Given& given) const;

@@ -30,28 +30,17 @@ Series seed_mean(const std::string& name, const std::map<int64_t, std::vector<do
   return s;
 }
 
-// The name of each weighted layer of the runs' model (a Conv2d or Linear, which opens a hidden
-// layer, then the classifier), in the model's order, counted by kind as its layer list reads:
-// "Conv2d 1", "Conv2d 2", "output Linear"; "Linear 1", "Linear 2", "output Linear" for an MLP.
-// Empty when the list cannot be read.
+// The name of each weight matrix of the runs' model, in the model's order (archs.h weight_names):
+// "Conv2d 1", "Conv2d 2", "output Linear" for a CNN; "Linear 1", "Linear 2", "output Linear" for an
+// MLP; the LSTM's input-to-hidden and hidden-to-hidden matrices per layer, then "output Linear".
+// Empty when they cannot be named.
 std::vector<std::string> weighted_layer_names(const std::vector<RunResult>& runs) {
   if (runs.empty()) return {};
-  const ModelSpec& spec = runs.front().config.model;
-  std::string layers;
   try {
-    layers = arch(spec.arch).layers(spec);
+    return weight_names(runs.front().config.model);
   } catch (const Error&) {
     return {};
   }
-  std::vector<std::string> names;
-  int convs = 0, linears = 0;
-  std::stringstream tokens(layers);
-  for (std::string t; std::getline(tokens, t, '-');) {
-    if (t.rfind("conv", 0) == 0) names.push_back("Conv2d " + std::to_string(++convs));
-    else if (t.rfind("linear", 0) == 0) names.push_back("Linear " + std::to_string(++linears));
-  }
-  names.push_back("output Linear");
-  return names;
 }
 
 // The position of each weight matrix among a run's weight matrices (0: first Linear), by the
@@ -200,9 +189,10 @@ std::string grad_norm_reading(const std::vector<RunResult>& runs, const std::vec
     return v;
   };
   std::ostringstream md;
-  const bool conv = !runs.empty() && arch(runs.front().config.model.arch).image;
-  md << "Gradient norms, mean over recorded steps and seeds (" << (conv ? "first Conv2d" : "first Linear")
-     << " / output Linear weight): ";
+  const ArchEntry& a = arch(runs.front().config.model.arch);
+  const std::vector<std::string> names = weighted_layer_names(runs);
+  const std::string first_weight = a.weight_names && !names.empty() ? names.front() : a.image ? "first Conv2d" : "first Linear";
+  md << "Gradient norms, mean over recorded steps and seeds (" << first_weight << " / output Linear weight): ";
   std::string largest, smallest;
   std::vector<double> hi_v, lo_v;
   double hi = -INFINITY, lo = INFINITY;

@@ -78,6 +78,13 @@ ScoreText score_text(const TrainConfig& c) {
 
 std::string display_name(const std::string& n) { return norm(n).display; }
 
+std::string norm_notes(const std::vector<std::string>& norms) {
+  std::string md;
+  for (const std::string& n : norms)
+    if (!norm(n).note.empty()) md += (md.empty() ? "" : " ") + norm(n).note;
+  return md.empty() ? md : md + "\n\n";
+}
+
 std::string image_links(const std::vector<std::string>& plots) {
   if (plots.empty())
     return gnuplot_available() ? "No plots: no run left a finite value to draw (every run diverged).\n\n"

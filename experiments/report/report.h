@@ -49,6 +49,8 @@ std::string count_of(int64_t n, const std::string& noun);
 std::string final_accuracy_rule(int64_t epochs);
 // The name of a norm for reports and plot legends (the registry's display name).
 std::string display_name(const std::string& norm);
+// The notes of the registry's norms (NormEntry::note) among `norms`, as one paragraph ("": none).
+std::string norm_notes(const std::vector<std::string>& norms);
 // Markdown image links for plots written as <name>.png; a sentence saying why there are none.
 std::string image_links(const std::vector<std::string>& plots);
 

@@ -57,7 +57,8 @@ void write_run_records(const std::vector<RunResult>& runs, const std::string& da
   if (validation) eval_cols.insert(eval_cols.end(), {"val_loss", "val_" + score});
   eval_cols.insert(eval_cols.end(), {"test_loss", "test_" + score});
   RunTable evals(eval_cols, dataset);
-  bool any_evals = false;
+  RunTable inputs({"step", "time_step", "input_grad_norm"}, dataset);
+  bool any_evals = false, any_inputs = false;
   for (const RunResult& r : runs) {
     for (const auto& e : r.evals) {
       std::vector<std::string> c{std::to_string(e.step), std::to_string(e.epoch)};
@@ -71,12 +72,15 @@ void write_run_records(const std::vector<RunResult>& runs, const std::string& da
     for (const auto& a : r.activations)
       acts.add(r, {std::to_string(a.step), std::to_string(a.layer), a.where, fmt(a.mean), fmt(a.std)});
     for (const auto& g : r.grad_norms) grads.add(r, {std::to_string(g.step), g.param, fmt(g.norm)});
+    for (const auto& g : r.input_grads)
+      inputs.add(r, {std::to_string(g.step), std::to_string(g.time_step), fmt(g.norm)}), any_inputs = true;
   }
   steps.write(dir / "steps.csv");
   epochs.write(dir / "epochs.csv");
   acts.write(dir / "activations.csv");
   grads.write(dir / "grad_norms.csv");
   if (any_evals) evals.write(dir / "evals.csv");
+  if (any_inputs) inputs.write(dir / "input_grad_norms.csv");
 }
 
 }  // namespace normlab::experiments::report

@@ -37,7 +37,8 @@ class RunTable {
 
 // The per-run records as tidy tables: steps.csv, epochs.csv, activations.csv and grad_norms.csv
 // in `dir` (epochs.csv with validation columns when `validation`), and evals.csv with the
-// evaluations every --eval-every steps when there are any.
+// evaluations every --eval-every steps when there are any, and input_grad_norms.csv with a sequence
+// model's gradient reaching each time step's input (InputGradNorm) when there are any.
 void write_run_records(const std::vector<RunResult>& runs, const std::string& dataset, bool validation,
                        const std::filesystem::path& dir);
 

@@ -7,7 +7,9 @@
 #include <map>
 #include <sstream>
 
+#include "experiments/report/input_grads.h"
 #include "experiments/report/layer_stats.h"
+#include "experiments/archs.h"
 #include "experiments/output.h"
 #include "experiments/report/plot.h"
 #include "experiments/records.h"
@@ -178,6 +180,8 @@ std::vector<std::string> compare_plots(const CompareConfig& cfg, const std::vect
   if (render_panels("Gradient norm of each weight", grad_norm_panels(runs, cfg.norms), 2,
                     ctx.out, "grad_norms"))
     plots.push_back("grad_norms");
+  for (const auto& [stem, spec] : input_grad_plots(runs, cfg.norms))  // a sequence model's
+    if (render_plot(spec, ctx.out, stem)) plots.push_back(stem);
   return plots;
 }
 
@@ -259,7 +263,8 @@ std::string reading(const CompareConfig& cfg, const std::vector<RunResult>& runs
   const ScoreText sc = score_text(cfg.base);
   std::ostringstream md;
   md << "**Reading.** " << accuracy_reading(cfg, agg, sc) << target_reading(cfg, agg, sc)
-     << activation_reading(runs, cfg.norms) << grad_norm_reading(runs, cfg.norms);
+     << activation_reading(runs, cfg.norms) << grad_norm_reading(runs, cfg.norms)
+     << input_grad_reading(runs, cfg.norms);
   if (cfg.seeds.size() > 1)
     md << "Intervals are 95% confidence intervals of the mean over seeds (Student t); differences are tested with "
           "Welch's t-test over seeds (unequal variances).";
@@ -275,7 +280,7 @@ std::string compare_markdown(const CompareConfig& cfg, const std::vector<RunResu
   const ScoreText sc = score_text(b);
   const auto pct = [&](double v) { return sc.format(v); };
   std::ostringstream md;
-  md << "Model " << describe(b.model) << " (" << b.model.activation << "), data: " << ctx.dataset << ". "
+  md << "Model " << model_text(b.model) << ", data: " << ctx.dataset << ". "
      << optimizer_text(b) << ", batch " << b.batch_size << ", " << count_of(b.epochs, "epoch")
      << ", schedule " << b.schedule << " with " << count_of(b.warmup_steps, "warmup step") << "; "
      << count_of(static_cast<int64_t>(cfg.seeds.size()), "seed") << " per norm"
@@ -285,6 +290,7 @@ std::string compare_markdown(const CompareConfig& cfg, const std::vector<RunResu
                           : ", checked after every epoch")
      << ".\n\n";
   if (!ctx.defaults_note.empty()) md << ctx.defaults_note << "\n\n";
+  md << norm_notes(cfg.norms);
   md << "| norm | final test " << sc.name << sc.unit() << " | final test loss | reached target | epochs to target | steps to target | diverged |\n";
   md << "|---|---|---|---|---|---|---|\n";
   for (const auto& norm : cfg.norms) {

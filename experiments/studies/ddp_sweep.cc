@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "dist/dist.h"
+#include "experiments/archs.h"
 #include "experiments/output.h"
 #include "experiments/report/plot.h"
 #include "experiments/records.h"
@@ -277,7 +278,7 @@ std::string ddp_markdown(const DdpSweepConfig& cfg, const Runs& all, const Cells
     md << "**Interrupted (Ctrl-C): " << all.results.size() << " of " << all.total
        << " runs finished**; the tables below are of those runs only. The same command with `--resume` trains the "
           "rest.\n\n";
-  md << "Model " << describe(b.model) << " (" << b.model.activation << "), data: " << ctx.dataset << ", "
+  md << "Model " << model_text(b.model) << ", data: " << ctx.dataset << ", "
      << count_of(b.epochs, "epoch") << " per run, " << optimizer_text(b, false) << ", lr = " << fmt(b.lr)
      << " x global batch / " << cfg.reference_batch << ", schedule " << b.schedule << " with "
      << count_of(b.warmup_steps, "warmup step") << ", " << count_of(static_cast<int64_t>(cfg.seeds.size()), "seed")

@@ -35,6 +35,15 @@ enum class SweepOver { Batch, LearningRate };
 // "batch" or "lr", as --over takes it and the manifests record it.
 std::string sweep_over_name(SweepOver over);
 
+// How a batch-size sweep sets the learning rate at batch b from base.lr at the reference batch r:
+// linear lr = base.lr b / r (Goyal et al. 2017, for SGD), sqrt lr = base.lr sqrt(b / r) (the
+// square-root rule of Malladi et al. 2022, for Adam), none lr = base.lr at every batch.
+enum class LrScaling { Linear, Sqrt, None };
+// "linear", "sqrt", "none": as --lr-scaling takes it and the manifests record it.
+std::string lr_scaling_name(LrScaling scaling);
+// The scaling called `name`; throws normlab::Error naming the three for another.
+LrScaling lr_scaling_from(const std::string& name);
+
 struct SweepConfig {
   TrainConfig base;                // base.lr is the learning rate at reference_batch
   SweepOver over = SweepOver::Batch;
@@ -43,7 +52,11 @@ struct SweepConfig {
   int64_t reference_batch = 128;   // lr = base.lr * batch / reference_batch (linear scaling)
   std::vector<std::string> norms{"none", "batch", "layer"};
   std::vector<uint64_t> seeds{0, 1, 2};
+  LrScaling lr_scaling = LrScaling::Linear;  // the rule of the lr at each batch size (--over batch)
 };
+
+// The learning rate of a batch-size sweep's runs at batch b (cfg.lr_scaling).
+double scaled_lr(const SweepConfig& cfg, int64_t b);
 
 // The local-BatchNorm vs SyncBatchNorm experiment (sweep --distributed, in an mpirun job): for
 // each number of ranks W > 1 in `ranks` and each per-rank batch b, a data-parallel run over W ranks
