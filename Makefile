@@ -1,13 +1,14 @@
 # The README commands: `make run` (the main job), `make test` (every test) and `make bench` (normlab
 # beside PyTorch). Each installs the missing Debian packages, configures and builds first; only
-# `make bench` installs the benchmark's packages (Google Benchmark, OpenBLAS, PyTorch).
+# `make bench` installs the benchmark's packages (Google Benchmark, OpenBLAS, PyTorch), and only
+# `make docs` (the API reference) Doxygen and Graphviz.
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 
 FUZZ_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps bench-deps fuzz-deps configure build run test deb demo bench bench-dist fuzz-build fuzz sanitize clean
+.PHONY: all deps bench-deps fuzz-deps docs-deps configure build run test deb docs demo bench bench-dist fuzz-build fuzz sanitize clean
 
 all: build
 
@@ -19,6 +20,9 @@ bench-deps:
 
 fuzz-deps:
 	@bash scripts/install-deps.sh --fuzz
+
+docs-deps:
+	@bash scripts/install-deps.sh --docs
 
 configure: deps
 	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -40,6 +44,12 @@ test: build
 # with apt-get install ./$(BUILD_DIR)/normlab_*.deb.
 deb: build
 	cd $(BUILD_DIR) && cpack -G DEB
+
+# The API reference: HTML from the /// comments of the public headers of autograd/, nn/, optim/
+# and data/ (Doxygen, docs/Doxyfile; scripts/build-docs.sh) in $(BUILD_DIR)/docs/html. Doxygen's
+# warnings are errors: an undocumented public class or function fails it. No CMake build needed.
+docs: docs-deps
+	@bash scripts/build-docs.sh $(BUILD_DIR)/docs
 
 # The benchmark (bench/run.sh): the kernel and training-step table, one epoch of Fashion-MNIST
 # (bench/epoch.sh) and the sweep protocol (bench/protocol.sh), normlab beside PyTorch; narrow it

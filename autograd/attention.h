@@ -11,16 +11,17 @@
 
 namespace normlab::autograd {
 
-// q, k, v (B, H, T, D), one shape and dtype -> (B, H, T, D):
-//   softmax(q k^T / sqrt(D) + mask) v,  mask_ij = -inf for j > i when causal, else 0.
-// (PyTorch's attn_mask, dropout_p and distinct key lengths are not supported.)
+/// q, k, v (B, H, T, D), one shape and dtype -> (B, H, T, D):
+///   softmax(q k^T / sqrt(D) + mask) v,  mask_ij = -inf for j > i when causal, else 0.
+/// (PyTorch's attn_mask, dropout_p and distinct key lengths are not supported.)
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal = false);
 
-// qkv (B, T, 3C), nanoGPT's c_attn output -> (B, T, C): q, k, v = qkv split into three along the
-// last dim, each cut into `heads` heads of D = C / heads features (head h: features [h D, (h+1) D)),
-// causal attention per head, and the heads' outputs side by side again. The same as nanoGPT's
-//   q, k, v = qkv.split(C, dim=2); q = q.view(B, T, heads, D).transpose(1, 2) (k, v likewise)
-//   y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, C)
+/// Multi-head causal self-attention on nanoGPT's packed q, k, v.
+/// qkv (B, T, 3C), nanoGPT's c_attn output -> (B, T, C): q, k, v = qkv split into three along the
+/// last dim, each cut into `heads` heads of D = C / heads features (head h: features [h D, (h+1) D)),
+/// causal attention per head, and the heads' outputs side by side again. The same as nanoGPT's
+///   q, k, v = qkv.split(C, dim=2); q = q.view(B, T, heads, D).transpose(1, 2) (k, v likewise)
+///   y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, C)
 Tensor causal_self_attention(const Tensor& qkv, int64_t heads);
 
 }  // namespace normlab::autograd

@@ -13,30 +13,30 @@
 
 namespace normlab::autograd {
 
-// Which inputs of an op need a gradient (the backward skips the others).
+/// Which inputs of an op need a gradient (the backward skips the others).
 using Needs = std::vector<bool>;
-// An op's backward: from the gradient of its output, the gradients of its inputs (an undefined
-// Tensor for an input that needs none). Runs with grad mode off.
+/// An op's backward: from the gradient of its output, the gradients of its inputs (an undefined
+/// Tensor for an input that needs none). Runs with grad mode off.
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_out, const Needs& needs)>;
 
 class Node;
-// A node's edges to the nodes of its inputs, in the small-object pool (autograd/allocator.h): a
-// step makes and frees one such list per op.
+/// A node's edges to the nodes of its inputs, in the small-object pool (autograd/allocator.h): a
+/// step makes and frees one such list per op.
 using NodeList = std::vector<std::shared_ptr<Node>, PoolAllocator<std::shared_ptr<Node>>>;
 
-// One recorded op in the graph. `next[i]` is where the gradient of input i goes (null: nowhere).
+/// One recorded op in the graph. `next[i]` is where the gradient of input i goes (null: nowhere).
 class Node {
  public:
-  // `name` must outlive the node (a string literal, as every op passes).
+  /// `name` must outlive the node (a string literal, as every op passes).
   Node(const char* name, NodeList next, BackwardFn fn, Shape out_shape);
-  // Makes the node that accumulates into the .grad of a leaf.
+  /// Makes the node that accumulates into the .grad of a leaf.
   static std::shared_ptr<Node> accumulator(const std::shared_ptr<TensorImpl>& leaf);
-  // Frees the chain of nodes below iteratively, so a graph of any depth is freed without recursion.
+  /// Frees the chain of nodes below iteratively, so a graph of any depth is freed without recursion.
   ~Node();
 
-  std::string name() const { return name_; }
-  const NodeList& next() const { return next_; }
-  // Drops the saved tensors (after a backward without retain_graph).
+  std::string name() const { return name_; }  ///< The op's name, e.g. "MulBackward0".
+  const NodeList& next() const { return next_; }  ///< The nodes of the op's inputs (null: no gradient).
+  /// Drops the saved tensors (after a backward without retain_graph).
   void release();
 
  private:
@@ -65,47 +65,47 @@ class Node {
   friend class Tensor;
 };
 
-// Backpropagates grad (or 1 for a one-element root) from root through the graph.
+/// Backpropagates grad (or 1 for a one-element root) from root through the graph.
 void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph);
 
-// Is grad mode on (ops record the graph)? On by default, per thread.
+/// Is grad mode on (ops record the graph)? On by default, per thread.
 bool grad_enabled();
-void set_grad_enabled(bool on);
+void set_grad_enabled(bool on);  ///< Turns grad mode on or off for this thread (NoGradGuard does it for a scope).
 
-// RAII guard: no graph is recorded while it lives (PyTorch's torch.no_grad()).
+/// RAII guard: no graph is recorded while it lives (PyTorch's torch.no_grad()).
 class NoGradGuard {
  public:
-  NoGradGuard() : prev_(grad_enabled()) { set_grad_enabled(false); }
-  ~NoGradGuard() { set_grad_enabled(prev_); }
-  NoGradGuard(const NoGradGuard&) = delete;
-  NoGradGuard& operator=(const NoGradGuard&) = delete;
+  NoGradGuard() : prev_(grad_enabled()) { set_grad_enabled(false); }  ///< Turns grad mode off, remembering the previous mode.
+  ~NoGradGuard() { set_grad_enabled(prev_); }  ///< Restores the previous grad mode.
+  NoGradGuard(const NoGradGuard&) = delete;  ///< Not copyable.
+  NoGradGuard& operator=(const NoGradGuard&) = delete;  ///< Not copyable.
 
  private:
   bool prev_;
 };
 
-// Records an op: when grad mode is on and some input requires grad, gives `out` a node named
-// `name` whose backward is `fn` (inputs in the order of `inputs`). Returns out.
-// Tensors the backward needs must be captured as saved(t) so the graph holds no references back.
+/// Records an op: when grad mode is on and some input requires grad, gives `out` a node named
+/// `name` whose backward is `fn` (inputs in the order of `inputs`). Returns out.
+/// Tensors the backward needs must be captured as saved(t) so the graph holds no references back.
 Tensor record(const char* name, Tensor out, const std::vector<Tensor>& inputs, BackwardFn fn);
-// The same for a braced list of inputs ({a, b}), without building a vector.
+/// The same for a braced list of inputs ({a, b}), without building a vector.
 Tensor record(const char* name, Tensor out, std::initializer_list<Tensor> inputs, BackwardFn fn);
-// The same over inputs[0..n).
+/// The same over inputs[0..n).
 Tensor record_node(const char* name, Tensor out, const Tensor* inputs, size_t n, BackwardFn fn);
-// Records `out`, the rows start..start+out.size(0) of x along dim 0 (a view of x), with a node
-// whose gradient the engine adds straight into those rows of x's gradient sum, which it zero-fills
-// once per backward pass. So the T pieces x[0], ..., x[T-1] of one x cost O(T * numel(x[t])) in the
-// backward, where a backward returning a zero-filled gradient of x's whole shape per piece would
-// cost O(T * numel(x)) (T^2 rows) to fill and add up. The sums are the same: each row gets its
-// pieces' gradients in arrival order, as before. Returns out.
+/// Records `out`, the rows start..start+out.size(0) of x along dim 0 (a view of x), with a node
+/// whose gradient the engine adds straight into those rows of x's gradient sum, which it zero-fills
+/// once per backward pass. So the T pieces x[0], ..., x[T-1] of one x cost O(T * numel(x[t])) in the
+/// backward, where a backward returning a zero-filled gradient of x's whole shape per piece would
+/// cost O(T * numel(x)) (T^2 rows) to fill and add up. The sums are the same: each row gets its
+/// pieces' gradients in arrival order, as before. Returns out.
 Tensor record_rows(const char* name, Tensor out, const Tensor& x, int64_t start);
-// Renames the node that made t, if t was recorded: an op built from primitives names its last node
-// after itself, as PyTorch does (mean -> "MeanBackward0"). Only for a node the op just made. Returns t.
+/// Renames the node that made t, if t was recorded: an op built from primitives names its last node
+/// after itself, as PyTorch does (mean -> "MeanBackward0"). Only for a node the op just made. Returns t.
 Tensor renamed(Tensor t, const char* name);
-// True when an op on these inputs would be recorded.
+/// True when an op on these inputs would be recorded.
 bool should_record(const std::vector<Tensor>& inputs);
-bool should_record(std::initializer_list<Tensor> inputs);
-// A tensor to capture in a backward: same data, no graph links.
+bool should_record(std::initializer_list<Tensor> inputs);  ///< The same for a braced list of inputs.
+/// A tensor to capture in a backward: same data, no graph links.
 inline Tensor saved(const Tensor& t) { return t.defined() ? t.detach() : t; }
 
 }  // namespace normlab::autograd

@@ -4,12 +4,12 @@
 
 namespace normlab::autograd {
 
-// Sets the thread count for the kernels that run in parallel (GEMM, reductions, norms); n >= 1,
-// else normlab::Error.
-// Results do not depend on it: every parallel kernel computes each output with the same
-// sequence of operations whatever the thread count.
+/// Sets the thread count for the kernels that run in parallel (GEMM, reductions, norms); n >= 1,
+/// else normlab::Error.
+/// Results do not depend on it: every parallel kernel computes each output with the same
+/// sequence of operations whatever the thread count.
 void set_num_threads(int n);
-// The current thread count; by default all cores (std::thread::hardware_concurrency(), at least 1).
+/// The current thread count; by default all cores (std::thread::hardware_concurrency(), at least 1).
 int num_threads();
 
 }  // namespace normlab::autograd

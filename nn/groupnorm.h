@@ -6,26 +6,28 @@
 
 namespace normlab::nn {
 
-// GroupNorm(num_groups, num_channels, eps=1e-5, affine=true): the channels of x (N, C, *) form
-// num_groups groups; each (sample, group) is normalized with its own mean and biased variance, then
-// scaled and shifted per channel by weight and bias (C), ones and zeros at first. Independent of the
-// batch: train and eval are the same.
+/// Group normalization, PyTorch's nn.GroupNorm.
+/// GroupNorm(num_groups, num_channels, eps=1e-5, affine=true): the channels of x (N, C, *) form
+/// num_groups groups; each (sample, group) is normalized with its own mean and biased variance, then
+/// scaled and shifted per channel by weight and bias (C), ones and zeros at first. Independent of the
+/// batch: train and eval are the same.
 class GroupNorm : public Module {
  public:
+  /// Throws for sizes below 1, num_groups not dividing num_channels, or eps not > 0.
   GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true,
             DType dtype = DType::Float32);
-  // x (N, num_channels, *) -> same shape.
+  /// x (N, num_channels, *) -> same shape.
   Tensor forward(const Tensor& x) override;
-  // "GroupNorm(2, 4, eps=1e-05, affine=True)".
+  /// "GroupNorm(2, 4, eps=1e-05, affine=True)".
   std::string repr() const override;
 
-  // The constructor's arguments.
+  /// The constructor's arguments.
   int64_t num_groups() const { return num_groups_; }
-  int64_t num_channels() const { return num_channels_; }
-  double eps() const { return eps_; }
-  // Per-channel scale and shift, (C) (undefined without affine).
+  int64_t num_channels() const { return num_channels_; }  ///< C.
+  double eps() const { return eps_; }  ///< Added to the variance.
+  /// Per-channel scale and shift, (C) (undefined without affine).
   const Tensor& weight() const { return weight_; }
-  const Tensor& bias() const { return bias_; }
+  const Tensor& bias() const { return bias_; }  ///< Per-channel shift, (C).
 
  private:
   int64_t num_groups_, num_channels_;

@@ -13,45 +13,45 @@
 
 namespace normlab::nn {
 
-// The normalization of a block's ln_1 and ln_2 (each over the C features of a token):
-//   Layer: LayerNorm(C) (eps 1e-5), weight and bias;
-//   RMS:   RMSNorm(C) (eps: the dtype's machine epsilon, PyTorch's default), weight;
-//   Batch: TokenBatchNorm(C), BatchNorm over the B x T tokens, weight, bias and running statistics;
-//   None:  Identity, no parameters.
+/// The normalization of a block's ln_1 and ln_2, each over the C features of a token.
+///   Layer: LayerNorm(C) (eps 1e-5), weight and bias;
+///   RMS:   RMSNorm(C) (eps: the dtype's machine epsilon, PyTorch's default), weight;
+///   Batch: TokenBatchNorm(C), BatchNorm over the B x T tokens, weight, bias and running statistics;
+///   None:  Identity, no parameters.
 enum class BlockNorm { Layer, RMS, Batch, None };
-// Pre: x = x + attn(ln_1(x)); x = x + mlp(ln_2(x))   (GPT-2, nanoGPT)
-// Post: x = ln_1(x + attn(x)); x = ln_2(x + mlp(x))  (the original Transformer)
+/// Pre: x = x + attn(ln_1(x)); x = x + mlp(ln_2(x))   (GPT-2, nanoGPT)
+/// Post: x = ln_1(x + attn(x)); x = ln_2(x + mlp(x))  (the original Transformer)
 enum class NormPosition { Pre, Post };
 
-// "layer", "rms", "batch", "none"; "pre", "post". The parse functions throw normlab::Error naming
-// the accepted words for anything else.
+/// "layer", "rms", "batch", "none"; "pre", "post". The parse functions throw normlab::Error naming
+/// the accepted words for anything else.
 std::string block_norm_name(BlockNorm norm);
-BlockNorm parse_block_norm(const std::string& name);
-std::string norm_position_name(NormPosition position);
-NormPosition parse_norm_position(const std::string& name);
+BlockNorm parse_block_norm(const std::string& name);  ///< The BlockNorm named name.
+std::string norm_position_name(NormPosition position);  ///< The name of position.
+NormPosition parse_norm_position(const std::string& name);  ///< The NormPosition named name.
 
-// BatchNorm1d(C) over the tokens of x (B, T, C): x is viewed as (B T, C), each feature normalized
-// with the mean and variance of its B T values, and viewed back (the naive BatchNorm of NLP).
-// In training mode the statistics mix every token of the batch, later positions included: an
-// earlier position's output then depends on later tokens, which a causal language model must not
-// see (the model can learn to read the future through the batch statistics, and does worse at
-// generation, where there is no future to average over). In eval mode the running statistics are
-// fixed numbers and each token is normalized on its own. Its state_dict is BatchNorm1d's (weight,
-// bias, running_mean, running_var, num_batches_tracked).
+/// BatchNorm1d(C) over the tokens of x (B, T, C). x is viewed as (B T, C), each feature normalized
+/// with the mean and variance of its B T values, and viewed back (the naive BatchNorm of NLP).
+/// In training mode the statistics mix every token of the batch, later positions included: an
+/// earlier position's output then depends on later tokens, which a causal language model must not
+/// see (the model can learn to read the future through the batch statistics, and does worse at
+/// generation, where there is no future to average over). In eval mode the running statistics are
+/// fixed numbers and each token is normalized on its own. Its state_dict is BatchNorm1d's (weight,
+/// bias, running_mean, running_var, num_batches_tracked).
 class TokenBatchNorm : public BatchNorm1d {
  public:
-  explicit TokenBatchNorm(int64_t num_features, DType dtype = DType::Float32);
-  // x (B, T, C) -> (B, T, C).
+  explicit TokenBatchNorm(int64_t num_features, DType dtype = DType::Float32);  ///< BatchNorm1d(num_features) over the tokens.
+  /// x (B, T, C) -> (B, T, C).
   Tensor forward(const Tensor& x) override;
 };
 
-// nanoGPT's MLP (printed "MLP"): x (*, C) -> c_proj(gelu(c_fc(x))), c_fc = Linear(C, 4C), c_proj = Linear(4C, C).
-// GELU is normlab's (nn::GELU: the tanh approximation, GPT-2's; nanoGPT's nn.GELU() is the exact erf
-// form, which normlab does not have). Init as nanoGPT: weights N(0, 0.02), c_proj's
-// N(0, 0.02 / sqrt(2 n_layer)), biases 0.
+/// nanoGPT's MLP (printed "MLP"): x (*, C) -> c_proj(gelu(c_fc(x))), c_fc = Linear(C, 4C), c_proj = Linear(4C, C).
+/// GELU is normlab's (nn::GELU: the tanh approximation, GPT-2's; nanoGPT's nn.GELU() is the exact erf
+/// form, which normlab does not have). Init as nanoGPT: weights N(0, 0.02), c_proj's
+/// N(0, 0.02 / sqrt(2 n_layer)), biases 0.
 class TransformerMLP : public Module {
  public:
-  TransformerMLP(int64_t width, Generator& gen, int64_t n_layer = 1, DType dtype = DType::Float32);
+  TransformerMLP(int64_t width, Generator& gen, int64_t n_layer = 1, DType dtype = DType::Float32);  ///< c_fc and c_proj drawn from gen (n_layer: see TransformerBlock).
   Tensor forward(const Tensor& x) override;
   std::string repr() const override { return "MLP"; }
 
@@ -60,24 +60,26 @@ class TransformerMLP : public Module {
   std::shared_ptr<Module> gelu_;
 };
 
-// One GPT block on x (B, T, C), C = width, `heads` attention heads (heads must divide width):
-// children ln_1, attn (CausalSelfAttention), ln_2, mlp (TransformerMLP), so state_dict names read
-// as nanoGPT's (ln_1.weight, attn.c_attn.weight, mlp.c_fc.weight, ...). n_layer is the depth of the model the
-// block belongs to, for the init of the residual projections (N(0, 0.02 / sqrt(2 n_layer))).
-// With BlockNorm::Batch in training mode, an earlier position's output depends on later tokens
-// (see TokenBatchNorm): the block is causal only in eval mode, or with the other norms.
+/// A GPT block: attention and MLP sublayers with residual connections, pre-norm or post-norm.
+/// One GPT block on x (B, T, C), C = width, `heads` attention heads (heads must divide width):
+/// children ln_1, attn (CausalSelfAttention), ln_2, mlp (TransformerMLP), so state_dict names read
+/// as nanoGPT's (ln_1.weight, attn.c_attn.weight, mlp.c_fc.weight, ...). n_layer is the depth of the model the
+/// block belongs to, for the init of the residual projections (N(0, 0.02 / sqrt(2 n_layer))).
+/// With BlockNorm::Batch in training mode, an earlier position's output depends on later tokens
+/// (see TokenBatchNorm): the block is causal only in eval mode, or with the other norms.
 class TransformerBlock : public Module {
  public:
+  /// The children drawn from gen; throws for width < 1, heads < 1 or heads not dividing width.
   TransformerBlock(int64_t width, int64_t heads, BlockNorm norm, NormPosition position, Generator& gen,
                    int64_t n_layer = 1, DType dtype = DType::Float32);
 
-  // x (B, T, C) -> (B, T, C).
+  /// x (B, T, C) -> (B, T, C).
   Tensor forward(const Tensor& x) override;
-  // "TransformerBlock" (str() lists the children).
+  /// "TransformerBlock" (str() lists the children).
   std::string repr() const override { return "TransformerBlock"; }
 
-  BlockNorm norm() const { return norm_; }
-  NormPosition position() const { return position_; }
+  BlockNorm norm() const { return norm_; }  ///< The normalization of ln_1 and ln_2.
+  NormPosition position() const { return position_; }  ///< Pre-norm or post-norm.
 
  private:
   int64_t width_;

@@ -28,16 +28,16 @@
 
 namespace normlab::optim {
 
-// A learning-rate schedule: lr_at(t, base_lr) is the lr at step t = 0, 1, 2, ... for an optimizer
-// whose lr was base_lr when the schedule started. Pure (no state); cheap to copy.
+/// A learning-rate schedule: lr_at(t, base_lr) is the lr at step t = 0, 1, 2, ... for an optimizer
+/// whose lr was base_lr when the schedule started. Pure (no state); cheap to copy.
 class Schedule {
  public:
-  using Fn = std::function<double(int64_t t, double base_lr)>;
-  // A schedule named `name` (e.g. "StepLR(step_size=30, gamma=0.1)") computing lr with fn.
+  using Fn = std::function<double(int64_t t, double base_lr)>;  ///< The schedule: t, base_lr -> lr.
+  /// A schedule named `name` (e.g. "StepLR(step_size=30, gamma=0.1)") computing lr with fn.
   Schedule(std::string name, Fn fn);
-  // The lr at step t; throws for t < 0.
+  /// The lr at step t; throws for t < 0.
   double lr_at(int64_t t, double base_lr) const;
-  // What the schedule is, with its arguments, for logs and manifests.
+  /// What the schedule is, with its arguments, for logs and manifests.
   const std::string& name() const { return *name_; }
 
  private:
@@ -45,49 +45,49 @@ class Schedule {
   std::shared_ptr<const Fn> fn_;
 };
 
-// Step decay (PyTorch's StepLR): base_lr * gamma^floor(t / step_size). Needs step_size >= 1, gamma > 0.
+/// Step decay (PyTorch's StepLR): base_lr * gamma^floor(t / step_size). Needs step_size >= 1, gamma > 0.
 Schedule StepLR(int64_t step_size, double gamma = 0.1);
-// Cosine annealing from base_lr down to eta_min over T_max steps (PyTorch's CosineAnnealingLR, in
-// its closed form): eta_min + (base_lr - eta_min) (1 + cos(pi t / T_max)) / 2. Beyond T_max it
-// rises again (period 2 T_max), as PyTorch's. Needs T_max >= 1, eta_min >= 0.
+/// Cosine annealing from base_lr down to eta_min over T_max steps (PyTorch's CosineAnnealingLR, in
+/// its closed form): eta_min + (base_lr - eta_min) (1 + cos(pi t / T_max)) / 2. Beyond T_max it
+/// rises again (period 2 T_max), as PyTorch's. Needs T_max >= 1, eta_min >= 0.
 Schedule CosineAnnealingLR(int64_t T_max, double eta_min = 0);
-// Linear change of the lr factor (PyTorch's LinearLR):
-// base_lr * (start + (end - start) * min(t, total_iters) / total_iters).
-// Needs start_factor in (0, 1], end_factor in [0, 1], total_iters >= 1.
+/// Linear change of the lr factor (PyTorch's LinearLR):
+/// base_lr * (start + (end - start) * min(t, total_iters) / total_iters).
+/// Needs start_factor in (0, 1], end_factor in [0, 1], total_iters >= 1.
 Schedule LinearLR(double start_factor = 1.0 / 3, double end_factor = 1.0, int64_t total_iters = 5);
-// Linear warmup from start_factor * base_lr at step 0 to base_lr at step `steps`, then base_lr:
-// LinearLR(start_factor, 1, steps).
+/// Linear warmup from start_factor * base_lr at step 0 to base_lr at step `steps`, then base_lr:
+/// LinearLR(start_factor, 1, steps).
 Schedule LinearWarmup(int64_t steps, double start_factor);
-// `first` for t < milestone, then `then` started afresh at 0: then.lr_at(t - milestone) (PyTorch's
-// SequentialLR([first, then], milestones=[milestone])). Chains nest: Chain(Chain(a, b, 5), c, 50).
-// Needs milestone >= 1.
+/// `first` for t < milestone, then `then` started afresh at 0: then.lr_at(t - milestone) (PyTorch's
+/// SequentialLR([first, then], milestones=[milestone])). Chains nest: Chain(Chain(a, b, 5), c, 50).
+/// Needs milestone >= 1.
 Schedule Chain(Schedule first, Schedule then, int64_t milestone);
 
-// The constant schedule: base_lr at every step.
+/// The constant schedule: base_lr at every step.
 Schedule Constant();
-// Linear warmup that reaches base_lr at its last step (the warmup of Goyal et al.'s large-batch
-// recipe): base_lr * (t + 1) / steps for t < steps, then base_lr. Unlike LinearWarmup, its first lr
-// is base_lr / steps and step steps - 1 already trains at base_lr. Needs steps >= 1.
+/// Linear warmup that reaches base_lr at its last step (the warmup of the large-batch recipe of Goyal
+/// and others, 2017): base_lr * (t + 1) / steps for t < steps, then base_lr. Unlike LinearWarmup, its
+/// first lr is base_lr / steps and step steps - 1 already trains at base_lr. Needs steps >= 1.
 Schedule Warmup(int64_t steps);
 
-// Applies a schedule to an optimizer: remembers the optimizer's lr as the base lr and sets the
-// optimizer's lr to the schedule's value at the current step.
+/// Applies a schedule to an optimizer: remembers the optimizer's lr as the base lr and sets the
+/// optimizer's lr to the schedule's value at the current step.
 class LRScheduler {
  public:
-  // Starts at step 0: base_lr = opt.lr(), and opt's lr becomes lr_at(0) (e.g. the warmup's first
-  // lr). The optimizer must outlive the scheduler.
+  /// Starts at step 0: base_lr = opt.lr(), and opt's lr becomes lr_at(0) (such as the warmup's first
+  /// lr). The optimizer must outlive the scheduler.
   LRScheduler(Optimizer& opt, Schedule schedule);
-  // Advances one step and sets the optimizer's lr to lr_at(last_step()).
+  /// Advances one step and sets the optimizer's lr to lr_at(last_step()).
   void step();
-  // Jumps to step t >= 0 (e.g. when resuming from a checkpoint, see above) and sets the optimizer's lr.
+  /// Jumps to step t >= 0 (as when resuming from a checkpoint, see above) and sets the optimizer's lr.
   void set_step(int64_t t);
-  // The lr of step t under this scheduler's base lr (pure).
+  /// The lr of step t under this scheduler's base lr (pure).
   double lr_at(int64_t t) const { return schedule_.lr_at(t, base_lr_); }
-  // The current step (0 after construction).
+  /// The current step (0 after construction).
   int64_t last_step() const { return t_; }
-  // The optimizer's lr when the scheduler was made.
+  /// The optimizer's lr when the scheduler was made.
   double base_lr() const { return base_lr_; }
-  // The schedule this scheduler applies.
+  /// The schedule this scheduler applies.
   const Schedule& schedule() const { return schedule_; }
 
  private:

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Installs the Debian packages normlab needs, if any is missing: PACKAGES to build, test and run
 # (`make test`, `make run`); with --bench also BENCH_PACKAGES, which only the benchmark needs (`make bench`);
-# with --fuzz also FUZZ_PACKAGES (clang and its sanitizer runtimes: `make fuzz`, `make sanitize`).
+# with --fuzz also FUZZ_PACKAGES (clang and its sanitizer runtimes: `make fuzz`, `make sanitize`);
+# with --docs also DOCS_PACKAGES (Doxygen and Graphviz: `make docs`, the API reference).
 set -euo pipefail
 
 with_bench=0
 with_fuzz=0
+with_docs=0
 for arg in "$@"; do
   case "$arg" in
     --bench) with_bench=1 ;;
     --fuzz) with_fuzz=1 ;;
-    *) echo "install-deps.sh: unknown argument '$arg' (expected --bench, --fuzz or nothing)" >&2; exit 2 ;;
+    --docs) with_docs=1 ;;
+    *) echo "install-deps.sh: unknown argument '$arg' (expected --bench, --fuzz, --docs or nothing)" >&2; exit 2 ;;
   esac
 done
 
@@ -39,8 +42,13 @@ FUZZ_PACKAGES=(
   clang                              # libFuzzer harnesses and the sanitizer build (make fuzz, make sanitize)
   libclang-rt-14-dev                 # clang's runtime libraries: libFuzzer, ASan, UBSan
 )
+DOCS_PACKAGES=(
+  doxygen                            # the API reference from the public headers' comments (make docs)
+  graphviz                           # dot: the class inheritance graphs of the API reference
+)
 if (( with_bench )); then PACKAGES+=("${BENCH_PACKAGES[@]}"); fi
 if (( with_fuzz )); then PACKAGES+=("${FUZZ_PACKAGES[@]}"); fi
+if (( with_docs )); then PACKAGES+=("${DOCS_PACKAGES[@]}"); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

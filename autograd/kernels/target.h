@@ -5,8 +5,8 @@
 
 namespace normlab::autograd::kernels {
 
-// The name of the Highway target the dispatcher picks now (e.g. "AVX2"): the best target compiled
-// in that this CPU supports (or the one a test pinned with hwy::SetSupportedTargetsForTest).
+/// The name of the Highway target the dispatcher picks now (e.g. "AVX2"): the best target compiled
+/// in that this CPU supports (or the one a test pinned with hwy::SetSupportedTargetsForTest).
 const char* active_target();
 
 }  // namespace normlab::autograd::kernels
