@@ -20,9 +20,11 @@
 # warmup then cosine, clipping at 1; batch sizes 1,2,4,16,64, 2 seeds,
 # layer/layer-post/rms/batch/none (50 runs); the validation bits per character (BatchNorm also in
 # training mode). PyTorch: bench/pytorch_lm_protocol.py.
+# Every arch: the warmup given at batch 128 scaled to round(warmup x 128 / batch) steps and the
+# final score the last epoch's, as normlab's sweep does.
 # Prints the wall time of both per batch size (with the share spent in training steps; the GPT: the
-# whole sweep's) and both result tables (mlp, cnn: mean ± std over seeds; lstm, gpt: mean ± the 95%
-# confidence interval's half-width, as normlab's report).
+# whole sweep's) and both result tables (mean ± the 95% confidence interval's half-width over seeds,
+# as normlab's report).
 #
 # Environment: ARCH (mlp), BUILD_DIR (build), OUT_DIR (a temporary directory by default; keeps the
 # normlab sweep folder and pytorch.json), THREADS (1), SIDES ("normlab pytorch"), MARKDOWN=1 for
@@ -122,8 +124,10 @@ case $ARCH in
     common=(--lr 0.05 --reference-batch 128 --warmup 50 --epochs "$EPOCHS" --eval-batch 1000)
     normlab_flags=(--dataset fashion-mnist --train-limit "$TRAIN_LIMIT" "${model[@]}" --activation relu
                    --momentum 0.9 --schedule cosine "${common[@]}")
-    pytorch=(bench/pytorch_protocol.py --arch "$ARCH" --train-limit "$TRAIN_LIMIT" "${common[@]}" --eval-last 3)
-    table_flags=() ;;
+    # normlab's sweep scales the warmup with the batch and scores the last epoch (studies/sweep.cc)
+    pytorch=(bench/pytorch_protocol.py --arch "$ARCH" --train-limit "$TRAIN_LIMIT" "${common[@]}" --scaled-warmup
+             --eval-last 1)
+    table_flags=(--ci) ;;
   lstm)
     common=(--lr 0.001 --reference-batch 128 --warmup 50 --epochs "$EPOCHS" --eval-batch 1000 --hidden "$HIDDEN")
     normlab_flags=(--dataset fashion-mnist --arch lstm --train-limit "$TRAIN_LIMIT" --optimizer adam

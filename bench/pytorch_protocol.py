@@ -12,14 +12,16 @@ Same data, model, optimizer, schedule and evaluation as normlab (experiments/tra
   BatchNorm2d, LayerNorm([C, H, W]), GroupNorm(8, C) or InstanceNorm2d(C, affine=True); PyTorch's
   default initialization, seeded with torch.manual_seed(seed).
 - SGD momentum 0.9, lr = --lr x batch / --reference-batch; linear warmup over --warmup steps
-  (lr (t + 1) / warmup), then cosine to 0 over the remaining steps; the lr set before every step.
+  (lr (t + 1) / warmup; --scaled-warmup: round(warmup x reference / batch) steps, as normlab's
+  sweep since its scores became the last epoch's), then cosine to 0 over the remaining steps; the lr
+  set before every step.
 - Each epoch a fresh permutation, batches of B, the last partial batch dropped; the loss is read
   every step (a NaN or Inf loss stops the run as diverged) and the running training accuracy kept.
-- After each evaluated epoch: test loss and accuracy in eval mode in batches of --eval-batch; for
-  BatchNorm in the last 3 epochs also precise BN (running stats reset and recomputed as a
+- After each evaluated epoch (the last --eval-last; normlab's sweep: 1): test loss and accuracy in
+  eval mode in batches of --eval-batch; for BatchNorm in those epochs also precise BN (running stats reset and recomputed as a
   cumulative average over 10,000 shuffled training samples in batches of max(B, 200), then eval) and
   test-batch statistics (train-mode forward on test batches of B; buffers restored after both).
-- Final accuracy = median over the last 3 epochs; mean and sample std over seeds.
+- Final accuracy = median over the evaluated epochs (--eval-last 1: the last epoch's).
 Only the batch order and the initial weights' random streams differ from normlab's.
 
 --arch lstm (protocol A, experiments/recurrent.cc): each standardized image as 28 steps of 28
