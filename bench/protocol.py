@@ -2,9 +2,13 @@
 """Tables of the sweep protocol (bench/protocol.sh): wall time per batch size, normlab beside
 PyTorch, with the share of it spent in training steps, and the final accuracies of both.
 
-usage: protocol.py [--markdown] NORMLAB_SWEEP_DIR [PYTORCH_JSON]
+usage: protocol.py [--markdown] [--ci] NORMLAB_SWEEP_DIR [PYTORCH_JSON]
 NORMLAB_SWEEP_DIR is the folder `normlab sweep` wrote (manifest.json with run_timing, runs.csv);
-PYTORCH_JSON is what bench/pytorch_protocol.py wrote with --out.
+PYTORCH_JSON is what bench/pytorch_protocol.py (or, for a character GPT sweep, whose runs.csv has
+val_bits_per_char, bench/pytorch_lm_protocol.py) wrote with --out. --ci: the cells are mean ± the
+half-width of the 95% confidence interval of the mean over seeds (Student's t, as normlab's
+summary), else mean ± sample std. A GPT sweep's tables are its final validation bits per character
+(and BatchNorm's in training mode) with the total wall times; normlab records no per-run times there.
 """
 import csv
 import json
@@ -31,6 +35,23 @@ def load_normlab(folder):
     return man["wall_seconds"], runs
 
 
+def load_normlab_lm(folder):
+    """The final evaluation (every validation window) of each run of a GPT sweep."""
+    with open(os.path.join(folder, "manifest.json")) as f:
+        wall = json.load(f)["wall_seconds"]
+    runs = {}
+    with open(os.path.join(folder, "runs.csv")) as f:
+        for row in csv.DictReader(f):
+            if row["all_windows"] != "1":
+                continue
+            num = lambda k: float(row[k]) if row[k] not in ("", "nan") else float("nan")
+            runs[(row["norm"], int(row["batch_size"]), int(row["seed"]))] = {
+                "val_bits_per_char": num("val_bits_per_char"),
+                "val_bits_per_char_train_mode": num("val_bits_per_char_train_mode"),
+                "steps": int(row["steps_planned"]), "diverged": row["diverged"] == "1"}
+    return wall, runs
+
+
 def load_pytorch(path):
     with open(path) as f:
         data = json.load(f)
@@ -48,23 +69,67 @@ def table(header, rows, markdown):
     return "\n".join(out)
 
 
-def acc(values):
+# Student's t quantile t(0.975, df) for df = 1..30 (above: the normal's 1.96 is within 2%).
+T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+CI = False  # --ci: the 95% CI half-width instead of the std
+
+
+def spread(v):
+    if len(v) < 2:
+        return 0.0
+    s = statistics.stdev(v)
+    return s * (T975[len(v) - 2] if len(v) - 1 <= len(T975) else 1.96) / math.sqrt(len(v)) if CI else s
+
+
+def cell(values, scale, digits):
     v = [x for x in values if isinstance(x, float) and math.isfinite(x)]
     if not v:
         return "diverged" if values else "-"
-    s = statistics.stdev(v) if len(v) > 1 else 0.0
-    return f"{100 * statistics.mean(v):.2f} ± {100 * s:.2f}"
+    return f"{scale * statistics.mean(v):.{digits}f} ± {scale * spread(v):.{digits}f}"
+
+
+def acc(values):
+    return cell(values, 100, 2)
+
+
+def main_lm(paths, markdown):
+    nl_wall, nl = load_normlab_lm(paths[0])
+    pt_wall, pt = load_pytorch(paths[1]) if len(paths) == 2 else (None, {})
+    batches = sorted({k[1] for k in nl})
+    norms = list(dict.fromkeys(k[0] for k in nl))
+    cols = [(n, "val_bits_per_char") for n in norms]
+    cols += [(n, "val_bits_per_char_train_mode") for n in norms if n.startswith("batch")]
+    what = "mean ± 95% CI half-width over seeds" if CI else "mean ± std over seeds"
+    for side, runs in (("normlab", nl), ("PyTorch", pt)):
+        if not runs:
+            continue
+        rows = []
+        for b in batches:
+            steps = [r["steps"] for k, r in runs.items() if k[1] == b]
+            rows.append([str(b), str(steps[0]) if steps else "-"] +
+                        [cell([r.get(f, float("nan")) for k, r in runs.items() if k[:2] == (n, b)], 1, 3)
+                         for n, f in cols])
+        print(f"\nFinal validation bits per character, {side} (every validation window, eval mode; "
+              f"train mode: each batch with its own statistics; {what})\n")
+        print(table(["batch", "steps"] + [n + (" train mode" if f.endswith("train_mode") else "") for n, f in cols],
+                    rows, markdown))
+    print(f"\nWhole sweep: normlab {nl_wall:.1f} s" + (f", PyTorch {pt_wall:.1f} s ({pt_wall / nl_wall:.2f}x)" if pt else ""))
 
 
 def main(argv):
-    markdown = "--markdown" in argv
-    paths = [a for a in argv if a != "--markdown"]
+    global CI
+    markdown, CI = "--markdown" in argv, "--ci" in argv
+    paths = [a for a in argv if a not in ("--markdown", "--ci")]
     if not 1 <= len(paths) <= 2:
         sys.exit(__doc__)
+    with open(os.path.join(paths[0], "runs.csv")) as f:
+        if "val_bits_per_char" in next(csv.reader(f)):
+            return main_lm(paths, markdown)
     nl_wall, nl = load_normlab(paths[0])
     pt_wall, pt = load_pytorch(paths[1]) if len(paths) == 2 else (None, {})
     batches = sorted({k[1] for k in nl})
-    norms = [n for n in ("none", "batch", "layer", "group", "rms") if any(k[0] == n for k in nl)]
+    norms = [n for n in ("none", "batch", "batch-shared", "layer", "group", "rms", "instance") if any(k[0] == n for k in nl)]
 
     # Wall time per batch size (summed over norms and seeds).
     def sums(runs):
@@ -88,7 +153,7 @@ def main(argv):
     if pt:
         header += ["PyTorch s", "PyTorch CPU s", "steps share", "PyTorch/normlab"]
     print("Wall time per batch size (sum over norms and seeds; CPU = processor time; steps = forward, loss,"
-          " backward, SGD;\neval = test evaluation + BatchNorm precise/test-batch evaluation)\n")
+          " backward, update;\neval = test evaluation + BatchNorm precise/test-batch evaluation)\n")
     print(table(header, rows, markdown))
     print(f"\nWhole sweep: normlab {nl_wall:.1f} s" + (f", PyTorch {pt_wall:.1f} s ({pt_wall / nl_wall:.2f}x)" if pt else ""))
 
@@ -116,8 +181,9 @@ def main(argv):
 
     # Final accuracy (median of the last 3 epochs), mean ± std over seeds, in %.
     cols = [(n, "final_test_acc") for n in norms]
-    if "batch" in norms:
-        cols += [("batch", "final_test_acc_precise"), ("batch", "final_test_acc_batch")]
+    for bn in ("batch", "batch-shared"):
+        if bn in norms:
+            cols += [(bn, "final_test_acc_precise"), (bn, "final_test_acc_batch")]
     names = {"final_test_acc": "", "final_test_acc_precise": " precise", "final_test_acc_batch": " test-batch"}
     for side, runs in (("normlab", nl), ("PyTorch", pt)):
         if not runs:
@@ -126,7 +192,9 @@ def main(argv):
         for b in batches:
             rows.append([str(b)] + [acc([r.get(f, float("nan")) for k, r in runs.items() if k[:2] == (n, b)])
                                     for n, f in cols])
-        print(f"\nFinal test accuracy, {side} (median of the last 3 epochs; mean ± std over seeds, %)\n")
+        final = "the last epoch's" if CI else "median of the last 3 epochs"
+        what = "mean ± 95% CI half-width over seeds" if CI else "mean ± std over seeds"
+        print(f"\nFinal test accuracy, {side} ({final}; {what}, %)\n")
         print(table(["batch"] + [n + names[f] for n, f in cols], rows, markdown))
 
 

@@ -8,12 +8,28 @@
 # maxpool 2 - Linear 3136->10) on the first 10,000 training images, 3 epochs, 2 seeds, batch sizes
 # 2..128, batch/layer/group (42 runs), the same optimizer and schedule (bench/README.md has the
 # measured times: far longer than the MLP's).
-# Prints the wall time of both per batch size (with the share spent in training steps) and both
-# accuracy tables.
+# ARCH=lstm (protocol A): the LSTM classifier on row-sequential Fashion-MNIST (28 steps of 28
+# pixels, one layer of 128 units, Linear on the last hidden state), the first 10,000 training images,
+# 5 epochs, 2 seeds, batch sizes 2,4,8,32,128, none/layer/batch/batch-shared (40 runs); Adam lr 1e-3
+# at batch 128 scaled by sqrt(batch / 128), the total gradient norm clipped to 1, 50 warmup steps at
+# batch 128 (scaled to the same samples at every batch), cosine. PyTorch: bench/pytorch_protocol.py
+# --arch lstm.
+# ARCH=gpt (protocol B): the character GPT on Debian's fortunes (4 layers, 4 heads, width 128,
+# block 64), 1,024,000 training tokens per run at every batch size (steps = round(tokens / (batch x
+# 64))), AdamW (lr 1e-3, betas 0.9, 0.95, weight decay 0.1 on 2-D weights), a tenth of the steps as
+# warmup then cosine, clipping at 1; batch sizes 1,2,4,16,64, 2 seeds,
+# layer/layer-post/rms/batch/none (50 runs); the validation bits per character (BatchNorm also in
+# training mode). PyTorch: bench/pytorch_lm_protocol.py.
+# Every arch: the warmup given at batch 128 scaled to round(warmup x 128 / batch) steps and the
+# final score the last epoch's, as normlab's sweep does.
+# Prints the wall time of both per batch size (with the share spent in training steps; the GPT: the
+# whole sweep's) and both result tables (mean ± the 95% confidence interval's half-width over seeds,
+# as normlab's report).
 #
 # Environment: ARCH (mlp), BUILD_DIR (build), OUT_DIR (a temporary directory by default; keeps the
 # normlab sweep folder and pytorch.json), THREADS (1), SIDES ("normlab pytorch"), MARKDOWN=1 for
-# Markdown tables; smaller runs for a check: BATCH_SIZES, SEEDS, EPOCHS, TRAIN_LIMIT, NORMS.
+# Markdown tables; smaller runs for a check: BATCH_SIZES, SEEDS, NORMS, and EPOCHS, TRAIN_LIMIT
+# (mlp, cnn, lstm; lstm also HIDDEN) or TOKENS, LAYERS, HEADS, WIDTH, BLOCK (gpt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,8 +50,25 @@ case $ARCH in
     TRAIN_LIMIT=${TRAIN_LIMIT:-10000}
     NORMS=${NORMS:-batch,layer,group}
     model=(--arch cnn) ;;
+  lstm)
+    BATCH_SIZES=${BATCH_SIZES:-2,4,8,32,128}
+    EPOCHS=${EPOCHS:-5}
+    TRAIN_LIMIT=${TRAIN_LIMIT:-10000}
+    NORMS=${NORMS:-none,layer,batch,batch-shared}
+    HIDDEN=${HIDDEN:-128} ;;
+  gpt)
+    for v in EPOCHS TRAIN_LIMIT HIDDEN; do
+      if [ -n "${!v:-}" ]; then
+        echo "bench/protocol.sh: $v does not apply to ARCH=gpt (its budget is TOKENS, its size LAYERS, HEADS, WIDTH, BLOCK)" >&2
+        exit 2
+      fi
+    done
+    BATCH_SIZES=${BATCH_SIZES:-1,2,4,16,64}
+    TOKENS=${TOKENS:-1024000}
+    NORMS=${NORMS:-layer,layer-post,rms,batch,none}
+    LAYERS=${LAYERS:-4} HEADS=${HEADS:-4} WIDTH=${WIDTH:-128} BLOCK=${BLOCK:-64} ;;
   *)
-    echo "bench/protocol.sh: ARCH is mlp or cnn, got '$ARCH'" >&2
+    echo "bench/protocol.sh: ARCH is mlp, cnn, lstm or gpt, got '$ARCH'" >&2
     exit 2 ;;
 esac
 SEEDS=${SEEDS:-0,1}
@@ -52,7 +85,12 @@ if [[ $SIDES != *normlab* ]]; then
   echo "bench/protocol.sh: SIDES must include normlab (the tables are built from its sweep folder)" >&2
   exit 2
 fi
-if [ ! -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
+if [[ $ARCH == gpt ]]; then
+  if [ ! -e /usr/share/games/fortunes/zippy ]; then
+    echo "bench/protocol.sh: Debian's fortunes are missing: apt-get install fortunes" >&2
+    exit 2
+  fi
+elif [ ! -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
   echo "bench/protocol.sh: Fashion-MNIST is missing: apt-get install dataset-fashion-mnist (or make bench)" >&2
   exit 2
 fi
@@ -79,12 +117,34 @@ mkdir -p "$OUT_DIR"
 grep -m1 "model name" /proc/cpuinfo | sed 's/.*: /CPU: /' >&2
 echo "load average before the run: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine slows both sides)" >&2
 
-common=(--lr 0.05 --reference-batch 128 --warmup 50 --epochs "$EPOCHS" --eval-batch 1000)
+# Both sides' flags: normlab's sweep (after the shared ones) and the PyTorch script's.
+shared=(--batch-sizes "$BATCH_SIZES" --seeds "$SEEDS" --norms "$NORMS" --threads "$THREADS")
+case $ARCH in
+  mlp|cnn)
+    common=(--lr 0.05 --reference-batch 128 --warmup 50 --epochs "$EPOCHS" --eval-batch 1000)
+    normlab_flags=(--dataset fashion-mnist --train-limit "$TRAIN_LIMIT" "${model[@]}" --activation relu
+                   --momentum 0.9 --schedule cosine "${common[@]}")
+    # normlab's sweep scales the warmup with the batch and scores the last epoch (studies/sweep.cc)
+    pytorch=(bench/pytorch_protocol.py --arch "$ARCH" --train-limit "$TRAIN_LIMIT" "${common[@]}" --scaled-warmup
+             --eval-last 1)
+    table_flags=(--ci) ;;
+  lstm)
+    common=(--lr 0.001 --reference-batch 128 --warmup 50 --epochs "$EPOCHS" --eval-batch 1000 --hidden "$HIDDEN")
+    normlab_flags=(--dataset fashion-mnist --arch lstm --train-limit "$TRAIN_LIMIT" --optimizer adam
+                   --lr-scaling sqrt --clip-grad-norm 1 --schedule cosine "${common[@]}")
+    pytorch=(bench/pytorch_protocol.py --arch lstm --train-limit "$TRAIN_LIMIT" "${common[@]}" --lr-scaling sqrt
+             --scaled-warmup --clip-grad-norm 1 --eval-last 1)
+    table_flags=(--ci) ;;
+  gpt)
+    common=(--train-tokens "$TOKENS" --layers "$LAYERS" --heads "$HEADS" --width "$WIDTH" --block-size "$BLOCK")
+    normlab_flags=(--dataset text --arch gpt "${common[@]}")
+    pytorch=(bench/pytorch_lm_protocol.py "${common[@]}")
+    table_flags=(--ci) ;;
+esac
+
 echo "== normlab sweep ($ARCH), $THREADS thread(s)" >&2
 start=$(date +%s%N)
-"$BUILD_DIR/experiments/normlab" sweep --dataset fashion-mnist --train-limit "$TRAIN_LIMIT" --over batch \
-  --batch-sizes "$BATCH_SIZES" --seeds "$SEEDS" --norms "$NORMS" "${model[@]}" --activation relu \
-  --momentum 0.9 --schedule cosine "${common[@]}" --threads "$THREADS" --out "$OUT_DIR/normlab" 2>&1 |
+"$BUILD_DIR/experiments/normlab" sweep --over batch "${normlab_flags[@]}" "${shared[@]}" --out "$OUT_DIR/normlab" 2>&1 |
   sed -u 's/^/  /' >&2
 normlab_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 
@@ -92,15 +152,13 @@ files=("$OUT_DIR/normlab")
 if (( have_torch )); then
   echo "== PyTorch ($ARCH), $THREADS thread(s)" >&2
   start=$(date +%s%N)
-  "$PYTHON" bench/pytorch_protocol.py --arch "$ARCH" --train-limit "$TRAIN_LIMIT" --batch-sizes "$BATCH_SIZES" --seeds "$SEEDS" \
-    --norms "$NORMS" "${common[@]}" --eval-last 3 --threads "$THREADS" --out "$OUT_DIR/pytorch.json" 2>&1 |
-    sed -u 's/^/  /' >&2
+  "$PYTHON" "${pytorch[@]}" "${shared[@]}" --out "$OUT_DIR/pytorch.json" 2>&1 | sed -u 's/^/  /' >&2
   pytorch_ms=$(( ($(date +%s%N) - start) / 1000000 ))
   files+=("$OUT_DIR/pytorch.json")
 fi
 
 echo >&2
-"$PYTHON" bench/protocol.py ${MARKDOWN:+--markdown} "${files[@]}"
+"$PYTHON" bench/protocol.py ${MARKDOWN:+--markdown} "${table_flags[@]}" "${files[@]}"
 line="Process wall time (data loading included): normlab $((normlab_ms / 1000)).$(( normlab_ms % 1000 / 100 )) s"
 (( have_torch )) && line+=", PyTorch $((pytorch_ms / 1000)).$(( pytorch_ms % 1000 / 100 )) s"
 printf "\n%s\n" "$line"

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""The batch-size sweep protocol in PyTorch, as `normlab sweep` runs it (MLP, or with --arch cnn the study's CNN).
+"""The batch-size sweep protocol in PyTorch, as `normlab sweep` runs it (MLP, or with --arch cnn the
+study's CNN, or with --arch lstm the row-sequential LSTM classifier).
 
 Same data, model, optimizer, schedule and evaluation as normlab (experiments/trainer.cc, sweep.cc):
 - Fashion-MNIST from Debian's dataset-fashion-mnist (the gzip IDX files), the first --train-limit
@@ -11,15 +12,30 @@ Same data, model, optimizer, schedule and evaluation as normlab (experiments/tra
   BatchNorm2d, LayerNorm([C, H, W]), GroupNorm(8, C) or InstanceNorm2d(C, affine=True); PyTorch's
   default initialization, seeded with torch.manual_seed(seed).
 - SGD momentum 0.9, lr = --lr x batch / --reference-batch; linear warmup over --warmup steps
-  (lr (t + 1) / warmup), then cosine to 0 over the remaining steps; the lr set before every step.
+  (lr (t + 1) / warmup; --scaled-warmup: round(warmup x reference / batch) steps, as normlab's
+  sweep since its scores became the last epoch's), then cosine to 0 over the remaining steps; the lr
+  set before every step.
 - Each epoch a fresh permutation, batches of B, the last partial batch dropped; the loss is read
   every step (a NaN or Inf loss stops the run as diverged) and the running training accuracy kept.
-- After each evaluated epoch: test loss and accuracy in eval mode in batches of --eval-batch; for
-  BatchNorm in the last 3 epochs also precise BN (running stats reset and recomputed as a
+- After each evaluated epoch (the last --eval-last; normlab's sweep: 1): test loss and accuracy in
+  eval mode in batches of --eval-batch; for BatchNorm in those epochs also precise BN (running stats reset and recomputed as a
   cumulative average over 10,000 shuffled training samples in batches of max(B, 200), then eval) and
   test-batch statistics (train-mode forward on test batches of B; buffers restored after both).
-- Final accuracy = median over the last 3 epochs; mean and sample std over seeds.
+- Final accuracy = median over the evaluated epochs (--eval-last 1: the last epoch's).
 Only the batch order and the initial weights' random streams differ from normlab's.
+
+--arch lstm (protocol A, experiments/recurrent.cc): each standardized image as 28 steps of 28
+pixels, one LSTM layer of 128 units (--hidden), Linear(128, 10) on the last hidden state; the cells
+of bench/pytorch_seq.py: none nn.LSTM, layer the LayerNorm LSTM, batch the recurrent BatchNorm LSTM
+with a BatchNorm per step, batch-shared one BatchNorm for every step (gains 0.1). The cells'
+weight_ih, weight_hh and bias drawn U(-1/sqrt(H), 1/sqrt(H)) as normlab's (nn.LSTM's own init);
+the LayerNorm LSTM's LN_ih and LN_hh have no shift in normlab (the bias b stands for it), so their
+LayerNorm biases stay 0 and out of the optimizer. Adam (betas 0.9, 0.999, eps 1e-8, no weight
+decay) with the total gradient norm clipped to --clip-grad-norm (1) before every step; lr = --lr x
+sqrt(batch / --reference-batch) (--lr-scaling sqrt); the warmup --warmup steps at the reference
+batch scaled to round(warmup x reference / batch) steps (--scaled-warmup, as normlab's sweep does);
+the final accuracy is the last epoch's (--eval-last 1); precise BN and test-batch statistics for
+batch and batch-shared (the shared BatchNorm's cumulative average runs over every step).
 
 Prints one line per run and the totals per batch size to stderr, the accuracy table to stdout, and
 writes every run (wall time, accuracies) as JSON to --out for bench/protocol.py.
@@ -40,11 +56,18 @@ def parse_args():
     p.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist", help="the IDX files (dataset-fashion-mnist)")
     p.add_argument("--train-limit", type=int, default=20000, help="the first N training images (0: all)")
     p.add_argument("--batch-sizes", default="2,4,8,16,32,64,128,256")
-    p.add_argument("--arch", default="mlp", choices=["mlp", "cnn"], help="the MLP or the study's CNN")
+    p.add_argument("--arch", default="mlp", choices=["mlp", "cnn", "lstm"], help="the MLP, the study's CNN or the LSTM")
+    p.add_argument("--hidden", type=int, default=128, help="--arch lstm: the LSTM's width")
+    p.add_argument("--lr-scaling", choices=["linear", "sqrt", "none"],
+                   help="lr at batch b: linear --lr x b / reference, sqrt --lr x sqrt(b / reference), none --lr "
+                        "(default: sqrt with --arch lstm, else linear)")
+    p.add_argument("--scaled-warmup", action="store_true",
+                   help="warmup round(--warmup x reference / batch) steps (default with --arch lstm)")
+    p.add_argument("--clip-grad-norm", type=float, help="clip the total gradient norm (default: 1 with --arch lstm, else off)")
     p.add_argument("--norms", default="none,batch,layer")
     p.add_argument("--seeds", default="0,1")
     p.add_argument("--epochs", type=int, default=5)
-    p.add_argument("--lr", type=float, default=0.05, help="learning rate at --reference-batch")
+    p.add_argument("--lr", type=float, help="learning rate at --reference-batch (default: 0.001 with --arch lstm, else 0.05)")
     p.add_argument("--reference-batch", type=int, default=128)
     p.add_argument("--warmup", type=int, default=50, help="linear warmup steps")
     p.add_argument("--eval-batch", type=int, default=1000)
@@ -60,7 +83,16 @@ def parse_args():
     except ValueError as e:
         p.error(f"--batch-sizes and --seeds are comma-separated whole numbers: {e}")
     a.norms = a.norms.split(",")
-    known = ("none", "batch", "layer", "group") + (("instance",) if a.arch == "cnn" else ())
+    lstm = a.arch == "lstm"
+    if a.lr is None:
+        a.lr = 0.001 if lstm else 0.05
+    if a.lr_scaling is None:
+        a.lr_scaling = "sqrt" if lstm else "linear"
+    if a.clip_grad_norm is None:
+        a.clip_grad_norm = 1.0 if lstm else 0.0
+    a.scaled_warmup = a.scaled_warmup or lstm
+    known = (("none", "layer", "batch", "batch-shared") if lstm else
+             ("none", "batch", "layer", "group") + (("instance",) if a.arch == "cnn" else ()))
     for n in a.norms:
         if n not in known:
             p.error(f"unknown norm {n!r} for --arch {a.arch} (expected one of {', '.join(known)})")
@@ -82,6 +114,9 @@ except ImportError:
           "(and run this script with /usr/bin/python3)", file=sys.stderr)
     sys.exit(3)
 torch.set_num_threads(args.threads)
+if args.arch == "lstm":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import pytorch_seq  # the LSTM cells of the speed bench
 
 
 def read_idx(path, magic, dims):
@@ -129,8 +164,30 @@ def norm2d(kind, c, hw):
             "none": lambda: nn.Identity()}[kind]()
 
 
+class RowSequence(torch.nn.Module):
+    """(B, 784) standardized pixels -> (B, 28, 28) rows -> an LSTM classifier's logits."""
+
+    def __init__(self, norm):
+        super().__init__()
+        self.net = pytorch_seq.LstmClassifier(norm, args.hidden)
+        rnn = getattr(self.net, "rnn", None) or self.net.cell
+        if norm != "none":  # normlab's init of its cells: U(-1/sqrt(H), 1/sqrt(H)), as nn.LSTM's
+            bound = 1 / math.sqrt(args.hidden)
+            with torch.no_grad():
+                for p in (rnn.ih.weight, rnn.hh.weight, rnn.bias):
+                    p.uniform_(-bound, bound)
+        if norm == "layer":  # LN_ih and LN_hh have no shift: b stands for it
+            rnn.ln_ih.bias.requires_grad_(False)
+            rnn.ln_hh.bias.requires_grad_(False)
+
+    def forward(self, x):
+        return self.net(x.view(x.shape[0], 28, 28))
+
+
 def build(norm, seed):
     torch.manual_seed(seed)
+    if args.arch == "lstm":
+        return RowSequence(norm)
     if args.arch == "cnn":
         nn = torch.nn
         return nn.Sequential(nn.Unflatten(1, (1, 28, 28)),
@@ -152,12 +209,12 @@ def build(norm, seed):
     return torch.nn.Sequential(*layers)
 
 
-def lr_at(lr, t, total):
+def lr_at(lr, t, total, warmup):
     """normlab's lr_at: linear warmup, then cosine to 0 over the remaining steps."""
-    if t < args.warmup:
-        return lr * (t + 1) / args.warmup
-    rest = max(1, total - args.warmup)
-    return 0.5 * lr * (1 + math.cos(math.pi * (t - args.warmup) / rest))
+    if t < warmup:
+        return lr * (t + 1) / warmup
+    rest = max(1, total - warmup)
+    return 0.5 * lr * (1 + math.cos(math.pi * (t - warmup) / rest))
 
 
 @torch.no_grad()
@@ -173,7 +230,7 @@ def evaluate(model, x, y, batch):
 
 
 def bns(model):
-    return [m for m in model if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    return [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
 
 
 @torch.no_grad()
@@ -219,8 +276,16 @@ def train_run(norm, batch, seed, data):
     xtr, ytr, xte, yte = data
     t0, c0 = time.perf_counter(), time.process_time()
     model = build(norm, seed).train()
-    lr = args.lr * batch / args.reference_batch
-    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    ratio = batch / args.reference_batch
+    lr = args.lr * {"linear": ratio, "sqrt": math.sqrt(ratio), "none": 1.0}[args.lr_scaling]
+    warmup = args.warmup
+    if args.scaled_warmup and warmup > 0:  # the same samples at every batch size (normlab's scaled_warmup)
+        warmup = max(1, math.floor(warmup * args.reference_batch / batch + 0.5))
+    params = [p for p in model.parameters() if p.requires_grad]
+    if args.arch == "lstm":
+        opt = torch.optim.Adam(params, lr=lr, betas=(0.9, 0.999), eps=1e-8)
+    else:
+        opt = torch.optim.SGD(params, lr=lr, momentum=0.9)
     gen = torch.Generator().manual_seed(seed)
     per_epoch = len(xtr) // batch
     total = args.epochs * per_epoch
@@ -237,7 +302,7 @@ def train_run(norm, batch, seed, data):
             xb, yb = xtr[idx], ytr[idx]
             data_seconds += time.perf_counter() - td
             for g in opt.param_groups:
-                g["lr"] = lr_at(lr, step, total)
+                g["lr"] = lr_at(lr, step, total, warmup)
             logits = model(xb)
             loss = torch.nn.functional.cross_entropy(logits, yb)
             lv = loss.item()
@@ -246,6 +311,8 @@ def train_run(norm, batch, seed, data):
                 break
             opt.zero_grad()
             loss.backward()
+            if args.clip_grad_norm > 0:
+                torch.nn.utils.clip_grad_norm_(params, args.clip_grad_norm)
             opt.step()
             correct += (logits.argmax(1) == yb).sum().item()
             loss_sum += lv * batch
@@ -263,7 +330,8 @@ def train_run(norm, batch, seed, data):
             if not math.isfinite(e["test_loss"]):
                 diverged = True
         eval_seconds += time.perf_counter() - te
-        if norm == "batch" and epoch + 3 > args.epochs and not diverged:
+        last = args.eval_last if args.eval_last > 0 else 3
+        if norm.startswith("batch") and epoch + last > args.epochs and not diverged:
             te = time.perf_counter()
             e["test_acc_precise"] = precise_bn_accuracy(model, xtr, xte, yte, batch, seed)
             e["test_acc_batch"] = batch_stats_accuracy(model, xte, yte, batch)
@@ -271,7 +339,7 @@ def train_run(norm, batch, seed, data):
         epochs.append(e)
 
     def final(key):
-        v = [e[key] for e in epochs[-3:] if math.isfinite(e[key])]
+        v = [e[key] for e in epochs[-(args.eval_last if args.eval_last > 0 else 3):] if math.isfinite(e[key])]
         return float("nan") if diverged or not v else statistics.median(v)
 
     return {"norm": norm, "batch_size": batch, "seed": seed, "lr": lr, "diverged": diverged,
@@ -292,7 +360,7 @@ def main():
                 r = train_run(norm, batch, seed, data)
                 runs.append(r)
                 extra = (f" (precise BN {100 * r['final_test_acc_precise']:.2f}%, test-batch stats "
-                         f"{100 * r['final_test_acc_batch']:.2f}%)" if norm == "batch" else "")
+                         f"{100 * r['final_test_acc_batch']:.2f}%)" if norm.startswith("batch") else "")
                 print(f"pytorch: norm {norm}, batch {batch}, seed {seed}: {r['seconds']:.2f} s "
                       f"(steps {r['step_seconds']:.2f} s), test accuracy {100 * r['final_test_acc']:.2f}%{extra}",
                       file=sys.stderr, flush=True)

@@ -46,10 +46,13 @@ class LayerNormLSTMCell(nn.Module):
 
 class BatchNormLSTM(nn.Module):
     """Cooijmans et al.: BN(W_x x; γ_x, 0) + BN(W_h h; γ_h, 0) + b, h = σ(o) tanh(BN(c; γ_c, β_c)), a
-    separate BatchNorm (statistics) per time step, γ initialised to 0.1."""
+    separate BatchNorm (statistics) per time step, γ initialised to 0.1; shared=True: one BatchNorm
+    (one set of running statistics) for every step, normlab's batch-shared. Step t uses BatchNorm
+    min(t, steps - 1)."""
 
-    def __init__(self, i, h, steps):
+    def __init__(self, i, h, steps, shared=False):
         super().__init__()
+        steps = 1 if shared else steps
         self.ih = nn.Linear(i, 4 * h, bias=False)
         self.hh = nn.Linear(h, 4 * h, bias=False)
         self.bias = nn.Parameter(torch.zeros(4 * h))
@@ -66,31 +69,36 @@ class BatchNormLSTM(nn.Module):
         c = x.new_zeros(b, self.hidden)
         wx = self.ih(x)  # all steps' input projections in one GEMM
         for t in range(x.shape[1]):
-            g = self.bn_ih[t](wx[:, t]) * self.g_ih + self.bn_hh[t](self.hh(h)) * self.g_hh + self.bias
+            s = min(t, len(self.bn_c) - 1)
+            g = self.bn_ih[s](wx[:, t]) * self.g_ih + self.bn_hh[s](self.hh(h)) * self.g_hh + self.bias
             gi, gf, gg, go = g.chunk(4, 1)
             c = torch.sigmoid(gf) * c + torch.sigmoid(gi) * torch.tanh(gg)
-            h = torch.sigmoid(go) * torch.tanh(self.bn_c[t](c) * self.g_c + self.b_c)
+            h = torch.sigmoid(go) * torch.tanh(self.bn_c[s](c) * self.g_c + self.b_c)
         return h
 
 
 class LstmClassifier(nn.Module):
-    def __init__(self, norm):
+    """x (B, T, I) -> the last hidden state's logits; norm none (nn.LSTM), layer, batch or batch-shared."""
+
+    def __init__(self, norm, hidden=LSTM_H):
         super().__init__()
-        self.norm = norm
+        self.norm, self.hidden = norm, hidden
         if norm == "none":
-            self.rnn = nn.LSTM(LSTM_IN, LSTM_H, batch_first=True)
+            self.rnn = nn.LSTM(LSTM_IN, hidden, batch_first=True)
         elif norm == "layer":
-            self.cell = LayerNormLSTMCell(LSTM_IN, LSTM_H)
+            self.cell = LayerNormLSTMCell(LSTM_IN, hidden)
+        elif norm in ("batch", "batch-shared"):
+            self.rnn = BatchNormLSTM(LSTM_IN, hidden, LSTM_T, shared=norm == "batch-shared")
         else:
-            self.rnn = BatchNormLSTM(LSTM_IN, LSTM_H, LSTM_T)
-        self.head = nn.Linear(LSTM_H, CLASSES)
+            raise ValueError(f"LstmClassifier: unknown norm {norm!r} (none, layer, batch or batch-shared)")
+        self.head = nn.Linear(hidden, CLASSES)
 
     def forward(self, x):  # (B, T, I) -> logits (B, 10)
         if self.norm == "none":
             return self.head(self.rnn(x)[0][:, -1])
-        if self.norm == "batch":
+        if self.norm != "layer":
             return self.head(self.rnn(x))
-        h = x.new_zeros(x.shape[0], LSTM_H)
+        h = x.new_zeros(x.shape[0], self.hidden)
         c = torch.zeros_like(h)
         for t in range(x.shape[1]):
             h, c = self.cell(x[:, t], (h, c))
@@ -124,18 +132,21 @@ def make_norm(kind, c):
 
 
 class Block(nn.Module):
-    """nanoGPT's pre-norm block: x + attn(ln_1(x)), then x + mlp(ln_2(x))."""
+    """nanoGPT's pre-norm block: x + attn(ln_1(x)), then x + mlp(ln_2(x)); post=True: the original
+    Transformer's x = ln_1(x + attn(x)), then x = ln_2(x + mlp(x)). gelu: F.gelu's approximate ("none"
+    is the erf form, "tanh" GPT-2's and normlab's)."""
 
-    def __init__(self, norm):
+    def __init__(self, norm, width=GPT_C, heads=GPT_H, post=False, gelu="none"):
         super().__init__()
-        self.ln_1, self.ln_2 = make_norm(norm, GPT_C), make_norm(norm, GPT_C)
-        self.c_attn, self.attn_proj = nn.Linear(GPT_C, 3 * GPT_C), nn.Linear(GPT_C, GPT_C)
-        self.c_fc, self.mlp_proj = nn.Linear(GPT_C, 4 * GPT_C), nn.Linear(4 * GPT_C, GPT_C)
+        self.heads, self.post, self.gelu = heads, post, gelu
+        self.ln_1, self.ln_2 = make_norm(norm, width), make_norm(norm, width)
+        self.c_attn, self.attn_proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
+        self.c_fc, self.mlp_proj = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
 
     def attention(self, x, cache=None):
         b, t, c = x.shape
         q, k, v = self.c_attn(x).split(c, dim=2)
-        q, k, v = (z.view(b, t, GPT_H, c // GPT_H).transpose(1, 2) for z in (q, k, v))
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
         if cache is not None:  # generation: append this step's keys and values
             if "k" in cache:
                 k, v = torch.cat([cache["k"], k], 2), torch.cat([cache["v"], v], 2)
@@ -143,18 +154,41 @@ class Block(nn.Module):
         y = attention_formula(q, k, v, causal=cache is None)
         return self.attn_proj(y.transpose(1, 2).reshape(b, t, c))
 
+    def mlp(self, x):
+        return self.mlp_proj(F.gelu(self.c_fc(x), approximate=self.gelu))
+
     def forward(self, x, cache=None):
+        if self.post:
+            x = self.ln_1(x + self.attention(x, cache))
+            return self.ln_2(x + self.mlp(x))
         x = x + self.attention(self.ln_1(x), cache)
-        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x))))
+        return x + self.mlp(self.ln_2(x))
 
 
 class Gpt(nn.Module):
-    def __init__(self, norm):
+    """wte + wpe, the blocks, ln_f (the blocks' norm, under either position), lm_head (no bias, untied)."""
+
+    def __init__(self, norm, vocab=GPT_V, block=GPT_T, layers=GPT_L, width=GPT_C, heads=GPT_H, post=False,
+                 gelu="none"):
         super().__init__()
-        self.wte, self.wpe = nn.Embedding(GPT_V, GPT_C), nn.Embedding(GPT_T, GPT_C)
-        self.blocks = nn.ModuleList(Block(norm) for _ in range(GPT_L))
-        self.ln_f = make_norm(norm, GPT_C)
-        self.lm_head = nn.Linear(GPT_C, GPT_V, bias=False)
+        self.wte, self.wpe = nn.Embedding(vocab, width), nn.Embedding(block, width)
+        self.blocks = nn.ModuleList(Block(norm, width, heads, post, gelu) for _ in range(layers))
+        self.ln_f = make_norm(norm, width)
+        self.lm_head = nn.Linear(width, vocab, bias=False)
+
+    def nanogpt_init(self):
+        """nanoGPT's _init_weights (normlab's GPT init): Linear weights and embeddings N(0, 0.02), biases
+        0, the residual projections N(0, 0.02 / sqrt(2 n_layer)); norms keep weight 1, bias 0."""
+        with torch.no_grad():
+            for m in self.modules():
+                if isinstance(m, (nn.Linear, nn.Embedding)):
+                    m.weight.normal_(0.0, 0.02)
+                    if getattr(m, "bias", None) is not None:
+                        m.bias.zero_()
+            for b in self.blocks:
+                for proj in (b.attn_proj, b.mlp_proj):
+                    proj.weight.normal_(0.0, 0.02 / math.sqrt(2 * len(self.blocks)))
+        return self
 
     def forward(self, idx, caches=None, start=0):
         x = self.wte(idx) + self.wpe(torch.arange(start, start + idx.shape[1]))
