@@ -14,18 +14,21 @@
 
 namespace normlab::experiments {
 
-namespace {
-
-// JSON has no NaN or infinity: those are written as the strings "nan", "inf", "-inf".
-nlohmann::json num(double v) {
+nlohmann::json json_number(double v) {
   if (std::isfinite(v)) return v;
   return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";
 }
-double val(const nlohmann::json& j) {
+
+double number_from_json(const nlohmann::json& j) {
   if (!j.is_string()) return j.get<double>();
   const std::string s = j.get<std::string>();
   return s == "inf" ? INFINITY : s == "-inf" ? -INFINITY : NAN;
 }
+
+namespace {
+
+nlohmann::json num(double v) { return json_number(v); }
+double val(const nlohmann::json& j) { return number_from_json(j); }
 
 }  // namespace
 

@@ -13,6 +13,11 @@
 namespace normlab::experiments {
 
 // A run's settings as JSON (records, manifests, the settings check of a resumed run).
+// JSON has no NaN or infinity: json_number writes those as the strings "nan", "inf", "-inf" (finite
+// values as numbers, an exact round trip), number_from_json reads both forms back.
+nlohmann::json json_number(double v);
+double number_from_json(const nlohmann::json& j);
+
 nlohmann::json to_json(const TrainConfig& c);
 
 // The records of a run (its config, losses, epochs, statistics, divergence, timing).

@@ -40,21 +40,21 @@ void write_report(const StudyContext& ctx, const Report& rep, const nlohmann::js
   std::filesystem::remove(ctx.out / kJournal, ec);
 }
 
-std::string interrupted_note(const Runs& runs, const std::string& command) {
+std::string interrupted_note(const RunCounts& runs, const std::string& command) {
   if (!runs.interrupted()) return "";
-  return "**Interrupted (Ctrl-C): " + std::to_string(runs.results.size()) + " of " + std::to_string(runs.total) +
+  return "**Interrupted (Ctrl-C): " + std::to_string(runs.finished) + " of " + std::to_string(runs.total) +
          " runs finished**; the tables and plots below are of those runs only. `normlab " + command +
          " --resume` with the same flags and `--out` trains the rest and rewrites this folder as the complete "
          "result.\n\n";
 }
 
-void record_progress(nlohmann::json& m, Report& rep, const Runs& runs) {
+void record_progress(nlohmann::json& m, Report& rep, const RunCounts& runs) {
   m["runs_total"] = runs.total;
-  m["runs_finished"] = runs.results.size();
+  m["runs_finished"] = runs.finished;
   m["runs_reused"] = runs.reused;
   m["interrupted"] = runs.interrupted();
   rep.interrupted = runs.interrupted();
-  rep.runs_done = runs.results.size();
+  rep.runs_done = runs.finished;
   rep.runs_total = runs.total;
 }
 

@@ -18,12 +18,29 @@ nlohmann::json manifest(const StudyContext& ctx, const nlohmann::json& config, d
 // then removes the journal of finished runs in ctx.out (records.h): the set is complete.
 void write_report(const StudyContext& ctx, const Report& rep, const nlohmann::json& manifest_json);
 
+// How many runs a command planned, finished and reused (from an earlier, interrupted command);
+// finished < total: Ctrl-C stopped it. Of a Runs or a studies::LmRuns: run_counts(runs).
+struct RunCounts {
+  size_t finished = 0, total = 0, reused = 0;
+  bool interrupted() const { return finished < total; }
+};
+template <class AnyRuns>
+RunCounts run_counts(const AnyRuns& runs) {
+  return {runs.results.size(), runs.total, runs.reused};
+}
+
 // The report's first lines when Ctrl-C stopped the command ("" otherwise): how many runs finished
 // and how to finish the rest (`normlab <command> ... --resume`).
-std::string interrupted_note(const Runs& runs, const std::string& command);
+std::string interrupted_note(const RunCounts& runs, const std::string& command);
+inline std::string interrupted_note(const Runs& runs, const std::string& command) {
+  return interrupted_note(run_counts(runs), command);
+}
 // Records in the manifest how many runs were planned, finished and reused, and whether Ctrl-C
 // stopped the command; sets the report's counts likewise.
-void record_progress(nlohmann::json& manifest, Report& rep, const Runs& runs);
+void record_progress(nlohmann::json& manifest, Report& rep, const RunCounts& runs);
+inline void record_progress(nlohmann::json& manifest, Report& rep, const Runs& runs) {
+  record_progress(manifest, rep, run_counts(runs));
+}
 
 // A fraction as a percentage with 4 significant digits ("87.31%"), "n/a" when not finite.
 std::string pct(double v);

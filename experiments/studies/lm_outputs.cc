@@ -160,21 +160,11 @@ LmFinals finals_of(const std::vector<LmRunResult>& results, const std::string& v
 }
 
 std::string lm_interrupted_note(const LmRuns& runs, const std::string& command) {
-  if (!runs.interrupted()) return "";
-  return "**Interrupted (Ctrl-C): " + std::to_string(runs.results.size()) + " of " + std::to_string(runs.total) +
-         " runs finished**; the tables and plots below are of those runs only. `normlab " + command +
-         " --resume` with the same flags and `--out` trains the rest and rewrites this folder as the complete "
-         "result.\n\n";
+  return report::interrupted_note(report::run_counts(runs), command);
 }
 
 void lm_record_progress(nlohmann::json& m, Report& rep, const LmRuns& runs) {
-  m["runs_total"] = runs.total;
-  m["runs_finished"] = runs.results.size();
-  m["runs_reused"] = runs.reused;
-  m["interrupted"] = runs.interrupted();
-  rep.interrupted = runs.interrupted();
-  rep.runs_done = runs.results.size();
-  rep.runs_total = runs.total;
+  report::record_progress(m, rep, report::run_counts(runs));
 }
 
 std::string gap_text(const std::vector<double>& gap) {

@@ -11,16 +11,8 @@ namespace normlab::experiments::studies {
 
 namespace {
 
-// Doubles as JSON: finite ones as numbers (exact round trip), the others as "nan", "inf", "-inf".
-nlohmann::json num(double v) {
-  if (std::isfinite(v)) return v;
-  return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";
-}
-double val(const nlohmann::json& j) {
-  if (!j.is_string()) return j.get<double>();
-  const std::string s = j.get<std::string>();
-  return s == "inf" ? INFINITY : s == "-inf" ? -INFINITY : NAN;
-}
+nlohmann::json num(double v) { return json_number(v); }  // records.h
+double val(const nlohmann::json& j) { return number_from_json(j); }
 
 }  // namespace
 
