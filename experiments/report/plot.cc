@@ -191,6 +191,8 @@ std::string body(const PlotSpec& p, const std::string& prefix, bool panel, const
           for (double m : {1.0, 2.0, 5.0})
             if (m * d >= y0 && m * d <= y1) ticks += (ticks.empty() ? "" : ", ") + fmt(m * d, 3);
         if (!ticks.empty()) g << "set ytics (" << ticks << ")\nset format y '%g'\n";
+      } else {
+        g << "set format y '%.0e'\n";  // gnuplot's one tick a decade, as 1e-06 (not 0.0000010)
       }
     }
   }
