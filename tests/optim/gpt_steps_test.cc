@@ -9,7 +9,10 @@
 // (tests/fixtures/gpt_steps and char_lstm_steps, made by scripts/make_fixtures.py).
 //
 // normlab's float32 run must be within 3x the distance of PyTorch's own float32 run from the float64
-// one (per tensor), plus 1e-6. That distance is large (up to 3e-3) for the parameters whose gradient
+// one (per tensor), plus 2e-6: normlab's float32 kernels round differently from PyTorch's (and -O1
+// builds from -O2 ones), and AdamW's normalized update turns that into absolute differences of about
+// 1e-6 over 5 steps of lr 1e-3; the largest seen, in the -O1 sanitizer build, is 1.35e-6 (rms_pre's
+// c_attn.weight, where 3x PyTorch's distance is 0.33e-6). That distance is large (up to 3e-3) for the parameters whose gradient
 // is 0 in exact arithmetic (the key biases in c_attn: softmax ignores a constant added to a row's
 // scores; with BatchNorm the biases added to the residual stream, which every following BatchNorm
 // subtracts again): AdamW divides the rounding noise of their gradients by its own size (plus eps)
@@ -90,7 +93,7 @@ void check_steps(const test::Fixture& fx, const std::string& name, nn::Module& m
     const double dev32 = std::stod(fx.meta(key + ".float32_deviation"));
     if (f64) return 1e-11 + 1e-7 * dev32;
     // Noise-driven (PyTorch's own float32 run off by more than a tenth of a step): see the top.
-    return dev32 > 0.1 * lr ? 2 * steps * lr * 1.1 : 3 * dev32 + 1e-6;
+    return dev32 > 0.1 * lr ? 2 * steps * lr * 1.1 : 3 * dev32 + 2e-6;
   };
   const double rtol = f64 ? 1e-9 : 0;
   for (const std::string what : {"losses", "grad_norms"}) {
