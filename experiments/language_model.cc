@@ -41,7 +41,7 @@ nn::BlockNorm gpt_norm(const std::string& norm) {
 double bits(double nats) { return nats / std::log(2.0); }
 
 double window_loss(CharModel& m, const std::vector<int64_t>& ids, int64_t block_size, int64_t batch,
-                   int64_t max_windows) {
+                   int64_t max_windows, bool train_mode) {
   int64_t n = static_cast<int64_t>(ids.size());
   if (max_windows > 0) n = std::min<int64_t>(n, max_windows * block_size + 1);
   const std::vector<int64_t> used(ids.begin(), ids.begin() + n);
@@ -49,8 +49,13 @@ double window_loss(CharModel& m, const std::vector<int64_t>& ids, int64_t block_
   if (batches == 0) throw Error("window_loss: " + std::to_string(n) + " ids hold no window of " +
                                 std::to_string(block_size + 1));
   const bool was_training = m.module().is_training();
-  m.module().eval();
   autograd::NoGradGuard no_grad;
+  autograd::NamedTensors saved;  // train mode updates BatchNorm's running statistics: put back after
+  if (train_mode) {
+    saved = m.module().state_dict();
+    for (auto& entry : saved) entry.second = entry.second.clone();
+  }
+  m.module().train(train_mode);
   double sum = 0;  // summed over targets, in batch order
   int64_t count = 0;
   for (int64_t b = 0; b < batches; ++b) {
@@ -61,6 +66,7 @@ double window_loss(CharModel& m, const std::vector<int64_t>& ids, int64_t block_
     sum += loss.item() * static_cast<double>(bt);
     count += bt;
   }
+  if (train_mode) m.module().load_state_dict(saved);
   m.module().train(was_training);
   return sum / static_cast<double>(count);
 }

@@ -23,8 +23,10 @@ nn::BlockNorm gpt_norm(const std::string& norm);
 // the non-overlapping windows of block_size + 1 ids of `ids` (data::sequential_batch, batches of up
 // to `batch` windows): the first max_windows windows (0: every one). Runs without grad.
 //   loss = -(1 / (W T)) sum_{windows, t} log softmax(logits_t)[y_t]
+// train_mode: the same in training mode (BatchNorm with each batch's own statistics), with the
+// module's parameters and buffers (running statistics) put back exactly afterwards.
 double window_loss(CharModel& m, const std::vector<int64_t>& ids, int64_t block_size, int64_t batch,
-                   int64_t max_windows = 0);
+                   int64_t max_windows = 0, bool train_mode = false);
 
 // Nats to bits: x / ln 2.
 double bits(double nats);

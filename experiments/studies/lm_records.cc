@@ -80,4 +80,12 @@ void LmJournal::append(size_t index, const LmRunSpec& s, const LmRunResult& r) {
   append_file_synced(path_, text);
 }
 
+LmRuns train_and_record_lm_runs(const std::vector<LmRunSpec>& specs, const StudyContext& ctx,
+                                const std::string& command) {
+  LmJournal journal(ctx.out / kJournal, ctx.settings);
+  LmRuns runs = train_lm_runs(specs, ctx.quiet, command, previous_runs(ctx.resume_from, ctx.resume_killed), &journal);
+  write_lm_records(ctx.out / "records.json", specs, runs.results);
+  return runs;
+}
+
 }  // namespace normlab::experiments::studies

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "experiments/context.h"
 #include "experiments/studies/lm_runs.h"
 
 namespace normlab::experiments::studies {
@@ -39,5 +40,11 @@ class LmJournal {
   std::filesystem::path path_;
   nlohmann::json header_;
 };
+
+// A GPT study's runs trained (runs that an earlier, interrupted command finished with the same
+// settings are taken from ctx's resume folders; each finished run is journaled in ctx.out), then
+// ctx.out/records.json written.
+LmRuns train_and_record_lm_runs(const std::vector<LmRunSpec>& specs, const StudyContext& ctx,
+                                const std::string& command);
 
 }  // namespace normlab::experiments::studies

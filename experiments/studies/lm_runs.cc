@@ -261,29 +261,7 @@ const LmEvalPoint* LmRunResult::final_eval() const {
 
 double train_mode_window_loss(CharModel& m, const std::vector<int64_t>& ids, int64_t block_size, int64_t batch,
                               int64_t max_windows) {
-  int64_t n = static_cast<int64_t>(ids.size());
-  if (max_windows > 0) n = std::min<int64_t>(n, max_windows * block_size + 1);
-  const std::vector<int64_t> used(ids.begin(), ids.begin() + n);
-  const int64_t batches = data::sequential_batches(n, batch, block_size);
-  if (batches == 0)
-    throw Error("train_mode_window_loss: " + std::to_string(n) + " ids hold no window of " + std::to_string(block_size + 1));
-  autograd::NoGradGuard no_grad;
-  autograd::NamedTensors saved = m.module().state_dict();
-  for (auto& entry : saved) entry.second = entry.second.clone();
-  const bool was_training = m.module().is_training();
-  m.module().train();
-  double sum = 0;  // summed over targets, in batch order
-  int64_t count = 0;
-  for (int64_t b = 0; b < batches; ++b) {
-    const data::TextBatch tb = data::sequential_batch(used, batch, block_size, b);
-    const int64_t bt = tb.batch_size * tb.block_size;
-    const Tensor logits = m.forward(tb.x, {tb.batch_size, tb.block_size});
-    sum += autograd::cross_entropy(autograd::reshape(logits, {bt, logits.size(-1)}), tb.y).item() * double(bt);
-    count += bt;
-  }
-  m.module().load_state_dict(saved);
-  m.module().train(was_training);
-  return sum / static_cast<double>(count);
+  return window_loss(m, ids, block_size, batch, max_windows, /*train_mode=*/true);
 }
 
 void check_lm_run(const LmRunSpec& s) {

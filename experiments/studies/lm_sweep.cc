@@ -223,10 +223,7 @@ std::vector<LmRunSpec> lm_sweep_runs(const LmSweepConfig& cfg) {
 }
 
 Report run_lm_sweep(const LmSweepConfig& cfg, const std::vector<LmRunSpec>& specs, const StudyContext& ctx) {
-  LmJournal journal(ctx.out / kJournal, ctx.settings);
-  const LmRuns runs =
-      train_lm_runs(specs, ctx.quiet, "sweep", previous_runs(ctx.resume_from, ctx.resume_killed), &journal);
-  write_lm_records(ctx.out / "records.json", specs, runs.results);
+  const LmRuns runs = train_and_record_lm_runs(specs, ctx, "sweep");
   const std::vector<NgramBaseline> baselines = ngram_baselines(*cfg.corpus);
   write_lm_runs_csv(specs, runs.results, ctx.out / "runs.csv");
   write_summary_csv(cfg, runs.results, ctx.out / "summary.csv");
