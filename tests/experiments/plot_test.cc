@@ -206,6 +206,17 @@ BOOST_AUTO_TEST_CASE(log_y_only_for_data_spanning_more_than_a_decade) {
   BOOST_TEST(!use_log_y(p));
 }
 
+// Beyond 3 decades gnuplot keeps one tick a decade, labelled 1e-06 rather than 0.0000010.
+BOOST_AUTO_TEST_CASE(a_log_axis_over_more_than_3_decades_labels_its_ticks_as_powers) {
+  PlotSpec p{"t", "step", "gradient"};
+  p.log_y = LogY::if_wide;
+  p.series = {Series{"a", {1, 2, 3}, {1e-7, 1e-4, 0.1}}};
+  BOOST_TEST(contains(plot_script(p), "set format y '%.0e'"), plot_script(p));
+  BOOST_TEST(!contains(plot_script(p), "set ytics ("), plot_script(p));
+  p.series[0].y = {0.15, 1.0, 2.0};  // within 3 decades: the 1-2-5 ticks, plain numbers
+  BOOST_TEST(!contains(plot_script(p), "set format y '%.0e'"), plot_script(p));
+}
+
 BOOST_AUTO_TEST_CASE(markers_at_measured_points_and_sparse_on_dense_curves) {
   PlotSpec p{"t", "batch size", "accuracy"};
   p.log_x = 2;
