@@ -1,8 +1,12 @@
 // `normlab study` (make run): the comparison and the batch-size sweep of the MLP in one report;
-// on Fashion-MNIST without --quick also the study's CNN (a comparison, a sweep) and a table of
-// the two side by side.
+// on Fashion-MNIST without --quick also the study's CNN (a comparison, a sweep), its LSTM (a
+// sweep), a character GPT on a text corpus (a sweep) and a table of the families side by side.
 #include <limits>
+#include <memory>
 
+#include "data/text.h"
+
+#include "experiments/archs.h"
 #include "experiments/commands/training.h"
 #include "experiments/commands/flags.h"
 #include "experiments/registry.h"
@@ -41,6 +45,7 @@ class StudyCommand : public TrainingCommand {
                        ->check(whole(0, kMaxInt)),
                    "10000 on fashion-mnist without --quick, else 0");
     add_cnn_part_flags(a);
+    add_sequence_part_flags(a);
   }
 
   // The study's CNN part (Fashion-MNIST without --quick).
@@ -70,6 +75,55 @@ class StudyCommand : public TrainingCommand {
         ->capture_default_str();
   }
 
+  // The study's LSTM and GPT parts (Fashion-MNIST without --quick only).
+  void add_sequence_part_flags(CLI::App& a) {
+    a.add_flag("--no-lstm", no_lstm_, "leave out the LSTM part (Fashion-MNIST without --quick only)");
+    a.add_option("--lstm-train-limit", lstm_train_limit_, "the LSTM part trains on a random subset of N training images")
+        ->check(whole(1, kMaxInt))
+        ->capture_default_str();
+    a.add_option("--lstm-epochs", lstm_epochs_, "epochs of the LSTM sweep")->check(whole(1, 1000))->capture_default_str();
+    a.add_option("--lstm-lr", lstm_lr_, "the LSTM's Adam learning rate at batch 128 (at batch b: x sqrt(b / 128))")
+        ->check(real(1e-12, 1e6))
+        ->capture_default_str();
+    a.add_option("--lstm-batch-sizes", lstm_batch_sizes_, "batch sizes of the LSTM sweep")
+        ->delimiter(',')
+        ->check(whole(1, kMaxBatch))
+        ->capture_default_str();
+    a.add_option("--lstm-norms", lstm_norms_, "norms of the LSTM sweep")->delimiter(',')->check(norm_name())->capture_default_str();
+    a.add_flag("--no-gpt", no_gpt_, "leave out the character GPT part (Fashion-MNIST without --quick only)");
+    a.add_option("--gpt-text", gpt_text_, "the GPT part's UTF-8 text file (default: Debian's fortunes)")->check(non_empty());
+    a.add_option("--gpt-norms", gpt_norms_, "norm variants of the GPT sweep: " + gpt_variants_text())
+        ->delimiter(',')
+        ->check(gpt_variant_check())
+        ->capture_default_str();
+    a.add_option("--gpt-batch-sizes", gpt_batch_sizes_, "batch sizes of the GPT sweep, in sequences")
+        ->delimiter(',')
+        ->check(whole(1, kMaxBatch))
+        ->capture_default_str();
+    a.add_option("--gpt-train-tokens", gpt_tokens_, "training tokens (characters) of every GPT run")
+        ->check(whole(1, kMaxInt))
+        ->capture_default_str();
+    a.add_option("--gpt-layers", gpt_layers_, "the GPT's transformer blocks")->check(whole(1, 1024))->capture_default_str();
+    a.add_option("--gpt-width", gpt_width_, "the GPT's embedding width")->check(whole(1, 1 << 20))->capture_default_str();
+    a.add_option("--gpt-heads", gpt_heads_, "the GPT's attention heads (divide --gpt-width)")
+        ->check(whole(1, 1 << 16))
+        ->capture_default_str();
+    a.add_option("--gpt-block-size", gpt_block_, "the GPT's context in characters")->check(whole(1, 1 << 16))->capture_default_str();
+  }
+
+  static std::string gpt_variants_text() {
+    std::string names;
+    for (const std::string& v : gpt_variant_names()) names += (names.empty() ? "" : ", ") + v;
+    return names;
+  }
+  static CLI::Validator gpt_variant_check() {
+    return CLI::Validator(
+        [](std::string& v) {
+          return is_gpt_variant(v) ? std::string() : "unknown GPT norm variant '" + v + "' (expected one of: " + gpt_variants_text() + ")";
+        },
+        "VARIANT");
+  }
+
   // --quick's sweep; on Fashion-MNIST the study (make run) is sized to a few minutes on 2 cores
   // with 3 seeds everywhere: 5 epochs, the sweep on a random 10000 training images at batch 2, 4,
   // 8, 32, 128 and 256 (the batch-size protocol without batch 16 and 64: precise BN recomputes
@@ -87,6 +141,8 @@ class StudyCommand : public TrainingCommand {
   }
 
   bool cnn_part() const { return !o_.quick && !no_cnn_ && o_.data.name == "fashion-mnist"; }
+  bool lstm_part() const { return !o_.quick && !no_lstm_ && o_.data.name == "fashion-mnist"; }
+  bool gpt_part() const { return !o_.quick && !no_gpt_ && o_.data.name == "fashion-mnist"; }
 
   std::vector<std::string> norms_run() const override {
     std::vector<std::string> all = norms_;
@@ -94,6 +150,7 @@ class StudyCommand : public TrainingCommand {
       all.insert(all.end(), cnn_norms_.begin(), cnn_norms_.end());
       all.insert(all.end(), cnn_sweep_norms_.begin(), cnn_sweep_norms_.end());
     }
+    if (lstm_part()) all.insert(all.end(), lstm_norms_.begin(), lstm_norms_.end());
     return all;
   }
 
@@ -132,7 +189,43 @@ class StudyCommand : public TrainingCommand {
       st.cnn_sweep = SweepConfig{.base = base, .over = SweepOver::Batch, .batch_sizes = cnn_batch_sizes_, .reference_batch = 128,
                                  .norms = cnn_sweep_norms_, .seeds = seeds_};
     }
+    st.lstm = lstm_part();
+    if (st.lstm) st.lstm_sweep = lstm_sweep_config(), st.lstm_train_limit = lstm_train_limit_;
+    st.gpt = gpt_part();
+    if (st.gpt) st.gpt_sweep = gpt_sweep_config();
     plan_ = plan_study(st, data);
+  }
+
+  // The LSTM part: the study's LSTM (the arch's default width) on rows of pixels, Adam with the
+  // gradient norm clipped to 1 and lr = --lstm-lr x sqrt(b / 128), --lstm-epochs, --seeds; the
+  // warmup of the MLP's sweep (scaled with the batch size likewise).
+  SweepConfig lstm_sweep_config() const {
+    TrainConfig base = o_.train;
+    const ArchEntry& a = arch("lstm");
+    base.model.arch = "lstm", base.model.image = {1, 28, 28}, base.model.hidden = a.default_hidden;
+    base.optimizer = a.default_optimizer, base.lr = lstm_lr_, base.weight_decay = 0, base.momentum = 0;
+    base.beta1 = 0.9, base.beta2 = 0.999, base.eps = 1e-8;
+    base.clip_grad_norm = a.default_clip_grad_norm;
+    base.epochs = lstm_epochs_, base.stats_every = 0;
+    return SweepConfig{.base = base, .over = SweepOver::Batch, .batch_sizes = lstm_batch_sizes_, .reference_batch = 128,
+                       .norms = lstm_norms_, .seeds = seeds_, .lr_scaling = LrScaling::Sqrt};
+  }
+
+  // The GPT part: train --dataset text's settings (AdamW, lr 0.001, betas (0.9, 0.95), weight
+  // decay 0.1 on 2-D weights, cosine decay after a warmup of a tenth of the steps, the gradient
+  // norm clipped to 1, a contiguous 90/10 split) with the --gpt-* sizes.
+  LmSweepConfig gpt_sweep_config() const {
+    auto corpus = std::make_shared<const data::TextCorpus>(
+        gpt_text_.empty() ? data::load_default_corpus(gpt_block_, 0.1) : data::load_text_corpus(gpt_text_, gpt_block_, 0.1));
+    if (gpt_width_ % gpt_heads_ != 0)
+      throw Error("--gpt-heads " + std::to_string(gpt_heads_) + " must divide --gpt-width " + std::to_string(gpt_width_));
+    LmTrainConfig base;
+    base.model.arch = "gpt", base.model.block_size = gpt_block_, base.model.vocab_size = corpus->vocabulary.size();
+    base.model.gpt.n_layer = gpt_layers_, base.model.gpt.n_head = gpt_heads_, base.model.gpt.width = gpt_width_;
+    base.train.optimizer = "adamw", base.train.lr = 1e-3, base.train.beta2 = 0.95, base.train.weight_decay = 0.1;
+    base.train.schedule = "cosine";
+    base.clip_grad_norm = 1.0;
+    return LmSweepConfig{base, corpus, gpt_norms_, seeds_, gpt_batch_sizes_, gpt_tokens_};
   }
 
   // The batch sizes given against the training sets their parts train on.
@@ -163,6 +256,15 @@ class StudyCommand : public TrainingCommand {
   std::vector<int64_t> cnn_batch_sizes_{2, 8, 64};
   std::vector<std::string> cnn_norms_{"none", "batch", "layer", "group", "instance"};
   std::vector<std::string> cnn_sweep_norms_{"batch", "layer", "group"};
+  bool no_lstm_ = false, no_gpt_ = false;
+  int64_t lstm_train_limit_ = 5000, lstm_epochs_ = 1;
+  double lstm_lr_ = 1e-3;
+  std::vector<int64_t> lstm_batch_sizes_{4, 32};
+  std::vector<std::string> lstm_norms_{"none", "layer", "batch", "batch-shared"};
+  std::string gpt_text_;
+  std::vector<std::string> gpt_norms_{"layer", "batch", "none"};
+  std::vector<int64_t> gpt_batch_sizes_{2, 16};
+  int64_t gpt_tokens_ = 192000, gpt_layers_ = 2, gpt_width_ = 64, gpt_heads_ = 4, gpt_block_ = 64;
   std::optional<StudyPlan> plan_;
 };
 

@@ -231,6 +231,8 @@ Report run_lm_sweep(const LmSweepConfig& cfg, const std::vector<LmRunSpec>& spec
   const auto plots = sweep_plots(cfg, runs.results, baselines, ctx.out);
   Report rep{"Character GPT: batch-size sensitivity of each norm",
              lm_interrupted_note(runs, "sweep") + sweep_markdown(cfg, runs.results, baselines, plots)};
+  for (const std::string& v : cfg.variants)
+    for (int64_t b : cfg.batch_sizes) rep.sweep_accuracy[v].emplace_back(double(b), finals_of(runs.results, v, b).eval);
   nlohmann::json man = manifest(ctx, {{"study", "sweep"}, {"over", "batch"}, {"arch", "gpt"},
                                       {"corpus", cfg.corpus->name}, {"train_tokens", cfg.tokens}, {"model", lm_sizes(cfg.base.model)},
                                       {"batch_sizes", cfg.batch_sizes}, {"base", to_json(cfg.base.train)},

@@ -13,6 +13,8 @@
 #include "experiments/registry.h"
 #include "experiments/report/claims.h"
 #include "experiments/report/report.h"
+#include "experiments/studies/families.h"
+#include "experiments/studies/lm_outputs.h"
 #include "experiments/studies/study.h"
 
 namespace normlab::experiments::studies {
@@ -146,6 +148,92 @@ void into_part(StudyContext& part, const StudyContext& ctx, const std::string& s
   for (const auto& k : ctx.resume_killed) part.resume_killed.push_back(k / sub);
 }
 
+// The reports of the study's parts (empty for a part that is off).
+struct Parts {
+  Report compare, sweep, cnn_compare, cnn_sweep, lstm_sweep, gpt_sweep;
+};
+
+// Runs each part of the plan in its subfolder.
+Parts run_parts(const StudyPlan& plan, const DataSpec& spec, const Splits& data, const StudyContext& ctx) {
+  const StudyConfig& cfg = plan.config;
+  Parts p;
+  StudyContext part = ctx;
+  into_part(part, ctx, "compare");
+  p.compare = run_compare(cfg.compare, plan.compare, data, part);
+  into_part(part, ctx, "sweep");
+  part.dataset = describe(spec, plan.sweep_data);
+  p.sweep = run_sweep(cfg.sweep, plan.sweep, plan.sweep_data, part);
+  if (cfg.cnn) {
+    into_part(part, ctx, "cnn-compare");
+    part.dataset = describe(spec, plan.cnn_data);
+    p.cnn_compare = run_compare(cfg.cnn_compare, plan.cnn_compare, plan.cnn_data, part);
+    into_part(part, ctx, "cnn-sweep");
+    part.dataset = describe(spec, plan.cnn_sweep_data);
+    p.cnn_sweep = run_sweep(cfg.cnn_sweep, plan.cnn_sweep, plan.cnn_sweep_data, part);
+  }
+  if (cfg.lstm) {
+    into_part(part, ctx, "lstm-sweep");
+    part.dataset = describe(spec, plan.lstm_sweep_data);
+    p.lstm_sweep = run_sweep(cfg.lstm_sweep, plan.lstm_sweep, plan.lstm_sweep_data, part);
+  }
+  if (cfg.gpt) {
+    into_part(part, ctx, "gpt-sweep");
+    part.dataset = cfg.gpt_sweep.corpus->name;
+    prepare_output_dir(part.out);
+    p.gpt_sweep = run_lm_sweep(cfg.gpt_sweep, plan.gpt_sweep, part);
+  }
+  return p;
+}
+
+// The report's data paragraphs and the MLP's and CNN's sections, with the table of the two.
+std::string mlp_and_cnn_markdown(const StudyPlan& plan, const DataSpec& spec, const Splits& data, Parts p) {
+  const StudyConfig& cfg = plan.config;
+  const Splits& sweep = plan.sweep_data;
+  std::string md = "Data: " + describe(spec, data) + ". The sweeps hold out the same validation images but do not "
+                   "evaluate them (their tables are of the test set).\n\n";
+  const std::string subset = ", the first of the training split, which is shuffled with data seed " +
+                             std::to_string(spec.seed);
+  if (sweep.train.size() < data.train.size())
+    md += "To fit the time budget, the batch-size sweep trains on a random subset of " +
+          std::to_string(sweep.train.size()) + " of the " + std::to_string(data.train.size()) +
+          " training images (`--sweep-train-limit`" + subset + "); `normlab sweep --full` runs the complete protocol.\n\n";
+  md += section(p.compare, "compare/") + section(p.sweep, "sweep/");
+  if (!cfg.cnn) return md;
+  md += "**The convolutional network.** The study's CNN (" + describe(cfg.cnn_compare.base.model) +
+        ") on a random subset of " + std::to_string(plan.cnn_data.train.size()) + " training images (`--cnn-train-limit`" +
+        subset + ") and the same test set.\n\n";
+  p.cnn_compare.title = "CNN: " + p.cnn_compare.title, p.cnn_sweep.title = "CNN: " + p.cnn_sweep.title;
+  return md + section(p.cnn_compare, "cnn-compare/") + section(p.cnn_sweep, "cnn-sweep/") + side_by_side(p.sweep, p.cnn_sweep);
+}
+
+// The LSTM's and the GPT's sections, and the table of the families side by side (with two or more).
+std::string sequence_markdown(const StudyPlan& plan, const DataSpec& spec, Parts p) {
+  const StudyConfig& cfg = plan.config;
+  std::string md;
+  if (cfg.lstm) {
+    md += "**The recurrent network.** The study's LSTM (" + describe(cfg.lstm_sweep.base.model) +
+          ": each image a sequence of its 28 rows of 28 pixels, classified from the last hidden state) on a random "
+          "subset of " + std::to_string(plan.lstm_sweep_data.train.size()) + " training images (`--lstm-train-limit`, "
+          "the first of the training split, which is shuffled with data seed " + std::to_string(spec.seed) +
+          ") and the same test set; `normlab sweep --arch lstm` runs the complete protocol.\n\n";
+    p.lstm_sweep.title = "LSTM: " + p.lstm_sweep.title;
+    md += section(p.lstm_sweep, "lstm-sweep/");
+  }
+  if (cfg.gpt) {
+    md += "**The character GPT.** A small GPT on a text corpus (below), the same number of training tokens at every "
+          "batch size; `normlab sweep --dataset text` runs the complete protocol.\n\n";
+    p.gpt_sweep.title = "GPT: " + p.gpt_sweep.title;
+    md += section(p.gpt_sweep, "gpt-sweep/");
+  }
+  std::vector<FamilySweep> families;
+  const auto registered = [](const std::string& n) { return norm(n).display; };
+  families.push_back({"MLP", "test accuracy, %", &p.sweep, false, kPercent, registered});
+  if (cfg.cnn) families.push_back({"CNN", "test accuracy, %", &p.cnn_sweep, false, kPercent, registered});
+  if (cfg.lstm) families.push_back({"LSTM", "test accuracy, %", &p.lstm_sweep, false, kPercent, registered});
+  if (cfg.gpt) families.push_back({"GPT", "validation bits/char", &p.gpt_sweep, true, kBitsUnits, variant_display});
+  return families.size() > 1 ? md + families_section(families) : md;
+}
+
 }  // namespace
 
 StudyPlan plan_study(const StudyConfig& cfg, const Splits& data) {
@@ -158,58 +246,37 @@ StudyPlan plan_study(const StudyConfig& cfg, const Splits& data) {
     p.cnn_sweep_data = sweep_only(p.cnn_data);
     p.cnn_sweep = sweep_runs(cfg.cnn_sweep, p.cnn_sweep_data);
   }
+  if (cfg.lstm) {
+    p.lstm_sweep_data = sweep_only(part_data(data, cfg.lstm_train_limit));
+    p.lstm_sweep = sweep_runs(cfg.lstm_sweep, p.lstm_sweep_data);
+  }
+  if (cfg.gpt) p.gpt_sweep = lm_sweep_runs(cfg.gpt_sweep);
   return p;
 }
 
 Report run_study(const StudyPlan& plan, const DataSpec& spec, const Splits& data, const StudyContext& ctx) {
   const auto t0 = std::chrono::steady_clock::now();
   const StudyConfig& cfg = plan.config;
-  const Splits& sweep = plan.sweep_data;
   prepare_output_dir(ctx.out);
-  StudyContext part = ctx;
-  into_part(part, ctx, "compare");
-  const Report a = run_compare(cfg.compare, plan.compare, data, part);
-  into_part(part, ctx, "sweep");
-  part.dataset = describe(spec, sweep);
-  const Report b = run_sweep(cfg.sweep, plan.sweep, sweep, part);
-  Report c, d;  // the CNN part, if any
-  const Splits& cnn = plan.cnn_data;
-  if (cfg.cnn) {
-    for (auto [rep, sub] : {std::pair{&c, "cnn-compare"}, std::pair{&d, "cnn-sweep"}}) {
-      into_part(part, ctx, sub);
-      part.dataset = describe(spec, rep == &c ? cnn : plan.cnn_sweep_data);
-      *rep = rep == &c ? run_compare(cfg.cnn_compare, plan.cnn_compare, cnn, part)
-                       : run_sweep(cfg.cnn_sweep, plan.cnn_sweep, plan.cnn_sweep_data, part);
-    }
+  const Parts p = run_parts(plan, spec, data, ctx);
+  Report rep{"normlab study: BatchNorm vs LayerNorm", "", false, false, 0, 0};
+  for (const Report* r : {&p.compare, &p.sweep, &p.cnn_compare, &p.cnn_sweep, &p.lstm_sweep, &p.gpt_sweep}) {
+    rep.interrupted = rep.interrupted || r->interrupted;
+    rep.runs_done += r->runs_done, rep.runs_total += r->runs_total;
   }
-  Report rep{"normlab study: BatchNorm vs LayerNorm", "", false, a.interrupted || b.interrupted || c.interrupted ||
-             d.interrupted, a.runs_done + b.runs_done + c.runs_done + d.runs_done,
-             a.runs_total + b.runs_total + c.runs_total + d.runs_total};
   std::string md = "# " + rep.title + "\n\nCommand: `" + ctx.command_line + "`\n\n";
   if (rep.interrupted)
     md += "**Interrupted (Ctrl-C): " + std::to_string(rep.runs_done) + " of " + std::to_string(rep.runs_total) +
           " runs finished.** `normlab study --resume` with the same flags and `--out` trains the rest.\n\n";
-  md += "Data: " + describe(spec, data) + ". The sweeps hold out the same validation images but do not evaluate "
-        "them (their tables are of the test set).\n\n";
-  const std::string subset = ", the first of the training split, which is shuffled with data seed " +
-                             std::to_string(spec.seed);
-  if (sweep.train.size() < data.train.size())
-    md += "To fit the time budget, the batch-size sweep trains on a random subset of " +
-          std::to_string(sweep.train.size()) + " of the " + std::to_string(data.train.size()) +
-          " training images (`--sweep-train-limit`" + subset + "); `normlab sweep --full` runs the complete protocol.\n\n";
-  md += section(a, "compare/") + section(b, "sweep/");
-  if (cfg.cnn) {
-    md += "**The convolutional network.** The study's CNN (" + describe(cfg.cnn_compare.base.model) +
-          ") on a random subset of " + std::to_string(cnn.train.size()) + " training images (`--cnn-train-limit`" + subset +
-          ") and the same test set.\n\n";
-    c.title = "CNN: " + c.title, d.title = "CNN: " + d.title;
-    md += section(c, "cnn-compare/") + section(d, "cnn-sweep/") + side_by_side(b, d);
-  }
+  md += mlp_and_cnn_markdown(plan, spec, data, p) + sequence_markdown(plan, spec, p);
   write_file_atomic(ctx.out / "report.md", md);
   nlohmann::json man = manifest(ctx, {{"study", "study"}, {"sweep_train_limit", cfg.sweep_train_limit}},
                                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  man["parts"] = cfg.cnn ? nlohmann::json{"compare", "sweep", "cnn-compare", "cnn-sweep"} : nlohmann::json{"compare", "sweep"};
-  if (cfg.cnn) man["cnn_train_limit"] = cfg.cnn_train_limit;
+  nlohmann::json parts{"compare", "sweep"};
+  if (cfg.cnn) parts.push_back("cnn-compare"), parts.push_back("cnn-sweep"), man["cnn_train_limit"] = cfg.cnn_train_limit;
+  if (cfg.lstm) parts.push_back("lstm-sweep"), man["lstm_train_limit"] = cfg.lstm_train_limit;
+  if (cfg.gpt) parts.push_back("gpt-sweep"), man["gpt_train_tokens"] = cfg.gpt_sweep.tokens;
+  man["parts"] = parts;
   man["runs_total"] = rep.runs_total;
   man["runs_finished"] = rep.runs_done;
   man["interrupted"] = rep.interrupted;

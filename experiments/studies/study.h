@@ -13,6 +13,7 @@
 
 #include "experiments/context.h"
 #include "experiments/datasets.h"
+#include "experiments/studies/lm_sweep.h"
 #include "experiments/trainer.h"
 
 namespace normlab::experiments::studies {
@@ -84,6 +85,15 @@ struct StudyConfig {
   CompareConfig cnn_compare;
   SweepConfig cnn_sweep;
   int64_t cnn_train_limit = 0;
+  // The LSTM part (make run on Fashion-MNIST): a batch-size sweep of the study's LSTM on rows of
+  // pixels, on a random subset of lstm_train_limit training images; off when lstm is false.
+  bool lstm = false;
+  SweepConfig lstm_sweep;
+  int64_t lstm_train_limit = 0;
+  // The character GPT part (make run): a batch-size sweep of a small GPT on a text corpus with the
+  // same number of training tokens at every batch size; off when gpt is false.
+  bool gpt = false;
+  LmSweepConfig gpt_sweep;
 };
 
 // The runs of a comparison (each norm, each seed), each checked: throws normlab::Error for
@@ -107,8 +117,9 @@ struct StudyPlan {
   StudyConfig config;
   // The sweep's and the CNN part's data (the test set the same); the sweeps' without the
   // validation split, which they do not evaluate.
-  Splits sweep_data, cnn_data, cnn_sweep_data;
-  std::vector<CheckedRun> compare, sweep, cnn_compare, cnn_sweep;
+  Splits sweep_data, cnn_data, cnn_sweep_data, lstm_sweep_data;
+  std::vector<CheckedRun> compare, sweep, cnn_compare, cnn_sweep, lstm_sweep;
+  std::vector<LmRunSpec> gpt_sweep;
 };
 StudyPlan plan_study(const StudyConfig& config, const Splits& data);
 
@@ -133,8 +144,10 @@ Report run_ddp_sweep(const DdpSweepConfig& config, const std::vector<std::vector
 // The same after normalize and ddp_sweep_runs.
 Report run_ddp_sweep(const DdpSweepConfig& config, const Splits& data, const StudyContext& ctx);
 // The comparison in ctx.out/compare, the sweep in ctx.out/sweep (and with config.cnn the CNN's in
-// cnn-compare and cnn-sweep, plus a table of MLP and CNN side by side), and one report.md over all;
-// every setting is validated before anything is written. spec describes the data in the reports.
+// cnn-compare and cnn-sweep, plus a table of MLP and CNN side by side; with config.lstm the LSTM's
+// sweep in lstm-sweep; with config.gpt the GPT's in gpt-sweep; with more than one family the table
+// of the families side by side), and one report.md over all; every setting is validated before
+// anything is written. spec describes the data in the reports.
 Report run_study(const StudyPlan& plan, const DataSpec& spec, const Splits& data, const StudyContext& ctx);
 
 }  // namespace normlab::experiments::studies

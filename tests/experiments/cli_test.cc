@@ -199,8 +199,8 @@ BOOST_AUTO_TEST_CASE(study_on_images_adds_the_cnn_part) {
   BOOST_REQUIRE_EQUAL(run_normlab({"study", "--quiet", "--train-limit", "1000", "--test-limit", "200", "--epochs", "1",
                                    "--seeds", "0", "--batch-sizes", "4,32", "--sweep-train-limit", "500",
                                    "--cnn-train-limit", "300", "--cnn-epochs", "1", "--cnn-batch-sizes", "4,32",
-                                   "--cnn-norms", "none,batch,instance", "--cnn-sweep-norms", "batch,group", "--out",
-                                   t.path().string()}),
+                                   "--cnn-norms", "none,batch,instance", "--cnn-sweep-norms", "batch,group", "--no-lstm",
+                                   "--no-gpt", "--out", t.path().string()}),
                       0);
   for (const char* part : {"compare", "sweep", "cnn-compare", "cnn-sweep"})
     BOOST_TEST(fs::exists(t.path() / part / "summary.csv"), part << "/summary.csv is missing");
@@ -214,7 +214,7 @@ BOOST_AUTO_TEST_CASE(study_on_images_adds_the_cnn_part) {
   TempDir u;
   BOOST_REQUIRE_EQUAL(run_normlab({"study", "--quiet", "--train-limit", "500", "--test-limit", "100", "--epochs", "1",
                                    "--seeds", "0", "--batch-sizes", "32", "--sweep-train-limit", "200", "--no-cnn",
-                                   "--out", u.path().string()}),
+                                   "--no-lstm", "--no-gpt", "--out", u.path().string()}),
                       0);
   BOOST_TEST(!fs::exists(u.path() / "cnn-compare"));
   expect_error({"study", "--arch", "cnn", "--out", u.path().string()}, "study runs its MLP and its CNN parts itself");
