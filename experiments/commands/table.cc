@@ -31,7 +31,7 @@ const std::vector<CommandEntry>& command_table() {
       {"train", "train one model: metrics to the terminal and CSV, a checkpoint", make_train_command},
       {"compare", "convergence: the same model under each norm, several seeds", make_compare_command},
       {"sweep", "sensitivity: final accuracy against batch size or learning rate", make_sweep_command},
-      {"study", "the default study (make run): compare + batch-size sweep, one report", make_study_command},
+      {"study", "the default study (make run): MLP, CNN, LSTM and GPT, compare + batch-size sweeps, one report", make_study_command},
       {"predict", "a saved model's class probabilities for each row of a CSV file", make_predict_command},
       {"eval", "a saved model's accuracy, per-class accuracy and confusion matrix", make_eval_command},
       {"generate", "text sampled from a character language model (train --dataset text)",
