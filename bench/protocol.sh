@@ -6,7 +6,7 @@
 # few minutes, PyTorch about 10 on an idle machine.
 # ARCH=cnn: the study's CNN (conv3x3 32 - norm - ReLU - maxpool 2 - conv3x3 64 - norm - ReLU -
 # maxpool 2 - Linear 3136->10) on the first 10,000 training images, 3 epochs, 2 seeds, batch sizes
-# 2..128, batch/layer/group (42 runs), the same optimizer and schedule (bench/README.md has the
+# 2..128, batch/layer/group (42 runs), the same optimizer and schedule (bench/results/ has the
 # measured times: far longer than the MLP's).
 # ARCH=lstm (protocol A): the LSTM classifier on row-sequential Fashion-MNIST (28 steps of 28
 # pixels, one layer of 128 units, Linear on the last hidden state), the first 10,000 training images,

@@ -1,7 +1,7 @@
 # The layering of normlab's libraries, as data: which libraries' headers each library's sources may
 # include, and which headers are internal to their library. Read by CMakeLists.txt (each library's
 # target exposes only its public headers) and by cmake/CheckLayering.cmake (the layering/ tests),
-# so the rule is written once; README.md's Layout table states it in words.
+# so the rule is written once; docs/extending.md's table ("Where things go") states it in words.
 
 # The library folders, bottom up (folder = library = namespace = include path).
 set(NORMLAB_LAYERS base autograd serialize dist nn data optim experiments)
