@@ -18,16 +18,6 @@ namespace {
 
 using Points = std::vector<std::pair<double, std::vector<double>>>;  // (batch, the seeds' values)
 
-// The batch sizes a sweep ran, smallest first.
-std::vector<double> batches_of(const Report& r) {
-  std::vector<double> x;
-  for (const auto& nc : r.sweep_accuracy)
-    for (const auto& bv : nc.second) x.push_back(bv.first);
-  std::sort(x.begin(), x.end());
-  x.erase(std::unique(x.begin(), x.end()), x.end());
-  return x;
-}
-
 // The values with "higher is better": negated for a metric where lower is better.
 std::vector<double> oriented(const FamilySweep& f, std::vector<double> v) {
   if (f.lower_is_better)
@@ -147,6 +137,15 @@ std::string family_reading(const FamilySweep& f) {
 }
 
 }  // namespace
+
+std::vector<double> batches_of(const Report& r) {
+  std::vector<double> x;
+  for (const auto& nc : r.sweep_accuracy)
+    for (const auto& bv : nc.second) x.push_back(bv.first);
+  std::sort(x.begin(), x.end());
+  x.erase(std::unique(x.begin(), x.end()), x.end());
+  return x;
+}
 
 std::string families_section(const std::vector<FamilySweep>& all) {
   std::vector<FamilySweep> fs;

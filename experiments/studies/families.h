@@ -22,6 +22,9 @@ struct FamilySweep {
   std::function<std::string(const std::string&)> display;  // a norm's name in the text
 };
 
+// The batch sizes a sweep ran (the keys of its sweep_accuracy), smallest first, each once.
+std::vector<double> batches_of(const Report& r);
+
 // "## The four families side by side": the two tables and the reading. Families whose sweep has
 // no batch size are left out.
 std::string families_section(const std::vector<FamilySweep>& families);

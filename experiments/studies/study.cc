@@ -88,16 +88,6 @@ std::string losses(const std::vector<std::pair<double, std::vector<double>>>& c,
   return md;
 }
 
-// The batch sizes a sweep ran, smallest first.
-std::vector<double> batches_of(const Report& r) {
-  std::vector<double> x;
-  for (const auto& [n, c] : r.sweep_accuracy)
-    for (const auto& [b, v] : c) x.push_back(b);
-  std::sort(x.begin(), x.end());
-  x.erase(std::unique(x.begin(), x.end()), x.end());
-  return x;
-}
-
 // MLP and CNN side by side, from the two batch-size sweeps: at each batch size the norms tied for
 // the best in each, and per norm how far the two smallest batch sizes both ran fall below the
 // norm's best batch size.
