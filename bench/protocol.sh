@@ -15,7 +15,7 @@
 # batch 128 (scaled to the same samples at every batch), cosine. PyTorch: bench/pytorch_protocol.py
 # --arch lstm.
 # ARCH=gpt (protocol B): the character GPT on Debian's fortunes (4 layers, 4 heads, width 128,
-# block 64), 1,024,000 training tokens per run at every batch size (steps = round(tokens / (batch x
+# block 64), 4,096,000 training tokens per run at every batch size (steps = round(tokens / (batch x
 # 64))), AdamW (lr 1e-3, betas 0.9, 0.95, weight decay 0.1 on 2-D weights), a tenth of the steps as
 # warmup then cosine, clipping at 1; batch sizes 1,2,4,16,64, 2 seeds,
 # layer/layer-post/rms/batch/none (50 runs); the validation bits per character (BatchNorm also in
@@ -64,7 +64,7 @@ case $ARCH in
       fi
     done
     BATCH_SIZES=${BATCH_SIZES:-1,2,4,16,64}
-    TOKENS=${TOKENS:-1024000}
+    TOKENS=${TOKENS:-4096000}
     NORMS=${NORMS:-layer,layer-post,rms,batch,none}
     LAYERS=${LAYERS:-4} HEADS=${HEADS:-4} WIDTH=${WIDTH:-128} BLOCK=${BLOCK:-64} ;;
   *)

@@ -46,7 +46,7 @@ def parse_args():
     p.add_argument("--batch-sizes", default="1,2,4,16,64", help="batch sizes in sequences")
     p.add_argument("--norms", default="layer,layer-post,rms,batch,none", help="GPT variants: " + ", ".join(VARIANTS))
     p.add_argument("--seeds", default="0,1")
-    p.add_argument("--train-tokens", type=int, default=1024000, help="training tokens of every run")
+    p.add_argument("--train-tokens", type=int, default=4096000, help="training tokens of every run")
     p.add_argument("--block-size", type=int, default=64)
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--heads", type=int, default=4)

@@ -54,8 +54,9 @@ void TextStudy::add_flags(CLI::App& a) {
   if (kind_ == Kind::Sweep)
     a.add_option("--train-tokens", train_tokens_,
                  "language model (--dataset text): training tokens (characters) of every run, at every batch size: "
-                 "steps = round(tokens / (batch x --block-size)); the default is train's default run, 1000 steps of "
-                 "batch 16 x block 64; its --batch-sizes default to 1,2,4,16,64 (sequences)")
+                 "steps = round(tokens / (batch x --block-size)); the default, the full protocol's, is 4000 steps of "
+                 "batch 16 x block 64 (four times train's default run); its --batch-sizes default to 1,2,4,16,64 "
+                 "(sequences)")
         ->check(whole(1, std::numeric_limits<int64_t>::max()))
         ->capture_default_str();
 }
