@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <system_error>
+#include <unistd.h>
 
 #include "dist/dist.h"
 #include "experiments/cli.h"
@@ -16,6 +18,8 @@
 #include "experiments/result_set.h"
 
 namespace normlab::experiments::commands {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -64,10 +68,6 @@ void TextStudy::add_flags(CLI::App& a) {
 void TextStudy::presets(TrainingOptions& o, const Given& given) {
   text_.presets(o, given, true);
   if (!given("--clip-grad-norm")) o.train.clip_grad_norm = TextFlags{}.clip_grad_norm;  // train's text default
-  if (dist::world_size() > 1)
-    throw Error(std::string(kind_ == Kind::Sweep ? "sweep" : "compare") + " --dataset text runs in one process, not " +
-                "split over an mpirun job of " + std::to_string(dist::world_size()) + ": start it without mpirun " +
-                "(its runs train side by side on --threads threads)");
   if (given("--position"))
     throw Error("--position does not apply to " + std::string(kind_ == Kind::Sweep ? "sweep" : "compare") +
                 " --dataset text: each of --norms names its position (" + variant_list() + ")");
@@ -127,18 +127,33 @@ void TextStudy::plan(const TrainingOptions& o) {
   }
 }
 
+// In an mpirun job, a rank other than 0: its share of the runs (lm_runs.h), written into a scratch
+// folder that is removed afterwards; rank 0 writes the results.
+int TextStudy::run_other_rank(StudyContext ctx, const fs::path& resume_from) {
+  ctx.quiet = true;
+  ctx.out = fs::temp_directory_path() / ("normlab-rank" + std::to_string(dist::rank()) + "-" + std::to_string(::getpid()));
+  ctx.resume_from = resume_from;
+  prepare_output_dir(ctx.out);
+  if (compare_) studies::run_lm_compare(*compare_, specs_, ctx);
+  else studies::run_lm_sweep(*sweep_, specs_, ctx);
+  std::error_code ec;
+  fs::remove_all(ctx.out, ec);
+  return kExitOk;
+}
+
 int TextStudy::run(const TrainingOptions& o, const nlohmann::json& settings, const Invocation& inv) {
   install_interrupt_handler();
   const ResumeSources sources = o.resume ? resume_sources(o.out, "records.json", settings) : ResumeSources{};
-  ResultSet set(o.out);
   StudyContext ctx;
-  ctx.out = set.dir();
-  if (sources.out) ctx.resume_from = set.out();
   ctx.resume_killed = sources.killed;
   ctx.quiet = o.quiet;
   ctx.command_line = inv.text();
   ctx.dataset = compare_ ? compare_->corpus->name : sweep_->corpus->name;
   ctx.settings = settings;
+  if (dist::rank() != 0) return run_other_rank(ctx, sources.out ? output_folder(o.out) : fs::path());
+  ResultSet set(o.out);
+  ctx.out = set.dir();
+  if (sources.out) ctx.resume_from = set.out();
   prepare_output_dir(ctx.out);
   Report rep;
   try {

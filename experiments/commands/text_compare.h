@@ -6,6 +6,7 @@
 // apply refused, and the run written into --out as one set.
 #pragma once
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +48,7 @@ class TextStudy {
 
  private:
   void refuse_sweep_flags(const Given& given) const;
+  int run_other_rank(StudyContext ctx, const std::filesystem::path& resume_from);
 
   Kind kind_;
   TextTraining text_;

@@ -15,6 +15,7 @@
 #include "autograd/parallel.h"
 #include "autograd/shape_ops.h"
 #include "base/error.h"
+#include "dist/dist.h"
 #include "experiments/interrupt.h"
 #include "experiments/language_model.h"
 #include "experiments/optimizers.h"
@@ -144,10 +145,12 @@ std::string outcome(const LmRunResult& r) {
 // progress and outcome are reported under one lock.
 class LmQueue {
  public:
+  // Trains runs first, first + stride, ... (an mpirun job's rank and size; 0 and 1 otherwise).
   LmQueue(const std::vector<LmRunSpec>& specs, bool quiet, const std::string& command,
-          const std::vector<nlohmann::json>& previous, LmJournal* journal)
-      : specs_(specs), command_(command), previous_(previous), journal_(journal), progress_(total_steps(specs), quiet),
-        finished_(specs.size()), steps_done_(specs.size(), 0) {}
+          const std::vector<nlohmann::json>& previous, LmJournal* journal, size_t first, size_t stride)
+      : specs_(specs), command_(command), previous_(previous), journal_(journal),
+        progress_(total_steps(specs, first, stride), quiet), finished_(specs.size()), steps_done_(specs.size(), 0),
+        next_(first), stride_(stride) {}
 
   // Claims and trains runs until none is left, Ctrl-C came or a run threw.
   void work() {
@@ -156,7 +159,8 @@ class LmQueue {
       {
         std::lock_guard<std::mutex> lock(mu_);
         if (error_ || interrupted() || next_ >= specs_.size()) return;
-        i = next_++;
+        i = next_;
+        next_ += stride_;
       }
       try {
         train(i);
@@ -168,13 +172,20 @@ class LmQueue {
     }
   }
 
-  // The runs finished in order (up to the first that did not finish); rethrows a run's error.
+  // The runs finished in order (up to the first that did not finish); rethrows a run's error. In an
+  // mpirun job, every rank's runs first gathered (a collective).
   LmRuns finish() {
     progress_.finish();
     if (error_) std::rethrow_exception(error_);
     LmRuns runs;
     runs.total = specs_.size();
     runs.reused = reused_;
+    if (dist::world_size() > 1) {
+      gather();
+      double reused = static_cast<double>(reused_);
+      dist::allreduce_sum(&reused, 1);
+      runs.reused = static_cast<size_t>(reused);
+    }
     for (size_t i = 0; i < finished_.size() && finished_[i] && !finished_[i]->interrupted; ++i)
       runs.results.push_back(std::move(*finished_[i]));
     runs.wall_seconds = progress_.elapsed_seconds();
@@ -182,10 +193,27 @@ class LmQueue {
   }
 
  private:
-  static int64_t total_steps(const std::vector<LmRunSpec>& specs) {
+  static int64_t total_steps(const std::vector<LmRunSpec>& specs, size_t first, size_t stride) {
     int64_t total = 0;
-    for (const LmRunSpec& s : specs) total += s.config.steps;
+    for (size_t i = first; i < specs.size(); i += stride) total += specs[i].config.steps;
     return total;
+  }
+
+  // Every rank's finished runs, as their records (lm_records.h), to every rank: each run was trained
+  // on one process, so the gathered results are those of one process training them all.
+  void gather() {
+    nlohmann::json mine = nlohmann::json::array();
+    for (size_t i = 0; i < finished_.size(); ++i)
+      if (finished_[i] && !finished_[i]->interrupted)
+        mine.push_back({{"index", i}, {"records", lm_records_json(specs_[i], *finished_[i])}});
+    for (const std::string& part : dist::allgather(mine.dump()))
+      for (const auto& run : nlohmann::json::parse(part)) {
+        const size_t i = run.at("index").get<size_t>();
+        if (finished_[i]) continue;  // this rank's own
+        std::optional<LmRunResult> r = stored_lm_run(run.at("records"), specs_[i]);
+        if (!r) throw Error("the results of run " + std::to_string(i) + " from another rank could not be read back");
+        finished_[i] = std::move(*r);
+      }
   }
 
   void train(size_t i) {
@@ -217,7 +245,7 @@ class LmQueue {
   std::mutex mu_;  // guards everything below
   std::vector<std::optional<LmRunResult>> finished_;
   std::vector<int64_t> steps_done_;
-  size_t next_ = 0, reused_ = 0;
+  size_t next_ = 0, stride_ = 1, reused_ = 0;
   std::exception_ptr error_;
 };
 
@@ -283,7 +311,9 @@ std::string lm_run_label(const std::string& command, const LmRunSpec& s) {
 
 LmRuns train_lm_runs(const std::vector<LmRunSpec>& specs, bool quiet, const std::string& command,
                      const std::vector<nlohmann::json>& previous, LmJournal* journal) {
-  LmQueue queue(specs, quiet, command, previous, journal);
+  // In an mpirun job each rank trains every W-th run from its rank on; rank 0 journals its own.
+  const size_t rank = static_cast<size_t>(dist::rank()), ranks = static_cast<size_t>(dist::world_size());
+  LmQueue queue(specs, quiet, command, previous, rank == 0 ? journal : nullptr, rank, ranks);
   // With T kernel threads, T runs train side by side, one thread each (the same bits as one after
   // another: the kernels' results do not depend on the thread count); a batch-1 step gains little
   // from a second thread, a second run gains nearly twice.

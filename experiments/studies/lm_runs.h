@@ -99,7 +99,9 @@ double train_mode_window_loss(CharModel& m, const std::vector<int64_t>& ids, int
 // (records.h previous_runs: an earlier, interrupted command's) with the same settings is taken from
 // there instead of trained (lm_records.h stored_lm_run). Every run finished is appended to
 // `journal` (when given) the moment it finishes. Ctrl-C stops after the current step: results then
-// holds the runs finished before the first unfinished one.
+// holds the runs finished before the first unfinished one. In an mpirun job of W processes (every
+// rank calls it), rank r trains runs r, r + W, ... and every rank then holds all the results, the
+// same as one process's; only rank 0 journals (its own runs).
 class LmJournal;
 struct LmRuns {
   std::vector<LmRunResult> results;

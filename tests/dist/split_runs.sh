@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # mpirun -np W normlab compare|sweep|study (W = 2, 3) splits the runs over the processes and writes
-# the same CSV files, byte for byte, as one process; and normlab train --distributed trains one
+# the same CSV files, byte for byte, as one process (also compare and sweep --dataset text, W = 2); and normlab train --distributed trains one
 # model over 2 processes. Usage: split_runs.sh NORMLAB MPIEXEC SCRATCH
 set -euo pipefail
 normlab=$1 mpiexec=$2 dir=$3
@@ -18,6 +18,22 @@ for cmd in compare sweep study; do
     [ "$count" -gt 0 ] || { echo "FAIL: $cmd wrote no CSV file"; exit 1; }
     echo "$cmd on $np processes: $count CSV files identical to one process"
   done
+done
+# The character GPT's compare and sweep split their runs likewise (a tiny model on the sample text).
+sample="$(cd "$(dirname "$0")/../data/fixtures" && pwd)/text_sample.txt"
+tiny=(--dataset text --text "$sample" --norms layer,batch --seeds 0,1 --layers 1 --width 16 --heads 2 --block-size 8 --quiet)
+for cmd in compare sweep; do
+  sizes=(--steps 10)
+  [ "$cmd" = sweep ] && sizes=(--batch-sizes 2,4 --train-tokens 512)
+  "$normlab" "$cmd" "${tiny[@]}" "${sizes[@]}" --out "$dir/text-$cmd-1"
+  "$mpiexec" --oversubscribe -np 2 "$normlab" "$cmd" "${tiny[@]}" "${sizes[@]}" --threads 1 --out "$dir/text-$cmd-2"
+  count=0
+  while IFS= read -r f; do
+    cmp "$dir/text-$cmd-1/$f" "$dir/text-$cmd-2/$f" || { echo "FAIL: $cmd --dataset text on 2 processes: $f differs"; exit 1; }
+    count=$((count + 1))
+  done < <(cd "$dir/text-$cmd-1" && find . -name '*.csv')
+  [ "$count" -gt 0 ] || { echo "FAIL: $cmd --dataset text wrote no CSV file"; exit 1; }
+  echo "$cmd --dataset text on 2 processes: $count CSV files identical to one process"
 done
 # One model over two processes: rank 0 writes the results, the manifest says so.
 "$mpiexec" --oversubscribe -np 2 "$normlab" train --quick --quiet --distributed --norm syncbatch --out "$dir/ddp"
