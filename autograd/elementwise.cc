@@ -180,10 +180,22 @@ Tensor sigmoid(const Tensor& x) {
   });
 }
 
+// The forward keeps s = sigmoid(2u) for the backward when it will run one (kernels::gelu_forward),
+// which then needs no exp and no division; the same bits as computing s again.
 Tensor gelu(const Tensor& x) {
-  Tensor y = unary_forward(k::UnaryOp::Gelu, x);
-  return record("GeluBackward0", y, {x}, [x = saved(x)](const Tensor& g, const Needs&) {
-    return Grads{unary_grad(k::UnaryGradOp::Gelu, x, g)};
+  if (!should_record({x})) return unary_forward(k::UnaryOp::Gelu, x);
+  Tensor y = empty_like(x), s = empty_like(x);
+  dispatch(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    k::gelu_forward(x.numel(), x.data<T>(), y.data<T>(), s.data<T>());
+  });
+  return record("GeluBackward0", y, {x}, [x = saved(x), s](const Tensor& g, const Needs&) {
+    Tensor dx = empty_like(x);
+    dispatch(x.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      k::gelu_backward(x.numel(), x.data<T>(), s.data<T>(), g.data<T>(), dx.data<T>());
+    });
+    return Grads{dx};
   });
 }
 

@@ -13,14 +13,21 @@ namespace normlab::nn {
 namespace {
 
 // sum_i f(g_i) in double, in a fixed order: element i goes to partial sum i mod 8 (independent
-// chains, which the compiler keeps in vector registers), and the partial sums are added in order.
+// chains), and the partial sums are added in order. The 8 sums are named variables: as an array
+// indexed in an inner loop GCC kept them in memory, a load and a store per element (0.4 ms of the
+// GPT benchmark's 830K gradients; now in registers).
 template <typename T, class F>
 double sum_of(const T* g, int64_t n, F f) {
   constexpr int64_t kParts = 8;
-  double part[kParts] = {};
+  double p0 = 0, p1 = 0, p2 = 0, p3 = 0, p4 = 0, p5 = 0, p6 = 0, p7 = 0;
   int64_t i = 0;
-  for (; i + kParts <= n; i += kParts)
-    for (int64_t l = 0; l < kParts; ++l) part[l] += f(static_cast<double>(g[i + l]));
+  for (; i + kParts <= n; i += kParts) {
+    p0 += f(static_cast<double>(g[i])), p1 += f(static_cast<double>(g[i + 1]));
+    p2 += f(static_cast<double>(g[i + 2])), p3 += f(static_cast<double>(g[i + 3]));
+    p4 += f(static_cast<double>(g[i + 4])), p5 += f(static_cast<double>(g[i + 5]));
+    p6 += f(static_cast<double>(g[i + 6])), p7 += f(static_cast<double>(g[i + 7]));
+  }
+  double part[kParts] = {p0, p1, p2, p3, p4, p5, p6, p7};
   for (int64_t l = 0; i < n; ++i, ++l) part[l] += f(static_cast<double>(g[i]));
   double s = 0;
   for (double v : part) s += v;

@@ -19,6 +19,7 @@
 
 #include "autograd/kernels/attention.h"
 #include "autograd/kernels/norm_parallel.h"  // norm_threads
+#include "autograd/kernels/transpose-inl.h"  // TransposeSquare
 #include "base/thread_pool.h"
 #include "hwy/aligned_allocator.h"
 #include "hwy/cache_control.h"
@@ -68,12 +69,30 @@ HWY_INLINE int64_t RoundUpToLanes(int64_t n) {
 }
 
 // bt (D, ld) = the transpose of the T rows of D values at b (row stride `row`), columns T..ld zero.
+// Whole L x L blocks through registers (transpose-inl.h: 8 x 8 floats or 4 x 4 doubles on AVX2 and
+// AVX-512), the rows and columns left over one value at a time.
 template <typename T>
 HWY_INLINE void TransposePadded(int64_t T_, int64_t D, const T* HWY_RESTRICT b, int64_t row, int64_t ld,
                                 T* HWY_RESTRICT bt) {
   for (int64_t d = 0; d < D; ++d) std::fill(bt + d * ld + T_, bt + (d + 1) * ld, T(0));
+  int64_t Tv = 0, Dv = 0;  // rows [0, Tv) x columns [0, Dv) done in blocks
+#if HWY_TARGET != HWY_SCALAR
+  using DT = TransposeD<hn::ScalableTag<T>>;
+  if constexpr (kCanTranspose<DT>) {
+    const DT dt;
+    constexpr int64_t L = static_cast<int64_t>(hn::MaxLanes(DT()));
+    Tv = T_ / L * L, Dv = D / L * L;
+    for (int64_t j = 0; j < Tv; j += L)
+      for (int64_t d = 0; d < Dv; d += L) {
+        hn::Vec<DT> r[L];
+        for (int64_t i = 0; i < L; ++i) r[i] = hn::LoadU(dt, b + (j + i) * row + d);
+        TransposeSquare(dt, r);
+        for (int64_t q = 0; q < L; ++q) hn::StoreU(r[q], dt, bt + (d + q) * ld + j);
+      }
+  }
+#endif
   for (int64_t j = 0; j < T_; ++j)
-    for (int64_t d = 0; d < D; ++d) bt[d * ld + j] = b[j * row + d];
+    for (int64_t d = j < Tv ? Dv : 0; d < D; ++d) bt[d * ld + j] = b[j * row + d];
 }
 
 // Asks for the T rows of D values at x (row stride `row`) to be brought into cache.
@@ -414,9 +433,12 @@ void BackwardChunk(const AttentionShape& s, const BackwardHead<T>& a, int64_t c0
                    BackwardScratch<T>& w) {
   for (int64_t i0 = c0; i0 < c1; i0 += kRows) BackwardRows(s, a, c0, i0, std::min<int64_t>(kRows, c1 - i0), w);
   const int64_t keys = s.causal ? c1 : s.T;
-  const WsumMode<T> add{true, nullptr};
+  // One chunk of all the rows (every short sequence) stores the sums where the others add them to
+  // the zeros StartSums wrote (the same bits: each sum starts from 0 either way).
+  const bool only = c0 == 0 && c1 == s.T;
+  const WsumMode<T> add{!only, nullptr};
   const T scales[kRows] = {a.scale, a.scale, a.scale, a.scale};
-  const WsumMode<T> add_k{true, c1 == s.T ? scales : nullptr};  // the last chunk's sums are dK
+  const WsumMode<T> add_k{!only, c1 == s.T ? scales : nullptr};  // the last chunk's sums are dK
   for (int64_t j0 = 0; j0 < keys; j0 += kRows) {
     const int64_t rows = std::min<int64_t>(kRows, s.T - j0);
     const int64_t i_begin = s.causal ? std::max(c0, j0) : c0;
@@ -455,20 +477,18 @@ void AttentionBackwardHead(const AttentionShape& s, int64_t b, int64_t h, const 
   const BackwardHead<T> a{qh,
                           gh,
                           lse + (b * s.H + h) * s.T,
-                          VectorRows(false, s.T, s.D, w.Dp, kh, s.k.row, w.kp),
+                          VectorRows(w.direct, s.T, s.D, w.Dp, kh, s.k.row, w.kp),
                           VectorRows(w.direct, s.T, s.D, w.Dp, qh, s.q.row, w.qp),
                           VectorRows(w.direct, s.T, s.D, w.Dp, gh, s.o.row, w.gp),
                           w.direct ? RowsView<T>{dkh, s.k.row} : RowsView<T>{w.dkp, w.Dp},
                           w.direct ? RowsView<T>{dvh, s.v.row} : RowsView<T>{w.dvp, w.Dp},
                           dq + b * s.q.batch + h * s.q.head,
                           static_cast<T>(1 / std::sqrt(static_cast<double>(s.D)))};
-  // K and V are copied row by row first (whole vectors: many cache misses in flight at once, where
-  // a transpose reading the strided rows one value at a time waits for them one after another),
-  // then transposed from the copies.
-  const auto vx = VectorRows(false, s.T, s.D, w.Dp, v + b * s.v.batch + h * s.v.head, s.v.row, w.vp);
-  TransposePadded(s.T, s.D, a.kx.p, a.kx.ld, w.Tp, w.kt);
-  TransposePadded(s.T, s.D, vx.p, vx.ld, w.Tp, w.vt);
-  StartSums(s, a, w.Dp);
+  // K^T and V^T straight from the rows (TransposePadded reads L rows at once, so L cache misses are
+  // in flight together).
+  TransposePadded(s.T, s.D, kh, s.k.row, w.Tp, w.kt);
+  TransposePadded(s.T, s.D, v + b * s.v.batch + h * s.v.head, s.v.row, w.Tp, w.vt);
+  if (w.Bq < s.T) StartSums(s, a, w.Dp);  // several chunks add into the sums
   for (int64_t i = 0; i < s.T; ++i) w.delta[i] = Dot(s.D, gh + i * s.o.row, oh + i * s.o.row);
   for (int64_t c0 = 0; c0 < s.T; c0 += w.Bq) BackwardChunk(s, a, c0, std::min(s.T, c0 + w.Bq), w);
   if (!w.direct) CopySums(s, a, dkh, dvh);

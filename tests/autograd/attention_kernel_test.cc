@@ -97,6 +97,12 @@ void check_all_cases() {
     check_case<T>(contiguous(1, 2, 117, 117, causal), seed++);
     check_case<T>(packed(2, 1, 70, 117, causal, 3), seed++);
   }
+  // nanoGPT's head size 32 over 64 tokens (whole vectors: q, k, v and the outputs read and written in
+  // place; whole 8 x 8 or 4 x 4 blocks of the transposed copies of K and V), and one block more.
+  for (bool causal : {false, true}) {
+    check_case<T>(packed(2, 2, 64, 32, causal, 0), seed++);
+    check_case<T>(contiguous(1, 2, 72, 40, causal), seed++);
+  }
   // Long enough that the backward works in several chunks of query rows (about 108 rows each).
   for (bool causal : {false, true}) check_case<T>(packed(1, 1, 300, 9, causal, 2), seed++);
   check_case<T>(contiguous(1, 1, 0, 5, true), seed++);  // no tokens: nothing to do

@@ -218,9 +218,37 @@ void test_bias_rows() {
   normlab::autograd::set_num_threads(saved);
 }
 
+// A stored (K, M) and packed (M > 24, dW = dY^T X): its rows are spread over the MR-row panels a
+// few rows at a time, with vectors of 8 values for the panels whose vector stays inside A's row
+// and element by element for the others and the padded last panel. M around the row-block height
+// (144 floats, 72 doubles) and across several blocks, with ragged last panels; K of one row (only
+// the last row's scalar copy), a few rows, several K blocks (300: 2 x 150, 530: 3 x 177) and not a
+// multiple of 8; on 1 and 2 threads (row blocks at an offset into A's rows).
+template <typename T>
+void test_transposed_a_packing() {
+  const int saved = normlab::autograd::num_threads();
+  for (int threads : {1, 2}) {
+    normlab::autograd::set_num_threads(threads);
+    for_each_target([&] {
+      unsigned seed = 1700;
+      for (int64_t m : {25, 30, 31, 73, 145, 294})
+        for (int64_t kk : {1, 2, 9, 300, 530})
+          for (bool acc : {false, true}) {
+            k::GemmShape s;
+            s.trans_a = true, s.m = m, s.n = 40, s.k = kk, s.accumulate = acc;
+            BOOST_TEST_CONTEXT("threads " << threads) { compare<T>(s, seed += 3); }
+          }
+    });
+  }
+  normlab::autograd::set_num_threads(saved);
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(gemm_kernel)
+
+BOOST_AUTO_TEST_CASE(transposed_a_packing_f32) { test_transposed_a_packing<float>(); }
+BOOST_AUTO_TEST_CASE(transposed_a_packing_f64) { test_transposed_a_packing<double>(); }
 
 BOOST_AUTO_TEST_CASE(bias_rows_f32) { test_bias_rows<float>(); }
 BOOST_AUTO_TEST_CASE(bias_rows_f64) { test_bias_rows<double>(); }
