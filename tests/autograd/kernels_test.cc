@@ -77,10 +77,11 @@ void test_unary_grad() {
 }
 
 // gelu_forward / gelu_backward (the GELU that keeps s = sigmoid(2u) for its gradient): y with the
-// same bits as unary(Gelu) on every target and length, dx from the saved s with the same bits as
-// unary_grad(Gelu) over whole vectors (the first multiple of 64 elements: in unary_grad's one-lane
-// tail GCC leaves the multiply and add of the last sum apart, which it fuses in the vector body;
-// gelu_backward fuses them in both); s, y and dx close to the scalar reference; nothing past the end.
+// same bits as unary(Gelu) on every target and length, dx from the saved s within rounding of
+// unary_grad(Gelu) (the same formula; whether the compiler fuses its last multiply and add differs
+// between the two kernels' tails and between optimization levels: in the release build they agree
+// bitwise over whole vectors, under the sanitizers' -O1 they need not); s, y and dx close to the
+// scalar reference; nothing past the end.
 template <typename T>
 void test_gelu_keeping_sigmoid() {
   const double f = sizeof(T) == 4 ? 1 : 1e-7;
@@ -95,7 +96,7 @@ void test_gelu_keeping_sigmoid() {
         k::unary(k::UnaryOp::Gelu, n, x.data(), y_unary.data());
         k::unary_grad(k::UnaryGradOp::Gelu, n, x.data(), g.data(), dx_unary.data());
         BOOST_TEST(std::equal(y_unary.begin(), y_unary.end(), y.begin()));
-        BOOST_TEST(std::equal(dx_unary.begin(), dx_unary.begin() + n / 64 * 64, dx.begin()));
+        check_close(dx, dx_unary, n, 1e-6 * f, 1e-6 * f);
         k::ref::gelu_forward(n, x.data(), y_ref.data(), s_ref.data());
         k::ref::gelu_backward(n, x.data(), s_ref.data(), g.data(), dx_ref.data());
         check_close(sg, s_ref, n, 1e-5 * f, 1e-6 * f);
