@@ -257,14 +257,14 @@ class StudyCommand : public TrainingCommand {
   std::vector<std::string> cnn_norms_{"none", "batch", "layer", "group", "instance"};
   std::vector<std::string> cnn_sweep_norms_{"batch", "layer", "group"};
   bool no_lstm_ = false, no_gpt_ = false;
-  int64_t lstm_train_limit_ = 5000, lstm_epochs_ = 1;
+  int64_t lstm_train_limit_ = 4000, lstm_epochs_ = 1;
   double lstm_lr_ = 1e-3;
   std::vector<int64_t> lstm_batch_sizes_{4, 32};
   std::vector<std::string> lstm_norms_{"none", "layer", "batch", "batch-shared"};
   std::string gpt_text_;
   std::vector<std::string> gpt_norms_{"layer", "batch", "none"};
   std::vector<int64_t> gpt_batch_sizes_{2, 16};
-  int64_t gpt_tokens_ = 192000, gpt_layers_ = 2, gpt_width_ = 64, gpt_heads_ = 4, gpt_block_ = 64;
+  int64_t gpt_tokens_ = 160000, gpt_layers_ = 2, gpt_width_ = 64, gpt_heads_ = 4, gpt_block_ = 64;
   std::optional<StudyPlan> plan_;
 };
 
