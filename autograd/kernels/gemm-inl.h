@@ -258,7 +258,6 @@ void PackA(D d, const Operands<T>& o, int64_t i0, size_t mc, int64_t p0, size_t 
     // panel, which read MR values from each of kc rows M apart (with M a multiple of 512 floats
     // those rows fall into the same L1 sets, and every load missed L1), and rather than one row
     // at a time over all panels (the panels, 6 KiB apart, then conflict in L1 as the rows did).
-    // Zen 4, 1 thread, (1024, 512)^T (1024, 128): 1.48 -> 1.38 ms (median of 12, busy host).
     // The L - MR values past column p's slot land in column p + 1's, which is stored later; the
     // last row stores MR values only. Whole panels whose vector stays inside A's row go this way,
     // the others (and a padded last panel) element by element below.
