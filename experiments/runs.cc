@@ -9,6 +9,7 @@
 
 #include "autograd/parallel.h"
 #include "dist/dist.h"
+#include "experiments/gather_runs.h"
 #include "experiments/interrupt.h"
 #include "experiments/progress.h"
 #include "experiments/records.h"
@@ -17,23 +18,12 @@ namespace normlab::experiments {
 
 namespace {
 
-// Every rank's finished runs on every rank, each in its place: a rank sends its runs' records
-// (records.h: numbers that round-trip exactly, so the CSV files are those of one process) and
-// every rank rebuilds them. A run a rank did not finish (Ctrl-C) stays missing. Only a group's
+// Every rank's finished runs on every rank, each in its place (gather_runs.h). Only a group's
 // first rank sends (the others of a data-parallel run hold the same results).
 void gather_runs(const std::vector<CheckedRun>& configs, std::vector<std::optional<RunResult>>& finished, bool send) {
-  nlohmann::json mine = nlohmann::json::array();
-  for (size_t i = 0; send && i < finished.size(); ++i)
-    if (finished[i] && !finished[i]->interrupted) mine.push_back({{"index", i}, {"records", records_json(*finished[i])}});
-  for (const std::string& part : dist::allgather(mine.dump())) {
-    for (const auto& run : nlohmann::json::parse(part)) {
-      const size_t i = run.at("index").get<size_t>();
-      if (finished[i]) continue;  // this rank's own
-      std::optional<RunResult> r = stored_run(run.at("records"), configs[i].config());
-      if (!r) throw Error("the results of run " + std::to_string(i) + " from another rank could not be read back");
-      finished[i] = std::move(*r);
-    }
-  }
+  gather_runs_of_ranks(
+      finished, send, [](size_t, const RunResult& r) { return records_json(r); },
+      [&configs](size_t i, const nlohmann::json& j) { return stored_run(j, configs[i].config()); });
 }
 
 // Sets the kernels' thread count for the lifetime of the guard, then restores it.

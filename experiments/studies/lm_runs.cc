@@ -16,6 +16,7 @@
 #include "autograd/shape_ops.h"
 #include "base/error.h"
 #include "dist/dist.h"
+#include "experiments/gather_runs.h"
 #include "experiments/interrupt.h"
 #include "experiments/language_model.h"
 #include "experiments/optimizers.h"
@@ -199,21 +200,12 @@ class LmQueue {
     return total;
   }
 
-  // Every rank's finished runs, as their records (lm_records.h), to every rank: each run was trained
-  // on one process, so the gathered results are those of one process training them all.
+  // Every rank's finished runs, as their records (lm_records.h), to every rank (gather_runs.h):
+  // each run was trained on one process, so the results are those of one process training them all.
   void gather() {
-    nlohmann::json mine = nlohmann::json::array();
-    for (size_t i = 0; i < finished_.size(); ++i)
-      if (finished_[i] && !finished_[i]->interrupted)
-        mine.push_back({{"index", i}, {"records", lm_records_json(specs_[i], *finished_[i])}});
-    for (const std::string& part : dist::allgather(mine.dump()))
-      for (const auto& run : nlohmann::json::parse(part)) {
-        const size_t i = run.at("index").get<size_t>();
-        if (finished_[i]) continue;  // this rank's own
-        std::optional<LmRunResult> r = stored_lm_run(run.at("records"), specs_[i]);
-        if (!r) throw Error("the results of run " + std::to_string(i) + " from another rank could not be read back");
-        finished_[i] = std::move(*r);
-      }
+    gather_runs_of_ranks(
+        finished_, true, [this](size_t i, const LmRunResult& r) { return lm_records_json(specs_[i], r); },
+        [this](size_t i, const nlohmann::json& j) { return stored_lm_run(j, specs_[i]); });
   }
 
   void train(size_t i) {

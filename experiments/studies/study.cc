@@ -130,8 +130,10 @@ std::string side_by_side(const Report& mlp, const Report& cnn) {
   return md.str() + "\n";
 }
 
-// The context of the study's part `sub`: its folder, and its folders to resume from.
-void into_part(StudyContext& part, const StudyContext& ctx, const std::string& sub) {
+// The context of the study's part `sub`: its folder, its folders to resume from, and the data it
+// trains on as its report describes it.
+void into_part(StudyContext& part, const StudyContext& ctx, const std::string& sub, const std::string& dataset) {
+  part.dataset = dataset;
   part.out = ctx.out / sub;
   part.resume_from = ctx.resume_from.empty() ? ctx.resume_from : ctx.resume_from / sub;
   part.resume_killed.clear();
@@ -148,27 +150,22 @@ Parts run_parts(const StudyPlan& plan, const DataSpec& spec, const Splits& data,
   const StudyConfig& cfg = plan.config;
   Parts p;
   StudyContext part = ctx;
-  into_part(part, ctx, "compare");
+  into_part(part, ctx, "compare", ctx.dataset);
   p.compare = run_compare(cfg.compare, plan.compare, data, part);
-  into_part(part, ctx, "sweep");
-  part.dataset = describe(spec, plan.sweep_data);
+  into_part(part, ctx, "sweep", describe(spec, plan.sweep_data));
   p.sweep = run_sweep(cfg.sweep, plan.sweep, plan.sweep_data, part);
   if (cfg.cnn) {
-    into_part(part, ctx, "cnn-compare");
-    part.dataset = describe(spec, plan.cnn_data);
+    into_part(part, ctx, "cnn-compare", describe(spec, plan.cnn_data));
     p.cnn_compare = run_compare(cfg.cnn_compare, plan.cnn_compare, plan.cnn_data, part);
-    into_part(part, ctx, "cnn-sweep");
-    part.dataset = describe(spec, plan.cnn_sweep_data);
+    into_part(part, ctx, "cnn-sweep", describe(spec, plan.cnn_sweep_data));
     p.cnn_sweep = run_sweep(cfg.cnn_sweep, plan.cnn_sweep, plan.cnn_sweep_data, part);
   }
   if (cfg.lstm) {
-    into_part(part, ctx, "lstm-sweep");
-    part.dataset = describe(spec, plan.lstm_sweep_data);
+    into_part(part, ctx, "lstm-sweep", describe(spec, plan.lstm_sweep_data));
     p.lstm_sweep = run_sweep(cfg.lstm_sweep, plan.lstm_sweep, plan.lstm_sweep_data, part);
   }
   if (cfg.gpt) {
-    into_part(part, ctx, "gpt-sweep");
-    part.dataset = cfg.gpt_sweep.corpus->name;
+    into_part(part, ctx, "gpt-sweep", cfg.gpt_sweep.corpus->name);
     prepare_output_dir(part.out);
     p.gpt_sweep = run_lm_sweep(cfg.gpt_sweep, plan.gpt_sweep, part);
   }
