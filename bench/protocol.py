@@ -2,10 +2,11 @@
 """Tables of the sweep protocol (bench/protocol.sh): wall time per batch size, normlab beside
 PyTorch, with the share of it spent in training steps, and the final accuracies of both.
 
-usage: protocol.py [--markdown] [--ci] NORMLAB_SWEEP_DIR [PYTORCH_JSON]
+usage: protocol.py [--markdown] [--ci] NORMLAB_SWEEP_DIR [PYTORCH_JSON ...]
 NORMLAB_SWEEP_DIR is the folder `normlab sweep` wrote (manifest.json with run_timing, runs.csv);
 PYTORCH_JSON is what bench/pytorch_protocol.py (or, for a character GPT sweep, whose runs.csv has
-val_bits_per_char, bench/pytorch_lm_protocol.py) wrote with --out. --ci: the cells are mean ± the
+val_bits_per_char, bench/pytorch_lm_protocol.py) wrote with --out; several
+files (processes that split the runs) are merged, their wall times summed. --ci: the cells are mean ± the
 half-width of the 95% confidence interval of the mean over seeds (Student's t, as normlab's
 summary), else mean ± sample std. A GPT sweep's tables are its final validation bits per character
 (and BatchNorm's in training mode) with the total wall times; normlab records no per-run times there.
@@ -52,10 +53,29 @@ def load_normlab_lm(folder):
     return wall, runs
 
 
-def load_pytorch(path):
-    with open(path) as f:
-        data = json.load(f)
-    return data["wall_seconds"], {(r["norm"], r["batch_size"], r["seed"]): r for r in data["runs"]}
+def load_pytorch(paths):
+    """The runs of one or more PyTorch run files (processes that split the runs), and their summed wall time."""
+    wall, runs = 0.0, {}
+    for path in paths:
+        with open(path) as f:
+            data = json.load(f)
+        wall += data["wall_seconds"]
+        for r in data["runs"]:
+            key = (r["norm"], r["batch_size"], r["seed"])
+            if key in runs:
+                sys.exit(f"protocol.py: run {key} is in two PyTorch files (the second is {path})")
+            runs[key] = r
+    return wall, runs
+
+
+def whole_sweep(nl_wall, pt_wall, pt_files):
+    """The line of both sides' sweep times; PyTorch's summed over its files when it ran as several processes."""
+    line = f"\nWhole sweep: normlab {nl_wall:.1f} s"
+    if pt_wall is None:
+        return line
+    if pt_files > 1:
+        return line + f", PyTorch {pt_wall:.1f} s summed over its {pt_files} processes (not comparable)"
+    return line + f", PyTorch {pt_wall:.1f} s ({pt_wall / nl_wall:.2f}x)"
 
 
 def table(header, rows, markdown):
@@ -89,13 +109,71 @@ def cell(values, scale, digits):
     return f"{scale * statistics.mean(v):.{digits}f} ± {scale * spread(v):.{digits}f}"
 
 
+def t_cdf(t, df):
+    """Student's t distribution function, by Simpson's rule on its density from 0 to |t|."""
+    c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+    pdf = lambda x: c * (1 + x * x / df) ** (-(df + 1) / 2)
+    n, x = 2000, abs(t)
+    h = x / n
+    area = h / 3 * (pdf(0) + pdf(x) + sum((4 if i % 2 else 2) * pdf(i * h) for i in range(1, n)))
+    return 0.5 + math.copysign(area, t)
+
+
+def t_quantile(q, df):
+    lo, hi = 0.0, 1000.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if t_cdf(mid, df) < q else (lo, mid)
+    return (lo + hi) / 2
+
+
+def welch(a, b):
+    """mean(b) - mean(a), its 95% interval (Welch's t, Welch-Satterthwaite degrees of freedom) and
+    the two-sided p-value; None when a side has fewer than 2 finite values."""
+    a, b = ([x for x in v if isinstance(x, float) and math.isfinite(x)] for v in (a, b))
+    if len(a) < 2 or len(b) < 2:
+        return None
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    d, se = statistics.mean(b) - statistics.mean(a), math.sqrt(va + vb)
+    if se == 0:
+        return d, d, d, 1.0 if d == 0 else 0.0
+    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    h = t_quantile(0.975, df) * se
+    return d, d - h, d + h, 2 * (1 - t_cdf(abs(d / se), df))
+
+
+def differences(nl, pt, cols, batches, scale, digits, what, markdown):
+    """PyTorch minus normlab per norm and batch size with Welch's 95% interval, and how many differ."""
+    rows, differ, n = [], [], 0
+    for name, f in cols:
+        for b in batches:
+            w = welch([r.get(f, float("nan")) for k, r in nl.items() if k[:2] == (name, b)],
+                      [r.get(f, float("nan")) for k, r in pt.items() if k[:2] == (name, b)])
+            if w is None:
+                continue
+            d, lo, hi, p = w[0] * scale, w[1] * scale, w[2] * scale, w[3]
+            n += 1
+            verdict = "not distinguishable" if lo <= 0 <= hi else "distinguishable"
+            if verdict == "distinguishable":
+                differ.append(f"{name} at batch {b}")
+            label = name + (" train mode" if f.endswith("train_mode") else "")
+            rows.append([label, str(b), f"{d:+.{digits}f}", f"[{lo:+.{digits}f}, {hi:+.{digits}f}]", f"{p:.2f}",
+                         verdict])
+    if not rows:
+        return
+    print(f"\nPyTorch minus normlab, {what} (mean difference over seeds, 95% interval by Welch's t-test)\n")
+    print(table(["norm", "batch", "difference", "95% interval", "p", "reading"], rows, markdown))
+    print(f"\n{n - len(differ)} of {n} cells not distinguishable" +
+          (f"; distinguishable: {', '.join(differ)}" if differ else ""))
+
+
 def acc(values):
     return cell(values, 100, 2)
 
 
 def main_lm(paths, markdown):
     nl_wall, nl = load_normlab_lm(paths[0])
-    pt_wall, pt = load_pytorch(paths[1]) if len(paths) == 2 else (None, {})
+    pt_wall, pt = load_pytorch(paths[1:]) if len(paths) > 1 else (None, {})
     batches = sorted({k[1] for k in nl})
     norms = list(dict.fromkeys(k[0] for k in nl))
     cols = [(n, "val_bits_per_char") for n in norms]
@@ -114,20 +192,21 @@ def main_lm(paths, markdown):
               f"train mode: each batch with its own statistics; {what})\n")
         print(table(["batch", "steps"] + [n + (" train mode" if f.endswith("train_mode") else "") for n, f in cols],
                     rows, markdown))
-    print(f"\nWhole sweep: normlab {nl_wall:.1f} s" + (f", PyTorch {pt_wall:.1f} s ({pt_wall / nl_wall:.2f}x)" if pt else ""))
+    differences(nl, pt, cols, batches, 1, 3, "validation bits per character", markdown)
+    print(whole_sweep(nl_wall, pt_wall if pt else None, len(paths) - 1))
 
 
 def main(argv):
     global CI
     markdown, CI = "--markdown" in argv, "--ci" in argv
     paths = [a for a in argv if a not in ("--markdown", "--ci")]
-    if not 1 <= len(paths) <= 2:
+    if not paths:
         sys.exit(__doc__)
     with open(os.path.join(paths[0], "runs.csv")) as f:
         if "val_bits_per_char" in next(csv.reader(f)):
             return main_lm(paths, markdown)
     nl_wall, nl = load_normlab(paths[0])
-    pt_wall, pt = load_pytorch(paths[1]) if len(paths) == 2 else (None, {})
+    pt_wall, pt = load_pytorch(paths[1:]) if len(paths) > 1 else (None, {})
     batches = sorted({k[1] for k in nl})
     norms = [n for n in ("none", "batch", "batch-shared", "layer", "group", "rms", "instance") if any(k[0] == n for k in nl)]
 
@@ -155,7 +234,7 @@ def main(argv):
     print("Wall time per batch size (sum over norms and seeds; CPU = processor time; steps = forward, loss,"
           " backward, update;\neval = test evaluation + BatchNorm precise/test-batch evaluation)\n")
     print(table(header, rows, markdown))
-    print(f"\nWhole sweep: normlab {nl_wall:.1f} s" + (f", PyTorch {pt_wall:.1f} s ({pt_wall / nl_wall:.2f}x)" if pt else ""))
+    print(whole_sweep(nl_wall, pt_wall if pt else None, len(paths) - 1))
 
     # Wall time per norm and batch size (mean over seeds).
     rows = []
@@ -196,6 +275,8 @@ def main(argv):
         what = "mean ± 95% CI half-width over seeds" if CI else "mean ± std over seeds"
         print(f"\nFinal test accuracy, {side} ({final}; {what}, %)\n")
         print(table(["batch"] + [n + names[f] for n, f in cols], rows, markdown))
+    differences(nl, pt, [(n, "final_test_acc") for n in norms], batches, 100, 2, "final test accuracy (points)",
+                markdown)
 
 
 if __name__ == "__main__":

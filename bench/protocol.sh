@@ -14,22 +14,26 @@
 # at batch 128 scaled by sqrt(batch / 128), the total gradient norm clipped to 1, 50 warmup steps at
 # batch 128 (scaled to the same samples at every batch), cosine. PyTorch: bench/pytorch_protocol.py
 # --arch lstm.
-# ARCH=gpt (protocol B): the character GPT on Debian's fortunes (4 layers, 4 heads, width 128,
-# block 64), 4,096,000 training tokens per run at every batch size (steps = round(tokens / (batch x
-# 64))), AdamW (lr 1e-3, betas 0.9, 0.95, weight decay 0.1 on 2-D weights), a tenth of the steps as
-# warmup then cosine, clipping at 1; batch sizes 1,2,4,16,64, 2 seeds,
+# ARCH=gpt (protocol B): the character GPT on Debian's fortunes (2 layers, 4 heads, width 128,
+# block 64), 2,048,000 training tokens per run at every batch size (steps = round(tokens / (batch x
+# 64))), AdamW (lr 3e-3 at every batch size, betas 0.9, 0.95, weight decay 0.1 on 2-D weights), a
+# tenth of the steps as warmup then cosine, clipping at 1; batch sizes 1,2,4,16,64, 2 seeds,
 # layer/layer-post/rms/batch/none (50 runs); the validation bits per character (BatchNorm also in
-# training mode). PyTorch: bench/pytorch_lm_protocol.py.
+# training mode). The size and lr are what lets both sides run in about an hour on 2 cores while the
+# best norm beats the 4-gram baseline (2.73 bits/char). PyTorch: bench/pytorch_lm_protocol.py.
 # Every arch: the warmup given at batch 128 scaled to round(warmup x 128 / batch) steps and the
 # final score the last epoch's, as normlab's sweep does.
 # Prints the wall time of both per batch size (with the share spent in training steps; the GPT: the
 # whole sweep's) and both result tables (mean ± the 95% confidence interval's half-width over seeds,
-# as normlab's report).
+# as normlab's report), then PyTorch minus normlab per cell with Welch's 95% interval.
 #
 # Environment: ARCH (mlp), BUILD_DIR (build), OUT_DIR (a temporary directory by default; keeps the
-# normlab sweep folder and pytorch.json), THREADS (1), SIDES ("normlab pytorch"), MARKDOWN=1 for
+# normlab sweep folder and pytorch.json), RESUME=1 (keep the runs OUT_DIR already holds from a stopped
+# run of the same protocol, on both sides), THREADS (1), PROCESSES (1: runs side by side on each side,
+# normlab's under mpirun, PyTorch's as that many script processes, each with THREADS threads),
+# SIDES ("normlab pytorch"), MARKDOWN=1 for
 # Markdown tables; smaller runs for a check: BATCH_SIZES, SEEDS, NORMS, and EPOCHS, TRAIN_LIMIT
-# (mlp, cnn, lstm; lstm also HIDDEN) or TOKENS, LAYERS, HEADS, WIDTH, BLOCK (gpt).
+# (mlp, cnn, lstm; lstm also HIDDEN) or TOKENS, LAYERS, HEADS, WIDTH, BLOCK, LR (gpt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -64,9 +68,9 @@ case $ARCH in
       fi
     done
     BATCH_SIZES=${BATCH_SIZES:-1,2,4,16,64}
-    TOKENS=${TOKENS:-4096000}
+    TOKENS=${TOKENS:-2048000}
     NORMS=${NORMS:-layer,layer-post,rms,batch,none}
-    LAYERS=${LAYERS:-4} HEADS=${HEADS:-4} WIDTH=${WIDTH:-128} BLOCK=${BLOCK:-64} ;;
+    LAYERS=${LAYERS:-2} HEADS=${HEADS:-4} WIDTH=${WIDTH:-128} BLOCK=${BLOCK:-64} LR=${LR:-0.003} ;;
   *)
     echo "bench/protocol.sh: ARCH is mlp, cnn, lstm or gpt, got '$ARCH'" >&2
     exit 2 ;;
@@ -77,6 +81,17 @@ PYTHON=${PYTHON:-/usr/bin/python3}  # Debian's python3 with python3-torch (a pye
 if ! [[ $THREADS =~ ^[0-9]+$ ]] || (( THREADS < 1 )); then
   echo "bench/protocol.sh: THREADS must be a thread count of at least 1, got '$THREADS'" >&2
   exit 2
+fi
+PROCESSES=${PROCESSES:-1}
+if ! [[ $PROCESSES =~ ^[0-9]+$ ]] || (( PROCESSES < 1 )); then
+  echo "bench/protocol.sh: PROCESSES must be a process count of at least 1, got '$PROCESSES'" >&2
+  exit 2
+fi
+launch=()
+if (( PROCESSES > 1 )); then
+  command -v mpirun >/dev/null || { echo "bench/protocol.sh: PROCESSES=$PROCESSES needs mpirun: apt-get install openmpi-bin" >&2; exit 2; }
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+  launch=(mpirun --oversubscribe -np "$PROCESSES")
 fi
 for s in $SIDES; do
   [[ $s == normlab || $s == pytorch ]] || { echo "bench/protocol.sh: SIDES lists normlab and/or pytorch, got '$s'" >&2; exit 2; }
@@ -136,25 +151,36 @@ case $ARCH in
              --scaled-warmup --clip-grad-norm 1 --eval-last 1)
     table_flags=(--ci) ;;
   gpt)
-    common=(--train-tokens "$TOKENS" --layers "$LAYERS" --heads "$HEADS" --width "$WIDTH" --block-size "$BLOCK")
+    common=(--train-tokens "$TOKENS" --layers "$LAYERS" --heads "$HEADS" --width "$WIDTH" --block-size "$BLOCK"
+            --lr "$LR")
     normlab_flags=(--dataset text --arch gpt "${common[@]}")
     pytorch=(bench/pytorch_lm_protocol.py "${common[@]}")
     table_flags=(--ci) ;;
 esac
 
-echo "== normlab sweep ($ARCH), $THREADS thread(s)" >&2
+echo "== normlab sweep ($ARCH), $PROCESSES process(es) of $THREADS thread(s)" >&2
 start=$(date +%s%N)
-"$BUILD_DIR/experiments/normlab" sweep --over batch "${normlab_flags[@]}" "${shared[@]}" --out "$OUT_DIR/normlab" 2>&1 |
+resume=()
+[[ ${RESUME:-} == 1 ]] && resume=(--resume)
+"${launch[@]}" "$BUILD_DIR/experiments/normlab" sweep --over batch "${normlab_flags[@]}" "${shared[@]}" "${resume[@]}" --out "$OUT_DIR/normlab" 2>&1 |
   sed -u 's/^/  /' >&2
 normlab_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 
 files=("$OUT_DIR/normlab")
 if (( have_torch )); then
-  echo "== PyTorch ($ARCH), $THREADS thread(s)" >&2
+  echo "== PyTorch ($ARCH), $PROCESSES process(es) of $THREADS thread(s)" >&2
   start=$(date +%s%N)
-  "$PYTHON" "${pytorch[@]}" "${shared[@]}" --out "$OUT_DIR/pytorch.json" 2>&1 | sed -u 's/^/  /' >&2
+  pids=()
+  for ((k = 0; k < PROCESSES; k++)); do
+    out=$OUT_DIR/pytorch.json
+    (( PROCESSES > 1 )) && out=$OUT_DIR/pytorch_$k.json
+    "$PYTHON" "${pytorch[@]}" "${shared[@]}" "${resume[@]}" --shard "$k/$PROCESSES" --out "$out" 2>&1 |
+      sed -u 's/^/  /' >&2 &
+    pids+=($!)
+    files+=("$out")
+  done
+  for pid in "${pids[@]}"; do wait "$pid"; done
   pytorch_ms=$(( ($(date +%s%N) - start) / 1000000 ))
-  files+=("$OUT_DIR/pytorch.json")
 fi
 
 echo >&2

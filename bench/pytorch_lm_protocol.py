@@ -13,7 +13,7 @@
   float32's machine epsilon), batch (BatchNorm1d over the B x T tokens), none; "-post" variants
   post-norm. nanoGPT's init (N(0, 0.02), residual projections N(0, 0.02 / sqrt(2 n_layer)), biases 0).
 - Training: steps = round(--train-tokens / (batch x block)) (at least 1); each step B windows of
-  block + 1 characters at uniform random starts of the training split; AdamW lr --lr (1e-3, the same
+  block + 1 characters at uniform random starts of the training split; AdamW lr --lr (3e-3, the same
   at every batch size), betas 0.9, 0.95, eps 1e-8, weight decay 0.1 on the parameters of 2 or more
   dims (Linear weights, embeddings) and 0 on the others; linear warmup over int(0.1 steps) steps
   (lr (t + 1) / warmup), then cosine to 0; the total gradient norm clipped to 1 before every step.
@@ -26,11 +26,13 @@ Only the random streams (initial weights, window starts) differ from normlab's.
 Prints one line per run to stderr and writes every run as JSON to --out for bench/protocol.py.
 """
 import argparse
-import json
 import math
 import os
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import protocol_runs  # noqa: E402  (--out, --resume, --shard)
 
 CORPUS_FILES = ["art", "ascii-art", "computers", "cookie", "debian", "definitions", "disclaimer", "drugs",
                 "education", "ethnic", "food", "fortunes", "goedel", "humorists", "kids", "knghtbrd", "law", "linux",
@@ -46,16 +48,17 @@ def parse_args():
     p.add_argument("--batch-sizes", default="1,2,4,16,64", help="batch sizes in sequences")
     p.add_argument("--norms", default="layer,layer-post,rms,batch,none", help="GPT variants: " + ", ".join(VARIANTS))
     p.add_argument("--seeds", default="0,1")
-    p.add_argument("--train-tokens", type=int, default=4096000, help="training tokens of every run")
+    p.add_argument("--train-tokens", type=int, default=2048000, help="training tokens of every run")
     p.add_argument("--block-size", type=int, default=64)
-    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--layers", type=int, default=2)
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--width", type=int, default=128)
-    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--val-fraction", type=float, default=0.1)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--out", help="write the runs as JSON here")
+    protocol_runs.add_arguments(p)
     a = p.parse_args()
+    protocol_runs.parse_shard(p, a)
     try:
         a.batch_sizes = [int(b) for b in a.batch_sizes.split(",")]
         a.seeds = [int(s) for s in a.seeds.split(",")]
@@ -83,7 +86,6 @@ except ImportError:
           "(and run this script with /usr/bin/python3)", file=sys.stderr)
     sys.exit(3)
 torch.set_num_threads(args.threads)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pytorch_seq  # noqa: E402  (the GPT of the speed bench)
 
 
@@ -205,23 +207,24 @@ def main():
     print(f"PyTorch {torch.__version__}, {torch.get_num_threads()} thread(s); fortunes: {len(train)} train / "
           f"{len(val)} validation characters, vocabulary {len(vocab)}; GPT {args.layers} layers, {args.heads} heads, "
           f"width {args.width}, block {args.block_size}: {params} parameters ({args.norms[0]})", file=sys.stderr)
-    runs, t0 = [], time.perf_counter()
+    log = protocol_runs.RunFile(args.out, args.resume, {"torch": torch.__version__, "threads": torch.get_num_threads(),
+                                          "vocabulary": len(vocab), "train_characters": len(train),
+                                          "validation_characters": len(val)}, args)
+    index = 0
     for variant in args.norms:
         for batch in args.batch_sizes:
             for seed in args.seeds:
+                index += 1
+                if log.skip(index - 1, variant, batch, seed):
+                    continue
                 r = train_run(variant, batch, seed, vocab, train, val)
-                runs.append(r)
+                log.add(r)
                 extra = (f" (train mode {r['val_bits_per_char_train_mode']:.3f})"
                          if math.isfinite(r["val_bits_per_char_train_mode"]) else "")
                 print(f"pytorch: norm {variant}, batch {batch}, seed {seed}: {r['steps']} steps, validation "
                       f"{r['val_bits_per_char']:.3f} bits/char{extra}, {r['seconds']:.2f} s", file=sys.stderr, flush=True)
-    wall = time.perf_counter() - t0
-    print(f"pytorch: total {wall:.1f} s", file=sys.stderr)
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump({"torch": torch.__version__, "threads": torch.get_num_threads(), "wall_seconds": wall,
-                       "vocabulary": len(vocab), "train_characters": len(train), "validation_characters": len(val),
-                       "args": {k: v for k, v in vars(args).items() if k != "out"}, "runs": runs}, f, indent=1)
+    log.write()
+    print(f"pytorch: total {log.wall():.1f} s", file=sys.stderr)
     return 0
 
 

@@ -42,13 +42,15 @@ writes every run (wall time, accuracies) as JSON to --out for bench/protocol.py.
 """
 import argparse
 import gzip
-import json
 import math
 import os
 import statistics
 import struct
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import protocol_runs  # noqa: E402  (--out, --resume, --shard)
 
 
 def parse_args():
@@ -75,8 +77,9 @@ def parse_args():
                    help="evaluate the test set only after the last N epochs (0: every epoch)")
     p.add_argument("--precise-bn-samples", type=int, default=10000)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--out", help="write the runs as JSON here")
+    protocol_runs.add_arguments(p)
     a = p.parse_args()
+    protocol_runs.parse_shard(p, a)
     try:
         a.batch_sizes = [int(b) for b in a.batch_sizes.split(",")]
         a.seeds = [int(s) for s in a.seeds.split(",")]
@@ -115,7 +118,6 @@ except ImportError:
     sys.exit(3)
 torch.set_num_threads(args.threads)
 if args.arch == "lstm":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import pytorch_seq  # the LSTM cells of the speed bench
 
 
@@ -353,23 +355,23 @@ def main():
     data = load()
     print(f"PyTorch {torch.__version__}, {torch.get_num_threads()} thread(s); {len(data[0])} train / "
           f"{len(data[2])} test images", file=sys.stderr)
-    runs, t0 = [], time.perf_counter()
+    log = protocol_runs.RunFile(args.out, args.resume, {"torch": torch.__version__, "threads": torch.get_num_threads()}, args)
+    index = 0
     for norm in args.norms:
         for batch in args.batch_sizes:
             for seed in args.seeds:
+                index += 1
+                if log.skip(index - 1, norm, batch, seed):
+                    continue
                 r = train_run(norm, batch, seed, data)
-                runs.append(r)
+                log.add(r)
                 extra = (f" (precise BN {100 * r['final_test_acc_precise']:.2f}%, test-batch stats "
                          f"{100 * r['final_test_acc_batch']:.2f}%)" if norm.startswith("batch") else "")
                 print(f"pytorch: norm {norm}, batch {batch}, seed {seed}: {r['seconds']:.2f} s "
                       f"(steps {r['step_seconds']:.2f} s), test accuracy {100 * r['final_test_acc']:.2f}%{extra}",
                       file=sys.stderr, flush=True)
-    wall = time.perf_counter() - t0
-    print(f"pytorch: total {wall:.1f} s", file=sys.stderr)
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump({"torch": torch.__version__, "threads": torch.get_num_threads(), "wall_seconds": wall,
-                       "args": {k: v for k, v in vars(args).items() if k != "out"}, "runs": runs}, f, indent=1)
+    log.write()
+    print(f"pytorch: total {log.wall():.1f} s", file=sys.stderr)
     return 0
 
 
