@@ -89,7 +89,11 @@ class StudyCommand : public TrainingCommand {
         ->delimiter(',')
         ->check(whole(1, kMaxBatch))
         ->capture_default_str();
-    a.add_option("--lstm-norms", lstm_norms_, "norms of the LSTM sweep")->delimiter(',')->check(norm_name())->capture_default_str();
+    a.add_option("--lstm-batch-size", lstm_batch_size_,
+                 "batch size of the LSTM comparison (loss curves, the gradient reaching each time step)")
+        ->check(whole(1, kMaxBatch))
+        ->capture_default_str();
+    a.add_option("--lstm-norms", lstm_norms_, "norms of the LSTM comparison and sweep")->delimiter(',')->check(norm_name())->capture_default_str();
     a.add_flag("--no-gpt", no_gpt_, "leave out the character GPT part (Fashion-MNIST without --quick only)");
     a.add_option("--gpt-text", gpt_text_, "the GPT part's UTF-8 text file (default: Debian's fortunes)")->check(non_empty());
     a.add_option("--gpt-norms", gpt_norms_, "norm variants of the GPT sweep: " + gpt_variants_text())
@@ -190,16 +194,19 @@ class StudyCommand : public TrainingCommand {
                                  .norms = cnn_sweep_norms_, .seeds = seeds_};
     }
     st.lstm = lstm_part();
-    if (st.lstm) st.lstm_sweep = lstm_sweep_config(), st.lstm_train_limit = lstm_train_limit_;
+    if (st.lstm) {
+      st.lstm_sweep = lstm_sweep_config(data.train.size()), st.lstm_train_limit = lstm_train_limit_;
+      st.lstm_compare = lstm_compare_config(st.lstm_sweep, data.train.size());
+    }
     st.gpt = gpt_part();
     if (st.gpt) st.gpt_sweep = gpt_sweep_config();
     plan_ = plan_study(st, data);
   }
 
-  // The LSTM part: the study's LSTM (the arch's default width) on rows of pixels, Adam with the
-  // gradient norm clipped to 1 and lr = --lstm-lr x sqrt(b / 128), --lstm-epochs, --seeds; the
-  // warmup of the MLP's sweep (scaled with the batch size likewise).
-  SweepConfig lstm_sweep_config() const {
+  // The LSTM part's sweep: the study's LSTM (the arch's default width) on rows of pixels, Adam with
+  // the gradient norm clipped to 1 and lr = --lstm-lr x sqrt(b / 128), --lstm-epochs, --seeds. Its
+  // warmup (unless --warmup) covers a tenth of the samples the runs see, at every batch size.
+  SweepConfig lstm_sweep_config(int64_t train_size) const {
     TrainConfig base = o_.train;
     const ArchEntry& a = arch("lstm");
     base.model.arch = "lstm", base.model.image = {1, 28, 28}, base.model.hidden = a.default_hidden;
@@ -207,8 +214,23 @@ class StudyCommand : public TrainingCommand {
     base.beta1 = 0.9, base.beta2 = 0.999, base.eps = 1e-8;
     base.clip_grad_norm = a.default_clip_grad_norm;
     base.epochs = lstm_epochs_, base.stats_every = 0;
+    if (!warmup_given_) {
+      const double samples = double(std::min(lstm_train_limit_, train_size)) * double(lstm_epochs_);
+      base.warmup_steps = std::max<int64_t>(1, std::llround(0.1 * samples / 128.0));  // at batch 128
+    }
     return SweepConfig{.base = base, .over = SweepOver::Batch, .batch_sizes = lstm_batch_sizes_, .reference_batch = 128,
                        .norms = lstm_norms_, .seeds = seeds_, .lr_scaling = LrScaling::Sqrt};
+  }
+
+  // The LSTM part's comparison: the sweep's settings at --lstm-batch-size (its lr and warmup
+  // scaled as the sweep's), the gradient reaching each time step and the activations recorded about
+  // 50 times per run.
+  CompareConfig lstm_compare_config(const SweepConfig& sweep, int64_t train_size) const {
+    TrainConfig base = sweep.base;
+    base.batch_size = lstm_batch_size_;
+    base.lr = scaled_lr(sweep, lstm_batch_size_), base.warmup_steps = scaled_warmup(sweep, lstm_batch_size_);
+    base.stats_every = std::max<int64_t>(1, steps_per_run(base, std::min(lstm_train_limit_, train_size)) / 50);
+    return CompareConfig{.base = base, .norms = lstm_norms_, .seeds = seeds_, .target_accuracy = target_};
   }
 
   // The GPT part: train --dataset text's settings (AdamW, lr 0.001, betas (0.9, 0.95), weight
@@ -257,7 +279,7 @@ class StudyCommand : public TrainingCommand {
   std::vector<std::string> cnn_norms_{"none", "batch", "layer", "group", "instance"};
   std::vector<std::string> cnn_sweep_norms_{"batch", "layer", "group"};
   bool no_lstm_ = false, no_gpt_ = false;
-  int64_t lstm_train_limit_ = 4000, lstm_epochs_ = 1;
+  int64_t lstm_train_limit_ = 4000, lstm_epochs_ = 1, lstm_batch_size_ = 32;
   double lstm_lr_ = 1e-3;
   std::vector<int64_t> lstm_batch_sizes_{4, 32};
   std::vector<std::string> lstm_norms_{"none", "layer", "batch", "batch-shared"};

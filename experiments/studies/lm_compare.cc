@@ -71,34 +71,12 @@ PlotSpec validation_plot(const LmCompareConfig& cfg, const std::vector<LmRunResu
   return p;
 }
 
-// The training loss per step, binned to about 100 points per run, mean over seeds per variant.
-PlotSpec loss_plot(const LmCompareConfig& cfg, const std::vector<LmRunResult>& results) {
-  PlotSpec p{"Training loss", "step", "cross-entropy (nats per character)"};
-  p.log_y = LogY::if_wide;
-  p.dense = true;
-  const int64_t bin = std::max<int64_t>(1, cfg.base.steps / 100);
-  for (const std::string& v : cfg.variants) {
-    std::map<int64_t, std::vector<double>> by_bin;
-    for (const LmRunResult& r : results) {
-      if (r.variant != v) continue;
-      std::map<int64_t, std::pair<double, int>> bins;
-      for (const LmStep& s : r.steps) bins[(s.step - 1) / bin].first += s.loss, bins[(s.step - 1) / bin].second += 1;
-      for (const auto& kv : bins) by_bin[kv.first].push_back(kv.second.first / kv.second.second);
-    }
-    Series s{variant_display(v)};
-    s.style = variant_style(v);
-    for (const auto& kv : by_bin) add_mean_point(s, double(kv.first * bin + bin / 2 + 1), kv.second);
-    p.series.push_back(s);
-  }
-  return p;
-}
-
 std::vector<std::string> compare_plots(const LmCompareConfig& cfg, const std::vector<LmRunResult>& results,
                                        const std::vector<NgramBaseline>& baselines, const std::filesystem::path& out) {
   if (!gnuplot_available() || results.empty()) return {};
   std::vector<std::string> plots;
   if (render_plot(validation_plot(cfg, results, baselines), out, "val_bits_per_char")) plots.push_back("val_bits_per_char");
-  if (render_plot(loss_plot(cfg, results), out, "loss_curves")) plots.push_back("loss_curves");
+  if (render_plot(training_loss_plot(cfg.variants, results, cfg.base.steps), out, "loss_curves")) plots.push_back("loss_curves");
   return plots;
 }
 
@@ -171,20 +149,6 @@ std::string batch_reading(const LmCompareConfig& cfg, const std::vector<LmRunRes
   return md.str();
 }
 
-std::string samples_markdown(const std::vector<LmRunResult>& results) {
-  std::ostringstream md;
-  md << "**Samples.** One per norm, from its first seed's model (eval mode), after the prompt shown, "
-     << kLmSample.length << " characters sampled at temperature " << fmt(kLmSample.temperature)
-     << " (no top-k) with generator seed " << kLmSample.seed << ":\n\n";
-  for (const LmRunResult& r : results) {
-    if (r.sample_prompt.empty()) continue;
-    md << "- " << variant_display(r.variant) << " (seed " << r.seed << ", "
-       << bits_text(bits(r.final_eval()->val_loss)) << " bits/char):\n\n````text\n" << r.sample_prompt << r.sample
-       << "\n````\n\n";
-  }
-  return md.str();
-}
-
 std::string compare_markdown(const LmCompareConfig& cfg, const std::vector<LmRunResult>& results,
                              const std::vector<NgramBaseline>& baselines, const std::vector<std::string>& plots) {
   const TrainConfig& t = cfg.base.train;
@@ -201,7 +165,7 @@ std::string compare_markdown(const LmCompareConfig& cfg, const std::vector<LmRun
      << results_table(cfg, results) << "\n" << image_links(plots) << "**Reading.** "
      << best_reading(cfg, results, baselines) << batch_reading(cfg, results)
      << (cfg.seeds.size() > 1 ? "Differences are tested with Welch's t-test over seeds. " : "") << "\n\n"
-     << baselines_sentence(baselines) << "\n\n" << samples_markdown(results);
+     << baselines_sentence(baselines) << "\n\n" << samples_markdown(results, "its first seed's model");
   return md.str();
 }
 

@@ -1,7 +1,9 @@
 // The tables, baselines and text that the GPT normalization studies share (lm_outputs.h).
 #include "experiments/studies/lm_outputs.h"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <sstream>
 
 #include "data/ngram.h"
@@ -187,6 +189,43 @@ std::string batch_gap_explanation() {
          "the train-mode loss), while in eval mode, as at generation, it must use running averages that no "
          "training batch had (the train/inference mismatch, which the eval-mode loss pays for); the eval-mode loss "
          "is the one a generating model has.";
+}
+
+report::PlotSpec training_loss_plot(const std::vector<std::string>& variants, const std::vector<LmRunResult>& results,
+                                    int64_t steps, int64_t batch) {
+  using namespace report;
+  PlotSpec p{"Training loss", "step", "cross-entropy (nats per character)"};
+  p.log_y = LogY::if_wide;
+  p.dense = true;
+  const int64_t bin = std::max<int64_t>(1, steps / 100);
+  for (const std::string& v : variants) {
+    std::map<int64_t, std::vector<double>> by_bin;
+    for (const LmRunResult& r : results) {
+      if (r.variant != v || (batch > 0 && r.batch_size != batch)) continue;
+      std::map<int64_t, std::pair<double, int>> bins;
+      for (const LmStep& s : r.steps) bins[(s.step - 1) / bin].first += s.loss, bins[(s.step - 1) / bin].second += 1;
+      for (const auto& kv : bins) by_bin[kv.first].push_back(kv.second.first / kv.second.second);
+    }
+    Series s{variant_display(v)};
+    s.style = variant_style(v);
+    for (const auto& kv : by_bin) add_mean_point(s, double(kv.first * bin + bin / 2 + 1), kv.second);
+    p.series.push_back(s);
+  }
+  return p;
+}
+
+std::string samples_markdown(const std::vector<LmRunResult>& results, const std::string& which) {
+  std::ostringstream md;
+  md << "**Samples.** One per norm, from " << which << " (eval mode), after the prompt shown, "
+     << kLmSample.length << " characters sampled at temperature " << fmt(kLmSample.temperature)
+     << " (no top-k) with generator seed " << kLmSample.seed << ":\n\n";
+  for (const LmRunResult& r : results) {
+    if (r.sample_prompt.empty() || !r.final_eval()) continue;
+    md << "- " << variant_display(r.variant) << " (seed " << r.seed << ", "
+       << bits_text(bits(r.final_eval()->val_loss)) << " bits/char):\n\n````text\n" << r.sample_prompt << r.sample
+       << "\n````\n\n";
+  }
+  return md.str();
 }
 
 }  // namespace normlab::experiments::studies

@@ -86,4 +86,13 @@ std::string gap_text(const std::vector<double>& gap);
 // running averages it never trained with (the train/inference mismatch).
 std::string batch_gap_explanation();
 
+// The training loss per step of each variant's runs (only those at `batch` when it is above 0),
+// binned to about 100 points over `steps`, mean over seeds with a 95% band.
+report::PlotSpec training_loss_plot(const std::vector<std::string>& variants, const std::vector<LmRunResult>& results,
+                                    int64_t steps, int64_t batch = 0);
+
+// "**Samples.** One per norm, from <which> (eval mode), ...": every result with a sample (and a final
+// evaluation), its variant, seed and validation bits per character, and the prompt with the text.
+std::string samples_markdown(const std::vector<LmRunResult>& results, const std::string& which);
+
 }  // namespace normlab::experiments::studies

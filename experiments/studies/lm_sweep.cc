@@ -31,6 +31,20 @@ int64_t steps_at(const LmSweepConfig& cfg, int64_t batch) {
   return lm_sweep_steps(cfg.tokens, batch, cfg.base.model.block_size);
 }
 
+// steps.csv: norm, batch_size, seed, step, loss, lr, grad_norm of every training step of the runs
+// at the example batch (lm_sweep_example_batch), those of the loss curves.
+void write_steps_csv(const LmSweepConfig& cfg, const std::vector<LmRunResult>& results,
+                     const std::filesystem::path& path) {
+  CsvTable t({"norm", "batch_size", "seed", "step", "loss", "lr", "grad_norm"});
+  const int64_t b = lm_sweep_example_batch(cfg.batch_sizes);
+  for (const LmRunResult& r : results)
+    if (r.batch_size == b)
+      for (const LmStep& s : r.steps)
+        t.add_row({r.variant, std::to_string(b), std::to_string(r.seed), std::to_string(s.step), fmt(s.loss),
+                   fmt(s.lr), fmt(s.grad_norm)});
+  t.write(path);
+}
+
 void write_summary_csv(const LmSweepConfig& cfg, const std::vector<LmRunResult>& results,
                        const std::filesystem::path& path) {
   std::vector<std::string> header{"norm", "block_norm", "position", "batch_size", "steps", "tokens", "runs", "diverged"};
@@ -86,6 +100,10 @@ std::vector<std::string> sweep_plots(const LmSweepConfig& cfg, const std::vector
     gap.series.push_back(zero);
   }
   if (gap.series.size() > 1 && render_plot(gap, out, "bn_train_eval_gap")) plots.push_back("bn_train_eval_gap");
+  const int64_t b = lm_sweep_example_batch(cfg.batch_sizes);
+  PlotSpec loss = training_loss_plot(cfg.variants, results, steps_at(cfg, b), b);
+  loss.title = "Training loss at batch " + std::to_string(b);
+  if (render_plot(loss, out, "loss_curves")) plots.push_back("loss_curves");
   return plots;
 }
 
@@ -181,11 +199,19 @@ std::string sweep_markdown(const LmSweepConfig& cfg, const std::vector<LmRunResu
      << results_table(cfg, results) << "\n" << image_links(plots) << "**Reading.** ";
   for (const std::string& v : cfg.variants) md << variant_reading(cfg, results, v);
   md << (cfg.seeds.size() > 1 ? "Differences are means over seeds with their 95% interval (Welch's t-test). " : "")
-     << gap_reading(cfg, results) << "\n\n" << baselines_sentence(baselines) << "\n";
+     << gap_reading(cfg, results) << "\n\n" << baselines_sentence(baselines) << "\n\n"
+     << samples_markdown(results, "its first seed's model at batch " +
+                                      std::to_string(lm_sweep_example_batch(cfg.batch_sizes)));
   return md.str();
 }
 
 }  // namespace
+
+int64_t lm_sweep_example_batch(std::vector<int64_t> batch_sizes) {
+  if (batch_sizes.empty()) throw Error("--batch-sizes: give at least one batch size");
+  std::sort(batch_sizes.begin(), batch_sizes.end());
+  return batch_sizes[(batch_sizes.size() - 1) / 2];
+}
 
 int64_t lm_sweep_steps(int64_t tokens, int64_t batch, int64_t block) {
   if (tokens < 1 || batch < 1 || block < 1) throw Error("lm_sweep_steps: tokens, batch and block must be positive");
@@ -206,7 +232,8 @@ std::vector<LmRunSpec> lm_sweep_runs(const LmSweepConfig& cfg) {
     const GptVariant g = gpt_variant(v);
     for (int64_t b : cfg.batch_sizes)
       for (uint64_t seed : cfg.seeds) {
-        LmRunSpec s{v, cfg.base, cfg.corpus, false, false};
+        const bool sample = b == lm_sweep_example_batch(cfg.batch_sizes) && seed == cfg.seeds.front();
+        LmRunSpec s{v, cfg.base, cfg.corpus, false, sample};
         s.config.model.gpt.norm = g.norm;
         s.config.model.gpt.position = g.position;
         s.config.train.model.norm = nn::block_norm_name(g.norm);
@@ -227,6 +254,7 @@ Report run_lm_sweep(const LmSweepConfig& cfg, const std::vector<LmRunSpec>& spec
   const std::vector<NgramBaseline> baselines = ngram_baselines(*cfg.corpus);
   write_lm_runs_csv(specs, runs.results, ctx.out / "runs.csv");
   write_summary_csv(cfg, runs.results, ctx.out / "summary.csv");
+  write_steps_csv(cfg, runs.results, ctx.out / "steps.csv");
   write_baselines_csv(baselines, ctx.out / "baselines.csv");
   const auto plots = sweep_plots(cfg, runs.results, baselines, ctx.out);
   Report rep{"Character GPT: batch-size sensitivity of each norm",

@@ -1,8 +1,8 @@
 // `normlab sweep --dataset text --arch gpt --over batch`: the character GPT under each norm variant
 // (lm_runs.h) at several batch sizes with the same number of training tokens at every one; the
 // final validation bits per character against the batch size (mean over seeds, 95% intervals),
-// BatchNorm's train-mode minus eval-mode gap against the batch size, and per norm the batch sizes
-// distinguishably worse than its best.
+// BatchNorm's train-mode minus eval-mode gap against the batch size, per norm the batch sizes
+// distinguishably worse than its best, and at one batch size the loss curves and a sample per norm.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -34,6 +34,10 @@ struct LmSweepConfig {
   int64_t tokens = kLmSweepTokens;  // training tokens per run
 };
 
+// The batch size whose runs the report shows as loss curves and samples: the middle one of the
+// sorted sizes (the lower of the two middle ones), e.g. 4 of 1,2,4,16,64. Throws for no size.
+int64_t lm_sweep_example_batch(std::vector<int64_t> batch_sizes);
+
 // The steps of a run at batch b with windows of T characters: round(tokens / (b T)), at least 1;
 // it then trains steps x b x T tokens, within b T / 2 of the budget.
 int64_t lm_sweep_steps(int64_t tokens, int64_t batch, int64_t block);
@@ -46,8 +50,9 @@ std::vector<LmRunSpec> lm_sweep_runs(const LmSweepConfig& cfg);
 // Trains the runs and writes into ctx.out: runs.csv (write_lm_runs_csv: one row per run, its final
 // evaluation), summary.csv (per variant and batch size: steps, tokens, the final validation bits
 // per character and for BatchNorm the train-mode loss and its gap, each with _n, _mean, _std,
-// _sem, _ci95_low, _ci95_high), baselines.csv, val_bits_vs_batch.png/.svg, bn_train_eval_gap.png/.svg
-// (with a BatchNorm variant), report.md and manifest.json.
+// _sem, _ci95_low, _ci95_high), steps.csv (every step of the runs at lm_sweep_example_batch),
+// baselines.csv, val_bits_vs_batch.png/.svg, bn_train_eval_gap.png/.svg (with a BatchNorm variant),
+// loss_curves.png/.svg (those runs' training loss), report.md and manifest.json.
 Report run_lm_sweep(const LmSweepConfig& cfg, const std::vector<LmRunSpec>& runs, const StudyContext& ctx);
 
 }  // namespace normlab::experiments::studies

@@ -142,7 +142,7 @@ void into_part(StudyContext& part, const StudyContext& ctx, const std::string& s
 
 // The reports of the study's parts (empty for a part that is off).
 struct Parts {
-  Report compare, sweep, cnn_compare, cnn_sweep, lstm_sweep, gpt_sweep;
+  Report compare, sweep, cnn_compare, cnn_sweep, lstm_compare, lstm_sweep, gpt_sweep;
 };
 
 // Runs each part of the plan in its subfolder.
@@ -161,6 +161,8 @@ Parts run_parts(const StudyPlan& plan, const DataSpec& spec, const Splits& data,
     p.cnn_sweep = run_sweep(cfg.cnn_sweep, plan.cnn_sweep, plan.cnn_sweep_data, part);
   }
   if (cfg.lstm) {
+    into_part(part, ctx, "lstm-compare", describe(spec, plan.lstm_data));
+    p.lstm_compare = run_compare(cfg.lstm_compare, plan.lstm_compare, plan.lstm_data, part);
     into_part(part, ctx, "lstm-sweep", describe(spec, plan.lstm_sweep_data));
     p.lstm_sweep = run_sweep(cfg.lstm_sweep, plan.lstm_sweep, plan.lstm_sweep_data, part);
   }
@@ -202,9 +204,10 @@ std::string sequence_markdown(const StudyPlan& plan, const DataSpec& spec, Parts
           ": each image a sequence of its 28 rows of 28 pixels, classified from the last hidden state) on a random "
           "subset of " + std::to_string(plan.lstm_sweep_data.train.size()) + " training images (`--lstm-train-limit`, "
           "the first of the training split, which is shuffled with data seed " + std::to_string(spec.seed) +
-          ") and the same test set; `normlab sweep --arch lstm` runs the complete protocol.\n\n";
-    p.lstm_sweep.title = "LSTM: " + p.lstm_sweep.title;
-    md += section(p.lstm_sweep, "lstm-sweep/");
+          ") and the same test set; `normlab compare --arch lstm` and `normlab sweep --arch lstm` run the complete "
+          "protocol.\n\n";
+    p.lstm_compare.title = "LSTM: " + p.lstm_compare.title, p.lstm_sweep.title = "LSTM: " + p.lstm_sweep.title;
+    md += section(p.lstm_compare, "lstm-compare/") + section(p.lstm_sweep, "lstm-sweep/");
   }
   if (cfg.gpt) {
     md += "**The character GPT.** A small GPT on a text corpus (below), the same number of training tokens at every "
@@ -234,7 +237,9 @@ StudyPlan plan_study(const StudyConfig& cfg, const Splits& data) {
     p.cnn_sweep = sweep_runs(cfg.cnn_sweep, p.cnn_sweep_data);
   }
   if (cfg.lstm) {
-    p.lstm_sweep_data = sweep_only(part_data(data, cfg.lstm_train_limit));
+    p.lstm_data = part_data(data, cfg.lstm_train_limit);
+    p.lstm_compare = compare_runs(cfg.lstm_compare, p.lstm_data);
+    p.lstm_sweep_data = sweep_only(p.lstm_data);
     p.lstm_sweep = sweep_runs(cfg.lstm_sweep, p.lstm_sweep_data);
   }
   if (cfg.gpt) p.gpt_sweep = lm_sweep_runs(cfg.gpt_sweep);
@@ -247,7 +252,8 @@ Report run_study(const StudyPlan& plan, const DataSpec& spec, const Splits& data
   prepare_output_dir(ctx.out);
   const Parts p = run_parts(plan, spec, data, ctx);
   Report rep{"normlab study: BatchNorm vs LayerNorm", "", false, false, 0, 0};
-  for (const Report* r : {&p.compare, &p.sweep, &p.cnn_compare, &p.cnn_sweep, &p.lstm_sweep, &p.gpt_sweep}) {
+  for (const Report* r :
+       {&p.compare, &p.sweep, &p.cnn_compare, &p.cnn_sweep, &p.lstm_compare, &p.lstm_sweep, &p.gpt_sweep}) {
     rep.interrupted = rep.interrupted || r->interrupted;
     rep.runs_done += r->runs_done, rep.runs_total += r->runs_total;
   }
@@ -261,7 +267,8 @@ Report run_study(const StudyPlan& plan, const DataSpec& spec, const Splits& data
                                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   nlohmann::json parts{"compare", "sweep"};
   if (cfg.cnn) parts.push_back("cnn-compare"), parts.push_back("cnn-sweep"), man["cnn_train_limit"] = cfg.cnn_train_limit;
-  if (cfg.lstm) parts.push_back("lstm-sweep"), man["lstm_train_limit"] = cfg.lstm_train_limit;
+  if (cfg.lstm)
+    parts.push_back("lstm-compare"), parts.push_back("lstm-sweep"), man["lstm_train_limit"] = cfg.lstm_train_limit;
   if (cfg.gpt) parts.push_back("gpt-sweep"), man["gpt_train_tokens"] = cfg.gpt_sweep.tokens;
   man["parts"] = parts;
   man["runs_total"] = rep.runs_total;

@@ -58,6 +58,9 @@ struct SweepConfig {
 
 // The learning rate of a batch-size sweep's runs at batch b (cfg.lr_scaling).
 double scaled_lr(const SweepConfig& cfg, int64_t b);
+// The warmup of a batch-size sweep's runs at batch b: base.warmup_steps at the reference batch,
+// scaled to the same samples, round(warmup x reference / b) (at least 1; 0 without a warmup).
+int64_t scaled_warmup(const SweepConfig& cfg, int64_t b);
 
 // The local-BatchNorm vs SyncBatchNorm experiment (sweep --distributed, in an mpirun job): for
 // each number of ranks W > 1 in `ranks` and each per-rank batch b, a data-parallel run over W ranks
@@ -85,9 +88,11 @@ struct StudyConfig {
   CompareConfig cnn_compare;
   SweepConfig cnn_sweep;
   int64_t cnn_train_limit = 0;
-  // The LSTM part (make run on Fashion-MNIST): a batch-size sweep of the study's LSTM on rows of
-  // pixels, on a random subset of lstm_train_limit training images; off when lstm is false.
+  // The LSTM part (make run on Fashion-MNIST): a comparison of the norms at one batch size (loss
+  // curves, the gradient reaching each time step) and a batch-size sweep of the study's LSTM on
+  // rows of pixels, on a random subset of lstm_train_limit training images; off when lstm is false.
   bool lstm = false;
+  CompareConfig lstm_compare;
   SweepConfig lstm_sweep;
   int64_t lstm_train_limit = 0;
   // The character GPT part (make run): a batch-size sweep of a small GPT on a text corpus with the
@@ -117,8 +122,8 @@ struct StudyPlan {
   StudyConfig config;
   // The sweep's and the CNN part's data (the test set the same); the sweeps' without the
   // validation split, which they do not evaluate.
-  Splits sweep_data, cnn_data, cnn_sweep_data, lstm_sweep_data;
-  std::vector<CheckedRun> compare, sweep, cnn_compare, cnn_sweep, lstm_sweep;
+  Splits sweep_data, cnn_data, cnn_sweep_data, lstm_data, lstm_sweep_data;
+  std::vector<CheckedRun> compare, sweep, cnn_compare, cnn_sweep, lstm_compare, lstm_sweep;
   std::vector<LmRunSpec> gpt_sweep;
 };
 StudyPlan plan_study(const StudyConfig& config, const Splits& data);
@@ -145,7 +150,7 @@ Report run_ddp_sweep(const DdpSweepConfig& config, const std::vector<std::vector
 Report run_ddp_sweep(const DdpSweepConfig& config, const Splits& data, const StudyContext& ctx);
 // The comparison in ctx.out/compare, the sweep in ctx.out/sweep (and with config.cnn the CNN's in
 // cnn-compare and cnn-sweep, plus a table of MLP and CNN side by side; with config.lstm the LSTM's
-// sweep in lstm-sweep; with config.gpt the GPT's in gpt-sweep; with more than one family the table
+// comparison and sweep in lstm-compare and lstm-sweep; with config.gpt the GPT's in gpt-sweep; with more than one family the table
 // of the families side by side), and one report.md over all; every setting is validated before
 // anything is written. spec describes the data in the reports.
 Report run_study(const StudyPlan& plan, const DataSpec& spec, const Splits& data, const StudyContext& ctx);

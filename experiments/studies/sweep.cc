@@ -24,6 +24,14 @@ namespace normlab::experiments::studies {
 
 using namespace report;  // the tables, plots and report text every study writes
 
+// A batch sweep's warmup at batch b: base.warmup_steps at the reference batch, scaled so that it
+// covers the same number of samples (the same fraction of the run) at every batch size:
+// round(warmup x reference / b), at least 1 step when there is a warmup.
+int64_t scaled_warmup(const SweepConfig& cfg, int64_t b) {
+  if (cfg.base.warmup_steps <= 0) return 0;
+  return std::max<int64_t>(1, std::llround(double(cfg.base.warmup_steps) * double(cfg.reference_batch) / double(b)));
+}
+
 namespace {
 
 using namespace sweep_parts;
@@ -35,14 +43,6 @@ Plan plan_of(const SweepConfig& cfg) {
     for (const auto& n : cfg.norms)
       if (norm(n).batch_statistics) p.bns.push_back(n);
   return p;
-}
-
-// A batch sweep's warmup at batch b: base.warmup_steps at the reference batch, scaled so that it
-// covers the same number of samples (the same fraction of the run) at every batch size:
-// round(warmup x reference / b), at least 1 step when there is a warmup.
-int64_t scaled_warmup(const SweepConfig& cfg, int64_t b) {
-  if (cfg.base.warmup_steps <= 0) return 0;
-  return std::max<int64_t>(1, std::llround(double(cfg.base.warmup_steps) * double(cfg.reference_batch) / double(b)));
 }
 
 // Every configuration, validated before anything trains.

@@ -235,8 +235,18 @@ BOOST_AUTO_TEST_CASE(sweep_trains_the_same_tokens_at_every_batch_size) {
   }
   const std::string md = test::read_file(out / "report.md");
   for (const char* needle : {"256 training tokens per run", "steps = round(256 / (batch x 8))", "at every batch size",
-                             "**Reading.**", "train mode minus eval mode"})
+                             "**Reading.**", "train mode minus eval mode",
+                             "**Samples.** One per norm, from its first seed's model at batch 2 (eval mode)",
+                             "- LayerNorm (pre-norm) (seed 0, ", "- BatchNorm over tokens (pre-norm) (seed 0, "})
     BOOST_TEST(md.find(needle) != std::string::npos, needle);
+  // The loss curves and samples are those of the middle batch size: steps.csv holds its runs' steps.
+  const auto steps = read_csv(out / "steps.csv");
+  BOOST_REQUIRE_EQUAL(steps.size(), 2u * (256 / (2 * 8)));
+  for (const Row& r : steps) BOOST_TEST(r.at("batch_size") == "2");
+  using experiments::studies::lm_sweep_example_batch;
+  BOOST_TEST(lm_sweep_example_batch({1, 2, 4, 16, 64}) == 4);
+  BOOST_TEST(lm_sweep_example_batch({16, 2}) == 2);  // the lower middle, whatever the order given
+  BOOST_TEST(lm_sweep_example_batch({8}) == 8);
   // The rule when the budget does not divide: round(tokens / (b T)), at least one step.
   using experiments::studies::lm_sweep_steps;
   BOOST_TEST(lm_sweep_steps(100, 4, 8) == 3);   // 3.125

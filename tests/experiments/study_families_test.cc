@@ -98,23 +98,29 @@ BOOST_AUTO_TEST_CASE(study_on_images_adds_the_lstm_and_gpt_parts) {
   const std::string sample = std::string(NORMLAB_SOURCE_DIR) + "/tests/data/fixtures/text_sample.txt";
   BOOST_REQUIRE_EQUAL(run_normlab({"study", "--quiet", "--train-limit", "600", "--test-limit", "100", "--epochs", "1",
                                    "--seeds", "0,1", "--batch-sizes", "8,32", "--sweep-train-limit", "200", "--no-cnn",
-                                   "--lstm-train-limit", "64", "--lstm-batch-sizes", "8,32", "--lstm-norms", "none,layer,batch",
+                                   "--lstm-train-limit", "64", "--lstm-batch-sizes", "8,32", "--lstm-batch-size", "16",
+                                   "--lstm-norms", "none,layer,batch",
                                    "--gpt-text", sample, "--gpt-train-tokens", "256", "--gpt-batch-sizes", "2,4",
                                    "--gpt-layers", "1", "--gpt-width", "16", "--gpt-heads", "2", "--gpt-block-size", "8",
                                    "--gpt-norms", "layer,batch", "--out", t.path().string()}),
                       0);
   BOOST_TEST(fs::exists(t.path() / "lstm-sweep" / "summary.csv"));
+  BOOST_TEST(fs::exists(t.path() / "lstm-compare" / "input_grad_norms.csv"));  // the gradient reaching each step
+  BOOST_TEST(fs::exists(t.path() / "lstm-compare" / "steps.csv"));             // the loss curves' steps
   BOOST_TEST(fs::exists(t.path() / "gpt-sweep" / "summary.csv"));
+  BOOST_TEST(fs::exists(t.path() / "gpt-sweep" / "steps.csv"));
   BOOST_TEST(!fs::exists(t.path() / "cnn-sweep"));
   const std::string report = read_file(t.path() / "report.md");
-  for (const char* s : {"## LSTM: Batch-size sensitivity", "## GPT: Character GPT", "## The four families side by side",
+  for (const char* s : {"## LSTM: Convergence: no norm vs LayerNorm vs BatchNorm", "## LSTM: Batch-size sensitivity",
+                        "Adam lr 0.00035355", "batch 16, 1 epoch", "log10 g_1", "## GPT: Character GPT",
+                        "## The four families side by side", "from its first seed's model at batch 2 (eval mode)",
                         "| LSTM | test accuracy, % | 8, 32 |", "| GPT | validation bits/char | 2, 4 |", "**GPT** (",
                         "](gpt-sweep/val_bits_vs_batch.png)"})
     BOOST_TEST(report.find(s) != std::string::npos, "report.md lacks " << s);
   const auto man = nlohmann::json::parse(read_file(t.path() / "manifest.json"));
-  BOOST_TEST(man["parts"].dump() == R"(["compare","sweep","lstm-sweep","gpt-sweep"])");
-  // compare: 3 norms x 2 seeds; the sweeps: norms x 2 batch sizes x 2 seeds
-  BOOST_TEST(man["runs_total"].get<int>() == 3 * 2 + 3 * 2 * 2 + 3 * 2 * 2 + 2 * 2 * 2);
+  BOOST_TEST(man["parts"].dump() == R"(["compare","sweep","lstm-compare","lstm-sweep","gpt-sweep"])");
+  // the comparisons: 3 norms x 2 seeds; the sweeps: norms x 2 batch sizes x 2 seeds
+  BOOST_TEST(man["runs_total"].get<int>() == 3 * 2 + 3 * 2 * 2 + 3 * 2 + 3 * 2 * 2 + 2 * 2 * 2);
 }
 
 BOOST_AUTO_TEST_CASE(sequence_part_flags_are_checked) {
