@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <limits>
 #include <system_error>
-#include <unistd.h>
 
 #include "dist/dist.h"
 #include "experiments/cli.h"
@@ -15,6 +14,7 @@
 #include "experiments/interrupt.h"
 #include "experiments/output.h"
 #include "experiments/registry.h"
+#include "experiments/rank_scratch.h"
 #include "experiments/result_set.h"
 
 namespace normlab::experiments::commands {
@@ -131,13 +131,11 @@ void TextStudy::plan(const TrainingOptions& o) {
 // folder that is removed afterwards; rank 0 writes the results.
 int TextStudy::run_other_rank(StudyContext ctx, const fs::path& resume_from) {
   ctx.quiet = true;
-  ctx.out = fs::temp_directory_path() / ("normlab-rank" + std::to_string(dist::rank()) + "-" + std::to_string(::getpid()));
+  const RankScratch scratch(dist::rank());
+  ctx.out = scratch.path();
   ctx.resume_from = resume_from;
-  prepare_output_dir(ctx.out);
   if (compare_) studies::run_lm_compare(*compare_, specs_, ctx);
   else studies::run_lm_sweep(*sweep_, specs_, ctx);
-  std::error_code ec;
-  fs::remove_all(ctx.out, ec);
   return kExitOk;
 }
 

@@ -1,7 +1,6 @@
 // The flags, presets, checks and run flow the training commands share (training.h).
 #include "experiments/commands/training.h"
 
-#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -19,6 +18,7 @@
 #include "experiments/optimizers.h"
 #include "experiments/output.h"
 #include "experiments/registry.h"
+#include "experiments/rank_scratch.h"
 #include "experiments/result_set.h"
 #include "experiments/saved_model.h"
 
@@ -351,12 +351,10 @@ int TrainingCommand::run(const Invocation& inv) {
   ctx.resume_killed = resume_.killed;
   if (dist::rank() != 0) {  // this rank's share of the work; rank 0 writes the results
     ctx.quiet = true;
-    ctx.out = fs::temp_directory_path() / ("normlab-rank" + std::to_string(dist::rank()) + "-" + std::to_string(::getpid()));
+    const RankScratch scratch(dist::rank());
+    ctx.out = scratch.path();
     if (resume_.out) ctx.resume_from = output_folder(o_.out);
-    prepare_output_dir(ctx.out);
     run_other_rank(data_, ctx);
-    std::error_code ec;
-    fs::remove_all(ctx.out, ec);
     return kExitOk;
   }
   ResultSet set(o_.out);

@@ -3,7 +3,8 @@
 // replaced; Ctrl-C writes the finished runs marked interrupted (exit 130), a second Ctrl-C quits at
 // once, and --resume finishes the rest with CSV files byte for byte those of an uninterrupted run,
 // also after kill -9 (the journal of finished runs); the next set removes killed commands' partial
-// folders; --resume refuses another command's or other flags' results; --out may be a link.
+// folders; --resume refuses another command's or other flags' results; --out may be a link; an
+// mpirun rank's scratch folder goes with the rank, and those of killed ranks with the next one.
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -22,6 +23,7 @@
 #include "base/error.h"
 #include "experiments/cli.h"
 #include "experiments/interrupt.h"
+#include "experiments/rank_scratch.h"
 #include "experiments/records.h"
 #include "experiments/result_set.h"
 #include "serialize/safetensors.h"
@@ -653,6 +655,34 @@ BOOST_AUTO_TEST_CASE(a_journal_cut_by_a_kill_gives_its_whole_lines) {
   // --out's records come first; the journal fills the runs they lack.
   const auto both = previous_runs(t.path() / "done", {killed});
   BOOST_TEST((both.size() == 2u && both[0] == runs[0] && both[1] == runs[1]));
+}
+
+BOOST_AUTO_TEST_CASE(rank_scratch_folders_of_gone_processes_are_removed) {
+  TempDir t;
+  const pid_t gone = ::fork();  // a process id that no longer runs
+  if (gone == 0) ::_exit(0);
+  wait_status(gone);
+  const fs::path dead = t.path() / ("normlab-rank1-" + std::to_string(gone));
+  const fs::path dead2 = t.path() / ("normlab-rank12-" + std::to_string(gone));
+  const fs::path live = t.path() / ("normlab-rank1-" + std::to_string(::getppid()));  // a running process
+  const fs::path other = t.path() / ("normlab-rankx-" + std::to_string(gone));        // not a rank's name
+  for (const fs::path& p : {dead, dead2, live, other}) fs::create_directories(p);
+  std::ofstream(dead / "runs.csv") << "a,b\n";
+  BOOST_TEST(remove_stale_rank_scratch(t.path()) == 2);
+  BOOST_TEST(!fs::exists(dead));
+  BOOST_TEST(!fs::exists(dead2));
+  BOOST_TEST(fs::exists(live));
+  BOOST_TEST(fs::exists(other));
+  // A rank's own folder exists while it works and is gone after it.
+  fs::path mine;
+  {
+    const RankScratch scratch(3);
+    mine = scratch.path();
+    BOOST_TEST(fs::is_directory(mine));
+    BOOST_TEST(mine.filename().string() == "normlab-rank3-" + std::to_string(::getpid()));
+    std::ofstream(mine / "runs.csv") << "a,b\n";
+  }
+  BOOST_TEST(!fs::exists(mine));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
