@@ -81,6 +81,9 @@ class StudyCommand : public TrainingCommand {
     a.add_option("--lstm-train-limit", lstm_train_limit_, "the LSTM part trains on a random subset of N training images")
         ->check(whole(1, kMaxInt))
         ->capture_default_str();
+    a.add_option("--lstm-test-limit", lstm_test_limit_, "the LSTM part scores on the first N test images (0: all)")
+        ->check(whole(0, kMaxInt))
+        ->capture_default_str();
     a.add_option("--lstm-epochs", lstm_epochs_, "epochs of the LSTM sweep")->check(whole(1, 1000))->capture_default_str();
     a.add_option("--lstm-lr", lstm_lr_, "the LSTM's Adam learning rate at batch 128 (at batch b: x sqrt(b / 128))")
         ->check(real(1e-12, 1e6))
@@ -196,6 +199,7 @@ class StudyCommand : public TrainingCommand {
     st.lstm = lstm_part();
     if (st.lstm) {
       st.lstm_sweep = lstm_sweep_config(data.train.size()), st.lstm_train_limit = lstm_train_limit_;
+      st.lstm_test_limit = lstm_test_limit_;
       st.lstm_compare = lstm_compare_config(st.lstm_sweep, data.train.size());
     }
     st.gpt = gpt_part();
@@ -224,12 +228,12 @@ class StudyCommand : public TrainingCommand {
 
   // The LSTM part's comparison: the sweep's settings at --lstm-batch-size (its lr and warmup
   // scaled as the sweep's), the gradient reaching each time step and the activations recorded about
-  // 50 times per run.
+  // 25 times per run.
   CompareConfig lstm_compare_config(const SweepConfig& sweep, int64_t train_size) const {
     TrainConfig base = sweep.base;
     base.batch_size = lstm_batch_size_;
     base.lr = scaled_lr(sweep, lstm_batch_size_), base.warmup_steps = scaled_warmup(sweep, lstm_batch_size_);
-    base.stats_every = std::max<int64_t>(1, steps_per_run(base, std::min(lstm_train_limit_, train_size)) / 50);
+    base.stats_every = std::max<int64_t>(1, steps_per_run(base, std::min(lstm_train_limit_, train_size)) / 25);
     return CompareConfig{.base = base, .norms = lstm_norms_, .seeds = seeds_, .target_accuracy = target_};
   }
 
@@ -279,7 +283,7 @@ class StudyCommand : public TrainingCommand {
   std::vector<std::string> cnn_norms_{"none", "batch", "layer", "group", "instance"};
   std::vector<std::string> cnn_sweep_norms_{"batch", "layer", "group"};
   bool no_lstm_ = false, no_gpt_ = false;
-  int64_t lstm_train_limit_ = 4000, lstm_epochs_ = 1, lstm_batch_size_ = 32;
+  int64_t lstm_train_limit_ = 4000, lstm_test_limit_ = 5000, lstm_epochs_ = 1, lstm_batch_size_ = 32;
   double lstm_lr_ = 1e-3;
   std::vector<int64_t> lstm_batch_sizes_{4, 32};
   std::vector<std::string> lstm_norms_{"none", "layer", "batch", "batch-shared"};

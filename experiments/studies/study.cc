@@ -161,8 +161,8 @@ Parts run_parts(const StudyPlan& plan, const DataSpec& spec, const Splits& data,
     p.cnn_sweep = run_sweep(cfg.cnn_sweep, plan.cnn_sweep, plan.cnn_sweep_data, part);
   }
   if (cfg.lstm) {
-    into_part(part, ctx, "lstm-compare", describe(spec, plan.lstm_data));
-    p.lstm_compare = run_compare(cfg.lstm_compare, plan.lstm_compare, plan.lstm_data, part);
+    into_part(part, ctx, "lstm-compare", describe(spec, plan.lstm_sweep_data));
+    p.lstm_compare = run_compare(cfg.lstm_compare, plan.lstm_compare, plan.lstm_sweep_data, part);
     into_part(part, ctx, "lstm-sweep", describe(spec, plan.lstm_sweep_data));
     p.lstm_sweep = run_sweep(cfg.lstm_sweep, plan.lstm_sweep, plan.lstm_sweep_data, part);
   }
@@ -204,7 +204,8 @@ std::string sequence_markdown(const StudyPlan& plan, const DataSpec& spec, Parts
           ": each image a sequence of its 28 rows of 28 pixels, classified from the last hidden state) on a random "
           "subset of " + std::to_string(plan.lstm_sweep_data.train.size()) + " training images (`--lstm-train-limit`, "
           "the first of the training split, which is shuffled with data seed " + std::to_string(spec.seed) +
-          ") and the same test set; `normlab compare --arch lstm` and `normlab sweep --arch lstm` run the complete "
+          "), scored on the first " + std::to_string(plan.lstm_sweep_data.test.size()) +
+          " test images (`--lstm-test-limit`); `normlab compare --arch lstm` and `normlab sweep --arch lstm` run the complete "
           "protocol.\n\n";
     p.lstm_compare.title = "LSTM: " + p.lstm_compare.title, p.lstm_sweep.title = "LSTM: " + p.lstm_sweep.title;
     md += section(p.lstm_compare, "lstm-compare/") + section(p.lstm_sweep, "lstm-sweep/");
@@ -237,9 +238,10 @@ StudyPlan plan_study(const StudyConfig& cfg, const Splits& data) {
     p.cnn_sweep = sweep_runs(cfg.cnn_sweep, p.cnn_sweep_data);
   }
   if (cfg.lstm) {
-    p.lstm_data = part_data(data, cfg.lstm_train_limit);
-    p.lstm_compare = compare_runs(cfg.lstm_compare, p.lstm_data);
-    p.lstm_sweep_data = sweep_only(p.lstm_data);
+    p.lstm_sweep_data = sweep_only(part_data(data, cfg.lstm_train_limit));
+    if (cfg.lstm_test_limit > 0 && cfg.lstm_test_limit < p.lstm_sweep_data.test.size())
+      p.lstm_sweep_data.test = data::first_n(p.lstm_sweep_data.test, cfg.lstm_test_limit);
+    p.lstm_compare = compare_runs(cfg.lstm_compare, p.lstm_sweep_data);
     p.lstm_sweep = sweep_runs(cfg.lstm_sweep, p.lstm_sweep_data);
   }
   if (cfg.gpt) p.gpt_sweep = lm_sweep_runs(cfg.gpt_sweep);

@@ -90,11 +90,14 @@ struct StudyConfig {
   int64_t cnn_train_limit = 0;
   // The LSTM part (make run on Fashion-MNIST): a comparison of the norms at one batch size (loss
   // curves, the gradient reaching each time step) and a batch-size sweep of the study's LSTM on
-  // rows of pixels, on a random subset of lstm_train_limit training images; off when lstm is false.
+  // rows of pixels, on a random subset of lstm_train_limit training images, both scored on the
+  // first lstm_test_limit test images (no validation split: the comparison's target is checked on
+  // them); off when lstm is false.
   bool lstm = false;
   CompareConfig lstm_compare;
   SweepConfig lstm_sweep;
   int64_t lstm_train_limit = 0;
+  int64_t lstm_test_limit = 0;  // the LSTM part scores on the first N test images (0: all)
   // The character GPT part (make run): a batch-size sweep of a small GPT on a text corpus with the
   // same number of training tokens at every batch size; off when gpt is false.
   bool gpt = false;
@@ -122,7 +125,7 @@ struct StudyPlan {
   StudyConfig config;
   // The sweep's and the CNN part's data (the test set the same); the sweeps' without the
   // validation split, which they do not evaluate.
-  Splits sweep_data, cnn_data, cnn_sweep_data, lstm_data, lstm_sweep_data;
+  Splits sweep_data, cnn_data, cnn_sweep_data, lstm_sweep_data;  // the LSTM's comparison uses its sweep's
   std::vector<CheckedRun> compare, sweep, cnn_compare, cnn_sweep, lstm_compare, lstm_sweep;
   std::vector<LmRunSpec> gpt_sweep;
 };
