@@ -1,14 +1,13 @@
 // An mpirun rank's scratch folder, and the removal of those that killed jobs left (rank_scratch.h).
 #include "experiments/rank_scratch.h"
 
-#include <cerrno>
-#include <csignal>
 #include <string>
 #include <system_error>
 
 #include <unistd.h>
 
 #include "experiments/output.h"
+#include "experiments/result_set.h"
 
 namespace normlab::experiments {
 
@@ -32,8 +31,6 @@ long pid_of(const std::string& name) {
   }
 }
 
-bool running(long pid) { return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH; }
-
 }  // namespace
 
 int remove_stale_rank_scratch(const fs::path& dir) {
@@ -41,7 +38,7 @@ int remove_stale_rank_scratch(const fs::path& dir) {
   int removed = 0;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
     const long pid = pid_of(e.path().filename().string());
-    if (pid <= 0 || running(pid) || !e.is_directory(ec)) continue;
+    if (!process_gone(pid) || !e.is_directory(ec)) continue;
     if (fs::remove_all(e.path(), ec) > 0 && !ec) ++removed;
   }
   return removed;

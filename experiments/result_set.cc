@@ -30,8 +30,7 @@ bool replaceable(const fs::path& out) {
 // True if the process `pid` (the text after "-partial-", maybe with "-old") no longer runs.
 bool gone(const std::string& pid) {
   try {
-    const long p = std::stol(pid);
-    return p > 0 && ::kill(static_cast<pid_t>(p), 0) != 0 && errno == ESRCH;
+    return process_gone(std::stol(pid));
   } catch (const std::exception&) {
     return false;
   }
@@ -55,6 +54,8 @@ fs::path output_folder(const fs::path& given) {
   if (out == out.root_path()) throw Error("cannot write to output folder " + given.string() + ": it is the root");
   return out;
 }
+
+bool process_gone(long pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
 
 std::vector<fs::path> killed_partials(const fs::path& out) {
   const std::string prefix = partial_prefix(out);

@@ -16,6 +16,9 @@ namespace normlab::experiments {
 // target, which need not exist yet). Throws normlab::Error naming `out` if it is the root.
 std::filesystem::path output_folder(const std::filesystem::path& out);
 
+// True if no process `pid` runs any more (pid > 0; kill(pid, 0) fails with ESRCH).
+bool process_gone(long pid);
+
 // The partial folders beside the output folder `out` (output_folder) of processes that are gone:
 // what killed commands left, oldest first.
 std::vector<std::filesystem::path> killed_partials(const std::filesystem::path& out);
