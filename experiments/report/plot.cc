@@ -54,30 +54,53 @@ std::string quote(const std::string& s) {
 const char* const kColors[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#999999"};
 const int kMarkers[] = {7, 5, 9, 11, 13, 15, 6, 4};
 
-// Whether point j of s can be drawn on p's axes: finite, and positive on a logarithmic axis
+// Whether y lies within p's y limits (a NaN limit: none on that side).
+bool in_limits(const PlotSpec& p, double y) { return !(y > p.y_max) && !(y < p.y_min); }
+
+// Whether point j of s is one p's axes can show: finite, and positive on a logarithmic axis
 // (p.log_y already decided: on or off).
-bool drawable(const PlotSpec& p, const Series& s, size_t j) {
+bool plottable(const PlotSpec& p, const Series& s, size_t j) {
   return std::isfinite(s.x[j]) && std::isfinite(s.y[j]) && (!p.log_x || s.x[j] > 0) &&
          (p.log_y != LogY::on || s.y[j] > 0);
+}
+
+// Whether point j of s is drawn on its line: plottable and within the y limits.
+bool drawable(const PlotSpec& p, const Series& s, size_t j) { return plottable(p, s, j) && in_limits(p, s.y[j]); }
+
+// Whether point j of s is off the scale: plottable but beyond a y limit (drawn as an arrow).
+bool off_scale(const PlotSpec& p, const Series& s, size_t j) { return plottable(p, s, j) && !in_limits(p, s.y[j]); }
+
+// Whether series s has a point on its line.
+bool any_drawable(const PlotSpec& p, const Series& s) {
+  for (size_t j = 0; j < s.x.size(); ++j)
+    if (drawable(p, s, j)) return true;
+  return false;
 }
 
 // Whether point j of s has an interval to draw (a finite, non-negative spread).
 bool has_interval(const Series& s, size_t j) { return j < s.spread.size() && std::isfinite(s.spread[j]) && s.spread[j] >= 0; }
 
-// p with its y axis decided, without the series that have no point to draw (all diverged, say);
-// the title names them.
+// p with its y axis decided, without the series that have no point to show (all diverged, say);
+// the title names them, and the points off the scale.
 PlotSpec drawable_only(const PlotSpec& p) {
   PlotSpec out = p;
   out.log_y = use_log_y(p) ? LogY::on : LogY::off;
   out.series.clear();
-  std::string missing;
+  std::string missing, off;
   for (const Series& s : p.series) {
     bool any = false;
-    for (size_t j = 0; j < s.x.size() && !any; ++j) any = drawable(out, s, j);
+    for (size_t j = 0; j < s.x.size(); ++j) {
+      any = any || plottable(out, s, j);
+      if (off_scale(out, s, j)) off += (off.empty() ? "" : "; ") + s.name + " at " + fmt(s.x[j], 4) + ": " + fmt(s.y[j], 4);
+    }
     if (any) out.series.push_back(s);
     else missing += (missing.empty() ? "" : ", ") + s.name;
   }
   if (!missing.empty()) out.title += " [no finite values: " + missing + "]";
+  if (!off.empty()) out.title += " [off the scale: " + off + "]";
+  bool drawn = false;  // a plot of arrows only is not drawn
+  for (const Series& s : out.series) drawn = drawn || any_drawable(out, s);
+  if (!drawn) out.series.clear();
   return out;
 }
 
@@ -121,6 +144,7 @@ std::string plot_command(const PlotSpec& p, const std::string& prefix) {
     const std::string style = " lt " + std::to_string(lt) + " pt " + std::to_string(pt) +
                               (s.style.dash > 1 ? " dt " + std::to_string(s.style.dash) : "");
     const std::string data = "$" + prefix + std::to_string(i);
+    if (!any_drawable(p, s)) continue;  // all off the scale: arrows only
     if (draws_interval(p, s)) {
       if (p.error_bars) g << (first ? "" : ", ") << data << " using 1:2:5 with yerrorbars lw 1.5 ps 0 lt " << lt << " notitle";
       else g << (first ? "" : ", ") << data << " using 1:3:4 with filledcurves fs transparent solid 0.2 noborder lt " << lt << " notitle";
@@ -137,12 +161,72 @@ std::string plot_command(const PlotSpec& p, const std::string& prefix) {
   return g.str();
 }
 
-// A title with its seeds note (seeds_note) as a gnuplot string expression: on one line, or the
-// note on a second line when both would not fit the width of a plot (the line break is gnuplot's
-// own "\n" between two quoted strings, so nothing of the title is ever double-quoted).
+// The y range of a plot with y limits, on a linear axis: its drawn points and their intervals, cut
+// at the limits, with a margin (a fifth of the span on a side with arrows, for them and their
+// labels; "*": gnuplot's autoscale at an end without a limit).
+std::string limited_yrange(const PlotSpec& p) {
+  double lo = INFINITY, hi = -INFINITY;
+  bool above = false, below = false;
+  for (const Series& s : p.series)
+    for (size_t j = 0; j < s.x.size(); ++j) {
+      if (off_scale(p, s, j)) (s.y[j] > p.y_max ? above : below) = true;
+      if (!drawable(p, s, j)) continue;
+      const double sp = has_interval(s, j) ? s.spread[j] : 0;
+      lo = std::min(lo, s.y[j] - sp), hi = std::max(hi, s.y[j] + sp);
+    }
+  if (std::isfinite(p.y_min)) lo = std::max(lo, p.y_min);
+  if (std::isfinite(p.y_max)) hi = std::min(hi, p.y_max);
+  const double span = hi > lo ? hi - lo : std::max(std::abs(hi), 1.0) * 0.1, k = p.percent_y ? 100 : 1;
+  const std::string y0 = std::isfinite(p.y_min) && std::isfinite(lo) ? fmt(k * (lo - span * (below ? 0.2 : 0.03))) : "*";
+  const std::string y1 = std::isfinite(p.y_max) && std::isfinite(hi) ? fmt(k * (hi + span * (above ? 0.2 : 0.03))) : "*";
+  return "set yrange [" + y0 + ":" + y1 + "]\n";
+}
+
+// An arrow at the top (or bottom) edge, in the series' colour, for each point off the scale, with
+// its value beside it; labels of several points at one x are stacked.
+std::string off_scale_arrows(const PlotSpec& p) {
+  std::ostringstream g;
+  std::vector<std::pair<double, bool>> seen;  // (x, above) of the arrows drawn so far
+  for (size_t i = 0; i < p.series.size(); ++i) {
+    const Series& s = p.series[i];
+    const int lt = s.style.color ? s.style.color : static_cast<int>(i % 8) + 1;
+    for (size_t j = 0; j < s.x.size(); ++j) {
+      if (!off_scale(p, s, j)) continue;
+      const bool above = s.y[j] > p.y_max;
+      const int level = static_cast<int>(std::count(seen.begin(), seen.end(), std::make_pair(s.x[j], above)));
+      seen.emplace_back(s.x[j], above);
+      const double tip = above ? 0.99 : 0.01, tail = above ? 0.88 : 0.12;
+      const double label = above ? 0.84 - 0.05 * level : 0.16 + 0.05 * level;
+      g << "set arrow from first " << fmt(s.x[j]) << ", graph " << fmt(tail) << " to first " << fmt(s.x[j]) << ", graph "
+        << fmt(tip) << " head filled lw 2 lt " << lt << " front\n";
+      g << "set label " << quote(fmt(s.y[j], 4)) << " at first " << fmt(s.x[j]) << ", graph " << fmt(label)
+        << " center tc lt " << lt << " front noenhanced\n";
+    }
+  }
+  return g.str();
+}
+
+// A title with its seeds note (seeds_note) as a gnuplot string expression: on one line, or, when
+// that would not fit the width of a plot, on several: the title, each bracketed note drawable_only
+// added to it ("[no finite values: ...]", "[off the scale: ...]") and the seeds note, packed into
+// lines of at most 100 characters where they fit (the line breaks are gnuplot's own "\n" between
+// quoted strings, so nothing of the title is ever double-quoted).
 std::string title_text(const std::string& title, const std::string& note) {
-  if (note.empty() || title.size() + note.size() <= 100) return quote(title + note);
-  return quote(title) + " . \"\\n\" . " + quote(note.substr(note.find_first_not_of(' ')));
+  if (title.size() + note.size() <= 100) return quote(title + note);
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t at; (at = title.find(" [", start)) != std::string::npos; start = at + 1)
+    parts.push_back(title.substr(start, at - start));
+  parts.push_back(title.substr(start));
+  if (!note.empty()) parts.push_back(note.substr(note.find_first_not_of(' ')));
+  std::vector<std::string> lines{parts[0]};
+  for (size_t i = 1; i < parts.size(); ++i) {
+    if (lines.back().size() + 1 + parts[i].size() <= 100) lines.back() += " " + parts[i];
+    else lines.push_back(parts[i]);
+  }
+  std::string out = quote(lines[0]);
+  for (size_t i = 1; i < lines.size(); ++i) out += " . \"\\n\" . " + quote(lines[i]);
+  return out;
 }
 
 // The gnuplot commands of one plot (decided by drawable_only), after `set terminal` / `set
@@ -153,7 +237,7 @@ std::string body(const PlotSpec& p, const std::string& prefix, bool panel, const
   std::ostringstream g;
   if (panel)
     g << "unset logscale\nset format x '% h'\nset format y '% h'\nunset offsets\nset xtics autofreq\nset ytics autofreq\nset mxtics default\n"
-         "set autoscale y\nset yrange [*:*]\n";
+         "set autoscale y\nset yrange [*:*]\nunset arrow\nunset label\n";
   for (int i = 0; i < 8; ++i) g << "set linetype " << i + 1 << " lc rgb '" << kColors[i] << "' ps 1.1\n";
   g << "set title " << title_text(p.title, note) << " noenhanced\n";
   g << "set xlabel " << quote(p.xlabel) << " noenhanced\nset ylabel " << quote(p.ylabel) << " noenhanced\n";
@@ -197,6 +281,8 @@ std::string body(const PlotSpec& p, const std::string& prefix, bool panel, const
     }
   }
   if (p.percent_y) g << "set format y '%g%%'\nset yrange [0<*:*<100]\n";  // intervals cut at 0% and 100%
+  if (p.log_y != LogY::on && (std::isfinite(p.y_min) || std::isfinite(p.y_max))) g << limited_yrange(p);
+  g << off_scale_arrows(p);
   if (p.integer_x && !xs.empty() && xs.back() - xs.front() <= 20) g << "set xtics 1\nset format x '%.0f'\n";
   else if (p.integer_x) g << "set format x '%.0f'\n";
   // Error bars and markers at the first and last x must not be cut by the plot's border.
@@ -302,7 +388,7 @@ bool use_log_y(const PlotSpec& p) {
   double lo = INFINITY, hi = -INFINITY;
   for (const Series& s : p.series)
     for (size_t j = 0; j < s.x.size() && j < s.y.size(); ++j)
-      if (std::isfinite(s.x[j]) && std::isfinite(s.y[j]) && (!p.log_x || s.x[j] > 0)) {
+      if (std::isfinite(s.x[j]) && std::isfinite(s.y[j]) && (!p.log_x || s.x[j] > 0) && in_limits(p, s.y[j])) {
         if (s.y[j] <= 0) return false;  // a log axis could not draw it
         lo = std::min(lo, s.y[j]), hi = std::max(hi, s.y[j]);
       }

@@ -6,6 +6,7 @@
 // (the registry's NormEntry::plot_color and plot_point, see norm_style). The key sits below the
 // plot, never beside it.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -60,6 +61,10 @@ struct PlotSpec {
   // marker every 1/8 of the points (so the marker still tells the series apart in black and
   // white); otherwise lines with a marker at every point.
   bool dense = false;
+  // The y axis's ends (NaN: from the data). A point beyond one (a diverged run among converged
+  // ones, say) is left off its line: an arrow at that edge, in its series' colour, points off the
+  // scale with the value beside it, and the title names it ("off the scale: <series> at <x>: <y>").
+  double y_min = NAN, y_max = NAN;
   std::vector<Series> series;
 };
 

@@ -75,12 +75,24 @@ Series batch_series(const LmSweepConfig& cfg, const std::vector<LmRunResult>& re
   return s;
 }
 
+// The 1-gram baseline in bits per character (NaN when it was not computed): the scale of both
+// batch plots. A model worse than the characters' frequencies alone (BatchNorm's eval mode at batch
+// 1, say, where the running statistics never matched a batch) is drawn as an arrow off the scale,
+// so that the others' differences of hundredths of a bit stay visible.
+double unigram_bits(const std::vector<NgramBaseline>& baselines) {
+  for (const NgramBaseline& b : baselines)
+    if (b.n == 1) return b.bits;
+  return NAN;
+}
+
 std::vector<std::string> sweep_plots(const LmSweepConfig& cfg, const std::vector<LmRunResult>& results,
                                      const std::vector<NgramBaseline>& baselines, const std::filesystem::path& out) {
   if (!gnuplot_available() || results.empty()) return {};
   const auto [lo, hi] = std::minmax_element(cfg.batch_sizes.begin(), cfg.batch_sizes.end());
+  const double scale = unigram_bits(baselines);
   PlotSpec bits{"Final validation loss vs batch size (same training tokens at every batch)", "batch size (sequences)",
                 "validation bits per character"};
+  bits.y_max = scale;
   bits.log_x = 2;
   bits.error_bars = true;
   for (const std::string& v : cfg.variants) bits.series.push_back(batch_series(cfg, results, v, &LmFinals::eval));
@@ -89,6 +101,7 @@ std::vector<std::string> sweep_plots(const LmSweepConfig& cfg, const std::vector
   if (render_plot(bits, out, "val_bits_vs_batch")) plots.push_back("val_bits_vs_batch");
   PlotSpec gap{"BatchNorm: validation loss in train mode minus eval mode", "batch size (sequences)",
                "train-mode minus eval-mode bits per character"};
+  gap.y_min = -scale, gap.y_max = scale;
   gap.log_x = 2;
   gap.error_bars = true;
   for (const std::string& v : batch_variants(cfg)) gap.series.push_back(batch_series(cfg, results, v, &LmFinals::gap));

@@ -2,7 +2,8 @@
 // made-up runs: a norm's series has the registry's colour and marker wherever it sits; bands and
 // error bars are the 95% CI of the mean over seeds and only drawn with 2+ seeds, and the title says
 // what is drawn; the y axis is logarithmic only for data spanning more than a decade; markers sit
-// at measured points, and a log x axis ticks at them only; panels are named by the model's layers.
+// at measured points, and a log x axis ticks at them only; a point beyond the y limits is an arrow
+// off the scale with its value; panels are named by the model's layers.
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
@@ -174,6 +175,43 @@ BOOST_AUTO_TEST_CASE(a_long_title_puts_the_seeds_note_on_a_second_line) {
   p.series = {s};
   BOOST_TEST(contains(plot_script(p), "set title '" + title + "' . \"\\n\" . '(mean over 2 seeds; band = 95% CI of the mean)'"),
              plot_script(p));
+}
+
+// A point beyond the y limits (a diverged run among converged ones) is not on its line: an arrow
+// at that edge, in the series' colour, with the value, and the title names it on a line of its own.
+BOOST_AUTO_TEST_CASE(a_point_beyond_the_y_limits_is_an_arrow_off_the_scale) {
+  PlotSpec p{"Final validation loss vs batch size (same training tokens at every batch)", "batch", "bits"};
+  p.y_max = 4.87;
+  p.log_x = 2;
+  Series bn{"BatchNorm", {1, 2, 4}, {169.63, 2.8, 2.71}};
+  bn.style = {kBlue, 7, 0};
+  Series gone{"broken", {1}, {500.0}};  // all of it off the scale: no line, only its arrow
+  gone.style = {kGreen, 9, 0};
+  p.series = {bn, Series{"LayerNorm", {1, 2, 4}, {2.69, 2.65, 2.66}}, gone};
+  const std::string script = plot_script(p);
+  BOOST_TEST(!contains(script, "169.63 "), script);  // not in any data block
+  BOOST_TEST(contains(script, "\n2 2.8 2.8 2.8 NaN\n"), script);  // the points within the limits are
+  BOOST_TEST(contains(script, "set arrow from first 1, graph 0.88 to first 1, graph 0.99 head filled lw 2 lt 1 front"),
+             script);
+  BOOST_TEST(contains(script, "set label '169.6' at first 1, graph 0.84 center tc lt 1"), script);
+  BOOST_TEST(contains(script, "set label '500' at first 1, graph 0.79 center tc lt 3"), script);  // stacked below
+  // The axis spans the drawn points, with room above for the arrows: 2.65..2.8, plus a fifth.
+  BOOST_TEST(contains(script, "set yrange [*:2.83]"), script);
+  BOOST_TEST(contains(script, "' . \"\\n\" . '[off the scale: BatchNorm at 1: 169.6; broken at 1: 500]'"), script);
+  BOOST_TEST(!contains(plot_line(script), "'broken'"), plot_line(script));
+  BOOST_TEST(contains(plot_line(script), "'LayerNorm'"), plot_line(script));
+  // Below the lower limit: the arrow points down from the bottom edge.
+  PlotSpec gap{"gap", "batch", "bits"};
+  gap.y_min = -4.87, gap.y_max = 4.87;
+  gap.series = {Series{"BatchNorm", {1, 2}, {-168.6, -0.16}}, Series{"zero", {1, 2}, {0, 0}}};
+  const std::string g = plot_script(gap);
+  BOOST_TEST(contains(g, "set arrow from first 1, graph 0.12 to first 1, graph 0.01"), g);
+  BOOST_TEST(contains(g, "set label '-168.6' at first 1, graph 0.16"), g);
+  BOOST_TEST(contains(g, "set yrange [-0.192:0.0048]"), g);
+  // No limit reached: the axis is the data's, and nothing is named.
+  gap.series[0].y = {-0.2, -0.16};
+  BOOST_TEST(!contains(plot_script(gap), "off the scale"));
+  BOOST_TEST(!contains(plot_script(gap), "set arrow"));
 }
 
 BOOST_AUTO_TEST_CASE(a_plot_without_seeds_says_nothing_of_them) {
