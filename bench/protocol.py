@@ -154,9 +154,9 @@ def differences(nl, pt, cols, batches, scale, digits, what, markdown):
             d, lo, hi, p = w[0] * scale, w[1] * scale, w[2] * scale, w[3]
             n += 1
             verdict = "not distinguishable" if lo <= 0 <= hi else "distinguishable"
-            if verdict == "distinguishable":
-                differ.append(f"{name} at batch {b}")
             label = name + (" train mode" if f.endswith("train_mode") else "")
+            if verdict == "distinguishable":
+                differ.append(f"{label} at batch {b}")
             rows.append([label, str(b), f"{d:+.{digits}f}", f"[{lo:+.{digits}f}, {hi:+.{digits}f}]", f"{p:.2f}",
                          verdict])
     if not rows:
