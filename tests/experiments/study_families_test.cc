@@ -98,7 +98,8 @@ BOOST_AUTO_TEST_CASE(study_on_images_adds_the_lstm_and_gpt_parts) {
   const std::string sample = std::string(NORMLAB_SOURCE_DIR) + "/tests/data/fixtures/text_sample.txt";
   BOOST_REQUIRE_EQUAL(run_normlab({"study", "--quiet", "--train-limit", "600", "--test-limit", "100", "--epochs", "1",
                                    "--seeds", "0,1", "--batch-sizes", "8,32", "--sweep-train-limit", "200", "--no-cnn",
-                                   "--lstm-train-limit", "64", "--lstm-batch-sizes", "8,32", "--lstm-batch-size", "16",
+                                   "--lstm-train-limit", "64", "--lstm-test-limit", "40", "--lstm-batch-sizes", "8,32",
+                                   "--lstm-batch-size", "16",
                                    "--lstm-norms", "none,layer,batch",
                                    "--gpt-text", sample, "--gpt-train-tokens", "256", "--gpt-batch-sizes", "2,4",
                                    "--gpt-layers", "1", "--gpt-width", "16", "--gpt-heads", "2", "--gpt-block-size", "8",
@@ -110,9 +111,14 @@ BOOST_AUTO_TEST_CASE(study_on_images_adds_the_lstm_and_gpt_parts) {
   BOOST_TEST(fs::exists(t.path() / "gpt-sweep" / "summary.csv"));
   BOOST_TEST(fs::exists(t.path() / "gpt-sweep" / "steps.csv"));
   BOOST_TEST(!fs::exists(t.path() / "cnn-sweep"));
+  // The LSTM parts score on the first 40 test images (--lstm-test-limit), the MLP's on its 100.
+  for (const char* part : {"lstm-sweep", "lstm-compare"})
+    BOOST_TEST(read_file(t.path() / part / "runs.csv").find("/ 40 test,") != std::string::npos, part);
+  BOOST_TEST(read_file(t.path() / "sweep" / "runs.csv").find("/ 100 test,") != std::string::npos);
   const std::string report = read_file(t.path() / "report.md");
   for (const char* s : {"## LSTM: Convergence: no norm vs LayerNorm vs BatchNorm", "## LSTM: Batch-size sensitivity",
-                        "Adam lr 0.00035355", "batch 16, 1 epoch", "log10 g_1", "## GPT: Character GPT",
+                        "Adam lr 0.00035355", "batch 16, 1 epoch", "scored on the first 40 test images", "log10 g_1",
+                        "## GPT: Character GPT",
                         "## The four families side by side", "from its first seed's model at batch 2 (eval mode)",
                         "| LSTM | test accuracy, % | 8, 32 |", "| GPT | validation bits/char | 2, 4 |", "**GPT** (",
                         "](gpt-sweep/val_bits_vs_batch.png)"})
