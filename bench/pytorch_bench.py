@@ -135,6 +135,18 @@ def workloads():
                        ("sum dim0", "sum0"), ("sum dim1", "sum1")):
         out.append((name + shape, elementwise(kind)))
 
+    def regime(kind, r):  # relu and axpy on (r, cols): in L2, in L3 or in neither (kernels_bench.cc)
+        def setup():
+            x, y, z = rand(r, cols), rand(r, cols), torch.empty(r, cols)
+            if kind == "relu":
+                return (lambda: torch.clamp(x, min=0, out=z)), 8.0 * r * cols, "byte"
+            return (lambda: y.add_(x, alpha=1e-3)), 12.0 * r * cols, "byte"
+        return setup
+
+    for r in (64, 1024, 16384):
+        for kind in ("relu", "axpy"):
+            out.append((f"{kind} {r}x{cols}", regime(kind, r)))
+
     n = 1 << 25
 
     def stream(kind):
