@@ -1,53 +1,24 @@
-// Plots rendered with gnuplot: a script with inline data, run once per output format, without a
-// shell (posix_spawn with an argument vector, in the output folder, in its own process group).
+// Plots as gnuplot scripts with inline data: the series, their intervals, the axes (logarithmic
+// or not, y limits with arrows off the scale), titles and panels; gnuplot.h renders them.
 #include "experiments/report/plot.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <climits>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <sstream>
 
 #include "base/error.h"
 #include "experiments/output.h"
 #include "experiments/registry.h"
+#include "experiments/report/gnuplot.h"
 #include "experiments/report/stats.h"
 
 namespace normlab::experiments::report {
 
 namespace fs = std::filesystem;
 
-extern "C" char** environ;
-
-bool gnuplot_available() {
-  static const bool found = [] {
-    const char* path = std::getenv("PATH");
-    std::stringstream dirs(path ? path : "/usr/bin:/bin");
-    for (std::string d; std::getline(dirs, d, ':');)
-      if (::access(((d.empty() ? "." : d) + "/gnuplot").c_str(), X_OK) == 0) return true;
-    return false;
-  }();
-  return found;
-}
-
 namespace {
-
-// A gnuplot string literal: single-quoted, in which gnuplot substitutes nothing (a double-quoted
-// one would run `backquoted` commands); a quote is doubled, a line break becomes a space.
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("''") : std::string(1, c == '\n' || c == '\r' ? ' ' : c);
-  return q + "'";
-}
 
 // The palette, line types 1-8 (PlotColor), and each colour's default marker (for a series
 // without a style of its own). No yellow: hard to see on white.
@@ -155,7 +126,7 @@ std::string plot_command(const PlotSpec& p, const std::string& prefix) {
     const size_t every = p.dense ? std::max<size_t>(1, (points + 7) / 8) : 1;
     g << (first ? "" : ", ") << data << " using 1:2 with linespoints lw 2" << style;
     if (every > 1) g << " pi " << every;
-    g << " title " << quote(s.name);
+    g << " title " << gnuplot_quote(s.name);
     first = false;
   }
   return g.str();
@@ -199,7 +170,7 @@ std::string off_scale_arrows(const PlotSpec& p) {
       const double label = above ? 0.84 - 0.05 * level : 0.16 + 0.05 * level;
       g << "set arrow from first " << fmt(s.x[j]) << ", graph " << fmt(tail) << " to first " << fmt(s.x[j]) << ", graph "
         << fmt(tip) << " head filled lw 2 lt " << lt << " front\n";
-      g << "set label " << quote(fmt(s.y[j], 4)) << " at first " << fmt(s.x[j]) << ", graph " << fmt(label)
+      g << "set label " << gnuplot_quote(fmt(s.y[j], 4)) << " at first " << fmt(s.x[j]) << ", graph " << fmt(label)
         << " center tc lt " << lt << " front noenhanced\n";
     }
   }
@@ -212,7 +183,7 @@ std::string off_scale_arrows(const PlotSpec& p) {
 // lines of at most 100 characters where they fit (the line breaks are gnuplot's own "\n" between
 // quoted strings, so nothing of the title is ever double-quoted).
 std::string title_text(const std::string& title, const std::string& note) {
-  if (title.size() + note.size() <= 100) return quote(title + note);
+  if (title.size() + note.size() <= 100) return gnuplot_quote(title + note);
   std::vector<std::string> parts;
   size_t start = 0;
   for (size_t at; (at = title.find(" [", start)) != std::string::npos; start = at + 1)
@@ -224,8 +195,8 @@ std::string title_text(const std::string& title, const std::string& note) {
     if (lines.back().size() + 1 + parts[i].size() <= 100) lines.back() += " " + parts[i];
     else lines.push_back(parts[i]);
   }
-  std::string out = quote(lines[0]);
-  for (size_t i = 1; i < lines.size(); ++i) out += " . \"\\n\" . " + quote(lines[i]);
+  std::string out = gnuplot_quote(lines[0]);
+  for (size_t i = 1; i < lines.size(); ++i) out += " . \"\\n\" . " + gnuplot_quote(lines[i]);
   return out;
 }
 
@@ -240,7 +211,7 @@ std::string body(const PlotSpec& p, const std::string& prefix, bool panel, const
          "set autoscale y\nset yrange [*:*]\nunset arrow\nunset label\n";
   for (int i = 0; i < 8; ++i) g << "set linetype " << i + 1 << " lc rgb '" << kColors[i] << "' ps 1.1\n";
   g << "set title " << title_text(p.title, note) << " noenhanced\n";
-  g << "set xlabel " << quote(p.xlabel) << " noenhanced\nset ylabel " << quote(p.ylabel) << " noenhanced\n";
+  g << "set xlabel " << gnuplot_quote(p.xlabel) << " noenhanced\nset ylabel " << gnuplot_quote(p.ylabel) << " noenhanced\n";
   g << "set grid\nset key below reverse Left noenhanced\n";  // the sample, then its name
   std::vector<double> xs;  // the drawn x values
   for (const Series& s : p.series)
@@ -290,85 +261,6 @@ std::string body(const PlotSpec& p, const std::string& prefix, bool panel, const
   g << "set autoscale xfix\nset offsets graph 0.03, graph 0.03, graph 0.02, graph 0.02\n";
   g << data_blocks(p, prefix) << plot_command(p, prefix) << "\n";
   return g.str();
-}
-
-// Runs `gnuplot script` in `dir` (so that no path of the user's is ever part of a command or a
-// script), its own process group (Ctrl-C on the terminal does not kill it halfway), stdin from
-// /dev/null and stderr to the file `err` (relative to dir, like the script). Returns the exit status, or throws if it cannot be started.
-int run_gnuplot(const fs::path& dir, const std::string& script, const std::string& err) {
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawnattr_init(&attr);
-  posix_spawn_file_actions_addchdir_np(&fa, dir.c_str());
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  std::string prog = "gnuplot", arg = script;
-  char* argv[] = {prog.data(), arg.data(), nullptr};
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, "gnuplot", &fa, &attr, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) throw Error("cannot run gnuplot: " + std::string(std::strerror(rc)));
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) throw Error("cannot wait for gnuplot: " + std::string(std::strerror(errno)));
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-// True when the image file is whole: a PNG ends with its IEND chunk, an SVG with </svg> (gnuplot
-// exits 0 on a full disk and leaves a truncated or empty file).
-bool image_complete(const fs::path& p, const std::string& ext) {
-  std::ifstream f(p, std::ios::binary | std::ios::ate);
-  const std::streamoff size = f ? static_cast<std::streamoff>(f.tellg()) : 0;
-  if (size < 16) return false;
-  const std::streamoff tail = std::min<std::streamoff>(size, 64);
-  std::string end(static_cast<size_t>(tail), '\0');
-  f.seekg(size - tail);
-  f.read(end.data(), tail);
-  if (ext == "png") return end.compare(end.size() - 12, 12, std::string("\0\0\0\0IEND\xae\x42\x60\x82", 12)) == 0;
-  return end.find("</svg>") != std::string::npos;
-}
-
-// The first lines of gnuplot's error output, for a message.
-std::string first_lines(const fs::path& p) {
-  std::ifstream f(p);
-  std::string s(512, '\0');
-  f.read(s.data(), static_cast<std::streamsize>(s.size()));
-  s.resize(static_cast<size_t>(f.gcount()));
-  return s;
-}
-
-// Runs the gnuplot script `b` once per format (PNG and SVG, width x height pixels), each image
-// written under a temporary name, checked and renamed; the script is kept as <dir>/<stem>.gp.
-void render(const std::string& title, const std::string& b, int width, int height, const fs::path& dir,
-            const std::string& stem) {
-  write_file_atomic(dir / (stem + ".gp"), "# " + title + " (render: gnuplot -e \"set terminal pngcairo; set output 'x.png'\" " + stem + ".gp)\n" + b);
-  const std::string size = " size " + std::to_string(width) + "," + std::to_string(height);
-  struct Format { const char* ext; std::string terminal; };
-  for (const Format& f : {Format{"png", "pngcairo" + size + " font 'sans,11'"}, Format{"svg", "svg" + size + " dynamic font 'sans,11'"}}) {
-    const std::string out = stem + "." + f.ext, tmp = out + ".tmp", script = out + ".gp.tmp", err = out + ".err";
-    write_file_atomic(dir / script, "set terminal " + f.terminal + "\nset output " + quote(tmp) + "\n" + b + "unset output\n");
-    std::error_code ec;
-    const auto clean = [&] { fs::remove(dir / tmp, ec), fs::remove(dir / script, ec), fs::remove(dir / err, ec); };
-    const int rc = run_gnuplot(dir, script, err);  // both names relative to dir
-    if (rc != 0 || !image_complete(dir / tmp, f.ext)) {
-      const std::string why = rc != 0 ? "gnuplot exited with status " + std::to_string(rc) + ": " + first_lines(dir / err)
-                                      : "the image is empty or cut short (is the disk full?)";
-      clean();
-      throw Error("cannot render " + (dir / out).string() + ": " + why);
-    }
-    fs::rename(dir / tmp, dir / out, ec);
-    if (ec) {
-      const std::string why = ec.message();
-      clean();
-      throw Error("cannot write " + (dir / out).string() + ": " + why);
-    }
-    clean();
-  }
 }
 
 }  // namespace
@@ -425,7 +317,7 @@ bool render_plot(const PlotSpec& spec, const fs::path& dir, const std::string& s
   const PlotSpec p = drawable_only(spec);
   if (p.series.empty()) return false;
   const std::string note = seeds_note({spec});
-  render(p.title + note, body(p, "d", false, note), 960, 600, dir, stem);
+  render_script(p.title + note, body(p, "d", false, note), 960, 600, dir, stem);
   return true;
 }
 
@@ -442,7 +334,7 @@ bool render_panels(const std::string& title, const std::vector<PlotSpec>& panels
                   title_text(title, note) + " noenhanced\n";
   for (size_t i = 0; i < drawn.size(); ++i) b += body(drawn[i], "p" + std::to_string(i) + "_", true);
   b += "unset multiplot\n";
-  render(full, b, 560 * cols, 420 * rows + 40, dir, stem);
+  render_script(full, b, 560 * cols, 420 * rows + 40, dir, stem);
   return true;
 }
 
@@ -462,10 +354,10 @@ void render_confusion(const std::string& title, const std::vector<std::string>& 
   b += "EOD\n";
   std::string xt, yt;
   for (size_t i = 0; i < k; ++i) {
-    xt += (i ? ", " : "") + quote(classes[i]) + " " + std::to_string(i);
-    yt += (i ? ", " : "") + quote(classes[i]) + " " + std::to_string(i);
+    xt += (i ? ", " : "") + gnuplot_quote(classes[i]) + " " + std::to_string(i);
+    yt += (i ? ", " : "") + gnuplot_quote(classes[i]) + " " + std::to_string(i);
   }
-  b += "set title " + quote(title) + " noenhanced\n";
+  b += "set title " + gnuplot_quote(title) + " noenhanced\n";
   b += "set xlabel 'predicted class'\nset ylabel 'true class'\n";
   b += "set xtics (" + xt + ") rotate by -35 noenhanced\nset ytics (" + yt + ") noenhanced\n";
   b += "set xrange [-0.5:" + std::to_string(k) + "-0.5]\nset yrange [" + std::to_string(k) + "-0.5:-0.5]\n";
@@ -474,7 +366,7 @@ void render_confusion(const std::string& title, const std::vector<std::string>& 
   b += "plot $cells using 1:2:3 with image, $cells using 1:2:(sprintf('%d', $4)):($3 > 0.5 ? 0xffffff : 0x000000) "
        "with labels tc rgb variable font ',9'\n";
   const int side = 360 + 48 * static_cast<int>(k);
-  render(title, b, side + 160, side, dir, stem);
+  render_script(title, b, side + 160, side, dir, stem);
 }
 
 }  // namespace normlab::experiments::report
