@@ -105,12 +105,13 @@ def workloads():
         out.append((f"linear 784->256 b{b} forward x W^T", matmul(b, 784, 256, tb=True)))
 
     rows, cols = 4096, 1024
-    numel = rows * cols
     shape = f" {rows}x{cols}"
 
-    def elementwise(kind):
+    def elementwise(kind, r=rows):  # on (r, cols)
+        numel = r * cols
+
         def setup():
-            x, y, z = rand(rows, cols), rand(rows, cols), torch.empty(rows, cols)
+            x, y, z = rand(r, cols), rand(r, cols), torch.empty(r, cols)
             if kind == "add":
                 return (lambda: torch.add(x, y, out=z)), 12.0 * numel, "byte"
             if kind == "relu":
@@ -126,7 +127,7 @@ def workloads():
             if kind == "sum0":
                 o = torch.empty(cols)
                 return (lambda: torch.sum(x, 0, out=o)), 4.0 * numel, "byte"
-            o = torch.empty(rows)
+            o = torch.empty(r)
             return (lambda: torch.sum(x, 1, out=o)), 4.0 * numel, "byte"
         return setup
 
@@ -134,18 +135,9 @@ def workloads():
                        ("axpy", "axpy"),
                        ("sum dim0", "sum0"), ("sum dim1", "sum1")):
         out.append((name + shape, elementwise(kind)))
-
-    def regime(kind, r):  # relu and axpy on (r, cols): in L2, in L3 or in neither (kernels_bench.cc)
-        def setup():
-            x, y, z = rand(r, cols), rand(r, cols), torch.empty(r, cols)
-            if kind == "relu":
-                return (lambda: torch.clamp(x, min=0, out=z)), 8.0 * r * cols, "byte"
-            return (lambda: y.add_(x, alpha=1e-3)), 12.0 * r * cols, "byte"
-        return setup
-
-    for r in (64, 1024, 16384):
+    for r in (64, 1024, 16384):  # relu and axpy in L2, in L3 and in no cache (kernels_bench.cc)
         for kind in ("relu", "axpy"):
-            out.append((f"{kind} {r}x{cols}", regime(kind, r)))
+            out.append((f"{kind} {r}x{cols}", elementwise(kind, r)))
 
     n = 1 << 25
 
