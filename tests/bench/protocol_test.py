@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Tests bench/protocol.py and bench/protocol_runs.py on made-up runs: Student's t quantiles and
 Welch's interval against values computed by hand, a GPT sweep's tables with PyTorch's runs merged
-from two process files and PyTorch minus normlab read per cell, a run in two files refused, and the
-PyTorch scripts' run file (rewritten after every run, --resume keeps its runs, --shard splits them,
-other arguments refused). Needs no PyTorch and no scipy."""
+from two process files and PyTorch minus normlab read per cell (a train-mode cell named as such),
+a run in two files refused, and the PyTorch scripts' run file (rewritten after every run, --resume
+keeps its runs, --shard splits them, other arguments refused). Needs no PyTorch and no scipy."""
 import argparse
 import json
 import math
@@ -94,6 +94,19 @@ def tables(d):
     expect(dup.returncode != 0 and "in two PyTorch files" in dup.stderr, f"a run in two files: {dup.stderr!r}")
 
 
+def train_mode_cell(d):
+    """A distinguishable train-mode cell is named as the train-mode one, not as the eval-mode cell."""
+    nl = os.path.join(d, "normlab")
+    lm_sweep(nl, [("batch", 0, 4, 2.90, 1.50), ("batch", 1, 4, 2.91, 1.51)])
+    pt = os.path.join(d, "p.json")
+    pytorch_file(pt, [("batch", 4, 0, 2.90, 2.50), ("batch", 4, 1, 2.92, 2.52)])
+    out = subprocess.run([sys.executable, os.path.join(BENCH, "protocol.py"), "--markdown", "--ci", nl, pt],
+                         capture_output=True, text=True)
+    expect(out.returncode == 0, f"protocol.py exit status {out.returncode}: {out.stderr}")
+    expect("1 of 2 cells not distinguishable; distinguishable: batch train mode at batch 4" in out.stdout,
+           f"the train-mode cell named as such: {out.stdout[-300:]!r}")
+
+
 def run_file(d):
     parser = argparse.ArgumentParser()
     parser.add_argument("--lr", type=float, default=1.0)
@@ -132,6 +145,8 @@ def main():
     statistics_by_hand()
     with tempfile.TemporaryDirectory() as d:
         tables(d)
+    with tempfile.TemporaryDirectory() as d:
+        train_mode_cell(d)
     with tempfile.TemporaryDirectory() as d:
         run_file(d)
     for f in failures:
