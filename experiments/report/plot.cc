@@ -41,6 +41,9 @@ bool drawable(const PlotSpec& p, const Series& s, size_t j) { return plottable(p
 // Whether point j of s is off the scale: plottable but beyond a y limit (drawn as an arrow).
 bool off_scale(const PlotSpec& p, const Series& s, size_t j) { return plottable(p, s, j) && !in_limits(p, s.y[j]); }
 
+// A y value as the axis shows it (a percentage on a percent axis), for the off-scale notes.
+std::string y_text(const PlotSpec& p, double y) { return p.percent_y ? fmt(100 * y, 4) + "%" : fmt(y, 4); }
+
 // Whether series s has a point on its line.
 bool any_drawable(const PlotSpec& p, const Series& s) {
   for (size_t j = 0; j < s.x.size(); ++j)
@@ -62,7 +65,7 @@ PlotSpec drawable_only(const PlotSpec& p) {
     bool any = false;
     for (size_t j = 0; j < s.x.size(); ++j) {
       any = any || plottable(out, s, j);
-      if (off_scale(out, s, j)) off += (off.empty() ? "" : "; ") + s.name + " at " + fmt(s.x[j], 4) + ": " + fmt(s.y[j], 4);
+      if (off_scale(out, s, j)) off += (off.empty() ? "" : "; ") + s.name + " at " + fmt(s.x[j], 4) + ": " + y_text(out, s.y[j]);
     }
     if (any) out.series.push_back(s);
     else missing += (missing.empty() ? "" : ", ") + s.name;
@@ -170,7 +173,7 @@ std::string off_scale_arrows(const PlotSpec& p) {
       const double label = above ? 0.84 - 0.05 * level : 0.16 + 0.05 * level;
       g << "set arrow from first " << fmt(s.x[j]) << ", graph " << fmt(tail) << " to first " << fmt(s.x[j]) << ", graph "
         << fmt(tip) << " head filled lw 2 lt " << lt << " front\n";
-      g << "set label " << gnuplot_quote(fmt(s.y[j], 4)) << " at first " << fmt(s.x[j]) << ", graph " << fmt(label)
+      g << "set label " << gnuplot_quote(y_text(p, s.y[j])) << " at first " << fmt(s.x[j]) << ", graph " << fmt(label)
         << " center tc lt " << lt << " front noenhanced\n";
     }
   }
