@@ -208,6 +208,13 @@ BOOST_AUTO_TEST_CASE(a_point_beyond_the_y_limits_is_an_arrow_off_the_scale) {
   BOOST_TEST(contains(g, "set arrow from first 1, graph 0.12 to first 1, graph 0.01"), g);
   BOOST_TEST(contains(g, "set label '-168.6' at first 1, graph 0.16"), g);
   BOOST_TEST(contains(g, "set yrange [-0.192:0.0048]"), g);
+  // On a percent axis the value off the scale is told as the axis shows it.
+  PlotSpec acc{"acc", "batch", "accuracy"};
+  acc.percent_y = true, acc.y_min = 0.5;
+  acc.series = {Series{"BatchNorm", {2, 8}, {0.2312, 0.81}}, Series{"LayerNorm", {2, 8}, {0.83, 0.84}}};
+  const std::string a = plot_script(acc);
+  BOOST_TEST(contains(a, "[off the scale: BatchNorm at 2: 23.12%]"), a);
+  BOOST_TEST(contains(a, "set label '23.12%' at first 2, graph 0.16"), a);
   // No limit reached: the axis is the data's, and nothing is named.
   gap.series[0].y = {-0.2, -0.16};
   BOOST_TEST(!contains(plot_script(gap), "off the scale"));
