@@ -18,6 +18,7 @@
 #include <limits>
 
 #include "autograd/kernels/attention.h"
+#include "autograd/kernels/exp-inl.h"  // ExpBounded
 #include "autograd/kernels/norm_parallel.h"  // norm_threads
 #include "autograd/kernels/transpose-inl.h"  // TransposeSquare
 #include "base/thread_pool.h"
@@ -263,7 +264,7 @@ HWY_INLINE void SoftmaxRow(int64_t n, int64_t np, T* HWY_RESTRICT row, T& m, T& 
   const auto vm = hn::Set(d, m);
   auto vs = hn::Zero(d);
   for (int64_t j = 0; j < np; j += N) {
-    auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, row + j), vm));
+    auto e = ExpBounded(d, hn::Sub(hn::LoadU(d, row + j), vm));
     if (j + N > n) e = hn::IfThenElseZero(Before(d, n, j), e);
     hn::StoreU(e, d, row + j);
     vs = hn::Add(vs, e);
@@ -280,7 +281,7 @@ HWY_INLINE void ProbsRow(int64_t n, int64_t np, T lse, T delta, T* HWY_RESTRICT 
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const auto vlse = hn::Set(d, lse), vdelta = hn::Set(d, delta);
   for (int64_t j = 0; j < np; j += N) {
-    auto p = hn::Exp(d, hn::Sub(hn::LoadU(d, s + j), vlse));
+    auto p = ExpBounded(d, hn::Sub(hn::LoadU(d, s + j), vlse));
     auto g = hn::Mul(p, hn::Sub(hn::LoadU(d, dp + j), vdelta));
     if (j + N > n) {
       const auto keep = Before(d, n, j);

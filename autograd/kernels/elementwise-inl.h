@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/exp-inl.h"
 #include "autograd/kernels/loop-inl.h"
 #include "hwy/cache_control.h"
 #include "hwy/contrib/math/math-inl.h"
@@ -149,13 +150,14 @@ HWY_INLINE V PowScalar(D d, V x, double p) {
 
 // GELU, tanh form: 0.5 x (1 + tanh(u)), u = c (x + a x^3). Computed as x sigmoid(2u), the same
 // function (0.5 (1 + tanh(u)) = 1 / (1 + e^(-2u))): one exp and one division, where tanh costs an
-// expm1 and a division. e^(-2u) is clamped below overflow (e^80), where x sigmoid(2u) is ~0.
+// expm1 and a division. e^(-2u) is clamped below overflow (e^80), where x sigmoid(2u) is ~0, so the
+// bounded exp (exp-inl.h) serves.
 template <class D, class V>
 HWY_INLINE V GeluSigmoid(D d, V x) {  // sigmoid(2u)
   using T = hn::TFromD<D>;
   const V c2 = hn::Set(d, static_cast<T>(2 * ref::kGeluC)), a = hn::Set(d, static_cast<T>(ref::kGeluA));
   const V u2 = hn::Mul(c2, hn::MulAdd(hn::Mul(a, hn::Mul(x, x)), x, x));
-  const V e = hn::Exp(d, hn::Min(hn::Neg(u2), hn::Set(d, static_cast<T>(80))));
+  const V e = ExpBounded(d, hn::Min(hn::Neg(u2), hn::Set(d, static_cast<T>(80))));
   return hn::Div(hn::Set(d, 1), hn::Add(hn::Set(d, 1), e));
 }
 
