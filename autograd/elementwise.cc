@@ -180,20 +180,22 @@ Tensor sigmoid(const Tensor& x) {
   });
 }
 
-// The forward keeps s = sigmoid(2u) for the backward when it will run one (kernels::gelu_forward),
-// which then needs no exp and no division; the same bits as computing s again.
+// The forward keeps the derivative gelu'(x) for the backward when it will run one
+// (kernels::gelu_forward), which is then one multiply: no exp, no division, the same bits as
+// computing it again.
 Tensor gelu(const Tensor& x) {
   if (!should_record({x})) return unary_forward(k::UnaryOp::Gelu, x);
-  Tensor y = empty_like(x), s = empty_like(x);
+  Tensor y = empty_like(x), dydx = empty_like(x);
   dispatch(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    k::gelu_forward(x.numel(), x.data<T>(), y.data<T>(), s.data<T>());
+    k::gelu_forward(x.numel(), x.data<T>(), y.data<T>(), dydx.data<T>());
   });
-  return record("GeluBackward0", y, {x}, [x = saved(x), s](const Tensor& g, const Needs&) {
-    Tensor dx = empty_like(x);
-    dispatch(x.dtype(), [&](auto zero) {
+  return record("GeluBackward0", y, {x}, [dydx](const Tensor& g, const Needs&) {
+    Tensor dx = empty_like(dydx);
+    const k::BroadcastPlan p = make_plan(dydx.shape(), dydx.shape(), dydx.shape(), "gelu");
+    dispatch(dydx.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      k::gelu_backward(x.numel(), x.data<T>(), s.data<T>(), g.data<T>(), dx.data<T>());
+      k::binary(k::BinaryOp::Mul, p, g.data<T>(), dydx.data<T>(), dx.data<T>());
     });
     return Grads{dx};
   });

@@ -167,16 +167,16 @@ HWY_INLINE V Gelu(D d, V x) {
 }
 
 // d/dx [x s], s = sigmoid(2u): s + 2 x s (1 - s) u', u' = c (1 + 3 a x^2)
-// (= 0.5 (1 + t) + 0.5 x (1 - t^2) u' with t = tanh(u) = 2 s - 1), times g, from s.
-// The last sum is written as the multiply-add GCC forms from `s + right` in GeluGrad's context, so
-// that the gradient from a saved s has the bits of GeluGrad's.
+// (= 0.5 (1 + t) + 0.5 x (1 - t^2) u' with t = tanh(u) = 2 s - 1), from s.
+// The sum is written as the multiply-add GCC forms from `s + right` in GeluGrad's context, so that
+// g times this derivative has the bits of GeluGrad's.
 template <class D, class V>
-HWY_INLINE V GeluGradFromSigmoid(D d, V x, V s, V g) {
+HWY_INLINE V GeluDerivative(D d, V x, V s) {
   using T = hn::TFromD<D>;
   const V one = hn::Set(d, 1);
   const V du = hn::Mul(hn::Set(d, static_cast<T>(ref::kGeluC)),
                        hn::MulAdd(hn::Mul(hn::Set(d, static_cast<T>(3 * ref::kGeluA)), x), x, one));
-  return hn::Mul(g, hn::MulAdd(hn::Add(x, x), hn::Mul(hn::Mul(s, hn::Sub(one, s)), du), s));
+  return hn::MulAdd(hn::Add(x, x), hn::Mul(hn::Mul(s, hn::Sub(one, s)), du), s);
 }
 
 // The same with s computed from x.
@@ -285,22 +285,15 @@ void UnaryGrad(UnaryGradOp op, int64_t n, const T* v, const T* g, T* dx, double 
   });
 }
 
-// GELU keeping s (elementwise.h): full vectors, then one lane at a time (the same lane arithmetic).
+// GELU and its derivative (elementwise.h): full vectors, then one lane at a time (the same lane
+// arithmetic).
 template <typename T>
-void GeluForward(int64_t n, const T* HWY_RESTRICT x, T* HWY_RESTRICT y, T* HWY_RESTRICT s) {
+void GeluForward(int64_t n, const T* HWY_RESTRICT x, T* HWY_RESTRICT y, T* HWY_RESTRICT dydx) {
   ForRow<T>(n, [&](auto d, int64_t i) HWY_ATTR {
     const auto v = hn::LoadU(d, x + i);
     const auto sv = GeluSigmoid(d, v);
-    hn::StoreU(sv, d, s + i);
     hn::StoreU(hn::Mul(v, sv), d, y + i);
-  });
-}
-
-template <typename T>
-void GeluBackward(int64_t n, const T* HWY_RESTRICT x, const T* HWY_RESTRICT s, const T* HWY_RESTRICT g,
-                  T* HWY_RESTRICT dx) {
-  ForRow<T>(n, [&](auto d, int64_t i) HWY_ATTR {
-    hn::StoreU(GeluGradFromSigmoid(d, hn::LoadU(d, x + i), hn::LoadU(d, s + i), hn::LoadU(d, g + i)), d, dx + i);
+    hn::StoreU(GeluDerivative(d, v, sv), d, dydx + i);
   });
 }
 

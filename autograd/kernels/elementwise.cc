@@ -32,14 +32,8 @@ void UnaryGradF32(UnaryGradOp op, int64_t n, const float* v, const float* g, flo
 void UnaryGradF64(UnaryGradOp op, int64_t n, const double* v, const double* g, double* dx, double p, bool stream) {
   UnaryGrad(op, n, v, g, dx, p, stream);
 }
-void GeluForwardF32(int64_t n, const float* x, float* y, float* s) { GeluForward(n, x, y, s); }
-void GeluForwardF64(int64_t n, const double* x, double* y, double* s) { GeluForward(n, x, y, s); }
-void GeluBackwardF32(int64_t n, const float* x, const float* s, const float* g, float* dx) {
-  GeluBackward(n, x, s, g, dx);
-}
-void GeluBackwardF64(int64_t n, const double* x, const double* s, const double* g, double* dx) {
-  GeluBackward(n, x, s, g, dx);
-}
+void GeluForwardF32(int64_t n, const float* x, float* y, float* dydx) { GeluForward(n, x, y, dydx); }
+void GeluForwardF64(int64_t n, const double* x, double* y, double* dydx) { GeluForward(n, x, y, dydx); }
 void AxpyF32(int64_t n, double alpha, const float* x, float* y) { Axpy(n, alpha, x, y); }
 void AxpyF64(int64_t n, double alpha, const double* x, double* y) { Axpy(n, alpha, x, y); }
 }  // namespace normlab::autograd::kernels::HWY_NAMESPACE
@@ -56,8 +50,6 @@ HWY_EXPORT(UnaryGradF32);
 HWY_EXPORT(UnaryGradF64);
 HWY_EXPORT(GeluForwardF32);
 HWY_EXPORT(GeluForwardF64);
-HWY_EXPORT(GeluBackwardF32);
-HWY_EXPORT(GeluBackwardF64);
 HWY_EXPORT(AxpyF32);
 HWY_EXPORT(AxpyF64);
 
@@ -154,17 +146,11 @@ void unary_grad(UnaryGradOp op, int64_t n, const double* v, const double* g, dou
     HWY_DYNAMIC_DISPATCH(UnaryGradF64)(op, e - b, v + b, g + b, dx + b, p, stream);
   });
 }
-void gelu_forward(int64_t n, const float* x, float* y, float* s) {
-  in_parts(n, [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(GeluForwardF32)(e - b, x + b, y + b, s + b); });
+void gelu_forward(int64_t n, const float* x, float* y, float* dydx) {
+  in_parts(n, [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(GeluForwardF32)(e - b, x + b, y + b, dydx + b); });
 }
-void gelu_forward(int64_t n, const double* x, double* y, double* s) {
-  in_parts(n, [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(GeluForwardF64)(e - b, x + b, y + b, s + b); });
-}
-void gelu_backward(int64_t n, const float* x, const float* s, const float* g, float* dx) {
-  in_parts(n, [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(GeluBackwardF32)(e - b, x + b, s + b, g + b, dx + b); });
-}
-void gelu_backward(int64_t n, const double* x, const double* s, const double* g, double* dx) {
-  in_parts(n, [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(GeluBackwardF64)(e - b, x + b, s + b, g + b, dx + b); });
+void gelu_forward(int64_t n, const double* x, double* y, double* dydx) {
+  in_parts(n, [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(GeluForwardF64)(e - b, x + b, y + b, dydx + b); });
 }
 void axpy(int64_t n, double alpha, const float* x, float* y) {
   in_parts(n, [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(AxpyF32)(e - b, alpha, x + b, y + b); });

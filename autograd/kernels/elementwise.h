@@ -40,14 +40,13 @@ void unary_grad(UnaryGradOp op, int64_t n, const double* xy, const double* g, do
 // y[i] += alpha * x[i] for i < n.
 void axpy(int64_t n, double alpha, const float* x, float* y);
 void axpy(int64_t n, double alpha, const double* x, double* y);
-// GELU (tanh form) keeping what its gradient needs: s[i] = sigmoid(2 u_i) = 0.5 (1 + tanh(u_i)),
-// u = c (x + a x^3), and y[i] = x[i] s[i] (the same bits as unary(UnaryOp::Gelu)).
-void gelu_forward(int64_t n, const float* x, float* y, float* s);
-void gelu_forward(int64_t n, const double* x, double* y, double* s);
-// dx[i] = g[i] (s + 2 x s (1 - s) c (1 + 3 a x^2)) from x and the forward's s: the same bits as
-// unary_grad(UnaryGradOp::Gelu), which computes s again (an exp and a division per element).
-void gelu_backward(int64_t n, const float* x, const float* s, const float* g, float* dx);
-void gelu_backward(int64_t n, const double* x, const double* s, const double* g, double* dx);
+// GELU (tanh form) and its derivative, for a backward that is one multiply: with
+// s = sigmoid(2 u_i) = 0.5 (1 + tanh(u_i)), u = c (x + a x^3):
+//   y[i] = x[i] s (the same bits as unary(UnaryOp::Gelu)),
+//   dydx[i] = s + 2 x s (1 - s) c (1 + 3 a x^2), so that g[i] dydx[i] is
+//   unary_grad(UnaryGradOp::Gelu)'s dx (which computes s again: an exp and a division per element).
+void gelu_forward(int64_t n, const float* x, float* y, float* dydx);
+void gelu_forward(int64_t n, const double* x, double* y, double* dydx);
 
 // ---- Scalar references: what the Highway kernels must compute -----------------------------------
 namespace ref {
@@ -104,19 +103,12 @@ T unary_grad_op(UnaryGradOp op, T v, T g, double p) {
 }
 
 template <typename T>
-void gelu_forward(int64_t n, const T* x, T* y, T* s) {
+void gelu_forward(int64_t n, const T* x, T* y, T* dydx) {
   for (int64_t i = 0; i < n; ++i) {
     const T v = x[i];
-    s[i] = T(0.5) * (T(1) + std::tanh(T(kGeluC) * (v + T(kGeluA) * v * v * v)));
-    y[i] = v * s[i];
-  }
-}
-
-template <typename T>
-void gelu_backward(int64_t n, const T* x, const T* s, const T* g, T* dx) {
-  for (int64_t i = 0; i < n; ++i) {
-    const T v = x[i], si = s[i];
-    dx[i] = g[i] * (si + T(2) * v * si * (T(1) - si) * T(kGeluC) * (T(1) + T(3 * kGeluA) * v * v));
+    const T s = T(0.5) * (T(1) + std::tanh(T(kGeluC) * (v + T(kGeluA) * v * v * v)));
+    y[i] = v * s;
+    dydx[i] = s + T(2) * v * s * (T(1) - s) * T(kGeluC) * (T(1) + T(3 * kGeluA) * v * v);
   }
 }
 
