@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "autograd/engine.h"
+#include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/reduce.h"
 
@@ -185,9 +187,22 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   });
 }
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+namespace {
+
+// What linear_impl fuses into the product: the input through GELU first, and a residual added to y.
+struct LinearFusion {
+  bool gelu_input = false;
+  Tensor residual;
+};
+
+const void* data_ptr(const Tensor& t) {
+  return t.dtype() == DType::Float32 ? static_cast<const void*>(t.data<float>())
+                                     : static_cast<const void*>(t.data<double>());
+}
+
+void check_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   if (weight.dim() != 2) throw Error("linear: the weight must be 2-D (out, in), got shape " + shape_str(weight.shape()));
-  const int64_t out_f = weight.size(0), in_f = weight.size(1);
+  const int64_t in_f = weight.size(1);
   if (x.dim() < 1 || x.size(-1) != in_f)
     throw Error("linear: expected input with " + std::to_string(in_f) + " features in its last dim, got shape " +
                 shape_str(x.shape()) + " (weight " + shape_str(weight.shape()) + ")");
@@ -195,36 +210,65 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     throw Error("linear: input, weight and bias must have the same dtype, got input " + dtype_name(x.dtype()) +
                 ", weight " + dtype_name(weight.dtype()) +
                 (bias.defined() ? ", bias " + dtype_name(bias.dtype()) : std::string()));
-  if (bias.defined() && bias.shape() != Shape{out_f})
-    throw Error("linear: expected a bias of shape " + shape_str({out_f}) + ", got " + shape_str(bias.shape()));
+  if (bias.defined() && bias.shape() != Shape{weight.size(0)})
+    throw Error("linear: expected a bias of shape " + shape_str({weight.size(0)}) + ", got " + shape_str(bias.shape()));
+}
+
+// a = gelu(x) (the product's input) and, when the backward will need it, dadx = gelu'(x).
+std::pair<Tensor, Tensor> gelu_with_derivative(const Tensor& x, bool keep_derivative) {
+  Tensor a = empty_like(x), dadx = empty_like(x);
+  dispatch(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if (keep_derivative) k::gelu_forward(x.numel(), x.data<T>(), a.data<T>(), dadx.data<T>());
+    else k::unary(k::UnaryOp::Gelu, x.numel(), x.data<T>(), a.data<T>());
+  });
+  return {a, keep_derivative ? dadx : Tensor()};
+}
+
+// y = [residual +] act(x) W^T + b, act = GELU or the identity. The residual is added where the
+// GEMM stores y, and with GELU the backward's dx = (dy W) * gelu'(x) is one GEMM whose stores
+// multiply (kernels/gemm.h's epilogue): no pass of their own over y or dx.
+Tensor linear_impl(const Tensor& x, const Tensor& weight, const Tensor& bias, const LinearFusion& f) {
+  check_linear(x, weight, bias);
+  const int64_t out_f = weight.size(0), in_f = weight.size(1);
   int64_t rows = 1;  // the product of x's leading dims (x.numel() / in_f, unless in_f is 0)
   for (int64_t d = 0; d + 1 < x.dim(); ++d) rows *= x.size(d);
   Shape os = x.shape();
   os.back() = out_f;
+  const Tensor& res = f.residual;
+  if (res.defined() && (res.shape() != os || res.dtype() != x.dtype()))
+    throw Error("linear: expected a residual of shape " + shape_str(os) + " and dtype " + dtype_name(x.dtype()) +
+                ", got " + shape_str(res.shape()) + " " + dtype_name(res.dtype()));
+  const bool record_x = should_record({x}) && x.requires_grad();
+  const std::pair<Tensor, Tensor> act = f.gelu_input ? gelu_with_derivative(x, record_x) : std::pair{x, Tensor()};
+  const Tensor &a = act.first, &dadx = act.second;
   Tensor out = empty(os, x.dtype());
-  // y (rows, out) = x (rows, in) W^T, then + b on every row.
+  // y (rows, out) = a (rows, in) W^T, + b on every row (added by the GEMM where it stores y).
   k::GemmShape s;
   s.trans_b = true, s.m = rows, s.n = out_f, s.k = in_f;
-  if (bias.defined())  // y = b on every row + x W^T (the GEMM adds b where it stores its results)
-    s.bias = bias.dtype() == DType::Float32 ? static_cast<const void*>(bias.data<float>())
-                                            : static_cast<const void*>(bias.data<double>());
-  gemm(s, x, weight, out);  // in_f = 0: y = b, or 0
-  // Saves x only if the weight needs a gradient, and the weight only if x does.
-  return record(bias.defined() ? "AddmmBackward0" : "MmBackward0", out, {x, weight, bias},
-                [x = weight.requires_grad() ? saved(x) : Tensor(), w = x.requires_grad() ? saved(weight) : Tensor(),
-                 xs = x.shape(), dt = x.dtype(), rows, in_f, out_f](const Tensor& g, const Needs& n) {
+  if (bias.defined()) s.bias = data_ptr(bias);
+  if (res.defined() && out.numel() > 0) s.residual = data_ptr(res);
+  gemm(s, a, weight, out);  // in_f = 0: y = b, or 0 (+ the residual)
+  const char* name = f.gelu_input ? "GeluLinearBackward0"
+                     : res.defined() ? "LinearAddBackward0"
+                     : bias.defined() ? "AddmmBackward0" : "MmBackward0";
+  // Saves a only if the weight needs a gradient, and the weight only if x does.
+  return record(name, out, {x, weight, bias, res},
+                [a = weight.requires_grad() ? saved(a) : Tensor(), w = x.requires_grad() ? saved(weight) : Tensor(),
+                 dadx, xs = x.shape(), dt = x.dtype(), rows, in_f, out_f](const Tensor& g, const Needs& n) {
                   Tensor gx, gw, gb;
-                  if (n[0]) {  // dx (rows, in) = dy (rows, out) W (out, in)
+                  if (n[0]) {  // dx (rows, in) = dy (rows, out) W (out, in) [* gelu'(x)]
                     gx = empty(xs, dt);
                     k::GemmShape t;
                     t.m = rows, t.n = in_f, t.k = out_f;
+                    if (dadx.defined() && gx.numel() > 0) t.mul = data_ptr(dadx);
                     gemm(t, g, w, gx);
                   }
-                  if (n[1]) {  // dW (out, in) = dy^T (out, rows) x (rows, in)
+                  if (n[1]) {  // dW (out, in) = dy^T (out, rows) a (rows, in)
                     gw = empty({out_f, in_f}, dt);
                     k::GemmShape t;
                     t.trans_a = true, t.m = out_f, t.n = in_f, t.k = rows;
-                    gemm(t, g, x, gw);
+                    gemm(t, g, a, gw);
                   }
                   if (n[2]) {  // db = sum of dy over rows: the kernel of sum(reshape(g, {rows, out_f}), {0})
                     gb = empty({out_f}, dt);
@@ -234,8 +278,21 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                         k::reduce(k::ReduceOp::Sum, 1, rows, out_f, g.data<T>(), gb.data<T>());
                       });
                   }
-                  return Grads{gx, gw, gb};
+                  return Grads{gx, gw, gb, n.size() > 3 && n[3] ? g : Tensor()};
                 });
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) { return linear_impl(x, weight, bias, {}); }
+
+Tensor linear_add(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual) {
+  if (!residual.defined()) throw Error("linear_add: the residual is undefined");
+  return linear_impl(x, weight, bias, {false, residual});
+}
+
+Tensor gelu_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual) {
+  return linear_impl(x, weight, bias, {true, residual});
 }
 
 }  // namespace normlab::autograd

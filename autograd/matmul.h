@@ -1,4 +1,5 @@
-// Differentiable matrix products: matmul (2-D, batched, broadcast over batch dims) and linear (x W^T + b, fused).
+// Differentiable matrix products: matmul (2-D, batched, broadcast over batch dims) and linear (x W^T + b, fused),
+// also with a residual added or GELU on its input fused in.
 #pragma once
 #include "autograd/tensor.h"
 
@@ -14,5 +15,13 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 /// y = x W^T + b for x (*, in), W (out, in), b (out) or undefined; returns (*, out). The products
 /// read W in place (no transpose is made) and the bias is added in the same pass.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+/// residual + linear(x, weight, bias) as one op (a residual block's x + proj(h)): the product adds
+/// the residual where it stores y, with no pass of its own. residual has y's shape and dtype; its
+/// gradient is dy. The same values as add(residual, linear(x, weight, bias)).
+Tensor linear_add(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual);
+/// linear(gelu(x), weight, bias) (+ residual when defined) as one op (a transformer MLP's
+/// c_proj(gelu(h))): the forward keeps gelu'(x), and the backward's dx = (dy W) * gelu'(x) is one
+/// product whose stores multiply. The same values as the composed ops.
+Tensor gelu_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual = Tensor());
 
 }  // namespace normlab::autograd

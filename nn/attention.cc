@@ -30,12 +30,20 @@ CausalSelfAttention::CausalSelfAttention(int64_t width, int64_t heads, Generator
   to(dtype);
 }
 
-Tensor CausalSelfAttention::forward(const Tensor& x) {
+// The heads' outputs before c_proj: x (B, T, C) -> (B, T, C).
+Tensor CausalSelfAttention::attend(const Tensor& x) {
   if (x.dim() != 3 || x.size(2) != width_)
     throw Error("CausalSelfAttention(width=" + std::to_string(width_) + ", heads=" + std::to_string(heads_) +
                 "): expected input of shape (B, T, " + std::to_string(width_) + "), got " +
                 autograd::shape_str(x.shape()));
-  return (*c_proj_)(autograd::causal_self_attention((*c_attn_)(x), heads_));
+  return autograd::causal_self_attention((*c_attn_)(x), heads_);
+}
+
+Tensor CausalSelfAttention::forward(const Tensor& x) { return (*c_proj_)(attend(x)); }
+
+Tensor CausalSelfAttention::forward_add(const Tensor& x, const Tensor& residual) {
+  if (c_proj_->has_forward_hooks()) return residual + forward(x);
+  return autograd::linear_add(attend(x), c_proj_->weight(), c_proj_->bias(), residual);
 }
 
 }  // namespace normlab::nn

@@ -26,6 +26,9 @@ class CausalSelfAttention : public Module {
                       DType dtype = DType::Float32);
 
   Tensor forward(const Tensor& x) override;
+  /// residual + forward(x) (residual (B, T, C)), with c_proj's product adding the residual where it
+  /// stores its output (autograd::linear_add); through c_proj's operator() when it has a forward hook.
+  Tensor forward_add(const Tensor& x, const Tensor& residual);
   /// "CausalSelfAttention" (str() lists c_attn and c_proj).
   std::string repr() const override { return "CausalSelfAttention"; }
 
@@ -35,6 +38,7 @@ class CausalSelfAttention : public Module {
   const std::shared_ptr<Linear>& c_proj() const { return c_proj_; }  ///< The output projection, Linear(C, C).
 
  private:
+  Tensor attend(const Tensor& x);
   int64_t width_, heads_;
   std::shared_ptr<Linear> c_attn_, c_proj_;
 };

@@ -41,6 +41,9 @@ class Module {
   int64_t register_forward_hook(ForwardHook hook);
   /// Removes the forward hook with this id (an unknown id is ignored).
   void remove_forward_hook(int64_t id);
+  /// Whether a forward hook is registered: a fused forward that would not call this module's
+  /// operator() (TransformerBlock's) then calls it, so that the hook sees the call.
+  bool has_forward_hooks() const { return !forward_hooks_.empty(); }
   /// PyTorch-like description, e.g. "Linear(in_features=4, out_features=2, bias=True)".
   virtual std::string repr() const = 0;
 

@@ -65,7 +65,16 @@ TransformerMLP::TransformerMLP(int64_t width, Generator& gen, int64_t n_layer, D
   to(dtype);
 }
 
-Tensor TransformerMLP::forward(const Tensor& x) { return (*c_proj_)((*gelu_)((*c_fc_)(x))); }
+Tensor TransformerMLP::forward(const Tensor& x) { return forward_add(x, Tensor()); }
+
+Tensor TransformerMLP::forward_add(const Tensor& x, const Tensor& residual) {
+  const Tensor h = (*c_fc_)(x);
+  if (gelu_->has_forward_hooks() || c_proj_->has_forward_hooks()) {
+    const Tensor y = (*c_proj_)((*gelu_)(h));
+    return residual.defined() ? residual + y : y;
+  }
+  return autograd::gelu_linear(h, c_proj_->weight(), c_proj_->bias(), residual);
+}
 
 // ---- TransformerBlock -----------------------------------------------------------------------------
 
@@ -99,12 +108,21 @@ Tensor TransformerBlock::forward(const Tensor& x) {
                 "): expected input of shape (B, T, " + std::to_string(width_) + "), got " +
                 shape_str(x.shape()));
   Module &ln_1 = *ln_1_, &ln_2 = *ln_2_, &attn = *attn_, &mlp = *mlp_;
-  if (position_ == NormPosition::Pre) {
-    const Tensor h = x + attn(ln_1(x));
-    return h + mlp(ln_2(h));
+  if (attn.has_forward_hooks() || mlp.has_forward_hooks()) {  // the hooks see attn's and mlp's outputs
+    if (position_ == NormPosition::Pre) {
+      const Tensor h = x + attn(ln_1(x));
+      return h + mlp(ln_2(h));
+    }
+    const Tensor h = ln_1(x + attn(x));
+    return ln_2(h + mlp(h));
   }
-  const Tensor h = ln_1(x + attn(x));
-  return ln_2(h + mlp(h));
+  // The residual adds fused into the sublayers' output projections: the same values.
+  if (position_ == NormPosition::Pre) {
+    const Tensor h = attn_->forward_add(ln_1(x), x);
+    return mlp_->forward_add(ln_2(h), h);
+  }
+  const Tensor h = ln_1(attn_->forward_add(x, x));
+  return ln_2(mlp_->forward_add(h, h));
 }
 
 }  // namespace normlab::nn

@@ -37,6 +37,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstring>
+#include <stdexcept>
 #include <thread>
 #include <utility>
 
@@ -418,6 +419,8 @@ struct Plan {
   bool pack_a, pack_b;  // pack the operand, else the micro-kernel reads it in place (B only
                         // when its rows are contiguous)
   bool c_transposed = false;  // the problem computes C^T = op(B)^T op(A)^T into C's memory
+  const T* mul = nullptr;       // the epilogue (gemm.h), applied after the last K block
+  const T* residual = nullptr;
 
   // op(A), op(B) and C of batch item q, with op() resolved into strides.
   Operands<T> operands(const GemmShape& s, const T* a, const T* b, T* c, int64_t q) const {
@@ -458,9 +461,30 @@ void PackPanels(D d, const Plan<T>& pl, const Operands<T>& o, size_t pc, size_t 
   }
 }
 
+// The epilogue (gemm.h) on rows [i0, i0 + rows) x columns [j0, j0 + cols) of C (not transposed,
+// rows c_rs apart, as the epilogue's operand): one vector operation per element, the same bits as
+// a pass over all of C after the product.
+template <class D, typename T = hn::TFromD<D>>
+HWY_INLINE void EpilogueBlock(D d, const Plan<T>& pl, T* C, size_t c_rs, int64_t i0, size_t rows, int64_t j0,
+                              size_t cols) {
+  const bool mul = pl.mul != nullptr;
+  const T* e0 = mul ? pl.mul : pl.residual;
+  for (size_t r = 0; r < rows; ++r) {
+    const size_t at = (static_cast<size_t>(i0) + r) * c_rs + static_cast<size_t>(j0);
+    T* HWY_RESTRICT c = C + at;
+    const T* HWY_RESTRICT e = e0 + at;
+    ForRow<T>(static_cast<int64_t>(cols), [&](auto dd, int64_t j) HWY_ATTR {
+      const auto v = hn::LoadU(dd, c + j), w = hn::LoadU(dd, e + j);
+      hn::StoreU(mul ? hn::Mul(v, w) : hn::Add(v, w), dd, c + j);
+    });
+  }
+  (void)d;
+}
+
 // C[ic .. ic+mc, jc .. jc+nc] (+)= a(ic.., pc .. pc+kc) b(pc.., jc..): packs the A block (into
 // ap, when packing A) and runs the micro-kernel over its tiles, B panel by B panel. bias: C's
-// bias at column jc, added when storing (!add), or null.
+// bias at column jc, added when storing (!add), or null. After the last K block, the block of C
+// just written (in L2) gets pl's epilogue, row by row (its operand read in order).
 template <class D, typename T = hn::TFromD<D>>
 void MacroKernel(D d, const Plan<T>& pl, const Operands<T>& o, int64_t ic, size_t mc, int64_t jc, size_t nc,
                  size_t pc, size_t kc, bool add, T* ap, const T* bp, const T* bias) {
@@ -497,6 +521,7 @@ void MacroKernel(D d, const Plan<T>& pl, const Operands<T>& o, int64_t ic, size_
       else Tile<4>(d, pl.pack_a, packed_b, kc, t, ct, c_rs, c_cs, mr, nr, add, bt);
     }
   }
+  if ((pl.mul || pl.residual) && pc + kc == pl.K) EpilogueBlock(d, pl, o.C, c_rs, ic, mc, jc, nc);
 }
 
 // One thread computes C[i0:i1, j0:j1] of batch items q0 .. q1-1 (in batch order) through the
@@ -1050,9 +1075,27 @@ void GemmBiasFirst(const GemmShape& s, const T* a, const T* b, T* c) {
   Gemm(t, a, b, c);
 }
 
+// The epilogue (gemm.h) as a pass over C, after a product computed without it.
+template <typename T>
+void GemmEpilogueAfter(const GemmShape& s, const T* a, const T* b, T* c) {
+  GemmShape t = s;
+  t.mul = t.residual = nullptr;
+  Gemm(t, a, b, c);
+  Plan<T> pl;
+  pl.mul = static_cast<const T*>(s.mul), pl.residual = static_cast<const T*>(s.residual);
+  EpilogueBlock(hn::ScalableTag<T>(), pl, c, static_cast<size_t>(s.n), 0, static_cast<size_t>(s.m), 0,
+                static_cast<size_t>(s.n));
+}
+
 template <typename T>
 void Gemm(const GemmShape& s_in, const T* a_in, const T* b_in, T* c) {
   if (s_in.m <= 0 || s_in.n <= 0 || s_in.batch <= 0) return;
+  if (s_in.mul || s_in.residual) {
+    if (s_in.batch != 1 || s_in.accumulate || (s_in.mul && s_in.residual))
+      throw std::invalid_argument("gemm: the epilogue needs batch 1, no accumulate, and one of mul and residual");
+    if (s_in.k <= 0 || UnblockedPath<T>(s_in) || SwapsToTransposedC<T>(s_in))
+      return GemmEpilogueAfter(s_in, a_in, b_in, c);
+  }
   if (s_in.bias && (s_in.k <= 0 || s_in.batch != 1 || UnblockedPath<T>(s_in) || SwapsToTransposedC<T>(s_in)))
     return GemmBiasFirst(s_in, a_in, b_in, c);
   if (s_in.k <= 0) return GemmEmptyK(s_in, c);
@@ -1077,6 +1120,7 @@ void Gemm(const GemmShape& s_in, const T* a_in, const T* b_in, T* c) {
     if (UseDotRows<T>(s)) return DotRows(s, a, b, c, threads);
   }
   Plan<T> pl;
+  pl.mul = static_cast<const T*>(s_in.mul), pl.residual = static_cast<const T*>(s_in.residual);
   GemmShape s = s_in;
   const T *a = a_in, *b = b_in;
   const bool swap = SwapsToTransposedC<T>(s);

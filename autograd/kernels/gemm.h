@@ -14,12 +14,19 @@ namespace normlab::autograd::kernels {
 // the bias is added where the first K block's results are stored (the blocked GEMM), or C is
 // filled with it first and the product accumulated onto it (the other paths); the same values
 // either way.
+// Epilogue (batch 1, not with accumulate; at most one of the two): C = C * mul elementwise, or
+// C = C + residual, applied to C's final values; mul and residual are (M, N) arrays of C's type
+// with rows n apart. The blocked GEMM applies it to each block of C right after the block's last
+// K step, while the block is in cache; the other paths make one pass after the product. The same
+// values either way.
 struct GemmShape {
   bool trans_a = false, trans_b = false;
   int64_t m = 0, n = 0, k = 0;
   int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
   bool accumulate = false;
   const void* bias = nullptr;
+  const void* mul = nullptr;
+  const void* residual = nullptr;
 };
 
 void gemm(const GemmShape& s, const float* a, const float* b, float* c);
@@ -38,7 +45,10 @@ void gemm(const GemmShape& s, const T* a, const T* b, T* c) {
         for (int64_t p = 0; p < s.k; ++p)
           acc += (s.trans_a ? A[p * s.m + i] : A[i * s.k + p]) * (s.trans_b ? B[j * s.k + p] : B[p * s.n + j]);
         const T start = s.bias ? static_cast<const T*>(s.bias)[j] : T(0);
-        C[i * s.n + j] = (s.accumulate || (s.stride_c == 0 && q > 0) ? C[i * s.n + j] : start) + acc;
+        T out = (s.accumulate || (s.stride_c == 0 && q > 0) ? C[i * s.n + j] : start) + acc;
+        if (s.mul) out = out * static_cast<const T*>(s.mul)[i * s.n + j];
+        if (s.residual) out = out + static_cast<const T*>(s.residual)[i * s.n + j];
+        C[i * s.n + j] = out;
       }
   }
 }

@@ -7,6 +7,7 @@
 #include <boost/test/unit_test.hpp>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "autograd/kernels/gemm.h"
@@ -218,6 +219,57 @@ void test_bias_rows() {
   normlab::autograd::set_num_threads(saved);
 }
 
+// The epilogue (C = C * mul, or C = C + residual, on C's final values) gives the same bits as the
+// product followed by its own elementwise pass, on every path (dot products, small K, narrow, C^T,
+// the blocked GEMM with one and several K blocks, with a bias, row blocks shared on 2 threads),
+// and matches the reference; with a batch, accumulate or both operands it is refused.
+template <typename T>
+void test_epilogue() {
+  struct Case { int64_t m, n, k; bool ta, tb, bias; };
+  const std::vector<Case> cases = {
+      {1, 9, 33, false, true, false},    {12, 70, 100, false, true, true}, {70, 10, 300, false, true, true},
+      {7, 300, 5, false, false, false},  {40, 3, 50, true, false, false},  {65, 33, 17, false, false, false},
+      {65, 33, 17, true, true, false},   {130, 70, 600, false, true, true}, {600, 100, 300, false, true, false},
+      {333, 45, 1100, true, false, false}, {1024, 512, 128, false, false, false}, {8, 8, 0, false, true, true},
+  };
+  const int saved = normlab::autograd::num_threads();
+  for (int threads : {1, 2}) {
+    normlab::autograd::set_num_threads(threads);
+    for_each_target([&] {
+      unsigned seed = 1700;
+      for (const Case& c : cases)
+        for (bool use_mul : {true, false}) {
+          k::GemmShape s;
+          s.trans_a = c.ta, s.trans_b = c.tb, s.m = c.m, s.n = c.n, s.k = c.k;
+          const auto a = random_vec<T>(c.m * c.k, seed++), b = random_vec<T>(c.k * c.n, seed++);
+          const auto bias = random_vec<T>(c.n, seed++), e = random_vec<T>(c.m * c.n, seed++);
+          if (c.bias) s.bias = bias.data();
+          std::vector<T> got(static_cast<size_t>(c.m * c.n), T(-7)), after(got.size()), want(got.size());
+          k::gemm(s, a.data(), b.data(), after.data());
+          for (size_t i = 0; i < after.size(); ++i) after[i] = use_mul ? after[i] * e[i] : after[i] + e[i];
+          (use_mul ? s.mul : s.residual) = e.data();
+          k::gemm(s, a.data(), b.data(), got.data());
+          k::ref::gemm(s, a.data(), b.data(), want.data());
+          BOOST_TEST_CONTEXT("threads " << threads << " m " << c.m << " n " << c.n << " k " << c.k << " trans_a "
+                                        << c.ta << " trans_b " << c.tb << " bias " << c.bias << " mul " << use_mul) {
+            BOOST_TEST(std::memcmp(got.data(), after.data(), got.size() * sizeof(T)) == 0);
+            check_close(got, want, static_cast<int64_t>(got.size()), 0, 2 * tolerance<T>(c.k));
+          }
+        }
+    });
+  }
+  normlab::autograd::set_num_threads(saved);
+  k::GemmShape s;
+  s.m = s.n = s.k = 4;
+  std::vector<T> a(16, T(1)), c(16), e(16, T(2));
+  s.mul = e.data(), s.residual = e.data();
+  BOOST_CHECK_THROW(k::gemm(s, a.data(), a.data(), c.data()), std::invalid_argument);
+  s.residual = nullptr, s.accumulate = true;
+  BOOST_CHECK_THROW(k::gemm(s, a.data(), a.data(), c.data()), std::invalid_argument);
+  s.accumulate = false, s.batch = 2;
+  BOOST_CHECK_THROW(k::gemm(s, a.data(), a.data(), c.data()), std::invalid_argument);
+}
+
 // A stored (K, M) and packed (M > 24, dW = dY^T X): its rows are spread over the MR-row panels a
 // few rows at a time, with vectors of 8 values for the panels whose vector stays inside A's row
 // and element by element for the others and the padded last panel. M around the row-block height
@@ -252,6 +304,8 @@ BOOST_AUTO_TEST_CASE(transposed_a_packing_f64) { test_transposed_a_packing<doubl
 
 BOOST_AUTO_TEST_CASE(bias_rows_f32) { test_bias_rows<float>(); }
 BOOST_AUTO_TEST_CASE(bias_rows_f64) { test_bias_rows<double>(); }
+BOOST_AUTO_TEST_CASE(epilogue_f32) { test_epilogue<float>(); }
+BOOST_AUTO_TEST_CASE(epilogue_f64) { test_epilogue<double>(); }
 
 // C ending exactly at a page boundary with no access allowed to the next page: edge tiles must
 // not touch the lanes past C's last element (a masked-off lane that faults would crash here).

@@ -228,6 +228,21 @@ BOOST_AUTO_TEST_CASE(linear_variants) {
                    {x.detach(), w, b.detach()});
 }
 
+BOOST_AUTO_TEST_CASE(fused_linear_variants) {
+  const Tensor x = random_input({4, 3}, 95), w = random_input({5, 3}, 96), b = random_input({5}, 97);
+  const Tensor r = random_input({4, 5}, 98), x3 = random_input({2, 3, 3}, 99), r3 = random_input({2, 3, 5}, 100);
+  expect_gradcheck("linear_add", [](const In& v) { return linear_add(v[0], v[1], v[2], v[3]); }, {x, w, b, r});
+  expect_gradcheck("linear_add, 3-D, no bias", [](const In& v) { return linear_add(v[0], v[1], Tensor(), v[2]); },
+                   {x3, w, r3});
+  expect_gradcheck("gelu_linear", [](const In& v) { return gelu_linear(v[0], v[1], v[2]); }, {x, w, b});
+  expect_gradcheck("gelu_linear with a residual", [](const In& v) { return gelu_linear(v[0], v[1], v[2], v[3]); },
+                   {x, w, b, r});
+  expect_gradcheck("gelu_linear, input only", [](const In& v) { return gelu_linear(v[0], v[1], v[2]); },
+                   {x, w.detach(), b.detach()});
+  expect_gradcheck("gelu_linear, weight only", [](const In& v) { return gelu_linear(v[0], v[1], v[2], v[3]); },
+                   {x.detach(), w, b, r.detach()});
+}
+
 // ---- Softmax and losses -------------------------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(softmax_each_dim) {

@@ -135,6 +135,46 @@ BOOST_AUTO_TEST_CASE(gradcheck_every_block) {
     }
 }
 
+// The block adds its residuals inside the sublayers' output projections (linear_add, gelu_linear);
+// with a forward hook on attn or mlp it runs them one op at a time, so that the hooks see their
+// outputs. Both ways give the same bits (float32), outputs and gradients, for every norm and
+// position, and the hooks see each call.
+BOOST_AUTO_TEST_CASE(fused_residuals_give_the_bits_of_the_ops_one_by_one) {
+  for (BlockNorm norm : kNorms)
+    for (NormPosition pos : kPositions) {
+      Generator gen(21);
+      TransformerBlock b(16, 2, norm, pos, gen, 2);
+      scramble(b, 22);
+      Generator data(23);
+      const Tensor x = randn({3, 5, 16}, data), c = randn({3, 5, 16}, data);
+      auto run = [&] {
+        const Tensor xi = x.detach();
+        xi.requires_grad_(true);
+        b.zero_grad();
+        const Tensor y = b(xi);
+        sum(mul(y, c)).backward();
+        std::vector<Tensor> out = {y.detach(), xi.grad()};
+        for (const Tensor& p : b.parameters()) out.push_back(p.grad());
+        return out;
+      };
+      const std::vector<Tensor> fused = run();
+      int calls = 0;
+      Module* mlp = nullptr;
+      for (const auto& [name, m] : b.children())
+        if (name == "mlp") mlp = m.get();
+      const int64_t id = mlp->register_forward_hook([&calls](const Module&, const Tensor&, const Tensor&) { ++calls; });
+      const std::vector<Tensor> one_by_one = run();
+      mlp->remove_forward_hook(id);
+      BOOST_TEST_CONTEXT("norm " << block_norm_name(norm) << " position " << norm_position_name(pos)) {
+        BOOST_TEST(calls == 1);
+        for (size_t i = 0; i < fused.size(); ++i) {
+          const std::vector<double> a = fused[i].to_vector(), e = one_by_one[i].to_vector();
+          BOOST_TEST_CONTEXT("output " << i) { BOOST_TEST((a == e)); }
+        }
+      }
+    }
+}
+
 // Changing the last token changes no earlier position's output, except with BatchNorm over tokens
 // in training mode, whose batch statistics include the last token.
 BOOST_AUTO_TEST_CASE(batch_norm_over_tokens_leaks_the_future_in_training_only) {
