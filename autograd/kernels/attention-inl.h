@@ -19,6 +19,7 @@
 
 #include "autograd/kernels/attention.h"
 #include "autograd/kernels/exp-inl.h"  // ExpBounded
+#include "autograd/kernels/loop-inl.h"  // ForRow
 #include "autograd/kernels/norm_parallel.h"  // norm_threads
 #include "autograd/kernels/transpose-inl.h"  // TransposeSquare
 #include "base/thread_pool.h"
@@ -302,26 +303,29 @@ HWY_INLINE void CopyOut(int64_t rows, int64_t D, const T* HWY_RESTRICT c, int64_
 
 // ---- Forward -------------------------------------------------------------------------------------
 // Scratch of one (b, h): K^T (D, Tp), V padded (T, Dp), kRows rows of Tp scores, kRows rows of Dp
-// outputs. Tp and Dp: T and D rounded up to whole vectors; when D is a multiple of the lane count
-// (`direct`), V and o are read and written in place and their scratch is unused.
+// outputs, the rows' maxima m (Tp). Tp and Dp: T and D rounded up to whole vectors; when D is a
+// multiple of the lane count (`direct`), V and o are read and written in place and their scratch
+// is unused.
 template <typename T>
 struct ForwardScratch {
   int64_t Tp, Dp;
   bool direct;
   hwy::AlignedFreeUniquePtr<T[]> mem;
-  T *kt, *vp, *sc, *out;
+  T *kt, *vp, *sc, *out, *m;
   explicit ForwardScratch(const AttentionShape& s)
       : Tp(RoundUpToLanes<T>(s.T)), Dp(RoundUpToLanes<T>(s.D)), direct(Dp == s.D),
-        mem(hwy::AllocateAligned<T>(static_cast<size_t>(s.D * Tp + s.T * Dp + kRows * (Tp + Dp)))) {
+        mem(hwy::AllocateAligned<T>(static_cast<size_t>(s.D * Tp + s.T * Dp + kRows * (Tp + Dp) + Tp))) {
     kt = mem.get();
     vp = kt + s.D * Tp;
     sc = vp + s.T * Dp;
     out = sc + kRows * Tp;
+    m = out + kRows * Dp;
   }
 };
 
 // Rows [i0, i0 + rows) of one (b, h): their scores against the keys they see, the softmax of each
-// row (masked keys get probability 0), o_i = sum_j e_ij v_j / l_i and lse_i = m_i + log l_i.
+// row (masked keys get probability 0), o_i = sum_j e_ij v_j / l_i; m_i goes to w.m and l_i to lh
+// (AttentionForwardHead makes lse_i = m_i + log l_i of every row at once).
 template <typename T>
 void ForwardRows(const AttentionShape& s, int64_t i0, int64_t rows, const T* qh, RowsView<const T> vx, T* oh,
                  T* lh, ForwardScratch<T>& w) {
@@ -334,7 +338,8 @@ void ForwardRows(const AttentionShape& s, int64_t i0, int64_t rows, const T* qh,
     T m, l;
     SoftmaxRow(s.causal ? i0 + r + 1 : s.T, njp, w.sc + r * w.Tp, m, l);
     inv_l[r] = T(1) / l;
-    lh[i0 + r] = m + std::log(l);
+    w.m[i0 + r] = m;
+    lh[i0 + r] = l;
   }
   T* oi = oh + i0 * s.o.row;
   WsumRows<kRows>(rows, 0, nj, w.sc, w.Tp, 1, vx.p, vx.ld, w.Dp, WsumMode<T>{false, inv_l}, w.direct ? oi : w.out,
@@ -351,6 +356,11 @@ void AttentionForwardHead(const AttentionShape& s, int64_t b, int64_t h, const T
   T* oh = o + b * s.o.batch + h * s.o.head;
   T* lh = lse + (b * s.H + h) * s.T;
   for (int64_t i0 = 0; i0 < s.T; i0 += kRows) ForwardRows(s, i0, std::min<int64_t>(kRows, s.T - i0), qh, vx, oh, lh, w);
+  // lse = m + log l over the rows, whole vectors and then one lane at a time (l >= 1: the row's
+  // largest term is e^0).
+  ForRow<T>(s.T, [&](auto d, int64_t i) HWY_ATTR {
+    hn::StoreU(hn::Add(hn::LoadU(d, w.m + i), hn::Log(d, hn::LoadU(d, lh + i))), d, lh + i);
+  });
 }
 
 // ---- Backward ------------------------------------------------------------------------------------
