@@ -152,31 +152,40 @@ HWY_INLINE RowStats<T> ComputeRowStats(int64_t n, const T* HWY_RESTRICT x, doubl
 
 // ---- LayerNorm ------------------------------------------------------------------------------------
 
+// Rows of a block: their statistics first, then their outputs, so that the rows' dependency chains
+// (two lane sums, a division and a square root each) overlap instead of running one after another;
+// each row's arithmetic is the same as one row alone.
+constexpr int64_t kStatRows = 4;
+
 // Rows r0 .. r1-1. Each row is read once from memory (the statistics' second pass and the output
 // pass read it from L1) and y is written once, streamed when large.
 template <typename T, bool kGamma, bool kBeta>
 void LayerNormForwardT(int64_t r0, int64_t r1, int64_t n, const T* HWY_RESTRICT x, const T* HWY_RESTRICT gamma,
                        const T* HWY_RESTRICT beta, double eps, bool stream, T* HWY_RESTRICT y, T* mean, T* mean_lo,
                        T* rstd) {
-  for (int64_t i = r0; i < r1; ++i) {
-    const T* xr = x + i * n;
-    // The first pass reads the row from memory and fetches the row after next.
-    const RowStats<T> st = ComputeRowStats(n, xr, eps, i + 2 < r1 ? xr + 2 * n : nullptr);
-    // The next row, fetched while this one is finished from L1 (the hardware prefetcher alone
-    // leaves memory idle during the passes from L1).
-    const T* next = i + 1 < r1 ? xr + n : xr;
-    // Third pass, from L1: y = ((x - s) - delta) r gamma + beta.
-    StoreRow<T>(n, y + i * n, stream, [&](auto d, int64_t j) {
-      hwy::Prefetch(next + j);
-      const auto c = hn::Sub(hn::Sub(hn::LoadU(d, xr + j), hn::Set(d, st.shift)), hn::Set(d, st.delta));
-      auto out = hn::Mul(c, hn::Set(d, st.rstd));
-      if constexpr (kGamma && kBeta) out = hn::MulAdd(out, hn::LoadU(d, gamma + j), hn::LoadU(d, beta + j));
-      else if constexpr (kGamma) out = hn::Mul(out, hn::LoadU(d, gamma + j));
-      else if constexpr (kBeta) out = hn::MulAdd(c, hn::Set(d, st.rstd), hn::LoadU(d, beta + j));
-      return out;
-    });
-    StoreMean(st.shift, st.delta, mean, mean_lo, i);
-    if (rstd) rstd[i] = st.rstd;
+  for (int64_t b0 = r0; b0 < r1; b0 += kStatRows) {
+    const int64_t b1 = std::min(r1, b0 + kStatRows);
+    RowStats<T> st[kStatRows];
+    for (int64_t i = b0; i < b1; ++i) {
+      // The first pass reads the row from memory and fetches the row one block ahead.
+      const T* xr = x + i * n;
+      st[i - b0] = ComputeRowStats(n, xr, eps, i + kStatRows < r1 ? xr + kStatRows * n : nullptr);
+    }
+    for (int64_t i = b0; i < b1; ++i) {
+      const T* xr = x + i * n;
+      const T shift = st[i - b0].shift, delta = st[i - b0].delta, r = st[i - b0].rstd;
+      // Third pass, from L1: y = ((x - s) - delta) r gamma + beta.
+      StoreRow<T>(n, y + i * n, stream, [xr, shift, delta, r, gamma, beta](auto d, int64_t j) {
+        const auto c = hn::Sub(hn::Sub(hn::LoadU(d, xr + j), hn::Set(d, shift)), hn::Set(d, delta));
+        auto out = hn::Mul(c, hn::Set(d, r));
+        if constexpr (kGamma && kBeta) out = hn::MulAdd(out, hn::LoadU(d, gamma + j), hn::LoadU(d, beta + j));
+        else if constexpr (kGamma) out = hn::Mul(out, hn::LoadU(d, gamma + j));
+        else if constexpr (kBeta) out = hn::MulAdd(c, hn::Set(d, r), hn::LoadU(d, beta + j));
+        return out;
+      });
+      StoreMean(shift, delta, mean, mean_lo, i);
+      if (rstd) rstd[i] = r;
+    }
   }
   if (stream) hwy::FlushStream();
 }
@@ -530,11 +539,14 @@ void BatchNormNormalize(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT x
     for (int64_t i = i0; i < i1; ++i) {
       if (L == 1) {
         const T* xr = x + i * C;
-        const int64_t ahead = i + 2 < i1 ? 2 * C : 0;  // the row after next, fetched meanwhile
-        StoreRow<T>(C, y + i * C, stream, [&](auto d, int64_t c) {
-          hwy::Prefetch(xr + ahead + c);
-          const auto v = hn::Sub(hn::Sub(hn::LoadU(d, xr + c), hn::LoadU(d, mean + c)), hn::LoadU(d, lo + c));
-          return hn::MulAdd(v, hn::LoadU(d, scale + c), hn::LoadU(d, shift + c));
+        const T* next = xr + (i + 2 < i1 ? 2 * C : 0);  // the row after next, fetched meanwhile
+        // The pointers captured by value: captured by reference, GCC reloads them from the closure
+        // after every store to y.
+        const T *mu = mean, *ml = lo, *sc = scale, *sh = shift;
+        StoreRow<T>(C, y + i * C, stream, [xr, next, mu, ml, sc, sh](auto d, int64_t c) {
+          hwy::Prefetch(next + c);
+          const auto v = hn::Sub(hn::Sub(hn::LoadU(d, xr + c), hn::LoadU(d, mu + c)), hn::LoadU(d, ml + c));
+          return hn::MulAdd(v, hn::LoadU(d, sc + c), hn::LoadU(d, sh + c));
         });
         continue;
       }
@@ -582,21 +594,24 @@ void BatchNormBackward(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT dy
           const T *d0 = dy + i * C, *d1 = d0 + C, *d2 = d1 + C, *d3 = d2 + C;
           const T *x0 = x + i * C, *x1 = x0 + C, *x2 = x1 + C, *x3 = x2 + C;
           const bool ahead = i + 8 <= N;  // the next 4 rows of dy and x, fetched meanwhile
-          ForRow<T>(c1 - c0, [&](auto d, int64_t j) {
+          // The pointers captured by value (see BatchNormNormalize).
+          T *ps = sdy, *pq = sdyx;
+          const T *mu = mean, *ml = lo;
+          ForRow<T>(c1 - c0, [d0, d1, d2, d3, x0, x1, x2, x3, ahead, c0, C, ps, pq, mu, ml, &step](auto d, int64_t j) {
             const int64_t c = c0 + j;
             if (ahead)
               for (int64_t r = 4; r < 8; ++r) {
                 hwy::Prefetch(d0 + r * C + c);
                 hwy::Prefetch(x0 + r * C + c);
               }
-            auto sv = hn::LoadU(d, sdy + c), qv = hn::LoadU(d, sdyx + c);
-            const auto mv = hn::LoadU(d, mean + c), lv = hn::LoadU(d, lo + c);
+            auto sv = hn::LoadU(d, ps + c), qv = hn::LoadU(d, pq + c);
+            const auto mv = hn::LoadU(d, mu + c), lv = hn::LoadU(d, ml + c);
             step(d, sv, qv, mv, lv, d0, x0, c);
             step(d, sv, qv, mv, lv, d1, x1, c);
             step(d, sv, qv, mv, lv, d2, x2, c);
             step(d, sv, qv, mv, lv, d3, x3, c);
-            hn::StoreU(sv, d, sdy + c);
-            hn::StoreU(qv, d, sdyx + c);
+            hn::StoreU(sv, d, ps + c);
+            hn::StoreU(qv, d, pq + c);
           });
         }
         for (; i < N; ++i)
@@ -645,11 +660,13 @@ void BatchNormBackward(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT dy
       if (L == 1) {
         const T *dyr = dy + i * C, *xr = x + i * C;
         const int64_t ahead = i + 2 < i1 ? 2 * C : 0;  // the row after next, fetched meanwhile
-        StoreRow<T>(C, dx + i * C, stream, [&](auto d, int64_t c) {
+        // The pointers captured by value (see BatchNormNormalize).
+        const T *mu = mean, *ml = lo, *kp = k, *ap = a, *bp = b;
+        StoreRow<T>(C, dx + i * C, stream, [dyr, xr, ahead, mu, ml, kp, ap, bp, &dx_of](auto d, int64_t c) {
           hwy::Prefetch(dyr + ahead + c);
           hwy::Prefetch(xr + ahead + c);
-          return dx_of(hn::LoadU(d, dyr + c), hn::LoadU(d, xr + c), hn::LoadU(d, mean + c), hn::LoadU(d, lo + c),
-                       hn::LoadU(d, k + c), hn::LoadU(d, a + c), hn::LoadU(d, b + c));
+          return dx_of(hn::LoadU(d, dyr + c), hn::LoadU(d, xr + c), hn::LoadU(d, mu + c), hn::LoadU(d, ml + c),
+                       hn::LoadU(d, kp + c), hn::LoadU(d, ap + c), hn::LoadU(d, bp + c));
         });
         continue;
       }
