@@ -14,6 +14,26 @@ namespace normlab::autograd {
 namespace k = kernels;
 using Grads = std::vector<Tensor>;
 
+namespace {
+
+// The forward keeps P (B, H, T, T) for the backward, which then skips its costliest product (q k^T
+// again, and an exp per score), when the forward is recorded and the sequence is short: P is then
+// at most 128 / D times the size of q (1 MiB a layer for the study's GPT, b16 h4 T64; the
+// measurement is in bench/results/seq_rows.md); longer sequences compute it again, chunk by chunk.
+constexpr int64_t kKeepPMaxT = 128;
+
+Tensor kept_probabilities(const k::AttentionShape& s, bool recorded, DType dtype) {
+  if (s.T > kKeepPMaxT || !recorded) return Tensor();
+  return empty({s.B, s.H, s.T, s.T}, dtype);
+}
+
+template <typename T_>
+T_* data_or_null(const Tensor& t) {
+  return t.defined() ? t.data<T_>() : nullptr;
+}
+
+}  // namespace
+
 // ---- (B, H, T, D) operands ------------------------------------------------------------------------
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& kt, const Tensor& v, bool causal) {
@@ -34,19 +54,23 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& kt, const Ten
   const k::AttentionLayout l{H * T * D, T * D, D};
   const k::AttentionShape s{B, H, T, D, causal, l, l, l, l};
   Tensor o = empty_like(q), lse = empty({B, H, T}, q.dtype());
+  const Tensor p = kept_probabilities(s, should_record({q, kt, v}), q.dtype());
   dispatch(q.dtype(), [&](auto zero) {
     using T_ = decltype(zero);
-    k::attention_forward(s, q.data<T_>(), kt.data<T_>(), v.data<T_>(), o.data<T_>(), lse.data<T_>());
+    k::attention_forward(s, q.data<T_>(), kt.data<T_>(), v.data<T_>(), o.data<T_>(), lse.data<T_>(),
+                         data_or_null<T_>(p));
   });
-  // Saves q, k, v, the output and the log-sum-exp of each query row; P is recomputed.
+  // Saves q, k, v, the output, the log-sum-exp of each query row and, for short sequences, P.
   return record("ScaledDotProductAttentionBackward", o, {q, kt, v},
-                [q = saved(q), kt = saved(kt), v = saved(v), o_ = saved(o), lse, s](const Tensor& g, const Needs&) {
+                [q = saved(q), kt = saved(kt), v = saved(v), o_ = saved(o), lse, p, s](const Tensor& g,
+                                                                                       const Needs&) {
                   // The kernel makes all three gradients at once.
                   Tensor dq = empty_like(q), dk = empty_like(q), dv = empty_like(q);
                   dispatch(q.dtype(), [&](auto zero) {
                     using T_ = decltype(zero);
                     k::attention_backward(s, q.data<T_>(), kt.data<T_>(), v.data<T_>(), o_.data<T_>(), g.data<T_>(),
-                                          lse.data<T_>(), dq.data<T_>(), dk.data<T_>(), dv.data<T_>());
+                                          lse.data<T_>(), dq.data<T_>(), dk.data<T_>(), dv.data<T_>(),
+                                          data_or_null<T_>(p));
                   });
                   return Grads{dq, dk, dv};
                 });
@@ -74,13 +98,14 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t heads) {
   const k::AttentionLayout in{T * C3, D, C3}, out{T * C, D, C};
   const k::AttentionShape s{B, H, T, D, true, in, in, in, out};
   Tensor o = empty({B, T, C}, qkv.dtype()), lse = empty({B, H, T}, qkv.dtype());
+  const Tensor probs = kept_probabilities(s, should_record({qkv}), qkv.dtype());
   dispatch(qkv.dtype(), [&](auto zero) {
     using T_ = decltype(zero);
     const T_* p = qkv.data<T_>();
-    k::attention_forward(s, p, p + C, p + 2 * C, o.data<T_>(), lse.data<T_>());
+    k::attention_forward(s, p, p + C, p + 2 * C, o.data<T_>(), lse.data<T_>(), data_or_null<T_>(probs));
   });
   return record("CausalSelfAttentionBackward", o, {qkv},
-                [qkv = saved(qkv), o_ = saved(o), lse, s, C](const Tensor& g, const Needs&) {
+                [qkv = saved(qkv), o_ = saved(o), lse, probs, s, C](const Tensor& g, const Needs&) {
                   // dq, dk, dv fill the three thirds of one (B, T, 3C) gradient.
                   Tensor d = empty_like(qkv);
                   dispatch(qkv.dtype(), [&](auto zero) {
@@ -88,7 +113,7 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t heads) {
                     const T_* p = qkv.data<T_>();
                     T_* dp = d.data<T_>();
                     k::attention_backward(s, p, p + C, p + 2 * C, o_.data<T_>(), g.data<T_>(), lse.data<T_>(), dp,
-                                          dp + C, dp + 2 * C);
+                                          dp + C, dp + 2 * C, data_or_null<T_>(probs));
                   });
                   return Grads{d};
                 });

@@ -294,6 +294,20 @@ HWY_INLINE void ProbsRow(int64_t n, int64_t np, T lse, T delta, T* HWY_RESTRICT 
   }
 }
 
+// The same from P read back (p holds p_j for j < n and 0 for n <= j < np): ds_j = p_j (dp_j - delta)
+// (dp becomes ds), 0 for n <= j < np.
+template <typename T>
+HWY_INLINE void GradsRow(int64_t n, int64_t np, T delta, const T* HWY_RESTRICT p, T* HWY_RESTRICT dp) {
+  const hn::ScalableTag<T> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const auto vdelta = hn::Set(d, delta);
+  for (int64_t j = 0; j < np; j += N) {
+    auto g = hn::Mul(hn::LoadU(d, p + j), hn::Sub(hn::LoadU(d, dp + j), vdelta));
+    if (j + N > n) g = hn::IfThenElseZero(Before(d, n, j), g);
+    hn::StoreU(g, d, dp + j);
+  }
+}
+
 // rows rows of D values from c (row stride lc) to out (row stride row): the padded path's results.
 template <typename T>
 HWY_INLINE void CopyOut(int64_t rows, int64_t D, const T* HWY_RESTRICT c, int64_t lc, T* HWY_RESTRICT out,
@@ -328,7 +342,7 @@ struct ForwardScratch {
 // (AttentionForwardHead makes lse_i = m_i + log l_i of every row at once).
 template <typename T>
 void ForwardRows(const AttentionShape& s, int64_t i0, int64_t rows, const T* qh, RowsView<const T> vx, T* oh,
-                 T* lh, ForwardScratch<T>& w) {
+                 T* lh, T* ph, ForwardScratch<T>& w) {
   const T scale = static_cast<T>(1 / std::sqrt(static_cast<double>(s.D)));
   const int64_t nj = s.causal ? std::min(s.T, i0 + rows) : s.T;  // keys any of these rows sees
   const int64_t njp = RoundUpToLanes<T>(nj);
@@ -340,6 +354,14 @@ void ForwardRows(const AttentionShape& s, int64_t i0, int64_t rows, const T* qh,
     inv_l[r] = T(1) / l;
     w.m[i0 + r] = m;
     lh[i0 + r] = l;
+    if (ph) {  // P's row: e_j / l for the njp keys the block computed, as far as the row goes
+      const T* e = w.sc + r * w.Tp;
+      T* pr = ph + (i0 + r) * s.T;
+      const T il = inv_l[r];
+      ForRow<T>(std::min(njp, s.T), [&](auto d, int64_t j) HWY_ATTR {
+        hn::StoreU(hn::Mul(hn::LoadU(d, e + j), hn::Set(d, il)), d, pr + j);
+      });
+    }
   }
   T* oi = oh + i0 * s.o.row;
   WsumRows<kRows>(rows, 0, nj, w.sc, w.Tp, 1, vx.p, vx.ld, w.Dp, WsumMode<T>{false, inv_l}, w.direct ? oi : w.out,
@@ -349,13 +371,15 @@ void ForwardRows(const AttentionShape& s, int64_t i0, int64_t rows, const T* qh,
 
 template <typename T>
 void AttentionForwardHead(const AttentionShape& s, int64_t b, int64_t h, const T* q, const T* k, const T* v, T* o,
-                          T* lse, ForwardScratch<T>& w) {
+                          T* lse, T* p, ForwardScratch<T>& w) {
   TransposePadded(s.T, s.D, k + b * s.k.batch + h * s.k.head, s.k.row, w.Tp, w.kt);
   const auto vx = VectorRows(w.direct, s.T, s.D, w.Dp, v + b * s.v.batch + h * s.v.head, s.v.row, w.vp);
   const T* qh = q + b * s.q.batch + h * s.q.head;
   T* oh = o + b * s.o.batch + h * s.o.head;
   T* lh = lse + (b * s.H + h) * s.T;
-  for (int64_t i0 = 0; i0 < s.T; i0 += kRows) ForwardRows(s, i0, std::min<int64_t>(kRows, s.T - i0), qh, vx, oh, lh, w);
+  T* ph = p ? p + (b * s.H + h) * s.T * s.T : nullptr;
+  for (int64_t i0 = 0; i0 < s.T; i0 += kRows)
+    ForwardRows(s, i0, std::min<int64_t>(kRows, s.T - i0), qh, vx, oh, lh, ph, w);
   // lse = m + log l over the rows, whole vectors and then one lane at a time (l >= 1: the row's
   // largest term is e^0).
   ForRow<T>(s.T, [&](auto d, int64_t i) HWY_ATTR {
@@ -405,6 +429,7 @@ struct BackwardScratch {
 template <typename T>
 struct BackwardHead {
   const T *q, *g, *lse;
+  const T* p;  // the forward's P of this (b, h) (T, T), or null: computed again
   RowsView<const T> kx, qx, gx;
   RowsView<T> dk, dv;
   T* dq;
@@ -420,11 +445,21 @@ void BackwardRows(const AttentionShape& s, const BackwardHead<T>& a, int64_t c0,
   const int64_t njp = RoundUpToLanes<T>(nj);
   T* p = w.p + (i0 - c0) * w.Tp;
   T* ds = w.ds + (i0 - c0) * w.Tp;
-  ScoresRows<kRows>(rows, s.D, a.q + i0 * s.q.row, s.q.row, w.kt, w.Tp, njp, a.scale, p, w.Tp);
   ScoresRows<kRows>(rows, s.D, a.g + i0 * s.o.row, s.o.row, w.vt, w.Tp, njp, T(1), ds, w.Tp);  // dP = dO V^T
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t i = i0 + r;
-    ProbsRow(s.causal ? i + 1 : s.T, njp, a.lse[i], w.delta[i], p + r * w.Tp, ds + r * w.Tp);
+  if (a.p) {  // P's rows from the forward, zero past the row's end
+    const int64_t have = std::min(njp, s.T);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t i = i0 + r;
+      std::copy(a.p + i * s.T, a.p + i * s.T + have, p + r * w.Tp);
+      std::fill(p + r * w.Tp + have, p + r * w.Tp + njp, T(0));
+      GradsRow(s.causal ? i + 1 : s.T, njp, w.delta[i], p + r * w.Tp, ds + r * w.Tp);
+    }
+  } else {
+    ScoresRows<kRows>(rows, s.D, a.q + i0 * s.q.row, s.q.row, w.kt, w.Tp, njp, a.scale, p, w.Tp);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t i = i0 + r;
+      ProbsRow(s.causal ? i + 1 : s.T, njp, a.lse[i], w.delta[i], p + r * w.Tp, ds + r * w.Tp);
+    }
   }
   const T scales[kRows] = {a.scale, a.scale, a.scale, a.scale};
   static_assert(kRows == 4, "one scale per row of a tile");
@@ -478,7 +513,8 @@ HWY_INLINE void CopySums(const AttentionShape& s, const BackwardHead<T>& a, T* d
 
 template <typename T>
 void AttentionBackwardHead(const AttentionShape& s, int64_t b, int64_t h, const T* q, const T* k, const T* v,
-                           const T* o, const T* dout, const T* lse, T* dq, T* dk, T* dv, BackwardScratch<T>& w) {
+                           const T* o, const T* dout, const T* lse, T* dq, T* dk, T* dv, const T* p,
+                           BackwardScratch<T>& w) {
   const T* qh = q + b * s.q.batch + h * s.q.head;
   const T* kh = k + b * s.k.batch + h * s.k.head;
   const T* oh = o + b * s.o.batch + h * s.o.head;
@@ -488,6 +524,7 @@ void AttentionBackwardHead(const AttentionShape& s, int64_t b, int64_t h, const 
   const BackwardHead<T> a{qh,
                           gh,
                           lse + (b * s.H + h) * s.T,
+                          p ? p + (b * s.H + h) * s.T * s.T : nullptr,
                           VectorRows(w.direct, s.T, s.D, w.Dp, kh, s.k.row, w.kp),
                           VectorRows(w.direct, s.T, s.D, w.Dp, qh, s.q.row, w.qp),
                           VectorRows(w.direct, s.T, s.D, w.Dp, gh, s.o.row, w.gp),
@@ -526,24 +563,24 @@ inline int AttentionThreads(const AttentionShape& s) {
 
 // Each (b, h) allocates its scratch once, outside the loops over rows.
 template <typename T>
-void AttentionForward(const AttentionShape& s, const T* q, const T* k, const T* v, T* o, T* lse) {
+void AttentionForward(const AttentionShape& s, const T* q, const T* k, const T* v, T* o, T* lse, T* p) {
   const int64_t parts = s.B * s.H;
   if (parts == 0 || s.T == 0) return;
-  base::parallel_parts(AttentionThreads(s), parts, [&](int64_t p) HWY_ATTR {
+  base::parallel_parts(AttentionThreads(s), parts, [&](int64_t part) HWY_ATTR {
     ForwardScratch<T> w(s);
-    AttentionForwardHead(s, p / s.H, p % s.H, q, k, v, o, lse, w);
+    AttentionForwardHead(s, part / s.H, part % s.H, q, k, v, o, lse, p, w);
   });
 }
 
 template <typename T>
 void AttentionBackward(const AttentionShape& s, const T* q, const T* k, const T* v, const T* o, const T* dout,
-                       const T* lse, T* dq, T* dk, T* dv) {
+                       const T* lse, T* dq, T* dk, T* dv, const T* p) {
   const int64_t parts = s.B * s.H;
   if (parts == 0 || s.T == 0) return;
-  base::parallel_parts(AttentionThreads(s), parts, [&](int64_t p) HWY_ATTR {
+  base::parallel_parts(AttentionThreads(s), parts, [&](int64_t part) HWY_ATTR {
     BackwardScratch<T> w(s);
-    if (p + 1 < parts) PrefetchBackwardHead(s, p + 1, q, k, v, o, dout);
-    AttentionBackwardHead(s, p / s.H, p % s.H, q, k, v, o, dout, lse, dq, dk, dv, w);
+    if (part + 1 < parts) PrefetchBackwardHead(s, part + 1, q, k, v, o, dout);
+    AttentionBackwardHead(s, part / s.H, part % s.H, q, k, v, o, dout, lse, dq, dk, dv, p, w);
   });
 }
 

@@ -11,12 +11,13 @@ HWY_BEFORE_NAMESPACE();
 namespace normlab::autograd::kernels::HWY_NAMESPACE {
 // Non-template wrappers: Highway exports functions, not templates.
 #define NORMLAB_ATTENTION_WRAPPERS(T, S)                                                                      \
-  void AttentionForward##S(const AttentionShape& s, const T* q, const T* k, const T* v, T* o, T* lse) {      \
-    AttentionForward(s, q, k, v, o, lse);                                                                    \
+  void AttentionForward##S(const AttentionShape& s, const T* q, const T* k, const T* v, T* o, T* lse,      \
+                           T* p) {                                                                           \
+    AttentionForward(s, q, k, v, o, lse, p);                                                                 \
   }                                                                                                          \
   void AttentionBackward##S(const AttentionShape& s, const T* q, const T* k, const T* v, const T* o,         \
-                            const T* dout, const T* lse, T* dq, T* dk, T* dv) {                              \
-    AttentionBackward(s, q, k, v, o, dout, lse, dq, dk, dv);                                                 \
+                            const T* dout, const T* lse, T* dq, T* dk, T* dv, const T* p) {                  \
+    AttentionBackward(s, q, k, v, o, dout, lse, dq, dk, dv, p);                                              \
   }
 NORMLAB_ATTENTION_WRAPPERS(float, F32)
 NORMLAB_ATTENTION_WRAPPERS(double, F64)
@@ -33,12 +34,12 @@ HWY_EXPORT(AttentionBackwardF32);
 HWY_EXPORT(AttentionBackwardF64);
 
 #define NORMLAB_ATTENTION_DISPATCH(T, S)                                                                      \
-  void attention_forward(const AttentionShape& s, const T* q, const T* k, const T* v, T* o, T* lse) {        \
-    HWY_DYNAMIC_DISPATCH(AttentionForward##S)(s, q, k, v, o, lse);                                           \
+  void attention_forward(const AttentionShape& s, const T* q, const T* k, const T* v, T* o, T* lse, T* p) {  \
+    HWY_DYNAMIC_DISPATCH(AttentionForward##S)(s, q, k, v, o, lse, p);                                        \
   }                                                                                                          \
   void attention_backward(const AttentionShape& s, const T* q, const T* k, const T* v, const T* o,           \
-                          const T* dout, const T* lse, T* dq, T* dk, T* dv) {                                \
-    HWY_DYNAMIC_DISPATCH(AttentionBackward##S)(s, q, k, v, o, dout, lse, dq, dk, dv);                        \
+                          const T* dout, const T* lse, T* dq, T* dk, T* dv, const T* p) {                    \
+    HWY_DYNAMIC_DISPATCH(AttentionBackward##S)(s, q, k, v, o, dout, lse, dq, dk, dv, p);                     \
   }
 NORMLAB_ATTENTION_DISPATCH(float, F32)
 NORMLAB_ATTENTION_DISPATCH(double, F64)

@@ -47,16 +47,21 @@ struct AttentionShape {
   AttentionLayout q, k, v, o;
 };
 
-// o (layout s.o) and lse (B, H, T) from q, k, v.
+// o (layout s.o) and lse (B, H, T) from q, k, v. With p (B, H, T, T), also the probabilities P_ij
+// of each row, for the keys j the row sees (causal: j <= i); of the row's other entries some are
+// written 0 and the rest are left as they were.
 void attention_forward(const AttentionShape& s, const float* q, const float* k, const float* v, float* o,
-                       float* lse);
+                       float* lse, float* p = nullptr);
 void attention_forward(const AttentionShape& s, const double* q, const double* k, const double* v, double* o,
-                       double* lse);
-// dq, dk, dv from dout (layout s.o), with the forward's o and lse.
+                       double* lse, double* p = nullptr);
+// dq, dk, dv from dout (layout s.o), with the forward's o and lse; with the forward's p, P is read
+// from it instead of being computed again from q k^T and lse (the backward's costliest product).
 void attention_backward(const AttentionShape& s, const float* q, const float* k, const float* v, const float* o,
-                        const float* dout, const float* lse, float* dq, float* dk, float* dv);
+                        const float* dout, const float* lse, float* dq, float* dk, float* dv,
+                        const float* p = nullptr);
 void attention_backward(const AttentionShape& s, const double* q, const double* k, const double* v,
-                        const double* o, const double* dout, const double* lse, double* dq, double* dk, double* dv);
+                        const double* o, const double* dout, const double* lse, double* dq, double* dk, double* dv,
+                        const double* p = nullptr);
 
 // ---- Scalar references: what the Highway kernels must compute ------------------------------------
 // The same operations in the same order of loops, with sums from d = 0 and j = 0 up (the SIMD

@@ -1,6 +1,7 @@
 // The attention kernels: the scalar reference against the textbook formula with the whole score
 // matrix (in double), every Highway target against the reference (float and double, odd T and D,
-// causal or not, contiguous and packed strided layouts), and the same bits on 1, 2 and 3 threads.
+// causal or not, contiguous and packed strided layouts, P computed again by the backward or kept by
+// the forward), and the same bits on 1, 2 and 3 threads.
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
 #include <cmath>
@@ -79,6 +80,16 @@ void check_case(const Case& c, unsigned seed) {
     k::ref::attention_backward(s, q, kk, v, want_o.data(), dout.data(), want_lse.data(), want_grad.data(),
                                want_grad.data() + c.k_off, want_grad.data() + c.v_off);
     check_close(grad, want_grad, grad.size(), rtol<T>(), atol<T>());
+    // With P kept by the forward and read back by the backward: the same outputs and gradients.
+    std::vector<T> p(static_cast<size_t>(nl * s.T) + 1, T(-7)), o2(c.out_size, T(-7)), lse2(nl + 1, T(-7));
+    k::attention_forward(s, q, kk, v, o2.data(), lse2.data(), p.data());
+    check_close(o2, want_o, o2.size(), rtol<T>(), atol<T>());
+    check_close(lse2, want_lse, lse2.size(), rtol<T>(), atol<T>());
+    BOOST_TEST(p.back() == T(-7));  // nothing past P's end
+    std::vector<T> grad2(c.in_size, T(-7));
+    k::attention_backward(s, q, kk, v, o2.data(), dout.data(), lse2.data(), grad2.data(), grad2.data() + c.k_off,
+                          grad2.data() + c.v_off, p.data());
+    check_close(grad2, want_grad, grad2.size(), rtol<T>(), atol<T>());
   }
 }
 
