@@ -239,7 +239,7 @@ Tensor linear_impl(const Tensor& x, const Tensor& weight, const Tensor& bias, co
   if (res.defined() && (res.shape() != os || res.dtype() != x.dtype()))
     throw Error("linear: expected a residual of shape " + shape_str(os) + " and dtype " + dtype_name(x.dtype()) +
                 ", got " + shape_str(res.shape()) + " " + dtype_name(res.dtype()));
-  const bool record_x = should_record({x}) && x.requires_grad();
+  const bool record_x = should_record({x});  // the backward will want dx
   const std::pair<Tensor, Tensor> act = f.gelu_input ? gelu_with_derivative(x, record_x) : std::pair{x, Tensor()};
   const Tensor &a = act.first, &dadx = act.second;
   Tensor out = empty(os, x.dtype());
@@ -278,7 +278,7 @@ Tensor linear_impl(const Tensor& x, const Tensor& weight, const Tensor& bias, co
                         k::reduce(k::ReduceOp::Sum, 1, rows, out_f, g.data<T>(), gb.data<T>());
                       });
                   }
-                  return Grads{gx, gw, gb, n.size() > 3 && n[3] ? g : Tensor()};
+                  return Grads{gx, gw, gb, n[3] ? g : Tensor()};
                 });
 }
 

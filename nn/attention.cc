@@ -42,7 +42,7 @@ Tensor CausalSelfAttention::attend(const Tensor& x) {
 Tensor CausalSelfAttention::forward(const Tensor& x) { return (*c_proj_)(attend(x)); }
 
 Tensor CausalSelfAttention::forward_add(const Tensor& x, const Tensor& residual) {
-  if (c_proj_->has_forward_hooks()) return residual + forward(x);
+  if (has_forward_hooks() || c_proj_->has_forward_hooks()) return residual + (*this)(x);  // the hooks see it
   return autograd::linear_add(attend(x), c_proj_->weight(), c_proj_->bias(), residual);
 }
 

@@ -27,7 +27,8 @@ class CausalSelfAttention : public Module {
 
   Tensor forward(const Tensor& x) override;
   /// residual + forward(x) (residual (B, T, C)), with c_proj's product adding the residual where it
-  /// stores its output (autograd::linear_add); through c_proj's operator() when it has a forward hook.
+  /// stores its output (autograd::linear_add); residual + (*this)(x) when this module or c_proj has
+  /// a forward hook, so that the hooks see the call.
   Tensor forward_add(const Tensor& x, const Tensor& residual);
   /// "CausalSelfAttention" (str() lists c_attn and c_proj).
   std::string repr() const override { return "CausalSelfAttention"; }

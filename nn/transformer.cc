@@ -65,10 +65,16 @@ TransformerMLP::TransformerMLP(int64_t width, Generator& gen, int64_t n_layer, D
   to(dtype);
 }
 
-Tensor TransformerMLP::forward(const Tensor& x) { return forward_add(x, Tensor()); }
+Tensor TransformerMLP::forward(const Tensor& x) { return project((*c_fc_)(x), Tensor()); }
 
 Tensor TransformerMLP::forward_add(const Tensor& x, const Tensor& residual) {
-  const Tensor h = (*c_fc_)(x);
+  if (has_forward_hooks()) return residual + (*this)(x);  // the hooks see the call
+  return project((*c_fc_)(x), residual);
+}
+
+// [residual +] c_proj(gelu(h)): one autograd::gelu_linear, or the modules one by one when gelu or
+// c_proj has a forward hook.
+Tensor TransformerMLP::project(const Tensor& h, const Tensor& residual) {
   if (gelu_->has_forward_hooks() || c_proj_->has_forward_hooks()) {
     const Tensor y = (*c_proj_)((*gelu_)(h));
     return residual.defined() ? residual + y : y;
@@ -107,16 +113,9 @@ Tensor TransformerBlock::forward(const Tensor& x) {
     throw Error("TransformerBlock(norm=" + block_norm_name(norm_) + ", position=" + norm_position_name(position_) +
                 "): expected input of shape (B, T, " + std::to_string(width_) + "), got " +
                 shape_str(x.shape()));
-  Module &ln_1 = *ln_1_, &ln_2 = *ln_2_, &attn = *attn_, &mlp = *mlp_;
-  if (attn.has_forward_hooks() || mlp.has_forward_hooks()) {  // the hooks see attn's and mlp's outputs
-    if (position_ == NormPosition::Pre) {
-      const Tensor h = x + attn(ln_1(x));
-      return h + mlp(ln_2(h));
-    }
-    const Tensor h = ln_1(x + attn(x));
-    return ln_2(h + mlp(h));
-  }
-  // The residual adds fused into the sublayers' output projections: the same values.
+  Module &ln_1 = *ln_1_, &ln_2 = *ln_2_;
+  // x + sublayer(...) with the add fused into the sublayers' output projections (the same values;
+  // forward_add runs the modules one by one when a hook must see them).
   if (position_ == NormPosition::Pre) {
     const Tensor h = attn_->forward_add(ln_1(x), x);
     return mlp_->forward_add(ln_2(h), h);

@@ -53,13 +53,14 @@ class TransformerMLP : public Module {
  public:
   TransformerMLP(int64_t width, Generator& gen, int64_t n_layer = 1, DType dtype = DType::Float32);  ///< c_fc and c_proj drawn from gen (n_layer: see TransformerBlock).
   Tensor forward(const Tensor& x) override;
-  /// forward(x), plus residual when it is defined (x's shape), as one autograd::gelu_linear for gelu
-  /// and c_proj: c_proj's product adds the residual, and its backward's product multiplies by
-  /// gelu'(h). Through the modules one by one when gelu or c_proj has a forward hook.
+  /// residual + forward(x) (residual of x's shape), as one autograd::gelu_linear for gelu and c_proj:
+  /// c_proj's product adds the residual, and its backward's product multiplies by gelu'(h). Through
+  /// the modules one by one when this module, gelu or c_proj has a forward hook.
   Tensor forward_add(const Tensor& x, const Tensor& residual);
   std::string repr() const override { return "MLP"; }
 
  private:
+  Tensor project(const Tensor& h, const Tensor& residual);
   std::shared_ptr<Linear> c_fc_, c_proj_;
   std::shared_ptr<Module> gelu_;
 };

@@ -461,14 +461,14 @@ void PackPanels(D d, const Plan<T>& pl, const Operands<T>& o, size_t pc, size_t 
   }
 }
 
-// The epilogue (gemm.h) on rows [i0, i0 + rows) x columns [j0, j0 + cols) of C (not transposed,
-// rows c_rs apart, as the epilogue's operand): one vector operation per element, the same bits as
-// a pass over all of C after the product.
-template <class D, typename T = hn::TFromD<D>>
-HWY_INLINE void EpilogueBlock(D d, const Plan<T>& pl, T* C, size_t c_rs, int64_t i0, size_t rows, int64_t j0,
-                              size_t cols) {
-  const bool mul = pl.mul != nullptr;
-  const T* e0 = mul ? pl.mul : pl.residual;
+// The epilogue (gemm.h: C *= mul, or C += residual, whichever is not null) on rows
+// [i0, i0 + rows) x columns [j0, j0 + cols) of C (not transposed, rows c_rs apart, as the
+// epilogue's operand): one vector operation per element, the same bits as a pass over all of C
+// after the product.
+template <typename T>
+HWY_INLINE void EpilogueBlock(const T* mul, const T* residual, T* C, size_t c_rs, int64_t i0, size_t rows,
+                              int64_t j0, size_t cols) {
+  const T* e0 = mul ? mul : residual;
   for (size_t r = 0; r < rows; ++r) {
     const size_t at = (static_cast<size_t>(i0) + r) * c_rs + static_cast<size_t>(j0);
     T* HWY_RESTRICT c = C + at;
@@ -478,7 +478,6 @@ HWY_INLINE void EpilogueBlock(D d, const Plan<T>& pl, T* C, size_t c_rs, int64_t
       hn::StoreU(mul ? hn::Mul(v, w) : hn::Add(v, w), dd, c + j);
     });
   }
-  (void)d;
 }
 
 // C[ic .. ic+mc, jc .. jc+nc] (+)= a(ic.., pc .. pc+kc) b(pc.., jc..): packs the A block (into
@@ -521,7 +520,7 @@ void MacroKernel(D d, const Plan<T>& pl, const Operands<T>& o, int64_t ic, size_
       else Tile<4>(d, pl.pack_a, packed_b, kc, t, ct, c_rs, c_cs, mr, nr, add, bt);
     }
   }
-  if ((pl.mul || pl.residual) && pc + kc == pl.K) EpilogueBlock(d, pl, o.C, c_rs, ic, mc, jc, nc);
+  if ((pl.mul || pl.residual) && pc + kc == pl.K) EpilogueBlock(pl.mul, pl.residual, o.C, c_rs, ic, mc, jc, nc);
 }
 
 // One thread computes C[i0:i1, j0:j1] of batch items q0 .. q1-1 (in batch order) through the
@@ -1051,6 +1050,13 @@ bool UnblockedPath(const GemmShape& s) {
   return UseSmallK<T>(s) || (s.trans_a && !s.trans_b && s.n <= kNarrowCols) || UseDotRows<T>(s);
 }
 
+// Whether the blocked GEMM computes s and writes C itself, untransposed (where its stores can add
+// the bias and apply the epilogue): not for K = 0, the unblocked paths, or C^T.
+template <typename T>
+bool BlockedStoresC(const GemmShape& s) {
+  return s.k > 0 && !UnblockedPath<T>(s) && !SwapsToTransposedC<T>(s);
+}
+
 template <typename T>
 void Gemm(const GemmShape& s_in, const T* a_in, const T* b_in, T* c);
 
@@ -1081,10 +1087,8 @@ void GemmEpilogueAfter(const GemmShape& s, const T* a, const T* b, T* c) {
   GemmShape t = s;
   t.mul = t.residual = nullptr;
   Gemm(t, a, b, c);
-  Plan<T> pl;
-  pl.mul = static_cast<const T*>(s.mul), pl.residual = static_cast<const T*>(s.residual);
-  EpilogueBlock(hn::ScalableTag<T>(), pl, c, static_cast<size_t>(s.n), 0, static_cast<size_t>(s.m), 0,
-                static_cast<size_t>(s.n));
+  EpilogueBlock(static_cast<const T*>(s.mul), static_cast<const T*>(s.residual), c, static_cast<size_t>(s.n), 0,
+                static_cast<size_t>(s.m), 0, static_cast<size_t>(s.n));
 }
 
 template <typename T>
@@ -1093,11 +1097,9 @@ void Gemm(const GemmShape& s_in, const T* a_in, const T* b_in, T* c) {
   if (s_in.mul || s_in.residual) {
     if (s_in.batch != 1 || s_in.accumulate || (s_in.mul && s_in.residual))
       throw std::invalid_argument("gemm: the epilogue needs batch 1, no accumulate, and one of mul and residual");
-    if (s_in.k <= 0 || UnblockedPath<T>(s_in) || SwapsToTransposedC<T>(s_in))
-      return GemmEpilogueAfter(s_in, a_in, b_in, c);
+    if (!BlockedStoresC<T>(s_in)) return GemmEpilogueAfter(s_in, a_in, b_in, c);
   }
-  if (s_in.bias && (s_in.k <= 0 || s_in.batch != 1 || UnblockedPath<T>(s_in) || SwapsToTransposedC<T>(s_in)))
-    return GemmBiasFirst(s_in, a_in, b_in, c);
+  if (s_in.bias && (s_in.batch != 1 || !BlockedStoresC<T>(s_in))) return GemmBiasFirst(s_in, a_in, b_in, c);
   if (s_in.k <= 0) return GemmEmptyK(s_in, c);
   const hn::ScalableTag<T> d;
   const double macs = static_cast<double>(s_in.m) * static_cast<double>(s_in.n) * static_cast<double>(s_in.k);
