@@ -44,6 +44,7 @@ run_all() {
       --norm layer --out "$out/train-fashion"
     "$nl" eval "${q[@]}" --checkpoint "$out/train-fashion/model.safetensors" --out "$out/eval-fashion"
   fi
+  sequence_models "$nl" "$out"
   "$nl" eval "${q[@]}" --checkpoint "$out/train-csv/model.safetensors" --csv "$fixtures/iris_like.csv" \
     --out "$out/eval-csv"
   "$nl" predict --quiet --checkpoint "$out/train-csv/model.safetensors" --csv "$fixtures/iris_like.csv" \
@@ -56,6 +57,44 @@ run_all() {
   fi
 }
 
+# The sequence models: the LSTM classifier on Fashion-MNIST (when installed), and the character
+# language models (GPT and LSTM) on the repository's small text file: train, compare, sweep, eval,
+# generate (its stdout kept as generate.out) and, when mpirun is installed, a 2-rank text sweep.
+sequence_models() {
+  local nl="$1" out="$2" q=(--quiet --threads 2)
+  local text="$here/tests/data/fixtures/text_sample.txt"
+  local gpt=(--layers 1 --width 32 --heads 2 --block-size 16)
+  if [ -f "$fashion/train-images-idx3-ubyte.gz" ]; then
+    "$nl" train "${q[@]}" --arch lstm --norm layer --optimizer adam --epochs 1 --train-limit 300 --test-limit 300 \
+      --hidden 32 --stats-every 5 --out "$out/train-lstm"
+    "$nl" compare "${q[@]}" --arch lstm --norms none,layer,batch,batch-shared --train-limit 300 --test-limit 300 \
+      --epochs 1 --seeds 0,1 --hidden 16 --out "$out/lstm-compare"
+    "$nl" sweep "${q[@]}" --arch lstm --norms none,batch --batch-sizes 8,32 --train-limit 256 --test-limit 200 \
+      --epochs 1 --seeds 0 --hidden 16 --out "$out/lstm-sweep"
+  fi
+  "$nl" train "${q[@]}" --dataset text --text "$text" "${gpt[@]}" --steps 20 --out "$out/text-gpt"
+  "$nl" train "${q[@]}" --dataset text --text "$text" --norm rms --position post --layers 2 --width 32 --heads 2 \
+    --block-size 16 --steps 10 --out "$out/text-gpt-post"
+  "$nl" train "${q[@]}" --dataset text --text "$text" --arch lstm --hidden 32 --width 16 --block-size 16 \
+    --steps 10 --out "$out/text-lstm"
+  "$nl" eval "${q[@]}" --checkpoint "$out/text-gpt/model.safetensors" --out "$out/text-gpt-eval"
+  "$nl" generate --checkpoint "$out/text-gpt/model.safetensors" --prompt "The " --tokens 40 --seed 1 \
+    > "$out/text-gpt/generate.out"
+  "$nl" generate --checkpoint "$out/text-lstm/model.safetensors" --prompt "a" --tokens 30 --seed 2 \
+    --temperature 0.7 > "$out/text-lstm/generate.out"
+  "$nl" compare "${q[@]}" --dataset text --text "$text" --norms layer,layer-post,rms,batch,none --seeds 0,1 \
+    "${gpt[@]}" --steps 20 --out "$out/text-compare"
+  "$nl" sweep "${q[@]}" --dataset text --text "$text" --batch-sizes 2,8 --norms layer,batch --train-tokens 4096 \
+    "${gpt[@]}" --out "$out/text-sweep"
+  local mpiexec
+  mpiexec="$(command -v mpiexec || command -v mpirun || true)"
+  if [ -n "$mpiexec" ]; then
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none \
+      "$mpiexec" --oversubscribe -np 2 "$nl" sweep --quiet --threads 1 --dataset text --text "$text" \
+      --batch-sizes 2,8 --norms layer,batch --train-tokens 2048 "${gpt[@]}" --out "$out/text-ddp-sweep"
+  fi
+}
+
 compare_dirs() {
   local a="$1" b="$2" n=0 bad=0
   [ -d "$a" ] && [ -d "$b" ] || { echo "check-outputs: compare needs two folders made by 'run'" >&2; exit 2; }
@@ -63,13 +102,13 @@ compare_dirs() {
     n=$((n + 1))
     if [ ! -f "$b/$f" ]; then echo "MISSING in $b: $f"; bad=$((bad + 1))
     elif ! cmp -s "$a/$f" "$b/$f"; then echo "DIFFERS: $f"; bad=$((bad + 1)); fi
-  done < <(cd "$a" && find . -name '*.csv' | sort)
+  done < <(cd "$a" && find . -name '*.csv' -o -name '*.out' | sort)
   while IFS= read -r f; do
     [ -f "$a/$f" ] || { echo "EXTRA in $b: $f"; bad=$((bad + 1)); }
-  done < <(cd "$b" && find . -name '*.csv' | sort)
+  done < <(cd "$b" && find . -name '*.csv' -o -name '*.out' | sort)
   [ "$n" -gt 0 ] || { echo "check-outputs: no CSV files in $a" >&2; exit 2; }
-  if [ "$bad" -eq 0 ]; then echo "check-outputs: $n CSV files byte-identical"; else
-    echo "check-outputs: $bad of $n CSV files differ or are missing"; exit 1; fi
+  if [ "$bad" -eq 0 ]; then echo "check-outputs: $n CSV and output files byte-identical"; else
+    echo "check-outputs: $bad of $n CSV and output files differ or are missing"; exit 1; fi
 }
 
 case "${1:-}" in
