@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "autograd/kernels/norm.h"
 #include "bench/bench.h"
 #include "nn/batchnorm.h"
-#include "autograd/kernels/norm.h"
 #include "nn/layernorm.h"
 
 namespace normlab::bench {

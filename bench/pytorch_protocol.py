@@ -2,7 +2,7 @@
 """The batch-size sweep protocol in PyTorch, as `normlab sweep` runs it (MLP, or with --arch cnn the
 study's CNN, or with --arch lstm the row-sequential LSTM classifier).
 
-Same data, model, optimizer, schedule and evaluation as normlab (experiments/trainer.cc, sweep.cc):
+Same data, model, optimizer, schedule and evaluation as normlab (experiments/run/trainer.cc, sweep.cc):
 - Fashion-MNIST from Debian's dataset-fashion-mnist (the gzip IDX files), the first --train-limit
   training images and the full test set; pixels / 255 in float32, then standardized per pixel with
   the training set's mean and population std (float64; a constant pixel keeps std 1).
@@ -24,7 +24,7 @@ Same data, model, optimizer, schedule and evaluation as normlab (experiments/tra
 - Final accuracy = median over the evaluated epochs (--eval-last 1: the last epoch's).
 Only the batch order and the initial weights' random streams differ from normlab's.
 
---arch lstm (protocol A, experiments/recurrent.cc): each standardized image as 28 steps of 28
+--arch lstm (protocol A, experiments/models/recurrent.cc): each standardized image as 28 steps of 28
 pixels, one LSTM layer of 128 units (--hidden), Linear(128, 10) on the last hidden state; the cells
 of bench/pytorch_seq.py: none nn.LSTM, layer the LayerNorm LSTM, batch the recurrent BatchNorm LSTM
 with a BatchNorm per step, batch-shared one BatchNorm for every step (gains 0.1). The cells'

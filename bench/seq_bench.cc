@@ -10,7 +10,7 @@
 
 #include "autograd/autograd.h"
 #include "bench/bench.h"
-#include "experiments/sampling.h"
+#include "experiments/models/sampling.h"
 #include "nn/bn_lstm.h"
 #include "nn/clip_grad.h"
 #include "nn/gpt.h"

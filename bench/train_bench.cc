@@ -7,7 +7,7 @@
 
 #include "autograd/autograd.h"
 #include "bench/bench.h"
-#include "experiments/model.h"
+#include "experiments/models/model.h"
 #include "optim/sgd.h"
 
 namespace normlab::bench {

@@ -18,6 +18,22 @@ set(NORMLAB_MAY_INCLUDE_data base autograd)
 set(NORMLAB_MAY_INCLUDE_optim base autograd serialize)
 set(NORMLAB_MAY_INCLUDE_experiments base autograd serialize dist nn data optim)
 
+# The folders of experiments/, bottom up: the path of a run, from what every part uses to the
+# command line. A file in one of them includes its own folder's headers and those of the folders
+# below it, never one above; experiments/'s top level holds main.cc alone, which may include any.
+#   support   output files and folders, number formatting, progress, Ctrl-C, the usage error
+#   config    what a run is: its model (ModelSpec) and training settings (TrainConfig), plain structs
+#   registry  the registries: norms and activations, optimizers and schedules, data sets
+#   models    the models the archs build (MLP, CNN, LSTMs, the character models), their metadata,
+#             checkpoints and evaluation
+#   records   what a run gives (its records), their JSON, journals, result sets, a study's context
+#   run       one run (the training loop, its observers, checkpoints, data-parallel training) and
+#             the run queue that trains a study's runs
+#   report    tables, statistics and claims, plots, report.md and manifests
+#   studies   what the commands run: train, compare, sweep, study, eval, predict, demo
+#   commands  the command line: one file per subcommand, their flags and presets
+set(NORMLAB_EXPERIMENTS_LAYERS support config registry models records run report studies commands)
+
 # Folders whose headers are internal to their library (the Highway kernels: their interfaces are
 # for the library's own ops): only that library's sources include them, and its public headers
 # (every other header of the library) do not...

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "autograd/autograd.h"
-#include "experiments/model.h"
+#include "experiments/models/model.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
 

@@ -2,7 +2,7 @@
 // of 11 characters, block 16, 2 layers, 2 heads, width 16) with a given norm and norm position,
 // trained 3 AdamW steps on random ids (so that BatchNorm's running statistics and the weights are
 // not the initial ones), saved with the metadata `normlab train --arch gpt --dataset text` writes
-// (experiments/language_model.h lm_metadata), and its eval-mode logits for 2 fixed sequences of 12
+// (experiments/models/language_model.h lm_metadata), and its eval-mode logits for 2 fixed sequences of 12
 // ids, ids[r, t] = (7 t + 5 r + 3) mod 11, one line of 11 logits per position (9 significant
 // digits). The CTest examples/gpt_in_pytorch_<norm>_<position> then runs
 // `scripts/load_in_pytorch.py FILE --from-metadata --compare LOGITS.txt` where PyTorch is installed.
@@ -14,7 +14,7 @@
 
 #include "autograd/autograd.h"
 #include "data/text.h"
-#include "experiments/language_model.h"
+#include "experiments/models/language_model.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
 

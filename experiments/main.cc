@@ -9,7 +9,7 @@
 
 #include "base/error.h"
 #include "dist/dist.h"
-#include "experiments/cli.h"
+#include "experiments/commands/cli.h"
 #include "experiments/studies/demo.h"
 
 int main(int argc, char** argv) {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/cli.h"
+#include "experiments/commands/cli.h"
 
 using namespace normlab;
 

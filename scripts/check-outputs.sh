@@ -77,7 +77,7 @@ sequence_models() {
     --block-size 16 --steps 10 --out "$out/text-gpt-post"
   "$nl" train "${q[@]}" --dataset text --text "$text" --arch lstm --hidden 32 --width 16 --block-size 16 \
     --steps 10 --out "$out/text-lstm"
-  "$nl" eval "${q[@]}" --checkpoint "$out/text-gpt/model.safetensors" --out "$out/text-gpt-eval"
+  "$nl" eval "${q[@]}" --checkpoint "$out/text-gpt/model.safetensors" > "$out/text-gpt/eval.out"
   "$nl" generate --checkpoint "$out/text-gpt/model.safetensors" --prompt "The " --tokens 40 --seed 1 \
     > "$out/text-gpt/generate.out"
   "$nl" generate --checkpoint "$out/text-lstm/model.safetensors" --prompt "a" --tokens 30 --seed 2 \

@@ -260,7 +260,7 @@ def gpt_from_metadata(md):
 
 
 def build_from_metadata(md):
-    """The torch.nn.Sequential a normlab checkpoint describes (experiments/model.h's grammar)."""
+    """The torch.nn.Sequential a normlab checkpoint describes (experiments/models/model.h's grammar)."""
     nn = torch.nn
     if md.get("arch") == "lstm":
         c, steps, width = (int(v) for v in md["image_shape"].split("x"))

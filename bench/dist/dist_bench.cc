@@ -15,8 +15,8 @@
 #include "autograd/autograd.h"
 #include "autograd/parallel.h"
 #include "dist/dist.h"
-#include "experiments/ddp.h"
-#include "experiments/model.h"
+#include "experiments/models/model.h"
+#include "experiments/run/ddp.h"
 #include "optim/sgd.h"
 
 namespace {

@@ -1,12 +1,12 @@
 // `--arch` in every training command: the flags that go with one kind of model only, and the
 // defaults an arch brings (the lstm's width, the image shape of the data set).
-#include "experiments/archs.h"
 #include "experiments/commands/entry_flags.h"
 #include "experiments/commands/training.h"
-#include "experiments/entries.h"
-#include "experiments/optimizers.h"
-#include "experiments/output.h"
-#include "experiments/registry.h"
+#include "experiments/models/archs.h"
+#include "experiments/registry/entries.h"
+#include "experiments/registry/layers.h"
+#include "experiments/registry/optimizers.h"
+#include "experiments/support/output.h"
 
 namespace normlab::experiments::commands {
 

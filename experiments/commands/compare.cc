@@ -1,10 +1,10 @@
 // `normlab compare`: convergence of the same model under each norm, over several seeds.
 #include <limits>
 
-#include "experiments/commands/training.h"
 #include "experiments/commands/flags.h"
 #include "experiments/commands/text_compare.h"
-#include "experiments/registry.h"
+#include "experiments/commands/training.h"
+#include "experiments/registry/layers.h"
 
 namespace normlab::experiments::commands {
 

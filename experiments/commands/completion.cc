@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "experiments/archs.h"
 #include "experiments/commands/command.h"
-#include "experiments/datasets.h"
-#include "experiments/entries.h"
-#include "experiments/optimizers.h"
-#include "experiments/registry.h"
+#include "experiments/models/archs.h"
+#include "experiments/registry/datasets.h"
+#include "experiments/registry/entries.h"
+#include "experiments/registry/layers.h"
+#include "experiments/registry/optimizers.h"
 
 namespace normlab::experiments::commands {
 

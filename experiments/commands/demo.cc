@@ -1,7 +1,7 @@
 // `normlab demo`: a tiny network trained by hand on XOR, its loss printed as it falls.
 #include "experiments/commands/command.h"
-#include "experiments/studies/demo.h"
 #include "experiments/commands/flags.h"
+#include "experiments/studies/demo.h"
 
 namespace normlab::experiments::commands {
 

@@ -5,13 +5,13 @@
 #include <optional>
 
 #include "autograd/parallel.h"
-#include "experiments/cli.h"
-#include "experiments/commands/training.h"
-#include "experiments/studies/eval.h"
+#include "experiments/commands/cli.h"
 #include "experiments/commands/flags.h"
-#include "experiments/language_model.h"
-#include "experiments/output.h"
-#include "experiments/result_set.h"
+#include "experiments/commands/training.h"
+#include "experiments/models/language_model.h"
+#include "experiments/records/result_set.h"
+#include "experiments/studies/eval.h"
+#include "experiments/support/output.h"
 
 namespace normlab::experiments::commands {
 

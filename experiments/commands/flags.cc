@@ -6,8 +6,8 @@
 #include <limits>
 #include <string>
 
-#include "experiments/output.h"
-#include "experiments/registry.h"
+#include "experiments/registry/layers.h"
+#include "experiments/support/output.h"
 
 namespace normlab::experiments::commands {
 

@@ -6,10 +6,10 @@
 #include <optional>
 
 #include "autograd/parallel.h"
-#include "experiments/cli.h"
+#include "experiments/commands/cli.h"
 #include "experiments/commands/command.h"
 #include "experiments/commands/flags.h"
-#include "experiments/language_model.h"
+#include "experiments/models/language_model.h"
 
 namespace normlab::experiments::commands {
 

@@ -1,10 +1,10 @@
 // `normlab predict`: a saved model's class probabilities for each row of a CSV file.
 #include <optional>
 
-#include "experiments/commands/training.h"
+#include "experiments/commands/cli.h"
 #include "experiments/commands/flags.h"
-#include "experiments/cli.h"
-#include "experiments/language_model.h"
+#include "experiments/commands/training.h"
+#include "experiments/models/language_model.h"
 #include "experiments/studies/predict.h"
 
 namespace normlab::experiments::commands {

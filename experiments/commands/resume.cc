@@ -4,8 +4,8 @@
 #include <fstream>
 
 #include "base/error.h"
-#include "experiments/records.h"
-#include "experiments/result_set.h"
+#include "experiments/records/records.h"
+#include "experiments/records/result_set.h"
 
 namespace normlab::experiments::commands {
 

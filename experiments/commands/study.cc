@@ -6,10 +6,10 @@
 
 #include "data/text.h"
 
-#include "experiments/archs.h"
-#include "experiments/commands/training.h"
 #include "experiments/commands/flags.h"
-#include "experiments/registry.h"
+#include "experiments/commands/training.h"
+#include "experiments/models/archs.h"
+#include "experiments/registry/layers.h"
 
 namespace normlab::experiments::commands {
 

@@ -4,10 +4,10 @@
 #include <optional>
 
 #include "dist/dist.h"
-#include "experiments/commands/training.h"
 #include "experiments/commands/flags.h"
 #include "experiments/commands/text_compare.h"
-#include "experiments/registry.h"
+#include "experiments/commands/training.h"
+#include "experiments/registry/layers.h"
 
 namespace normlab::experiments::commands {
 

@@ -8,14 +8,14 @@
 #include <system_error>
 
 #include "dist/dist.h"
-#include "experiments/cli.h"
+#include "experiments/commands/cli.h"
 #include "experiments/commands/flags.h"
 #include "experiments/commands/resume.h"
-#include "experiments/interrupt.h"
-#include "experiments/output.h"
-#include "experiments/registry.h"
-#include "experiments/rank_scratch.h"
-#include "experiments/result_set.h"
+#include "experiments/records/rank_scratch.h"
+#include "experiments/records/result_set.h"
+#include "experiments/registry/layers.h"
+#include "experiments/support/interrupt.h"
+#include "experiments/support/output.h"
 
 namespace normlab::experiments::commands {
 

@@ -5,12 +5,12 @@
 #include <cstdio>
 #include <limits>
 
-#include "experiments/cli.h"
+#include "experiments/commands/cli.h"
 #include "experiments/commands/flags.h"
-#include "experiments/interrupt.h"
-#include "experiments/language_model.h"
-#include "experiments/optimizers.h"
-#include "experiments/result_set.h"
+#include "experiments/models/language_model.h"
+#include "experiments/records/result_set.h"
+#include "experiments/registry/optimizers.h"
+#include "experiments/support/interrupt.h"
 
 namespace normlab::experiments::commands {
 

@@ -6,11 +6,11 @@
 
 #include "autograd/generator.h"
 #include "dist/dist.h"
-#include "experiments/checkpointing.h"
-#include "experiments/commands/training.h"
 #include "experiments/commands/flags.h"
 #include "experiments/commands/text_training.h"
-#include "experiments/registry.h"
+#include "experiments/commands/training.h"
+#include "experiments/registry/layers.h"
+#include "experiments/run/checkpointing.h"
 #include "nn/checkpoint.h"
 
 namespace normlab::experiments::commands {

@@ -9,11 +9,11 @@
 #include <thread>
 #include <vector>
 
-#include "experiments/archs.h"
 #include "experiments/commands/command.h"
 #include "experiments/commands/resume.h"
 #include "experiments/commands/shared_flags.h"
-#include "experiments/datasets.h"
+#include "experiments/models/archs.h"
+#include "experiments/registry/datasets.h"
 #include "experiments/studies/study.h"
 
 namespace normlab::experiments::commands {

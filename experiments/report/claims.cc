@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "experiments/output.h"
 #include "experiments/report/stats.h"
+#include "experiments/support/output.h"
 
 namespace normlab::experiments::report {
 

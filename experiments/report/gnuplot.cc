@@ -16,8 +16,7 @@
 #include <sstream>
 
 #include "base/error.h"
-#include "experiments/output.h"
-#include "experiments/report/plot.h"
+#include "experiments/support/output.h"
 
 namespace normlab::experiments::report {
 

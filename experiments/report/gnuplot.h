@@ -5,6 +5,9 @@
 
 namespace normlab::experiments::report {
 
+// True when the gnuplot command can be run.
+bool gnuplot_available();
+
 // A gnuplot string literal: single-quoted, in which gnuplot substitutes nothing (a double-quoted
 // one would run `backquoted` commands); a quote is doubled, a line break becomes a space.
 std::string gnuplot_quote(const std::string& s);

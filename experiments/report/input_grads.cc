@@ -7,11 +7,11 @@
 #include <map>
 #include <sstream>
 
-#include "experiments/output.h"
-#include "experiments/registry.h"
+#include "experiments/registry/layers.h"
 #include "experiments/report/claims.h"
 #include "experiments/report/report.h"
 #include "experiments/report/stats.h"
+#include "experiments/support/output.h"
 
 namespace normlab::experiments::report {
 

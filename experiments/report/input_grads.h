@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "experiments/report/plot.h"
-#include "experiments/trainer.h"
+#include "experiments/run/trainer.h"
 
 namespace normlab::experiments::report {
 

@@ -8,11 +8,11 @@
 #include <sstream>
 
 #include "base/error.h"
-#include "experiments/archs.h"
-#include "experiments/output.h"
-#include "experiments/registry.h"
+#include "experiments/models/archs.h"
+#include "experiments/registry/layers.h"
 #include "experiments/report/claims.h"
 #include "experiments/report/stats.h"
+#include "experiments/support/output.h"
 
 namespace normlab::experiments::report {
 

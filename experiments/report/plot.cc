@@ -9,10 +9,10 @@
 #include <sstream>
 
 #include "base/error.h"
-#include "experiments/output.h"
-#include "experiments/registry.h"
+#include "experiments/registry/layers.h"
 #include "experiments/report/gnuplot.h"
 #include "experiments/report/stats.h"
+#include "experiments/support/output.h"
 
 namespace normlab::experiments::report {
 

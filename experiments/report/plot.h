@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "experiments/report/gnuplot.h"
+
 namespace normlab::experiments::report {
 
 // The palette: gnuplot line types 1-8, each one colour (NormEntry::plot_color uses the same numbers).
@@ -68,8 +70,6 @@ struct PlotSpec {
   std::vector<Series> series;
 };
 
-// True when the gnuplot command can be run.
-bool gnuplot_available();
 // Whether p's y axis is drawn logarithmic (LogY::if_wide decided from p's finite points).
 bool use_log_y(const PlotSpec& p);
 // What a plot's title says of its seeds, from the drawn points of the series that have n: ""

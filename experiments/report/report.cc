@@ -8,12 +8,12 @@
 
 #include "autograd/kernels/target.h"
 #include "autograd/parallel.h"
-#include "experiments/git_commit.h"
-#include "experiments/optimizers.h"
-#include "experiments/output.h"
-#include "experiments/records.h"
+#include "experiments/records/records.h"
+#include "experiments/registry/layers.h"
+#include "experiments/registry/optimizers.h"
 #include "experiments/report/plot.h"
-#include "experiments/registry.h"
+#include "experiments/support/git_commit.h"
+#include "experiments/support/output.h"
 
 namespace normlab::experiments::report {
 

@@ -5,10 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "experiments/runs.h"
-#include "experiments/context.h"
-#include "experiments/runs.h"
-#include "experiments/trainer.h"
+#include "experiments/records/context.h"
+#include "experiments/run/runs.h"
+#include "experiments/run/trainer.h"
 
 namespace normlab::experiments::report {
 

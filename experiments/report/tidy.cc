@@ -1,6 +1,7 @@
 // Tidy CSV tables of runs: the settings columns, the epoch columns, the per-run records.
 #include "experiments/report/tidy.h"
 
+#include "experiments/models/model.h"
 #include "experiments/report/report.h"
 
 namespace normlab::experiments::report {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "experiments/output.h"
-#include "experiments/trainer.h"
+#include "experiments/run/trainer.h"
+#include "experiments/support/output.h"
 
 namespace normlab::experiments::report {
 

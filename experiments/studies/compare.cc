@@ -7,18 +7,18 @@
 #include <map>
 #include <sstream>
 
+#include "experiments/models/archs.h"
+#include "experiments/records/records.h"
+#include "experiments/report/claims.h"
 #include "experiments/report/input_grads.h"
 #include "experiments/report/layer_stats.h"
-#include "experiments/archs.h"
-#include "experiments/output.h"
 #include "experiments/report/plot.h"
-#include "experiments/records.h"
-#include "experiments/report/claims.h"
 #include "experiments/report/report.h"
-#include "experiments/runs.h"
 #include "experiments/report/stats.h"
-#include "experiments/studies/study.h"
 #include "experiments/report/tidy.h"
+#include "experiments/run/runs.h"
+#include "experiments/studies/study.h"
+#include "experiments/support/output.h"
 
 namespace normlab::experiments::studies {
 

@@ -9,18 +9,18 @@
 #include <tuple>
 
 #include "dist/dist.h"
-#include "experiments/archs.h"
-#include "experiments/output.h"
-#include "experiments/report/plot.h"
-#include "experiments/records.h"
-#include "experiments/registry.h"
+#include "experiments/models/archs.h"
+#include "experiments/records/records.h"
+#include "experiments/registry/layers.h"
 #include "experiments/report/claims.h"
+#include "experiments/report/plot.h"
 #include "experiments/report/report.h"
-#include "experiments/runs.h"
 #include "experiments/report/stats.h"
+#include "experiments/report/tidy.h"
+#include "experiments/run/runs.h"
 #include "experiments/studies/ddp_cells.h"
 #include "experiments/studies/study.h"
-#include "experiments/report/tidy.h"
+#include "experiments/support/output.h"
 
 namespace normlab::experiments::studies {
 

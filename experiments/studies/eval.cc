@@ -6,17 +6,17 @@
 #include <sstream>
 
 #include "autograd/engine.h"
-#include "base/error.h"
 #include "autograd/loss.h"
 #include "autograd/shape_ops.h"
+#include "base/error.h"
 #include "data/csv.h"
 #include "data/fashion_mnist.h"
-#include "experiments/output.h"
+#include "experiments/models/evaluate.h"
+#include "experiments/models/saved_model.h"
+#include "experiments/registry/datasets.h"
 #include "experiments/report/plot.h"
-#include "experiments/datasets.h"
-#include "experiments/evaluate.h"
 #include "experiments/report/report.h"
-#include "experiments/saved_model.h"
+#include "experiments/support/output.h"
 
 namespace normlab::experiments::studies {
 

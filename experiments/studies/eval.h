@@ -5,7 +5,7 @@
 #include <string>
 
 #include "data/csv.h"
-#include "experiments/saved_model.h"
+#include "experiments/models/saved_model.h"
 #include "experiments/studies/study.h"
 
 namespace normlab::experiments::studies {

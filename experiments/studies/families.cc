@@ -6,9 +6,9 @@
 #include <cmath>
 #include <sstream>
 
-#include "experiments/output.h"
 #include "experiments/report/report.h"
 #include "experiments/report/stats.h"
+#include "experiments/support/output.h"
 
 namespace normlab::experiments::studies {
 

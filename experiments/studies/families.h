@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/context.h"
+#include "experiments/records/context.h"
 #include "experiments/report/claims.h"
 
 namespace normlab::experiments::studies {

@@ -6,13 +6,13 @@
 #include <sstream>
 
 #include "base/error.h"
-#include "experiments/language_model.h"
-#include "experiments/output.h"
-#include "experiments/records.h"
+#include "experiments/models/language_model.h"
+#include "experiments/records/records.h"
 #include "experiments/report/report.h"
 #include "experiments/report/stats.h"
 #include "experiments/studies/lm_outputs.h"
 #include "experiments/studies/lm_records.h"
+#include "experiments/support/output.h"
 
 namespace normlab::experiments::studies {
 

@@ -7,11 +7,11 @@
 #include <sstream>
 
 #include "data/ngram.h"
-#include "experiments/language_model.h"
-#include "experiments/output.h"
+#include "experiments/models/language_model.h"
 #include "experiments/report/report.h"
 #include "experiments/report/stats.h"
-#include "experiments/trainer.h"
+#include "experiments/run/trainer.h"
+#include "experiments/support/output.h"
 
 namespace normlab::experiments::studies {
 

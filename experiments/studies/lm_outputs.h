@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "experiments/context.h"
+#include "experiments/records/context.h"
 #include "experiments/report/claims.h"
 #include "experiments/report/plot.h"
 #include "experiments/studies/lm_runs.h"

@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "base/error.h"
-#include "experiments/output.h"
-#include "experiments/records.h"
+#include "experiments/records/records.h"
+#include "experiments/support/output.h"
 
 namespace normlab::experiments::studies {
 

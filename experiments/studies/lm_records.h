@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "experiments/context.h"
+#include "experiments/records/context.h"
 #include "experiments/studies/lm_runs.h"
 
 namespace normlab::experiments::studies {

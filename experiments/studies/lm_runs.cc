@@ -16,14 +16,14 @@
 #include "autograd/shape_ops.h"
 #include "base/error.h"
 #include "dist/dist.h"
-#include "experiments/gather_runs.h"
-#include "experiments/interrupt.h"
-#include "experiments/language_model.h"
-#include "experiments/optimizers.h"
-#include "experiments/output.h"
-#include "experiments/progress.h"
+#include "experiments/models/language_model.h"
+#include "experiments/records/gather_runs.h"
+#include "experiments/registry/optimizers.h"
 #include "experiments/report/report.h"
 #include "experiments/studies/lm_records.h"
+#include "experiments/support/interrupt.h"
+#include "experiments/support/output.h"
+#include "experiments/support/progress.h"
 
 namespace normlab::experiments::studies {
 

@@ -7,12 +7,12 @@
 #include <sstream>
 
 #include "base/error.h"
-#include "experiments/output.h"
-#include "experiments/records.h"
+#include "experiments/records/records.h"
 #include "experiments/report/report.h"
 #include "experiments/report/stats.h"
 #include "experiments/studies/lm_outputs.h"
 #include "experiments/studies/lm_records.h"
+#include "experiments/support/output.h"
 
 namespace normlab::experiments::studies {
 

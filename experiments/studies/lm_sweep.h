@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/context.h"
+#include "experiments/records/context.h"
 #include "experiments/studies/lm_runs.h"
 
 namespace normlab::experiments::studies {

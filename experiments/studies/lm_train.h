@@ -6,12 +6,12 @@
 #include <string>
 
 #include "data/text.h"
-#include "experiments/char_model.h"
-#include "experiments/context.h"
-#include "experiments/trainer.h"
+#include "experiments/models/char_model.h"
+#include "experiments/records/context.h"
+#include "experiments/run/trainer.h"
 #include "nn/gpt.h"
-#include "optim/optimizer.h"
 #include "optim/lr_scheduler.h"
+#include "optim/optimizer.h"
 
 namespace normlab::experiments::studies {
 

@@ -8,8 +8,8 @@
 #include "autograd/loss.h"
 #include "base/error.h"
 #include "data/csv.h"
-#include "experiments/output.h"
-#include "experiments/saved_model.h"
+#include "experiments/models/saved_model.h"
+#include "experiments/support/output.h"
 
 namespace normlab::experiments::studies {
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "data/csv.h"
-#include "experiments/saved_model.h"
+#include "experiments/models/saved_model.h"
 
 namespace normlab::experiments::studies {
 

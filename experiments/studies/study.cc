@@ -8,14 +8,15 @@
 #include <sstream>
 
 #include "data/split.h"
-#include "experiments/output.h"
-#include "experiments/report/stats.h"
-#include "experiments/registry.h"
+#include "experiments/models/model.h"
+#include "experiments/registry/layers.h"
 #include "experiments/report/claims.h"
 #include "experiments/report/report.h"
+#include "experiments/report/stats.h"
 #include "experiments/studies/families.h"
 #include "experiments/studies/lm_outputs.h"
 #include "experiments/studies/study.h"
+#include "experiments/support/output.h"
 
 namespace normlab::experiments::studies {
 

@@ -11,10 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "experiments/context.h"
-#include "experiments/datasets.h"
+#include "experiments/records/context.h"
+#include "experiments/registry/datasets.h"
+#include "experiments/run/trainer.h"
 #include "experiments/studies/lm_sweep.h"
-#include "experiments/trainer.h"
 
 namespace normlab::experiments::studies {
 

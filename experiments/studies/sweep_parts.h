@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/context.h"
+#include "experiments/records/context.h"
 #include "experiments/studies/study.h"
 
 namespace normlab::experiments::studies::sweep_parts {

@@ -5,14 +5,14 @@
 #include <map>
 #include <sstream>
 
-#include "experiments/archs.h"
-#include "experiments/output.h"
-#include "experiments/registry.h"
+#include "experiments/models/archs.h"
+#include "experiments/registry/layers.h"
 #include "experiments/report/claims.h"
 #include "experiments/report/plot.h"
 #include "experiments/report/report.h"
 #include "experiments/report/stats.h"
 #include "experiments/studies/sweep_parts.h"
+#include "experiments/support/output.h"
 
 namespace normlab::experiments::studies::sweep_parts {
 

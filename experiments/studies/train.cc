@@ -3,15 +3,15 @@
 #include <cmath>
 #include <sstream>
 
-#include "experiments/output.h"
-#include "experiments/records.h"
+#include "experiments/models/archs.h"
+#include "experiments/records/records.h"
 #include "experiments/report/plot.h"
-#include "experiments/progress.h"
 #include "experiments/report/report.h"
-#include "experiments/archs.h"
-#include "experiments/git_commit.h"
-#include "experiments/studies/study.h"
 #include "experiments/report/tidy.h"
+#include "experiments/studies/study.h"
+#include "experiments/support/git_commit.h"
+#include "experiments/support/output.h"
+#include "experiments/support/progress.h"
 #include "nn/checkpoint.h"
 
 namespace normlab::experiments::studies {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/parallel.h"
 #include "autograd/kernels/norm.h"
+#include "autograd/parallel.h"
 #include "tests/support/compare.h"
 #include "tests/support/random.h"
 #include "tests/support/targets.h"

@@ -1,4 +1,4 @@
-// Data-parallel training (experiments/ddp.h) in one process and under mpirun -np 2 and 3: with the
+// Data-parallel training (experiments/run/ddp.h) in one process and under mpirun -np 2 and 3: with the
 // global batch split over the ranks, the training matches one process on the whole batch (per-step
 // losses and final weights, float32 tolerance) without a norm, with LayerNorm and with
 // SyncBatchNorm, and every rank ends with the same bits.
@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "dist/dist.h"
-#include "experiments/datasets.h"
-#include "experiments/trainer.h"
+#include "experiments/registry/datasets.h"
+#include "experiments/run/trainer.h"
 #include "tests/support/compare.h"
 
 using namespace normlab;

@@ -15,8 +15,8 @@
 
 #include "base/error.h"
 #include "data/split.h"
-#include "experiments/cli.h"
-#include "experiments/saved_model.h"
+#include "experiments/commands/cli.h"
+#include "experiments/models/saved_model.h"
 #include "serialize/safetensors.h"
 #include "tests/support/files.h"
 #include "tests/support/process.h"

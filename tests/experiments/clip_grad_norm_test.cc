@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "autograd/autograd.h"
-#include "experiments/datasets.h"
-#include "experiments/trainer.h"
+#include "experiments/registry/datasets.h"
+#include "experiments/run/trainer.h"
 #include "tests/support/files.h"
 #include "tests/support/process.h"
 

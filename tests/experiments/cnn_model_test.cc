@@ -4,8 +4,8 @@
 #include <string>
 
 #include "autograd/autograd.h"
-#include "experiments/model.h"
-#include "experiments/registry.h"
+#include "experiments/models/model.h"
+#include "experiments/registry/layers.h"
 
 using namespace normlab;
 using namespace normlab::experiments;

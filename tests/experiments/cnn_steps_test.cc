@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "autograd/autograd.h"
-#include "experiments/model.h"
+#include "experiments/models/model.h"
 #include "optim/sgd.h"
 #include "tests/support/compare.h"
 #include "tests/support/fixtures.h"

@@ -7,13 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "experiments/archs.h"
-#include "experiments/cli.h"
+#include "experiments/commands/cli.h"
 #include "experiments/commands/command.h"
-#include "experiments/datasets.h"
-#include "experiments/entries.h"
-#include "experiments/optimizers.h"
-#include "experiments/registry.h"
+#include "experiments/models/archs.h"
+#include "experiments/registry/datasets.h"
+#include "experiments/registry/entries.h"
+#include "experiments/registry/layers.h"
+#include "experiments/registry/optimizers.h"
 #include "tests/support/files.h"
 #include "tests/support/process.h"
 

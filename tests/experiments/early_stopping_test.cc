@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "experiments/datasets.h"
-#include "experiments/evaluate.h"
-#include "experiments/trainer.h"
+#include "experiments/models/evaluate.h"
+#include "experiments/registry/datasets.h"
+#include "experiments/run/trainer.h"
 #include "serialize/safetensors.h"
 #include "tests/support/files.h"
 #include "tests/support/process.h"

@@ -1,10 +1,10 @@
-// Evaluation (experiments/evaluate.h): it leaves the allocator's cache empty, so the buffers of
+// Evaluation (experiments/models/evaluate.h): it leaves the allocator's cache empty, so the buffers of
 // training steps and of evaluation batches are never cached at once (peak memory).
 #include <boost/test/unit_test.hpp>
 
 #include "autograd/autograd.h"
 #include "data/dataset.h"
-#include "experiments/evaluate.h"
+#include "experiments/models/evaluate.h"
 #include "nn/nn.h"
 
 using namespace normlab;

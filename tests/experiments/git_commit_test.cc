@@ -9,7 +9,7 @@
 #include <regex>
 #include <string>
 
-#include "experiments/git_commit.h"
+#include "experiments/support/git_commit.h"
 #include "tests/support/files.h"
 #include "tests/support/process.h"
 

@@ -14,10 +14,10 @@
 #include "base/error.h"
 #include "data/ngram.h"
 #include "data/text.h"
-#include "experiments/interrupt.h"
-#include "experiments/language_model.h"
+#include "experiments/models/language_model.h"
 #include "experiments/studies/lm_runs.h"
 #include "experiments/studies/lm_sweep.h"
+#include "experiments/support/interrupt.h"
 #include "tests/support/files.h"
 #include "tests/support/process.h"
 

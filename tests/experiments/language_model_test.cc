@@ -1,4 +1,4 @@
-// Character language models from the command line (experiments/language_model.h, train --arch gpt
+// Character language models from the command line (experiments/models/language_model.h, train --arch gpt
 // --dataset text, generate, eval): a tiny GPT trained a few steps on the sample text, its
 // checkpoint's metadata, seeded generation, eval's loss against the recorded one, and the errors of
 // flags and inputs that do not fit.
@@ -12,9 +12,9 @@
 #include "autograd/autograd.h"
 #include "base/error.h"
 #include "data/text.h"
-#include "experiments/interrupt.h"
-#include "experiments/language_model.h"
-#include "experiments/output.h"
+#include "experiments/models/language_model.h"
+#include "experiments/support/interrupt.h"
+#include "experiments/support/output.h"
 #include "serialize/safetensors.h"
 #include "tests/support/files.h"
 #include "tests/support/process.h"

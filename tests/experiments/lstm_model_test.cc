@@ -1,4 +1,4 @@
-// The lstm arch (experiments/recurrent.h): its model as PyTorch would print it, the cell each norm
+// The lstm arch (experiments/models/recurrent.h): its model as PyTorch would print it, the cell each norm
 // picks, the errors of flags it cannot take, its checkpoint metadata, and a run from the command line
 // on a small CSV file of images read row by row.
 #include <boost/test/unit_test.hpp>
@@ -8,7 +8,7 @@
 
 #include "autograd/autograd.h"
 #include "base/error.h"
-#include "experiments/model.h"
+#include "experiments/models/model.h"
 #include "tests/support/files.h"
 #include "tests/support/process.h"
 

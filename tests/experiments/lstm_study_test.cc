@@ -10,9 +10,9 @@
 
 #include "autograd/autograd.h"
 #include "base/error.h"
-#include "experiments/datasets.h"
-#include "experiments/model.h"
-#include "experiments/trainer.h"
+#include "experiments/models/model.h"
+#include "experiments/registry/datasets.h"
+#include "experiments/run/trainer.h"
 #include "tests/support/files.h"
 #include "tests/support/process.h"
 

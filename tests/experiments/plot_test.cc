@@ -12,10 +12,10 @@
 #include <utility>
 #include <vector>
 
-#include "experiments/registry.h"
+#include "experiments/registry/layers.h"
 #include "experiments/report/layer_stats.h"
 #include "experiments/report/plot.h"
-#include "experiments/trainer.h"
+#include "experiments/run/trainer.h"
 #include "tests/support/files.h"
 
 using namespace normlab::experiments;

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "base/error.h"
-#include "experiments/cli.h"
-#include "experiments/model.h"
-#include "experiments/registry.h"
+#include "experiments/commands/cli.h"
+#include "experiments/models/model.h"
+#include "experiments/registry/layers.h"
 #include "tests/support/files.h"
 #include "tests/support/process.h"
 

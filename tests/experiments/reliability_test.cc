@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/cli.h"
+#include "experiments/commands/cli.h"
 #include "experiments/report/plot.h"
 #include "tests/support/files.h"
 #include "tests/support/process.h"

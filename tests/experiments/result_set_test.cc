@@ -21,11 +21,11 @@
 #include <vector>
 
 #include "base/error.h"
-#include "experiments/cli.h"
-#include "experiments/interrupt.h"
-#include "experiments/rank_scratch.h"
-#include "experiments/records.h"
-#include "experiments/result_set.h"
+#include "experiments/commands/cli.h"
+#include "experiments/records/rank_scratch.h"
+#include "experiments/records/records.h"
+#include "experiments/records/result_set.h"
+#include "experiments/support/interrupt.h"
 #include "serialize/safetensors.h"
 #include "tests/support/files.h"
 #include "tests/support/process.h"

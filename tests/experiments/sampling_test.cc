@@ -1,4 +1,4 @@
-// Temperature and top-k sampling (experiments/sampling.h): greedy picks, frequencies against the
+// Temperature and top-k sampling (experiments/models/sampling.h): greedy picks, frequencies against the
 // softmax, seeded repeatability and the errors of bad flags.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "experiments/sampling.h"
+#include "experiments/models/sampling.h"
 
 using normlab::Error;
 using normlab::autograd::Generator;

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "experiments/datasets.h"
-#include "experiments/trainer.h"
+#include "experiments/registry/datasets.h"
+#include "experiments/run/trainer.h"
 
 using namespace normlab::experiments;
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "autograd/autograd.h"
-#include "nn/init.h"
 #include "nn/bn_lstm.h"
+#include "nn/init.h"
 #include "nn/ln_lstm.h"
 #include "nn/lstm.h"
 #include "tests/support/compare.h"

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "autograd/autograd.h"
-#include "nn/batchnorm.h"
 #include "autograd/norm.h"
 #include "base/format.h"
+#include "nn/batchnorm.h"
 #include "nn/groupnorm.h"
 #include "nn/layernorm.h"
 #include "nn/rmsnorm.h"

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "autograd/autograd.h"
-#include "autograd/norm.h"
 #include "autograd/kernels/norm.h"
+#include "autograd/norm.h"
 #include "nn/layernorm.h"
 #include "tests/support/compare.h"
 

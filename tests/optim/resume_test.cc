@@ -12,9 +12,9 @@
 
 #include "nn/nn.h"
 #include "optim/checkpoint.h"
-#include "serialize/training_state.h"
 #include "optim/lr_scheduler.h"
 #include "optim/sgd.h"
+#include "serialize/training_state.h"
 #include "tests/optim/support.h"
 #include "tests/support/files.h"
 #include "tests/support/fixtures.h"

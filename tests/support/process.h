@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "experiments/cli.h"
+#include "experiments/commands/cli.h"
 #include "tests/support/files.h"
 
 namespace normlab::test {

@@ -1,0 +1,95 @@
+// What a run gives: its records (the loss at each step, the epochs' evaluations, activation
+// statistics and gradient norms) and how it ended (RunResult), as the run loop fills them and the
+// records, the reports and the studies read them.
+#pragma once
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "experiments/config/train_config.h"
+#include "nn/sequential.h"
+
+namespace normlab::experiments {
+
+struct StepRecord {
+  int64_t step, epoch;
+  double lr, loss;
+};
+
+// The *_acc fields hold accuracy, or R^2 for regression (and the losses are mean squared errors of
+// the standardized target).
+struct EpochRecord {
+  int64_t epoch, step;
+  double train_loss, train_acc;  // running mean over the epoch's batches
+  double val_loss, val_acc, test_loss, test_acc;
+  // Norms with batch statistics only (bn_three_ways), NaN otherwise: test accuracy with precise
+  // population statistics, and with the statistics of test batches of the training batch size.
+  double test_acc_precise = std::numeric_limits<double>::quiet_NaN();
+  double test_acc_batch = std::numeric_limits<double>::quiet_NaN();
+};
+
+// An evaluation between epochs (TrainConfig::eval_every): validation (NaN without a validation
+// set) and test loss and accuracy after `step` steps, in epoch `epoch`.
+struct EvalRecord {
+  int64_t step, epoch;
+  double val_loss, val_acc, test_loss, test_acc;
+};
+
+// Mean and standard deviation of one hidden layer's activations at a step: after the Linear
+// ("pre"), after the norm ("post", = pre without a norm), after the activation ("act").
+struct ActivationStat {
+  int64_t step;
+  int layer;
+  std::string where;
+  double mean, std;
+};
+
+struct GradNorm {
+  int64_t step;
+  std::string param;
+  double norm;
+};
+
+// A sequence model (ArchEntry::time_steps): how much gradient reaches the input of time step t
+// (from 1) at a training step: sqrt(B) ||dL/dX_t||_F, with L the batch's mean loss and X_t (B, I)
+// the batch's inputs at step t. That is the root mean square over the batch of ||B dL/dx_{i,t}||,
+// for a model without batch statistics each sample's own loss gradient: comparable across batch sizes.
+struct InputGradNorm {
+  int64_t step, time_step;
+  double norm;
+};
+
+struct RunResult {
+  TrainConfig config;
+  std::vector<StepRecord> steps;
+  std::vector<EpochRecord> epochs;
+  std::vector<EvalRecord> evals;  // every config.eval_every steps (empty when 0)
+  std::vector<ActivationStat> activations;
+  std::vector<GradNorm> grad_norms;
+  std::vector<InputGradNorm> input_grads;  // sequence models, every config.stats_every steps
+  bool diverged = false;
+  int64_t diverged_step = -1;
+  bool interrupted = false;  // Ctrl-C stopped the run before its last step (interrupt.h)
+  // Early stopping (config.early_stopping): the epoch whose weights the run ends with (lowest
+  // validation loss; 0: off), and whether the run stopped before its last epoch.
+  int64_t best_epoch = 0;
+  bool stopped_early = false;
+  int64_t total_steps = 0;
+  int64_t train_samples = 0;  // size of the training split
+  double seconds = 0;  // wall time of the whole run, split below (the rest: setup and bookkeeping)
+  double cpu_seconds = 0;        // processor time of the process during the run (all threads)
+  double step_seconds = 0;       // training steps: forward, loss, backward, optimizer
+  double data_seconds = 0;       // copying the training batches out of the data set
+  double stats_seconds = 0;      // activation statistics and gradient norms
+  double eval_seconds = 0;       // validation and test evaluation
+  double bn_eval_seconds = 0;    // BatchNorm: precise statistics and test-batch statistics
+  std::shared_ptr<nn::Sequential> model;
+};
+
+// The record of the epoch whose weights the run ends with: the best epoch under early stopping,
+// else the last one. The run must have an epoch.
+const EpochRecord& final_epoch(const RunResult& r);
+
+}  // namespace normlab::experiments
