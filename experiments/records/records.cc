@@ -109,7 +109,7 @@ std::vector<nlohmann::json> journal_lines(const std::filesystem::path& path) {
 
 }  // namespace
 
-void RunJournal::append(size_t index, const RunResult& r) {
+void RunJournal::append(size_t index, const nlohmann::json& records) {
   const bool fresh = !std::filesystem::exists(path_);
   std::string text;
   if (fresh) {
@@ -117,7 +117,7 @@ void RunJournal::append(size_t index, const RunResult& r) {
     h["normlab_journal"] = 1;
     text = h.dump() + "\n";
   }
-  text += nlohmann::json{{"index", offset_ + index}, {"records", records_json(r)}}.dump() + "\n";
+  text += nlohmann::json{{"index", offset_ + index}, {"records", records}}.dump() + "\n";
   append_file_synced(path_, text);
   if (fresh) sync_dir(path_.parent_path()), sync_dir(path_.parent_path().parent_path());
 }

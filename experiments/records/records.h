@@ -44,8 +44,10 @@ inline constexpr const char* kJournal = "finished-runs.jsonl";
 class RunJournal {
  public:
   RunJournal(std::filesystem::path path, nlohmann::json header) : path_(std::move(path)), header_(std::move(header)) {}
-  // Appends run `index` (+ the offset); throws normlab::Error naming the file if it cannot.
-  void append(size_t index, const RunResult& r);
+  // Appends run `index` (+ the offset) with its records (records_json of a classification run, the
+  // language models' own); throws normlab::Error naming the file if it cannot.
+  void append(size_t index, const nlohmann::json& records);
+  void append(size_t index, const RunResult& r) { append(index, records_json(r)); }
   // Where the runs of the next list start among the command's runs (a command of several lists).
   void set_offset(size_t offset) { offset_ = offset; }
 

@@ -18,7 +18,7 @@ nlohmann::json manifest(const StudyContext& ctx, const nlohmann::json& config, d
 void write_report(const StudyContext& ctx, const Report& rep, const nlohmann::json& manifest_json);
 
 // How many runs a command planned, finished and reused (from an earlier, interrupted command);
-// finished < total: Ctrl-C stopped it. Of a Runs or a studies::LmRuns: run_counts(runs).
+// finished < total: Ctrl-C stopped it. Of any RunSet (run/queue.h): run_counts(runs).
 struct RunCounts {
   size_t finished = 0, total = 0, reused = 0;
   bool interrupted() const { return finished < total; }

@@ -13,6 +13,7 @@
 #include "experiments/records/context.h"
 #include "experiments/report/claims.h"
 #include "experiments/report/plot.h"
+#include "experiments/studies/lm_records.h"
 #include "experiments/studies/lm_runs.h"
 
 namespace normlab::experiments::studies {

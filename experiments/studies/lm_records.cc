@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "dist/dist.h"
 #include "experiments/records/records.h"
 #include "experiments/support/output.h"
 
@@ -13,6 +14,21 @@ namespace {
 
 nlohmann::json num(double v) { return json_number(v); }  // records.h
 double val(const nlohmann::json& j) { return number_from_json(j); }
+
+// The runs of train_lm_runs as a family of the run queue (run/queue.h).
+struct LmRunFamily {
+  using Result = LmRunResult;
+  const std::vector<LmRunSpec>& specs;
+  const std::string& command;
+
+  size_t size() const { return specs.size(); }
+  int64_t steps(size_t i) const { return specs[i].config.steps; }
+  std::string label(size_t i) const { return lm_run_label(command, specs[i]); }
+  LmRunResult train(size_t i, const std::function<void(int64_t)>& on_step) const { return train_lm_run(specs[i], on_step); }
+  std::optional<LmRunResult> stored(size_t i, const nlohmann::json& j) const { return stored_lm_run(j, specs[i]); }
+  nlohmann::json records(size_t i, const LmRunResult& r) const { return lm_records_json(specs[i], r); }
+  std::string outcome(const LmRunResult& r) const { return lm_outcome(r); }
+};
 
 }  // namespace
 
@@ -69,20 +85,16 @@ void write_lm_records(const std::filesystem::path& path, const std::vector<LmRun
   write_file_atomic(path, nlohmann::json{{"runs", runs}}.dump() + "\n");
 }
 
-void LmJournal::append(size_t index, const LmRunSpec& s, const LmRunResult& r) {
-  std::string text;
-  if (!std::filesystem::exists(path_)) {
-    nlohmann::json h = header_.is_object() ? header_ : nlohmann::json::object();
-    h["normlab_journal"] = 1;
-    text = h.dump() + "\n";
-  }
-  text += nlohmann::json{{"index", index}, {"records", lm_records_json(s, r)}}.dump() + "\n";
-  append_file_synced(path_, text);
+LmRuns train_lm_runs(const std::vector<LmRunSpec>& specs, bool quiet, const std::string& command,
+                     const std::vector<nlohmann::json>& previous, RunJournal* journal) {
+  // In an mpirun job each rank trains every W-th run from its rank on; rank 0 journals its own.
+  return run_queue(LmRunFamily{specs, command},
+                   {.quiet = quiet, .previous = &previous, .journal = dist::job_rank() == 0 ? journal : nullptr});
 }
 
 LmRuns train_and_record_lm_runs(const std::vector<LmRunSpec>& specs, const StudyContext& ctx,
                                 const std::string& command) {
-  LmJournal journal(ctx.out / kJournal, ctx.settings);
+  RunJournal journal(ctx.out / kJournal, ctx.settings);
   LmRuns runs = train_lm_runs(specs, ctx.quiet, command, previous_runs(ctx.resume_from, ctx.resume_killed), &journal);
   write_lm_records(ctx.out / "records.json", specs, runs.results);
   return runs;

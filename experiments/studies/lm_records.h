@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "experiments/records/context.h"
+#include "experiments/records/records.h"
+#include "experiments/run/queue.h"
 #include "experiments/studies/lm_runs.h"
 
 namespace normlab::experiments::studies {
@@ -29,17 +31,20 @@ std::optional<LmRunResult> stored_lm_run(const nlohmann::json& j, const LmRunSpe
 void write_lm_records(const std::filesystem::path& path, const std::vector<LmRunSpec>& specs,
                       const std::vector<LmRunResult>& results);
 
-// The journal of finished runs (records.h kJournal), appended and flushed as each run finishes.
-class LmJournal {
- public:
-  LmJournal(std::filesystem::path path, nlohmann::json header) : path_(std::move(path)), header_(std::move(header)) {}
-  // Appends run `index`; throws normlab::Error naming the file if it cannot.
-  void append(size_t index, const LmRunSpec& s, const LmRunResult& r);
+// The finished runs of a GPT study (run/queue.h).
+using LmRuns = RunSet<LmRunResult>;
 
- private:
-  std::filesystem::path path_;
-  nlohmann::json header_;
-};
+// The runs of a study in the run queue (run/queue.h): one progress bar over all their steps
+// labelled lm_run_label, a line "label: outcome" when a run ends, T runs side by side on T kernel
+// threads, one thread each (the same bits as one after another). A run whose records `previous`
+// holds at its position (records.h previous_runs: an earlier, interrupted command's) with the same
+// settings is taken from there instead of trained (stored_lm_run). Every run finished is appended
+// to `journal` (when given) the moment it finishes. Ctrl-C stops after the current step: results
+// then holds the runs finished before the first unfinished one. In an mpirun job of W processes
+// (every rank calls it), rank r trains runs r, r + W, ... and every rank then holds all the
+// results, the same as one process's; only rank 0 journals (its own runs).
+LmRuns train_lm_runs(const std::vector<LmRunSpec>& specs, bool quiet, const std::string& command,
+                     const std::vector<nlohmann::json>& previous = {}, RunJournal* journal = nullptr);
 
 // A GPT study's runs trained (runs that an earlier, interrupted command finished with the same
 // settings are taken from ctx's resume folders; each finished run is journaled in ctx.out), then

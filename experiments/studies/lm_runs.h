@@ -5,6 +5,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -93,24 +94,14 @@ struct LmRunResult {
 double train_mode_window_loss(CharModel& m, const std::vector<int64_t>& ids, int64_t block_size, int64_t batch,
                               int64_t max_windows = 0);
 
-// The runs of a study: one progress bar over all their steps labelled lm_run_label, a line
-// "label: outcome" when a run ends. With T kernel threads, T runs train side by side, one thread
-// each (the same bits as one after another). A run whose records `previous` holds at its position
-// (records.h previous_runs: an earlier, interrupted command's) with the same settings is taken from
-// there instead of trained (lm_records.h stored_lm_run). Every run finished is appended to
-// `journal` (when given) the moment it finishes. Ctrl-C stops after the current step: results then
-// holds the runs finished before the first unfinished one. In an mpirun job of W processes (every
-// rank calls it), rank r trains runs r, r + W, ... and every rank then holds all the results, the
-// same as one process's; only rank 0 journals (its own runs).
-class LmJournal;
-struct LmRuns {
-  std::vector<LmRunResult> results;
-  size_t total = 0, reused = 0;
-  double wall_seconds = 0;
-  bool interrupted() const { return results.size() < total; }
-};
-LmRuns train_lm_runs(const std::vector<LmRunSpec>& specs, bool quiet, const std::string& command,
-                     const std::vector<nlohmann::json>& previous = {}, LmJournal* journal = nullptr);
+// Trains one run of a study, calling on_step(steps done) after every step: the periodic
+// evaluations (when s.periodic) before the last step, then, unless it diverged or Ctrl-C stopped
+// it before its last step, the final evaluation over every window and the sample (when s.sample).
+LmRunResult train_lm_run(const LmRunSpec& s, const std::function<void(int64_t)>& on_step);
+
+// What a run's line says when it ends: "validation 2.345 bits/char (train mode 2.101), 12.3 s" or
+// "diverged at step 40, 1.2 s".
+std::string lm_outcome(const LmRunResult& r);
 
 // A spec's progress label: "compare: norm layer-post, seed 1", "sweep: norm batch, batch 4, seed 0".
 std::string lm_run_label(const std::string& command, const LmRunSpec& s);
