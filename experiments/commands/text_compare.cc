@@ -111,7 +111,7 @@ void TextStudy::plan(const TrainingOptions& o) {
   const double vf = o.data.validation_fraction;
   auto corpus = std::make_shared<const data::TextCorpus>(
       f.text.empty() ? data::load_default_corpus(f.block_size, vf) : data::load_text_corpus(f.text, f.block_size, vf));
-  studies::LmTrainConfig base;
+  LmTrainConfig base;
   base.model = text_.model();
   base.model.vocab_size = corpus->vocabulary.size();
   base.train = o.train;

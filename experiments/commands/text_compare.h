@@ -58,7 +58,7 @@ class TextStudy {
   std::vector<int64_t> batch_sizes_;
   std::optional<studies::LmCompareConfig> compare_;
   std::optional<studies::LmSweepConfig> sweep_;
-  std::vector<studies::LmRunSpec> specs_;
+  std::vector<LmRunSpec> specs_;
 };
 
 }  // namespace normlab::experiments::commands

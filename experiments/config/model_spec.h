@@ -1,9 +1,13 @@
-// What model a run trains: its arch, sizes, norm and activation (ModelSpec), as the command line,
-// the records and the checkpoints give it; models/ builds it (models/model.h, models/archs.h).
+// What model a run trains, as the command line, the records and the checkpoints give it: a
+// classifier's arch, sizes, norm and activation (ModelSpec), or a character language model's
+// (CharModelSpec); models/ builds them (models/model.h and archs.h, models/char_model.h).
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "nn/char_lstm.h"
+#include "nn/gpt.h"
 
 namespace normlab::experiments {
 
@@ -32,6 +36,15 @@ struct ModelSpec {
   std::string activation = "relu";  // a registered activation
   std::string norm = "none";        // a registered norm
   int64_t groups = 8;               // GroupNorm's num_groups (must divide every normalized width)
+};
+
+// A character language model: a GPT (--arch gpt) or a CharLSTM (--arch lstm on --dataset text).
+struct CharModelSpec {
+  std::string arch = "gpt";  // "gpt" or "lstm"
+  nn::GPTConfig gpt;         // arch gpt (its vocab_size and block_size are the ones below)
+  nn::CharLSTMConfig lstm;   // arch lstm (its vocab_size is the one below)
+  int64_t vocab_size = 0;    // V
+  int64_t block_size = 0;    // T, the window of training and evaluation (a GPT's positions)
 };
 
 }  // namespace normlab::experiments

@@ -8,18 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "experiments/config/model_spec.h"
 #include "nn/char_lstm.h"
 #include "nn/gpt.h"
 
 namespace normlab::experiments {
-
-struct CharModelSpec {
-  std::string arch = "gpt";  // "gpt" or "lstm"
-  nn::GPTConfig gpt;         // arch gpt (its vocab_size and block_size are the ones below)
-  nn::CharLSTMConfig lstm;   // arch lstm (its vocab_size is the one below)
-  int64_t vocab_size = 0;    // V
-  int64_t block_size = 0;    // T, the window of training and evaluation (a GPT's positions)
-};
 
 class CharModel {
  public:

@@ -15,9 +15,9 @@
 #include "experiments/run/checkpointing.h"
 #include "experiments/run/ddp.h"
 #include "experiments/run/observer.h"
+#include "experiments/run/step.h"
 #include "experiments/support/interrupt.h"
 #include "nn/checkpoint.h"
-#include "nn/clip_grad.h"
 #include "optim/checkpoint.h"
 
 namespace normlab::experiments {
@@ -139,43 +139,55 @@ double epoch_score(const ScoreMeter& mine, bool distributed) {
   return all.value();
 }
 
-// One training step: forward, loss, backward, optimizer step, schedule step, with the observers
-// called at each point. A non-finite loss stops before the backward pass: the run has diverged.
-double train_step(RunState& st, optim::Optimizer& opt, optim::LRScheduler& sched, const data::Batch& b,
-                  Observers& obs, RunPosition& meter) {
-  for (auto& o : obs) o->step_begin(st);
-  const double lr = opt.lr();
-  const bool ddp = st.config.distributed;
-  if (ddp) broadcast_buffers(*st.model.net);  // rank 0's running statistics, as DDP before each forward
-  st.input = st.input_grad ? b.x.detach() : b.x;
-  if (st.input_grad) st.input.requires_grad_();
-  const Tensor logits = (*st.model.net)(st.input);
-  Tensor loss = loss_of(logits, b);
-  double lv = loss.item();
-  if (ddp) {  // the global batch's loss (equal slices: the mean of the ranks' means), the same on every rank
-    dist::allreduce_sum(&lv, 1);
-    lv /= dist::world_size();
+// The classifiers' task of train_step (step.h): the network's forward pass on a batch of the
+// loader and loss_of, the observers called at each point, the epoch's running metrics. A
+// data-parallel step takes rank 0's running statistics before the forward pass (as DDP does) and
+// averages the gradients over the ranks.
+struct ClassifierStep {
+  using Batch = data::Batch;
+  struct Forward {
+    Tensor loss, logits;
+  };
+  RunState& st;
+  Observers& obs;
+  RunPosition& meter;
+  const std::vector<Tensor>& params;
+
+  void step_begin() {
+    for (auto& o : obs) o->step_begin(st);
   }
-  if (std::isfinite(lv)) {
-    opt.zero_grad();
-    loss.backward();
-    if (ddp) average_gradients(opt.parameters());
+  Forward forward(const data::Batch& b) {
+    if (st.config.distributed) broadcast_buffers(*st.model.net);
+    st.input = st.input_grad ? b.x.detach() : b.x;
+    if (st.input_grad) st.input.requires_grad_();
+    Tensor logits = (*st.model.net)(st.input);
+    return {loss_of(logits, b), logits};
+  }
+  double loss_value(const Forward& f) const {
+    double lv = f.loss.item();
+    if (st.config.distributed) {  // the global batch's loss (equal slices: the mean of the ranks' means), the same on every rank
+      dist::allreduce_sum(&lv, 1);
+      lv /= dist::world_size();
+    }
+    return lv;
+  }
+  void after_backward() {
+    if (st.config.distributed) average_gradients(params);
     for (auto& o : obs) o->after_backward(st);  // the gradient norms recorded are the unclipped ones
-    if (st.config.clip_grad_norm > 0) nn::clip_grad_norm_(opt.parameters(), st.config.clip_grad_norm);
-    opt.step();
-    sched.step();
-    meter.score.add(logits, b);
-    meter.loss_sum += lv * b.size();
   }
-  const StepView view{lr, lv, b, logits};
-  for (auto& o : obs) o->step_end(st, view);
-  return lv;
-}
+  void step_end(const data::Batch& b, const Forward& f, const StepOutcome& s) {
+    if (std::isfinite(s.loss)) {
+      meter.score.add(f.logits, b);
+      meter.loss_sum += s.loss * b.size();
+    }
+    const StepView view{s.lr, s.loss, b, f.logits};
+    for (auto& o : obs) o->step_end(st, view);
+  }
+};
 
 // The epoch's steps from batch pos.batch on (pos counts them and their metrics); false if the run
 // diverged or was interrupted.
-bool train_epoch(RunState& st, const data::DataLoader& loader, optim::Optimizer& opt, optim::LRScheduler& sched,
-                 Observers& obs, RunPosition& pos) {
+bool train_epoch(RunState& st, const data::DataLoader& loader, Optimization& opt, Observers& obs, RunPosition& pos) {
   RunResult& r = st.result;
   st.result.model->train();
   const data::Epoch batches = loader.epoch(st.epoch - 1);
@@ -185,7 +197,8 @@ bool train_epoch(RunState& st, const data::DataLoader& loader, optim::Optimizer&
     r.data_seconds += seconds_since(t);
     t = Clock::now();
     const double stats_before = r.stats_seconds;
-    if (!std::isfinite(train_step(st, opt, sched, b, obs, pos))) {
+    ClassifierStep task{st, obs, pos, opt.params};
+    if (!std::isfinite(train_step(task, opt, b).loss)) {
       r.diverged = true;
       r.diverged_step = st.step;
       return false;
@@ -291,18 +304,19 @@ RunResult train_run(const CheckedRun& run, const Splits& s, const StepCallback& 
   TrainConfig& c = r.config;
   Model model = initial_model(c, s);
   r.model = model.net;
-  const std::unique_ptr<optim::Optimizer> optimizer = make_optimizer(c, model.net->parameters());
-  optim::Optimizer& opt = *optimizer;
+  std::vector<std::unique_ptr<optim::Optimizer>> groups;
+  groups.push_back(make_optimizer(c, model.net->parameters()));
   data::DataLoader loader(s.train, c.batch_size, true, c.seed, drops_last_batch(c, s.train.size()));
   r.total_steps = c.epochs * loader.num_batches();
   r.train_samples = s.train.size();
-  optim::LRScheduler sched(opt, schedule_of(c, r.total_steps));
+  Optimization opt = make_optimization(std::move(groups), schedule_of(c, r.total_steps), model.net->parameters(),
+                                       c.clip_grad_norm, /*measure_norm=*/false);
   RunState st{c, s, model, r, r.total_steps};
   RunPosition pos;
-  if (!control.resume.empty()) pos = resume_from(control.resume, r, *model.net, opt, sched);
+  if (!control.resume.empty()) pos = resume_from(control.resume, r, *model.net, *opt.groups[0], opt.schedules[0]);
   st.step = pos.step;
   const auto checkpoint = [&] {
-    write_checkpoint(control.checkpoint_dir, r, opt, sched.last_step(), pos);
+    write_checkpoint(control.checkpoint_dir, r, *opt.groups[0], opt.schedules[0].last_step(), pos);
   };
   BestEpoch best;  // early stopping
   {
@@ -314,7 +328,7 @@ RunResult train_run(const CheckedRun& run, const Splits& s, const StepCallback& 
     obs.push_back(evaluation());
     obs.push_back(callbacks(on_step, on_epoch));
     for (st.epoch = pos.epoch; st.epoch <= c.epochs; ++st.epoch) {
-      if (!train_epoch(st, loader, opt, sched, obs, pos)) {
+      if (!train_epoch(st, loader, opt, obs, pos)) {
         if (r.interrupted && !control.checkpoint_dir.empty()) checkpoint();  // resumable from this step
         break;
       }

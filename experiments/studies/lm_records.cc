@@ -24,7 +24,10 @@ struct LmRunFamily {
   size_t size() const { return specs.size(); }
   int64_t steps(size_t i) const { return specs[i].config.steps; }
   std::string label(size_t i) const { return lm_run_label(command, specs[i]); }
-  LmRunResult train(size_t i, const std::function<void(int64_t)>& on_step) const { return train_lm_run(specs[i], on_step); }
+  LmRunResult train(size_t i, const std::function<void(int64_t)>& on_step) const {
+    return train_lm_run(specs[i], lm_study_rules(specs[i]),
+                        [&on_step](const LmRunResult& r) { on_step(static_cast<int64_t>(r.steps.size())); });
+  }
   std::optional<LmRunResult> stored(size_t i, const nlohmann::json& j) const { return stored_lm_run(j, specs[i]); }
   nlohmann::json records(size_t i, const LmRunResult& r) const { return lm_records_json(specs[i], r); }
   std::string outcome(const LmRunResult& r) const { return lm_outcome(r); }

@@ -53,75 +53,10 @@ const VariantEntry& entry_of(const std::string& name) {
               " (the block norm, pre-norm unless it ends in -post)");
 }
 
-// One evaluation at `step` over the first max_windows windows (0: every one).
-LmEvalPoint evaluate(CharModel& m, const LmRunSpec& s, int64_t step, int64_t max_windows) {
-  const LmTrainConfig& c = s.config;
-  const std::vector<int64_t>& ids = s.corpus->validation;
-  const int64_t all = data::sequential_windows(static_cast<int64_t>(ids.size()), c.model.block_size);
-  LmEvalPoint e;
-  e.step = step;
-  e.windows = max_windows > 0 ? std::min(all, max_windows) : all;
-  e.all = e.windows == all;
-  e.val_loss = window_loss(m, ids, c.model.block_size, c.train.batch_size, max_windows);
-  if (c.model.gpt.norm == nn::BlockNorm::Batch)
-    e.val_loss_train_mode = train_mode_window_loss(m, ids, c.model.block_size, c.train.batch_size, max_windows);
-  return e;
-}
-
-// The report's sample: kLmSample's prompt, or the training split's first character when the
-// vocabulary lacks a character of it.
-void add_sample(CharModel& m, const data::TextCorpus& corpus, LmRunResult& r) {
-  const data::Vocabulary& v = corpus.vocabulary;
-  const std::u32string prompt = data::decode_utf8(kLmSample.prompt, "the sample prompt");
-  const bool known = std::all_of(prompt.begin(), prompt.end(), [&](char32_t c) { return v.contains(c); });
-  r.sample_prompt = known ? kLmSample.prompt : data::encode_utf8(std::u32string(1, v.character(corpus.train.front())));
-  SamplingOptions o;
-  o.temperature = kLmSample.temperature;
-  r.sample = generate_text(m, v, r.sample_prompt, kLmSample.length, o, kLmSample.seed);
-}
-
-LmRunResult result_of(const LmRunSpec& s) {
-  const LmTrainConfig& c = s.config;
-  LmRunResult r;
-  r.variant = s.variant;
-  r.seed = c.train.seed;
-  r.batch_size = c.train.batch_size;
-  r.block_size = c.model.block_size;
-  r.steps_planned = c.steps;
-  return r;
-}
-
 }  // namespace
 
-LmRunResult train_lm_run(const LmRunSpec& s, const std::function<void(int64_t)>& on_step) {
-  const auto start = std::chrono::steady_clock::now();
-  const LmTrainConfig& c = s.config;
-  LmRunResult r = result_of(s);
-  autograd::Generator gen(c.train.seed);
-  CharModel m(c.model, gen);
-  r.parameters = m.module().num_parameters();
-  m.module().train();
-  auto groups = lm_optimizer_groups(c.train, m.module());
-  const optim::Schedule sched = schedule_of(c.train, c.steps);
-  const int64_t every = s.periodic ? c.train.eval_every : 0;
-  for (int64_t step = 0; step < c.steps; ++step) {
-    r.steps.push_back(lm_train_step(m, c, s.corpus->train, groups, sched, step));
-    if (!std::isfinite(r.steps.back().loss)) {
-      r.diverged = true;
-      break;
-    }
-    if (every > 0 && (step + 1) % every == 0 && step + 1 < c.steps) r.evals.push_back(evaluate(m, s, step + 1, kLmEvalWindows));
-    on_step(step + 1);
-    count_step();
-    if (step + 1 < c.steps && interrupted()) r.interrupted = true;
-    if (r.interrupted) break;
-  }
-  if (!r.diverged && !r.interrupted) {
-    r.evals.push_back(evaluate(m, s, c.steps, 0));
-    if (s.sample) add_sample(m, *s.corpus, r);
-  }
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return r;
+LmRunRules lm_study_rules(const LmRunSpec& s) {
+  return {.eval_every = s.periodic ? s.config.train.eval_every : 0, .train_mode_eval = true};
 }
 
 std::string lm_outcome(const LmRunResult& r) {
@@ -167,19 +102,8 @@ report::Style variant_style(const std::string& name) {
 
 bool variant_has_batch_statistics(const std::string& name) { return entry_of(name).variant.norm == nn::BlockNorm::Batch; }
 
-const LmEvalPoint* LmRunResult::final_eval() const {
-  return !diverged && !interrupted && !evals.empty() && evals.back().all ? &evals.back() : nullptr;
-}
-
-double train_mode_window_loss(CharModel& m, const std::vector<int64_t>& ids, int64_t block_size, int64_t batch,
-                              int64_t max_windows) {
-  return window_loss(m, ids, block_size, batch, max_windows, /*train_mode=*/true);
-}
-
 void check_lm_run(const LmRunSpec& s) {
-  LmPlan p;  // check_lm_plan reads the settings only
-  p.config = s.config;
-  check_lm_plan(p);
+  check_lm_config(s.config);
   const int64_t tokens = s.config.train.batch_size * s.config.model.block_size;
   if (s.config.model.gpt.norm == nn::BlockNorm::Batch && tokens < 2)
     throw Error("--norms " + s.variant + " normalizes over the batch x block tokens: a batch of " +

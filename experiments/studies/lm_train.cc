@@ -1,6 +1,5 @@
-// `normlab train --dataset text`: a character language model's training run and its
-// outputs (lm_train.h). AdamW (by default) over nanoGPT's two groups: weight decay on the
-// parameters of 2 or more dims (Linear weights, embeddings), none on biases and norm weights.
+// `normlab train --dataset text`: a character language model's training run (run/lm_run.h) and
+// its outputs (lm_train.h).
 #include "experiments/studies/lm_train.h"
 
 #include <chrono>
@@ -15,12 +14,12 @@
 #include "experiments/registry/optimizers.h"
 #include "experiments/report/plot.h"
 #include "experiments/report/report.h"
+#include "experiments/run/lm_run.h"
 #include "experiments/support/git_commit.h"
 #include "experiments/support/interrupt.h"
 #include "experiments/support/output.h"
 #include "experiments/support/progress.h"
 #include "nn/checkpoint.h"
-#include "nn/clip_grad.h"
 
 namespace normlab::experiments::studies {
 
@@ -28,6 +27,8 @@ using autograd::Tensor;
 
 namespace {
 
+// A train run as its outputs read it: the model, the steps, the periodic evaluations and the
+// final validation loss.
 struct LmEval {
   int64_t step;
   double val_loss;
@@ -42,40 +43,39 @@ struct LmRun {
   double seconds = 0;
 };
 
+// train's rules (run/lm_run.h): the periodic evaluations also after the last step, Ctrl-C during
+// the last step an interruption, the final evaluation also after Ctrl-C; its progress bar and lines.
 LmRun train_lm(const LmPlan& p, bool quiet) {
   const LmTrainConfig& c = p.config;
-  const auto start = std::chrono::steady_clock::now();
-  LmRun r;
-  autograd::Generator gen(c.train.seed);
-  r.model = std::make_shared<CharModel>(c.model, gen);
-  r.model->module().train();
-  auto groups = lm_optimizer_groups(c.train, r.model->module());
-  const optim::Schedule sched = schedule_of(c.train, c.steps);
-  const bool has_val = !p.corpus.validation.empty();
+  const LmRunSpec spec{.config = c, .corpus = std::shared_ptr<const data::TextCorpus>(std::shared_ptr<void>(), &p.corpus)};
+  const LmRunRules rules{.eval_every = c.train.eval_every,
+                         .eval_at_last_step = true,
+                         .interruptible_last_step = true,
+                         .final_after_interrupt = true};
   Progress progress(c.steps, quiet);
-  for (int64_t s = 0; s < c.steps && !r.interrupted; ++s) {
-    r.steps.push_back(lm_train_step(*r.model, c, p.corpus.train, groups, sched, s));
-    if (!std::isfinite(r.steps.back().loss)) {
-      r.diverged = true;
-      progress.line("diverged at step " + std::to_string(s + 1) + " (loss is not finite)");
-      break;
-    }
-    const bool eval_now = has_val && c.train.eval_every > 0 && (s + 1) % c.train.eval_every == 0;
-    if (eval_now) {
-      const double v = window_loss(*r.model, p.corpus.validation, c.model.block_size, c.train.batch_size, kLmEvalWindows);
-      r.evals.push_back({s + 1, v});
-      progress.line("step " + std::to_string(s + 1) + ": train loss " + fmt(r.steps.back().loss, 4) +
-                    ", validation loss " + fmt(v, 4) + " nats (" + fmt(bits(v), 4) + " bits/char)");
-    }
-    progress.update(s + 1, "step " + std::to_string(s + 1) + " loss " + fmt(r.steps.back().loss, 4));
-    count_step();
-    r.interrupted = interrupted();
-  }
-  if (has_val && !r.diverged)
-    r.val_loss = window_loss(*r.model, p.corpus.validation, c.model.block_size, c.train.batch_size);
+  LmRun run;
+  const LmRunResult r = train_lm_run(
+      spec, rules,
+      [&](const LmRunResult& so_far) {
+        const LmStep& s = so_far.steps.back();
+        if (!so_far.evals.empty() && so_far.evals.back().step == s.step) {
+          const double v = so_far.evals.back().val_loss;
+          progress.line("step " + std::to_string(s.step) + ": train loss " + fmt(s.loss, 4) + ", validation loss " +
+                        fmt(v, 4) + " nats (" + fmt(bits(v), 4) + " bits/char)");
+        }
+        progress.update(s.step, "step " + std::to_string(s.step) + " loss " + fmt(s.loss, 4));
+      },
+      &run.model);
+  if (r.diverged) progress.line("diverged at step " + std::to_string(r.steps.size()) + " (loss is not finite)");
   progress.finish();
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return r;
+  // The final evaluation over every window is the last one, when there is one.
+  const bool final = !p.corpus.validation.empty() && !r.diverged;
+  for (size_t k = 0; k + (final ? 1 : 0) < r.evals.size(); ++k) run.evals.push_back({r.evals[k].step, r.evals[k].val_loss});
+  if (final) run.val_loss = r.evals.back().val_loss;
+  run.steps = r.steps;
+  run.diverged = r.diverged, run.interrupted = r.interrupted;
+  run.seconds = r.seconds;
+  return run;
 }
 
 void write_tables(const LmRun& r, int64_t eval_windows, const std::filesystem::path& out) {
@@ -155,46 +155,7 @@ std::string lm_markdown(const LmPlan& p, const LmRun& r, const std::vector<std::
 
 }  // namespace
 
-// The optimizers of nanoGPT's two groups: [decayed (dim >= 2), not decayed].
-std::vector<std::unique_ptr<optim::Optimizer>> lm_optimizer_groups(const TrainConfig& c, const nn::Module& m) {
-  std::vector<Tensor> decay, no_decay;
-  for (const Tensor& p : m.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
-  TrainConfig plain = c;
-  plain.weight_decay = 0;
-  std::vector<std::unique_ptr<optim::Optimizer>> groups;
-  groups.push_back(make_optimizer(c, decay));
-  if (!no_decay.empty()) groups.push_back(make_optimizer(plain, no_decay));
-  return groups;
-}
-
-// One step on the batch of `step` (0-based): forward, cross-entropy, backward, clipping, update.
-LmStep lm_train_step(CharModel& m, const LmTrainConfig& c, const std::vector<int64_t>& train_ids,
-                     std::vector<std::unique_ptr<optim::Optimizer>>& groups, const optim::Schedule& sched, int64_t step) {
-  const double lr = sched.lr_at(step, c.train.lr);
-  for (auto& g : groups) g->set_lr(lr), g->zero_grad();
-  const data::TextBatch b = data::random_batch(train_ids, c.train.batch_size, c.model.block_size, c.train.seed, step);
-  const int64_t bt = b.batch_size * b.block_size;
-  const Tensor logits = m.forward(b.x, {b.batch_size, b.block_size});
-  const Tensor loss = autograd::cross_entropy(autograd::reshape(logits, {bt, c.model.vocab_size}), b.y);
-  const std::vector<Tensor> params = m.module().parameters();
-  const double value = loss.item();
-  if (!std::isfinite(value)) return {step + 1, value, lr, std::nan("")};
-  loss.backward();
-  const double norm = nn::clip_grad_norm_(params, c.clip_grad_norm > 0 ? c.clip_grad_norm : INFINITY);
-  for (auto& g : groups) g->step();
-  return {step + 1, value, lr, norm};
-}
-
-void check_lm_plan(const LmPlan& plan) {
-  const LmTrainConfig& c = plan.config;
-  if (c.steps < 1) throw Error("--steps must be at least 1, got " + std::to_string(c.steps));
-  if (c.train.warmup_steps >= c.steps)
-    throw Error("--warmup " + std::to_string(c.train.warmup_steps) + " must be below --steps " + std::to_string(c.steps));
-  if (c.clip_grad_norm < 0) throw Error("--clip-grad-norm must be >= 0 (0: no clipping)");
-  const OptimizerEntry& o = optimizer(c.train.optimizer);
-  if (o.check) o.check(c.train);
-  schedule_of(c.train, c.steps);  // throws for bad schedule settings
-}
+void check_lm_plan(const LmPlan& plan) { check_lm_config(plan.config); }
 
 Report run_lm_train(const LmPlan& plan, const StudyContext& ctx) {
   const LmRun r = train_lm(plan, ctx.quiet);

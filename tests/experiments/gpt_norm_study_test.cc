@@ -199,7 +199,7 @@ BOOST_AUTO_TEST_CASE(train_mode_loss_leaves_the_model_unchanged) {
     std::vector<std::vector<double>> before;
     for (const auto& kv : m.module().state_dict()) before.push_back(kv.second.to_vector());
     const double eval = experiments::window_loss(m, corpus.validation, 8, 4);
-    const double train = experiments::studies::train_mode_window_loss(m, corpus.validation, 8, 4);
+    const double train = experiments::train_mode_window_loss(m, corpus.validation, 8, 4);
     size_t i = 0;
     for (const auto& kv : m.module().state_dict()) BOOST_TEST(kv.second.to_vector() == before[i++], kv.first);
     BOOST_TEST(!m.module().is_training());

@@ -1,0 +1,155 @@
+// One run of a character language model (lm_run.h): its task for the shared training step,
+// nanoGPT's optimizer groups, the loop over its steps with its evaluations, and the sample.
+#include "experiments/run/lm_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "autograd/loss.h"
+#include "autograd/shape_ops.h"
+#include "base/error.h"
+#include "experiments/models/language_model.h"
+#include "experiments/registry/optimizers.h"
+#include "experiments/run/step.h"
+#include "experiments/run/trainer.h"
+#include "experiments/support/interrupt.h"
+
+namespace normlab::experiments {
+
+using autograd::Tensor;
+
+namespace {
+
+// The language models' task of train_step (step.h): the model's logits (B, T, V) of a batch of
+// windows and their cross-entropy against the next characters.
+struct LmStepTask {
+  using Batch = data::TextBatch;
+  struct Forward {
+    Tensor loss;
+  };
+  CharModel& m;
+  int64_t vocab_size;
+
+  void step_begin() {}
+  Forward forward(const data::TextBatch& b) {
+    const int64_t bt = b.batch_size * b.block_size;
+    const Tensor logits = m.forward(b.x, {b.batch_size, b.block_size});
+    return {autograd::cross_entropy(autograd::reshape(logits, {bt, vocab_size}), b.y)};
+  }
+  double loss_value(const Forward& f) const { return f.loss.item(); }
+  void after_backward() {}
+  void step_end(const data::TextBatch&, const Forward&, const StepOutcome&) {}
+};
+
+// nanoGPT's two groups of m's parameters: [decayed (dim >= 2: Linear weights, embeddings), not
+// decayed (biases, norm weights; weight decay 0)], each c's optimizer; the total gradient norm
+// clipped to `clip` (and measured when 0: the steps' grad_norm).
+Optimization lm_optimization(const TrainConfig& c, const nn::Module& m, int64_t steps, double clip) {
+  std::vector<Tensor> decay, no_decay;
+  const std::vector<Tensor> params = m.parameters();
+  for (const Tensor& p : params) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  TrainConfig plain = c;
+  plain.weight_decay = 0;
+  std::vector<std::unique_ptr<optim::Optimizer>> groups;
+  groups.push_back(make_optimizer(c, decay));
+  if (!no_decay.empty()) groups.push_back(make_optimizer(plain, no_decay));
+  return make_optimization(std::move(groups), schedule_of(c, steps), params, clip, /*measure_norm=*/true);
+}
+
+// One evaluation after `step` steps over the first max_windows windows (0: every one).
+LmEvalPoint evaluate(CharModel& m, const LmRunSpec& s, const LmRunRules& rules, int64_t step, int64_t max_windows) {
+  const LmTrainConfig& c = s.config;
+  const std::vector<int64_t>& ids = s.corpus->validation;
+  const int64_t all = data::sequential_windows(static_cast<int64_t>(ids.size()), c.model.block_size);
+  LmEvalPoint e;
+  e.step = step;
+  e.windows = max_windows > 0 ? std::min(all, max_windows) : all;
+  e.all = e.windows == all;
+  e.val_loss = window_loss(m, ids, c.model.block_size, c.train.batch_size, max_windows);
+  if (rules.train_mode_eval && c.model.gpt.norm == nn::BlockNorm::Batch)
+    e.val_loss_train_mode = train_mode_window_loss(m, ids, c.model.block_size, c.train.batch_size, max_windows);
+  return e;
+}
+
+// The report's sample: kLmSample's prompt, or the training split's first character when the
+// vocabulary lacks a character of it.
+void add_sample(CharModel& m, const data::TextCorpus& corpus, LmRunResult& r) {
+  const data::Vocabulary& v = corpus.vocabulary;
+  const std::u32string prompt = data::decode_utf8(kLmSample.prompt, "the sample prompt");
+  const bool known = std::all_of(prompt.begin(), prompt.end(), [&](char32_t c) { return v.contains(c); });
+  r.sample_prompt = known ? kLmSample.prompt : data::encode_utf8(std::u32string(1, v.character(corpus.train.front())));
+  SamplingOptions o;
+  o.temperature = kLmSample.temperature;
+  r.sample = generate_text(m, v, r.sample_prompt, kLmSample.length, o, kLmSample.seed);
+}
+
+LmRunResult result_of(const LmRunSpec& s) {
+  const LmTrainConfig& c = s.config;
+  LmRunResult r;
+  r.variant = s.variant;
+  r.seed = c.train.seed;
+  r.batch_size = c.train.batch_size;
+  r.block_size = c.model.block_size;
+  r.steps_planned = c.steps;
+  return r;
+}
+
+}  // namespace
+
+LmRunResult train_lm_run(const LmRunSpec& s, const LmRunRules& rules,
+                         const std::function<void(const LmRunResult&)>& on_step, std::shared_ptr<CharModel>* model_out) {
+  const auto start = std::chrono::steady_clock::now();
+  const LmTrainConfig& c = s.config;
+  LmRunResult r = result_of(s);
+  autograd::Generator gen(c.train.seed);
+  auto m = std::make_shared<CharModel>(c.model, gen);
+  r.parameters = m->module().num_parameters();
+  m->module().train();
+  Optimization opt = lm_optimization(c.train, m->module(), c.steps, c.clip_grad_norm);
+  LmStepTask task{*m, c.model.vocab_size};
+  const bool has_val = !s.corpus->validation.empty();
+  const int64_t every = has_val ? rules.eval_every : 0;
+  for (int64_t step = 0; step < c.steps; ++step) {
+    const data::TextBatch b =
+        data::random_batch(s.corpus->train, c.train.batch_size, c.model.block_size, c.train.seed, step);
+    const StepOutcome o = train_step(task, opt, b);
+    r.steps.push_back({step + 1, o.loss, o.lr, o.grad_norm});
+    if (!std::isfinite(o.loss)) {
+      r.diverged = true;
+      break;
+    }
+    if (every > 0 && (step + 1) % every == 0 && (rules.eval_at_last_step || step + 1 < c.steps))
+      r.evals.push_back(evaluate(*m, s, rules, step + 1, kLmEvalWindows));
+    if (on_step) on_step(r);
+    count_step();
+    if ((rules.interruptible_last_step || step + 1 < c.steps) && interrupted()) {
+      r.interrupted = true;
+      break;
+    }
+  }
+  if (has_val && !r.diverged && (!r.interrupted || rules.final_after_interrupt)) {
+    r.evals.push_back(evaluate(*m, s, rules, static_cast<int64_t>(r.steps.size()), 0));
+    if (s.sample) add_sample(*m, *s.corpus, r);
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (model_out) *model_out = std::move(m);
+  return r;
+}
+
+double train_mode_window_loss(CharModel& m, const std::vector<int64_t>& ids, int64_t block_size, int64_t batch,
+                              int64_t max_windows) {
+  return window_loss(m, ids, block_size, batch, max_windows, /*train_mode=*/true);
+}
+
+void check_lm_config(const LmTrainConfig& c) {
+  if (c.steps < 1) throw Error("--steps must be at least 1, got " + std::to_string(c.steps));
+  if (c.train.warmup_steps >= c.steps)
+    throw Error("--warmup " + std::to_string(c.train.warmup_steps) + " must be below --steps " + std::to_string(c.steps));
+  if (c.clip_grad_norm < 0) throw Error("--clip-grad-norm must be >= 0 (0: no clipping)");
+  const OptimizerEntry& o = optimizer(c.train.optimizer);
+  if (o.check) o.check(c.train);
+  schedule_of(c.train, c.steps);  // throws for bad schedule settings
+}
+
+}  // namespace normlab::experiments
