@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "experiments/models/recurrent.h"
 #include "experiments/registry/entries.h"
+#include "experiments/registry/layers.h"
 
 namespace normlab::experiments {
 
@@ -27,7 +28,9 @@ ArchEntry gpt_arch() {
           .build = [](const ModelSpec&, autograd::Generator*, Model*) {
             throw Error("--arch gpt is a character language model: it trains on --dataset text "
                         "(normlab train --arch gpt --dataset text [--text FILE])");
-          }};
+          },
+          .norms = {"layer", "rms", "batch", "none"},
+          .norm_positions = true};
 }
 
 // The LSTM (recurrent.h): each image read row by row.
@@ -121,6 +124,24 @@ void register_arch(ArchEntry entry) {
   add_entry(arch_table(), std::move(entry), "register_arch", "arch");
 }
 std::string arch_names() { return names_of(archs()); }
+
+std::vector<std::string> norm_choice_names(const ArchEntry& a) {
+  std::vector<std::string> names;
+  for (const std::string& n : a.norms) {
+    names.push_back(n);
+    if (a.norm_positions && !norm(n).is_identity()) names.push_back(n + "-post");
+  }
+  return names;
+}
+
+std::optional<NormChoice> find_norm_choice(const ArchEntry& a, const std::string& name) {
+  for (const std::string& n : a.norms) {
+    if (name == n) return NormChoice{name, &norm(n), nn::NormPosition::Pre};
+    if (a.norm_positions && !norm(n).is_identity() && name == n + "-post")
+      return NormChoice{name, &norm(n), nn::NormPosition::Post};
+  }
+  return std::nullopt;
+}
 
 std::string model_text(const ModelSpec& spec) {
   return describe(spec) + (arch(spec.arch).activation ? " (" + spec.activation + ")" : "");

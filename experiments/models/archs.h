@@ -6,11 +6,14 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "experiments/models/model.h"
+#include "experiments/registry/layers.h"
+#include "nn/transformer.h"
 
 namespace normlab::experiments {
 
@@ -54,7 +57,27 @@ struct ArchEntry {
   // Linear last), e.g. {"LSTM layer 1 input-to-hidden", "LSTM layer 1 hidden-to-hidden", "output
   // Linear"}. Empty: read from its layer string ("Conv2d 1", ..., "Linear 1", ..., "output Linear").
   std::function<std::vector<std::string>(const ModelSpec&)> weight_names;
+  // The norms it takes, in this order (empty: every norm whose NormEntry::archs allows it); the
+  // GPT's: layer, rms, batch, none (their NormEntry::block_norm).
+  std::vector<std::string> norms;
+  // Its norm may sit before each sublayer (pre-norm, the norm's name) or after it ("<name>-post":
+  // the original Transformer's post-norm); "none" has no position.
+  bool norm_positions = false;
 };
+
+// A norm as --norms names it for an arch: the registry's entry and where it sits, pre-norm unless
+// the name ends in "-post" ("layer-post": LayerNorm after each sublayer).
+struct NormChoice {
+  std::string name;
+  const NormEntry* entry = nullptr;
+  nn::NormPosition position = nn::NormPosition::Pre;
+};
+// The names an arch takes in --norms, in its order: each of ArchEntry::norms, and with
+// norm_positions its "-post" form after it (the GPT: layer, layer-post, rms, rms-post, batch,
+// batch-post, none); empty for an arch without ArchEntry::norms.
+std::vector<std::string> norm_choice_names(const ArchEntry& a);
+// The choice a name stands for (std::nullopt: the arch does not take it).
+std::optional<NormChoice> find_norm_choice(const ArchEntry& a, const std::string& name);
 
 // The names the reports give the weight matrices of spec's model (ArchEntry::weight_names, or its
 // layer string's Conv2d and Linear layers counted by kind, then "output Linear"); empty when the

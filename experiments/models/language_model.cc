@@ -1,6 +1,7 @@
 // Character language models: norms, window loss, checkpoint metadata and generation (language_model.h).
 #include "experiments/models/language_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include "autograd/loss.h"
 #include "autograd/shape_ops.h"
 #include "base/error.h"
+#include "experiments/models/archs.h"
 #include "experiments/registry/layers.h"
 #include "nn/checkpoint.h"
 #include "serialize/safetensors.h"
@@ -33,9 +35,12 @@ std::string what_checkpoint_is(const std::map<std::string, std::string>& md) {
 }  // namespace
 
 nn::BlockNorm gpt_norm(const std::string& norm) {
-  if (norm == "layer" || norm == "rms" || norm == "batch" || norm == "none") return nn::parse_block_norm(norm);
-  throw Error("--norm " + norm + " (" + experiments::norm(norm).display +
-              ") does not fit a GPT: --arch gpt takes --norm layer, rms, batch or none");
+  const std::vector<std::string>& takes = arch("gpt").norms;  // models/archs.h
+  const NormEntry& entry = experiments::norm(norm);           // throws for an unknown name
+  if (std::find(takes.begin(), takes.end(), norm) != takes.end()) return *entry.block_norm;
+  std::string names;
+  for (size_t i = 0; i < takes.size(); ++i) names += (i == 0 ? "" : i + 1 == takes.size() ? " or " : ", ") + takes[i];
+  throw Error("--norm " + norm + " (" + entry.display + ") does not fit a GPT: --arch gpt takes --norm " + names);
 }
 
 double bits(double nats) { return nats / std::log(2.0); }

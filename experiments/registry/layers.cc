@@ -60,7 +60,11 @@ NormEntry batch_shared_norm() {
 
 std::vector<NormEntry> builtin_norms() {
   std::vector<NormEntry> n;
-  n.push_back({.name = "none", .display = "no norm", .plot_color = 7, .plot_point = 6});  // black, open circle
+  n.push_back({.name = "none",
+               .display = "no norm",
+               .plot_color = 7,  // black, open circle
+               .plot_point = 6,
+               .block_norm = nn::BlockNorm::None});
   n.push_back({.name = "batch",
                .display = "BatchNorm",
                .batch_statistics = true,
@@ -69,12 +73,14 @@ std::vector<NormEntry> builtin_norms() {
                  return std::make_shared<nn::BatchNorm1d>(s.features);
                },
                .plot_color = 1,  // blue, filled circle
-               .plot_point = 7});
+               .plot_point = 7,
+               .block_norm = nn::BlockNorm::Batch});
   n.push_back({.name = "layer",
                .display = "LayerNorm",
                .make = [](const LayerSpec& s) { return std::make_shared<nn::LayerNorm>(sample_shape(s)); },
                .plot_color = 2,  // vermillion, filled square
-               .plot_point = 5});
+               .plot_point = 5,
+               .block_norm = nn::BlockNorm::Layer});
   n.push_back({.name = "group",
                .display = "GroupNorm",
                .flags = {"--groups"},
@@ -89,7 +95,8 @@ std::vector<NormEntry> builtin_norms() {
                .display = "RMSNorm",
                .make = [](const LayerSpec& s) { return std::make_shared<nn::RMSNorm>(sample_shape(s)); },
                .plot_color = 5,  // orange, filled diamond
-               .plot_point = 13});
+               .plot_point = 13,
+               .block_norm = nn::BlockNorm::RMS});
   // InstanceNorm2d with affine=True (PyTorch's default is False): every norm of the study then has
   // the same per-channel scale and shift, as in the GroupNorm paper's comparison.
   n.push_back({.name = "instance",

@@ -7,10 +7,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "nn/module.h"
+#include "nn/transformer.h"
 
 namespace normlab::experiments {
 
@@ -57,6 +59,9 @@ struct NormEntry {
   // point type no registered norm has as a pair.
   int plot_color = 0;
   int plot_point = 0;
+  // How a transformer block (nn::TransformerBlock: the GPT's ln_1 and ln_2) builds it; set for the
+  // norms a block takes (none, layer, rms, batch: BatchNorm over the B x T tokens of a batch).
+  std::optional<nn::BlockNorm> block_norm;
 
   // True for "none": no layer is inserted.
   bool is_identity() const { return !make; }

@@ -11,6 +11,7 @@
 #include "autograd/loss.h"
 #include "autograd/shape_ops.h"
 #include "base/error.h"
+#include "experiments/models/archs.h"
 #include "experiments/models/language_model.h"
 #include "experiments/registry/optimizers.h"
 #include "experiments/report/report.h"
@@ -24,31 +25,12 @@ using autograd::Tensor;
 
 namespace {
 
-struct VariantEntry {
-  std::string name, norm;  // norm: the registry's name (its colour, marker, display name)
-  GptVariant variant;
-};
-
-const std::vector<VariantEntry>& variant_table() {
-  using nn::BlockNorm;
-  using nn::NormPosition;
-  static const std::vector<VariantEntry> t{
-      {"layer", "layer", {BlockNorm::Layer, NormPosition::Pre}},
-      {"layer-post", "layer", {BlockNorm::Layer, NormPosition::Post}},
-      {"rms", "rms", {BlockNorm::RMS, NormPosition::Pre}},
-      {"rms-post", "rms", {BlockNorm::RMS, NormPosition::Post}},
-      {"batch", "batch", {BlockNorm::Batch, NormPosition::Pre}},
-      {"batch-post", "batch", {BlockNorm::Batch, NormPosition::Post}},
-      {"none", "none", {BlockNorm::None, NormPosition::Pre}},
-  };
-  return t;
-}
-
-const VariantEntry& entry_of(const std::string& name) {
-  for (const VariantEntry& e : variant_table())
-    if (e.name == name) return e;
+// The GPT's norm as --norms names it (models/archs.h: the gpt arch's norms and positions); any
+// other name throws normlab::Error naming it and listing the names.
+NormChoice choice_of(const std::string& name) {
+  if (std::optional<NormChoice> c = find_norm_choice(arch("gpt"), name)) return *c;
   std::string names;
-  for (const VariantEntry& e : variant_table()) names += (names.empty() ? "" : ", ") + e.name;
+  for (const std::string& n : gpt_variant_names()) names += (names.empty() ? "" : ", ") + n;
   throw Error("--norms " + name + ": a GPT takes the norms " + names +
               " (the block norm, pre-norm unless it ends in -post)");
 }
@@ -71,36 +53,33 @@ std::string lm_outcome(const LmRunResult& r) {
 }
 
 const std::vector<std::string>& gpt_variant_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> v;
-    for (const VariantEntry& e : variant_table()) v.push_back(e.name);
-    return v;
-  }();
+  static const std::vector<std::string> names = norm_choice_names(arch("gpt"));
   return names;
 }
 
-bool is_gpt_variant(const std::string& name) {
-  const auto& n = gpt_variant_names();
-  return std::find(n.begin(), n.end(), name) != n.end();
+bool is_gpt_variant(const std::string& name) { return find_norm_choice(arch("gpt"), name).has_value(); }
+
+GptVariant gpt_variant(const std::string& name) {
+  const NormChoice c = choice_of(name);
+  return {*c.entry->block_norm, c.position};
 }
 
-GptVariant gpt_variant(const std::string& name) { return entry_of(name).variant; }
-
 std::string variant_display(const std::string& name) {
-  const VariantEntry& e = entry_of(name);
-  if (e.variant.norm == nn::BlockNorm::None) return report::display_name(e.norm);
-  return report::display_name(e.norm) + (e.variant.norm == nn::BlockNorm::Batch ? " over tokens" : "") + " (" +
-         nn::norm_position_name(e.variant.position) + "-norm)";
+  const NormChoice c = choice_of(name);
+  const nn::BlockNorm norm = *c.entry->block_norm;
+  if (norm == nn::BlockNorm::None) return report::display_name(c.entry->name);
+  return report::display_name(c.entry->name) + (norm == nn::BlockNorm::Batch ? " over tokens" : "") + " (" +
+         nn::norm_position_name(c.position) + "-norm)";
 }
 
 report::Style variant_style(const std::string& name) {
-  const VariantEntry& e = entry_of(name);
-  report::Style s = report::norm_style(e.norm);
-  if (e.variant.position == nn::NormPosition::Post) s.dash = 2, s.point = s.point > 1 ? s.point - 1 : s.point;
+  const NormChoice c = choice_of(name);
+  report::Style s = report::norm_style(c.entry->name);
+  if (c.position == nn::NormPosition::Post) s.dash = 2, s.point = s.point > 1 ? s.point - 1 : s.point;
   return s;
 }
 
-bool variant_has_batch_statistics(const std::string& name) { return entry_of(name).variant.norm == nn::BlockNorm::Batch; }
+bool variant_has_batch_statistics(const std::string& name) { return *choice_of(name).entry->block_norm == nn::BlockNorm::Batch; }
 
 void check_lm_run(const LmRunSpec& s) {
   check_lm_config(s.config);

@@ -14,7 +14,9 @@
 #include "base/error.h"
 #include "data/ngram.h"
 #include "data/text.h"
+#include "experiments/models/archs.h"
 #include "experiments/models/language_model.h"
+#include "experiments/registry/layers.h"
 #include "experiments/studies/lm_runs.h"
 #include "experiments/studies/lm_sweep.h"
 #include "experiments/support/interrupt.h"
@@ -217,6 +219,41 @@ BOOST_AUTO_TEST_CASE(unknown_and_misplaced_norm_names_are_refused) {
   expect_error({"compare", "--dataset", "moons", "--norms", "layer-post"}, {"--norms layer-post", "--dataset text"});
   expect_error(tiny({"compare", "--arch", "lstm", "--steps", "6"}), {"--arch lstm", "--arch gpt"});
   expect_error(tiny({"compare", "--position", "post", "--steps", "6"}), {"--position", "layer-post"});
+}
+
+// The GPT's norms are the norm registry's entries (their block_norm), their positions a property of
+// the gpt arch: the names --norms takes, what each stands for, and the messages that list them.
+BOOST_AUTO_TEST_CASE(gpt_norms_are_registry_entries_with_the_arch_positions) {
+  namespace ex = experiments;
+  const std::vector<std::string> names{"layer", "layer-post", "rms", "rms-post", "batch", "batch-post", "none"};
+  BOOST_TEST(ex::studies::gpt_variant_names() == names, boost::test_tools::per_element());
+  BOOST_TEST(ex::norm_choice_names(ex::arch("gpt")) == names, boost::test_tools::per_element());
+  for (const std::string& n : names) {
+    const auto c = ex::find_norm_choice(ex::arch("gpt"), n);
+    BOOST_REQUIRE(c.has_value());
+    const std::string base = n.size() > 5 && n.substr(n.size() - 5) == "-post" ? n.substr(0, n.size() - 5) : n;
+    BOOST_TEST(c->entry == &ex::norm(base));  // the registry's own entry
+    BOOST_TEST((c->position == nn::NormPosition::Post) == (base != n));
+    BOOST_TEST((ex::studies::gpt_variant(n).norm == *ex::norm(base).block_norm));
+  }
+  BOOST_TEST(!ex::find_norm_choice(ex::arch("gpt"), "none-post").has_value());
+  BOOST_TEST(!ex::find_norm_choice(ex::arch("gpt"), "group").has_value());
+  BOOST_TEST(!ex::find_norm_choice(ex::arch("mlp"), "layer").has_value());  // no norm positions: --norm names
+  BOOST_TEST(ex::studies::variant_display("layer") == "LayerNorm (pre-norm)");
+  BOOST_TEST(ex::studies::variant_display("batch-post") == "BatchNorm over tokens (post-norm)");
+  BOOST_TEST(ex::studies::variant_display("none") == "no norm");
+  BOOST_TEST(ex::studies::variant_has_batch_statistics("batch-post"));
+  BOOST_TEST(!ex::studies::variant_has_batch_statistics("rms"));
+  BOOST_CHECK_EXCEPTION(ex::studies::gpt_variant("group"), Error, [](const Error& e) {
+    return std::string(e.what()) ==
+           "--norms group: a GPT takes the norms layer, layer-post, rms, rms-post, batch, batch-post, none "
+           "(the block norm, pre-norm unless it ends in -post)";
+  });
+  BOOST_CHECK_EXCEPTION(ex::gpt_norm("group"), Error, [](const Error& e) {
+    return std::string(e.what()) ==
+           "--norm group (GroupNorm) does not fit a GPT: --arch gpt takes --norm layer, rms, batch or none";
+  });
+  BOOST_TEST((ex::gpt_norm("rms") == nn::BlockNorm::RMS));
 }
 
 BOOST_AUTO_TEST_CASE(sweep_trains_the_same_tokens_at_every_batch_size) {
