@@ -58,12 +58,24 @@ NormEntry batch_shared_norm() {
           .plot_point = 9};
 }
 
+NormEntry sync_batch_norm() {
+  // BatchNorm over every rank's slice of the global batch in data-parallel training (--distributed);
+  // in one process it is BatchNorm.
+  return {.name = "syncbatch",
+          .display = "SyncBatchNorm",
+          .batch_statistics = true,
+          .synchronized = true,
+          .in_one_process = "batch",
+          .make = [](const LayerSpec& s) -> std::shared_ptr<nn::Module> {
+            return std::make_shared<nn::SyncBatchNorm>(s.features);
+          },
+          .plot_color = 6,  // sky blue (BatchNorm's blue, lighter), filled pentagon
+          .plot_point = 15};
+}
+
 std::vector<NormEntry> builtin_norms() {
   std::vector<NormEntry> n;
-  n.push_back({.name = "none",
-               .display = "no norm",
-               .plot_color = 7,  // black, open circle
-               .plot_point = 6,
+  n.push_back({.name = "none", .display = "no norm", .plot_color = 7, .plot_point = 6,  // black, open circle
                .block_norm = nn::BlockNorm::None});
   n.push_back({.name = "batch",
                .display = "BatchNorm",
@@ -107,18 +119,7 @@ std::vector<NormEntry> builtin_norms() {
                },
                .plot_color = 4,  // purple, filled downward triangle
                .plot_point = 11});
-  // BatchNorm over every rank's slice of the global batch in data-parallel training (--distributed);
-  // in one process it is BatchNorm.
-  n.push_back({.name = "syncbatch",
-               .display = "SyncBatchNorm",
-               .batch_statistics = true,
-               .synchronized = true,
-               .in_one_process = "batch",
-               .make = [](const LayerSpec& s) -> std::shared_ptr<nn::Module> {
-                 return std::make_shared<nn::SyncBatchNorm>(s.features);
-               },
-               .plot_color = 6,  // sky blue (BatchNorm's blue, lighter), filled pentagon
-               .plot_point = 15});
+  n.push_back(sync_batch_norm());
   n.push_back(batch_shared_norm());
   return n;
 }

@@ -72,7 +72,8 @@ Checkpoint read_checkpoint(const fs::path& dir) {
   ck.dir = dir;
   try {
     const auto& p = j.at("position");
-    ck.position = {.epoch = p.at("epoch"), .batch = p.at("batch"), .step = p.at("step"), .loss_sum = p.at("loss_sum")};
+    ck.position.epoch = p.at("epoch"), ck.position.batch = p.at("batch"), ck.position.step = p.at("step");
+    ck.position.loss_sum = p.at("loss_sum");
     ScoreMeter& s = ck.position.score;
     s.correct = p.at("correct"), s.seen = p.at("seen"), s.regression = p.at("regression");
     s.sse = p.at("sse"), s.sum_y = p.at("sum_y"), s.sum_y2 = p.at("sum_y2");

@@ -9,14 +9,14 @@
 
 #include "experiments/models/evaluate.h"
 #include "experiments/records/run_result.h"
+#include "experiments/run/loop.h"
 #include "optim/optimizer.h"
 
 namespace normlab::experiments {
 
 // Where a run is: the epoch in progress (from 1), the batches of it done, the steps done, and the
 // epoch's running training metrics so far.
-struct RunPosition {
-  int64_t epoch = 1, batch = 0, step = 0;
+struct RunPosition : LoopPosition {
   double loss_sum = 0;  // sum over the epoch's batches done of batch loss x batch size
   ScoreMeter score;     // their accuracy (or R^2)
 };

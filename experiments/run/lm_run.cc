@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "experiments/models/language_model.h"
 #include "experiments/registry/optimizers.h"
+#include "experiments/run/loop.h"
 #include "experiments/run/step.h"
 #include "experiments/run/trainer.h"
 #include "experiments/support/interrupt.h"
@@ -30,6 +31,7 @@ struct LmStepTask {
   };
   CharModel& m;
   int64_t vocab_size;
+  std::vector<LmStep>& steps;  // every step's record, a diverged one too
 
   void step_begin() {}
   Forward forward(const data::TextBatch& b) {
@@ -39,7 +41,9 @@ struct LmStepTask {
   }
   double loss_value(const Forward& f) const { return f.loss.item(); }
   void after_backward() {}
-  void step_end(const data::TextBatch&, const Forward&, const StepOutcome&) {}
+  void step_end(const data::TextBatch&, const Forward&, const StepOutcome& s) {
+    steps.push_back({static_cast<int64_t>(steps.size()) + 1, s.loss, s.lr, s.grad_norm});
+  }
 };
 
 // nanoGPT's two groups of m's parameters: [decayed (dim >= 2: Linear weights, embeddings), not
@@ -95,6 +99,36 @@ LmRunResult result_of(const LmRunSpec& s) {
   return r;
 }
 
+// A language model's run as run_loop drives it (loop.h): one epoch of its steps, each on the
+// random batch of its index, the evaluations and Ctrl-C of its rules.
+struct LmLoopRun {
+  using Task = LmStepTask;
+  const LmRunSpec& s;
+  const LmRunRules& rules;
+  LmStepTask step;
+  LmRunResult& r;
+  const std::function<void(const LmRunResult&)>& on_step;
+  int64_t every;  // evaluate every this many steps (0: never)
+
+  Task& task() { return step; }
+  int64_t epochs() const { return 1; }
+  int64_t batches() const { return s.config.steps; }
+  void epoch_begin(const LoopPosition&) {}
+  data::TextBatch batch(const LoopPosition& p) const {
+    const LmTrainConfig& c = s.config;
+    return data::random_batch(s.corpus->train, c.train.batch_size, c.model.block_size, c.train.seed, p.step);
+  }
+  void step_done(const LoopPosition& p) {
+    if (every > 0 && p.step % every == 0 && (rules.eval_at_last_step || p.step < s.config.steps))
+      r.evals.push_back(evaluate(step.m, s, rules, p.step, kLmEvalWindows));
+    if (on_step) on_step(r);
+  }
+  bool stop_asked(const LoopPosition& p) const {
+    return (rules.interruptible_last_step || p.step < s.config.steps) && interrupted();
+  }
+  bool epoch_end(const LoopPosition&) { return false; }
+};
+
 }  // namespace
 
 LmRunResult train_lm_run(const LmRunSpec& s, const LmRunRules& rules,
@@ -107,27 +141,12 @@ LmRunResult train_lm_run(const LmRunSpec& s, const LmRunRules& rules,
   r.parameters = m->module().num_parameters();
   m->module().train();
   Optimization opt = lm_optimization(c.train, m->module(), c.steps, c.clip_grad_norm);
-  LmStepTask task{*m, c.model.vocab_size};
   const bool has_val = !s.corpus->validation.empty();
-  const int64_t every = has_val ? rules.eval_every : 0;
-  for (int64_t step = 0; step < c.steps; ++step) {
-    const data::TextBatch b =
-        data::random_batch(s.corpus->train, c.train.batch_size, c.model.block_size, c.train.seed, step);
-    const StepOutcome o = train_step(task, opt, b);
-    r.steps.push_back({step + 1, o.loss, o.lr, o.grad_norm});
-    if (!std::isfinite(o.loss)) {
-      r.diverged = true;
-      break;
-    }
-    if (every > 0 && (step + 1) % every == 0 && (rules.eval_at_last_step || step + 1 < c.steps))
-      r.evals.push_back(evaluate(*m, s, rules, step + 1, kLmEvalWindows));
-    if (on_step) on_step(r);
-    count_step();
-    if ((rules.interruptible_last_step || step + 1 < c.steps) && interrupted()) {
-      r.interrupted = true;
-      break;
-    }
-  }
+  LmLoopRun run{s, rules, {*m, c.model.vocab_size, r.steps}, r, on_step, has_val ? rules.eval_every : 0};
+  LoopPosition p;
+  const LoopEnd end = run_loop(run, opt, p);
+  r.diverged = end == LoopEnd::Diverged;
+  r.interrupted = end == LoopEnd::Interrupted;
   if (has_val && !r.diverged && (!r.interrupted || rules.final_after_interrupt)) {
     r.evals.push_back(evaluate(*m, s, rules, static_cast<int64_t>(r.steps.size()), 0));
     if (s.sample) add_sample(*m, *s.corpus, r);

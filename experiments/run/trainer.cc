@@ -3,6 +3,8 @@
 
 #include <cmath>
 #include <ctime>
+#include <functional>
+#include <optional>
 #include <sstream>
 
 #include "autograd/loss.h"
@@ -15,6 +17,7 @@
 #include "experiments/run/checkpointing.h"
 #include "experiments/run/ddp.h"
 #include "experiments/run/observer.h"
+#include "experiments/run/loop.h"
 #include "experiments/run/step.h"
 #include "experiments/support/interrupt.h"
 #include "nn/checkpoint.h"
@@ -121,7 +124,7 @@ std::string optimizer_text(const TrainConfig& c, bool with_lr) {
 namespace {
 
 // Ctrl-C: asked on this rank, or (data-parallel) on any rank, so that every rank stops at the same step.
-bool stop_asked(bool distributed) {
+bool stop_on_any_rank(bool distributed) {
   if (!distributed) return interrupted();
   double any = interrupted() ? 1 : 0;
   dist::allreduce_sum(&any, 1);
@@ -185,36 +188,6 @@ struct ClassifierStep {
   }
 };
 
-// The epoch's steps from batch pos.batch on (pos counts them and their metrics); false if the run
-// diverged or was interrupted.
-bool train_epoch(RunState& st, const data::DataLoader& loader, Optimization& opt, Observers& obs, RunPosition& pos) {
-  RunResult& r = st.result;
-  st.result.model->train();
-  const data::Epoch batches = loader.epoch(st.epoch - 1);
-  for (int64_t& bi = pos.batch; bi < batches.size();) {
-    auto t = Clock::now();
-    const data::Batch b = st.config.distributed ? shard(batches.batch(bi)) : batches.batch(bi);
-    r.data_seconds += seconds_since(t);
-    t = Clock::now();
-    const double stats_before = r.stats_seconds;
-    ClassifierStep task{st, obs, pos, opt.params};
-    if (!std::isfinite(train_step(task, opt, b).loss)) {
-      r.diverged = true;
-      r.diverged_step = st.step;
-      return false;
-    }
-    r.step_seconds += seconds_since(t) - (r.stats_seconds - stats_before);
-    ++st.step, ++bi;
-    pos.step = st.step;
-    count_step();
-    if (stop_asked(st.config.distributed)) {
-      r.interrupted = true;
-      return false;
-    }
-  }
-  return true;
-}
-
 // Early stopping: the epoch with the lowest validation loss so far and a copy of its weights.
 class BestEpoch {
  public:
@@ -238,6 +211,67 @@ class BestEpoch {
   int64_t epoch_ = 0;
   double loss_ = INFINITY;
   autograd::NamedTensors weights_;
+};
+
+// A classifier's run as run_loop drives it (loop.h): epochs of the loader's batches (each rank's
+// slice of them, data-parallel), the timing of its steps, each epoch's record and evaluations (the
+// observers), early stopping and the checkpoints after every control.checkpoint_every epochs.
+struct ClassifierRun {
+  using Task = ClassifierStep;
+  RunState& st;
+  Observers& obs;
+  RunPosition& pos;  // the loop's position, with the epoch's running metrics
+  const data::DataLoader& loader;
+  ClassifierStep step;
+  BestEpoch& best;
+  const RunControl& control;
+  const std::function<void(const RunPosition&)>& checkpoint;
+  std::optional<data::Epoch> order{};
+  Clock::time_point step_start{};
+  double stats_before = 0;
+
+  Task& task() { return step; }
+  int64_t epochs() const { return st.config.epochs; }
+  int64_t batches() const { return loader.num_batches(); }
+  void epoch_begin(const LoopPosition& p) {
+    st.epoch = p.epoch;
+    if (p.batch == 0) pos.loss_sum = 0, pos.score = ScoreMeter();  // a new epoch's metrics
+    st.result.model->train();
+    order.emplace(loader.epoch(p.epoch - 1));
+  }
+  data::Batch batch(const LoopPosition& p) {
+    const auto t = Clock::now();
+    data::Batch b = st.config.distributed ? shard(order->batch(p.batch)) : order->batch(p.batch);
+    st.result.data_seconds += seconds_since(t);
+    step_start = Clock::now();
+    stats_before = st.result.stats_seconds;
+    return b;
+  }
+  void step_done(const LoopPosition& p) {
+    st.result.step_seconds += seconds_since(step_start) - (st.result.stats_seconds - stats_before);
+    st.step = p.step;
+  }
+  bool stop_asked(const LoopPosition&) const { return stop_on_any_rank(st.config.distributed); }
+  bool epoch_end(const LoopPosition& p) {
+    RunResult& r = st.result;
+    EpochRecord e{};
+    e.epoch = p.epoch, e.step = p.step;
+    e.train_loss = pos.loss_sum / std::max<int64_t>(pos.score.seen, 1);
+    e.train_acc = epoch_score(pos.score, st.config.distributed);
+    for (auto& o : obs) o->epoch_end(st, e);
+    r.epochs.push_back(e);
+    if (r.diverged) return true;
+    if (st.config.early_stopping > 0 && best.stop_after(e, *st.model.net, st.config.early_stopping)) {
+      r.stopped_early = p.epoch < st.config.epochs;
+      return true;
+    }
+    if (control.checkpoint_every > 0 && p.epoch % control.checkpoint_every == 0 && !control.checkpoint_dir.empty()) {
+      RunPosition next;  // the next epoch's start
+      next.epoch = p.epoch + 1, next.step = p.step;
+      checkpoint(next);
+    }
+    return false;
+  }
 };
 
 // Continues r from the checkpoint in dir: the records, the weights, the optimizer and schedule;
@@ -315,8 +349,8 @@ RunResult train_run(const CheckedRun& run, const Splits& s, const StepCallback& 
   RunPosition pos;
   if (!control.resume.empty()) pos = resume_from(control.resume, r, *model.net, *opt.groups[0], opt.schedules[0]);
   st.step = pos.step;
-  const auto checkpoint = [&] {
-    write_checkpoint(control.checkpoint_dir, r, *opt.groups[0], opt.schedules[0].last_step(), pos);
+  const std::function<void(const RunPosition&)> checkpoint = [&](const RunPosition& at) {
+    write_checkpoint(control.checkpoint_dir, r, *opt.groups[0], opt.schedules[0].last_step(), at);
   };
   BestEpoch best;  // early stopping
   {
@@ -327,25 +361,14 @@ RunResult train_run(const CheckedRun& run, const Splits& s, const StepCallback& 
     obs.push_back(input_grad_norms());
     obs.push_back(evaluation());
     obs.push_back(callbacks(on_step, on_epoch));
-    for (st.epoch = pos.epoch; st.epoch <= c.epochs; ++st.epoch) {
-      if (!train_epoch(st, loader, opt, obs, pos)) {
-        if (r.interrupted && !control.checkpoint_dir.empty()) checkpoint();  // resumable from this step
-        break;
-      }
-      EpochRecord e{};
-      e.epoch = st.epoch, e.step = st.step;
-      e.train_loss = pos.loss_sum / std::max<int64_t>(pos.score.seen, 1);
-      e.train_acc = epoch_score(pos.score, c.distributed);
-      for (auto& o : obs) o->epoch_end(st, e);
-      r.epochs.push_back(e);
-      if (r.diverged) break;
-      if (c.early_stopping > 0 && best.stop_after(e, *model.net, c.early_stopping)) {
-        r.stopped_early = st.epoch < c.epochs;
-        break;
-      }
-      pos = RunPosition{.epoch = st.epoch + 1, .step = st.step};
-      if (control.checkpoint_every > 0 && st.epoch % control.checkpoint_every == 0 && !control.checkpoint_dir.empty())
-        checkpoint();
+    ClassifierRun run{st, obs, pos, loader, {st, obs, pos, opt.params}, best, control, checkpoint};
+    const LoopEnd end = run_loop(run, opt, pos);
+    if (end == LoopEnd::Diverged) {
+      r.diverged = true;
+      r.diverged_step = pos.step;
+    } else if (end == LoopEnd::Interrupted) {
+      r.interrupted = true;
+      if (!control.checkpoint_dir.empty()) checkpoint(pos);  // resumable from this step
     }
   }
   if (c.early_stopping > 0 && !r.diverged) r.best_epoch = best.restore(*model.net);
