@@ -14,7 +14,9 @@ namespace {
 
 class CompareCommand : public TrainingCommand {
  public:
-  CompareCommand() : TrainingCommand({.name = "compare", .eval_every = true, .fits_csv_files = true, .clip_grad_norm = true}) {}
+  CompareCommand()
+      : TrainingCommand({.name = "compare", .eval_every = true, .fits_csv_files = true, .clip_grad_norm = true}, &text_) {
+  }
 
  protected:
   void add_own_flags(CLI::App& a) override {
@@ -29,20 +31,13 @@ class CompareCommand : public TrainingCommand {
     text_.add_flags(a);
   }
 
-  // --dataset text: a character GPT under each norm (text_compare.h).
-  bool own_flow() const override { return o_.data.name == "text"; }
-  void own_flow_presets(const Given& given) override { text_.presets(o_, given); }
-  void own_flow_check(const Given& given) override { text_.check(o_, cfg_.norms, cfg_.seeds, {}, given); }
-  void own_flow_plan() override { text_.plan(o_); }
-  int own_flow_run(const Invocation& inv) override { return text_.run(o_, settings_, inv); }
-
   void own_presets(const Given& given) override {
     if (o_.quick && !given("--target")) cfg_.target_accuracy = 0.85;
   }
 
   void check_own(const Given&) override { refuse_gpt_variants(cfg_.norms, o_.data.name); }
 
-  std::vector<std::string> norms_run() const override { return own_flow() ? std::vector<std::string>{} : cfg_.norms; }
+  std::vector<std::string> norms_run() const override { return on_text() ? std::vector<std::string>{} : cfg_.norms; }
 
   void make_plan(const Splits& data) override {
     cfg_.base = o_.train;
@@ -56,7 +51,8 @@ class CompareCommand : public TrainingCommand {
  private:
   CompareConfig cfg_;
   std::vector<CheckedRun> runs_;
-  TextStudy text_{TextStudy::Kind::Compare};
+  // --dataset text: a character GPT under each norm (text_compare.h).
+  TextStudy text_{TextStudy::Kind::Compare, {.norms = &cfg_.norms, .seeds = &cfg_.seeds}};
 };
 
 }  // namespace

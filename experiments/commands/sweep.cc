@@ -25,7 +25,8 @@ class SweepCommand : public TrainingCommand {
                          .lr_help = "peak learning rate (--over batch: at --reference-batch)",
                          .stats_every = false,
                          .classification_only = true,
-                         .clip_grad_norm = true}) {}
+                         .clip_grad_norm = true},
+                        &text_) {}
 
  protected:
   void add_own_flags(CLI::App& a) override {
@@ -70,16 +71,6 @@ class SweepCommand : public TrainingCommand {
     a.add_flag("--full", full_, "the complete protocol: all 60k images, 5 seeds, batch 2..256");
     text_.add_flags(a);
   }
-
-  // --dataset text: a character GPT under each norm at each batch size (text_compare.h).
-  bool own_flow() const override { return o_.data.name == "text"; }
-  void own_flow_presets(const Given& given) override { text_.presets(o_, given); }
-  void own_flow_check(const Given& given) override {
-    if (over_ != SweepOver::Batch) throw Error("--over lr does not apply to --dataset text: it sweeps the batch size");
-    text_.check(o_, norms_, seeds_, batch_sizes_, given);
-  }
-  void own_flow_plan() override { text_.plan(o_); }
-  int own_flow_run(const Invocation& inv) override { return text_.run(o_, settings_, inv); }
 
   // The full sweep protocol (--full): all 60k images, 5 seeds, batch 2..256, 5 epochs; --quick's sizes.
   void own_presets(const Given& given) override {
@@ -140,7 +131,7 @@ class SweepCommand : public TrainingCommand {
     chosen.push_back("--lr-scaling " + a.default_lr_scaling);
   }
 
-  std::vector<std::string> norms_run() const override { return own_flow() ? std::vector<std::string>{} : norms_; }
+  std::vector<std::string> norms_run() const override { return on_text() ? std::vector<std::string>{} : norms_; }
 
   void make_plan(const Splits& data) override {
     if (Given(app_)("--batch-sizes"))
@@ -178,7 +169,9 @@ class SweepCommand : public TrainingCommand {
   std::vector<CheckedRun> runs_;
   std::optional<DdpSweepConfig> ddp_;
   std::vector<std::vector<CheckedRun>> ddp_runs_;
-  TextStudy text_{TextStudy::Kind::Sweep};
+  // --dataset text: a character GPT under each norm at each batch size (text_compare.h).
+  TextStudy text_{TextStudy::Kind::Sweep,
+                  {.norms = &norms_, .seeds = &seeds_, .batch_sizes = &batch_sizes_, .over = &over_}};
 };
 
 }  // namespace

@@ -106,6 +106,12 @@ void TextStudy::check(TrainingOptions& o, const std::vector<std::string>& norms,
   batch_sizes_ = given("--batch-sizes") ? batch_sizes : studies::kLmSweepBatches;
 }
 
+void TextStudy::check(TrainingOptions& o, const Given& given) {
+  if (bound_.over && *bound_.over != studies::SweepOver::Batch)
+    throw Error("--over lr does not apply to --dataset text: it sweeps the batch size");
+  check(o, *bound_.norms, *bound_.seeds, bound_.batch_sizes ? *bound_.batch_sizes : std::vector<int64_t>{}, given);
+}
+
 void TextStudy::plan(const TrainingOptions& o) {
   const TextFlags& f = text_.flags();
   const double vf = o.data.validation_fraction;

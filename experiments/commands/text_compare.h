@@ -14,6 +14,7 @@
 #include "experiments/commands/text_training.h"
 #include "experiments/studies/lm_compare.h"
 #include "experiments/studies/lm_sweep.h"
+#include "experiments/studies/study.h"
 
 namespace normlab::experiments::commands {
 
@@ -26,31 +27,42 @@ CLI::Validator norm_or_gpt_variant();
 // an error naming the first of norms that is one, when dataset is not "text".
 void refuse_gpt_variants(const std::vector<std::string>& norms, const std::string& dataset);
 
-class TextStudy {
+class TextStudy : public TextFlow {
  public:
   enum class Kind { Compare, Sweep };
-  explicit TextStudy(Kind kind) : kind_(kind) {}
+  // What the study's flow reads of its command's flags: --norms, --seeds, and the sweep's
+  // --batch-sizes and --over.
+  struct Bound {
+    const std::vector<std::string>* norms = nullptr;
+    const std::vector<uint64_t>* seeds = nullptr;
+    const std::vector<int64_t>* batch_sizes = nullptr;
+    const studies::SweepOver* over = nullptr;
+  };
+  TextStudy(Kind kind, Bound bound) : kind_(kind), bound_(bound) {}
 
   // train's language-model flags; the sweep's --train-tokens.
   void add_flags(CLI::App& a);
   // Before the shared checks (TextTraining::presets), then the flags of compare or sweep that do
   // not apply to a GPT study refused; compare's --eval-every defaults to a tenth of --steps.
-  void presets(TrainingOptions& o, const Given& given);
+  void presets(TrainingOptions& o, const Given& given) override;
   // After the optimizer's defaults: TextTraining::check, --arch gpt only, and the study's settings
   // (norms: --norms, or every default variant when not given; seeds; the sweep's batch sizes,
   // kLmSweepBatches when not given).
   void check(TrainingOptions& o, const std::vector<std::string>& norms, const std::vector<uint64_t>& seeds,
              const std::vector<int64_t>& batch_sizes, const Given& given);
+  // The same with the bound flags (the sweep: --over lr refused first).
+  void check(TrainingOptions& o, const Given& given) override;
   // Reads the corpus and checks every run against it (normlab::Error names the flags).
-  void plan(const TrainingOptions& o);
+  void plan(const TrainingOptions& o) override;
   // Trains and writes the results into --out as one set (Ctrl-C: the runs done); the exit status.
-  int run(const TrainingOptions& o, const nlohmann::json& settings, const Invocation& inv);
+  int run(const TrainingOptions& o, const nlohmann::json& settings, const Invocation& inv) override;
 
  private:
   void refuse_sweep_flags(const Given& given) const;
   int run_other_rank(StudyContext ctx, const std::filesystem::path& resume_from);
 
   Kind kind_;
+  Bound bound_;
   TextTraining text_;
   int64_t train_tokens_ = studies::kLmSweepTokens;
   std::vector<std::string> variants_;

@@ -128,6 +128,11 @@ void TextTraining::check_lstm(const TrainingOptions& o, const std::string& norm,
   model_.lstm.embed_dim = given("--width") ? f_.width : 64;
 }
 
+void TextTraining::check(TrainingOptions& o, const Given& given) {
+  o.train.seed = *bound_.seed;  // the flow of tables sets it per run in make_plan; this one trains o.train
+  check(o, *bound_.norm, given);
+}
+
 void TextTraining::plan(const TrainingOptions& o) {
   const double f = o.data.validation_fraction;
   studies::LmPlan p;

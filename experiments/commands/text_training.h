@@ -27,8 +27,17 @@ struct TextFlags {
   double clip_grad_norm = 1.0;
 };
 
-class TextTraining {
+class TextTraining : public TextFlow {
  public:
+  // What train's flow reads of its own flags: --norm and --seed (unset inside a study, which
+  // passes its own norm and trains its own seeds).
+  struct Bound {
+    const std::string* norm = nullptr;
+    const uint64_t* seed = nullptr;
+  };
+  TextTraining() = default;
+  explicit TextTraining(Bound bound) : bound_(bound) {}
+
   // Adds the flags above to train's.
   // clip_flag false: the command has its own --clip-grad-norm (compare, sweep), whose value the
   // caller passes on.
@@ -36,14 +45,17 @@ class TextTraining {
   // Before the shared checks: --arch gpt (the default here) or lstm (others refused), AdamW, batch 16,
   // --val-fraction 0.1, a warmup of a tenth of the steps, unless given; the flags that do not apply
   // refused (--resume too unless `resumable`: compare and sweep continue their runs).
-  void presets(TrainingOptions& o, const Given& given, bool resumable = false) const;
+  void presets(TrainingOptions& o, const Given& given, bool resumable) const;
+  void presets(TrainingOptions& o, const Given& given) override { presets(o, given, false); }
   // After the optimizer's defaults: weight decay 0.1 and betas (0.9, 0.95) unless given, and the
   // flags that do not apply to text refused.
   void check(TrainingOptions& o, const std::string& norm, const Given& given);
+  // train's: its --seed trains the run, its --norm is the GPT's.
+  void check(TrainingOptions& o, const Given& given) override;
   // Reads the corpus and checks the run against it (normlab::Error names the flags).
-  void plan(const TrainingOptions& o);
+  void plan(const TrainingOptions& o) override;
   // Writes the run into --out as one set (Ctrl-C: what was done); returns the exit status.
-  int run(const TrainingOptions& o, const nlohmann::json& settings, const Invocation& inv);
+  int run(const TrainingOptions& o, const nlohmann::json& settings, const Invocation& inv) override;
   // The flags as parsed, and (after check) the model they describe (vocab_size not yet set).
   const TextFlags& flags() const { return f_; }
   const CharModelSpec& model() const { return model_; }
@@ -52,6 +64,7 @@ class TextTraining {
   void check_gpt(const TrainingOptions& o, const std::string& norm, const Given& given);
   void check_lstm(const TrainingOptions& o, const std::string& norm, const Given& given);
 
+  Bound bound_;
   TextFlags f_;
   CharModelSpec model_;
   std::optional<studies::LmPlan> plan_;

@@ -29,7 +29,8 @@ struct TrainPlan {
 
 class TrainCommand : public TrainingCommand {
  public:
-  TrainCommand() : TrainingCommand({.name = "train", .eval_every = true, .single_run = true, .fits_csv_files = true}) {}
+  TrainCommand()
+      : TrainingCommand({.name = "train", .eval_every = true, .single_run = true, .fits_csv_files = true}, &text_) {}
 
  protected:
   void add_own_flags(CLI::App& a) override {
@@ -58,16 +59,6 @@ class TrainCommand : public TrainingCommand {
         ->default_str("");
     text_.add_flags(a);
   }
-
-  // --dataset text: a character language model (text_training.h).
-  bool own_flow() const override { return o_.data.name == "text"; }
-  void own_flow_presets(const Given& given) override { text_.presets(o_, given); }
-  void own_flow_check(const Given& given) override {
-    o_.train.seed = seed_;  // the flow of tables sets it per run in make_plan; this one trains o_.train
-    text_.check(o_, norm_, given);
-  }
-  void own_flow_plan() override { text_.plan(o_); }
-  int own_flow_run(const Invocation& inv) override { return text_.run(o_, settings_, inv); }
 
   std::vector<std::string> norms_run() const override { return {norm_}; }
 
@@ -133,7 +124,7 @@ class TrainCommand : public TrainingCommand {
   int64_t checkpoint_every_ = 0;
   std::string resume_dir_;
   TrainPlan plan_;
-  TextTraining text_;
+  TextTraining text_{{.norm = &norm_, .seed = &seed_}};  // --dataset text: a character language model
 };
 
 }  // namespace

@@ -267,11 +267,11 @@ void TrainingCommand::check(const Given& given) {
   o_.eval_batch_given = given("--eval-batch");
   if (given("--csv") && !given("--dataset")) o_.data.name = "csv";  // --csv FILE alone names the data set
   dataset(o_.data.name);  // an unknown name is an error before anything else
-  if (own_flow()) {  // train --dataset text: a language model (text_training.h)
-    own_flow_presets(given);
+  if (on_text()) {  // --dataset text: a language model (text_training.h, text_compare.h)
+    text_flow_->presets(o_, given);
     check_applicable(given);
     apply_optimizer_defaults(given);
-    own_flow_check(given);
+    text_flow_->check(o_, given);
     settings_ = typed_settings(*app_, name());
     return;
   }
@@ -305,9 +305,9 @@ void TrainingCommand::final_checks(const Given&) {
 
 void TrainingCommand::plan(const Invocation&) {
   autograd::set_num_threads(o_.threads);
-  if (own_flow()) {
+  if (on_text()) {
     try {
-      own_flow_plan();
+      text_flow_->plan(o_);
     } catch (const UsageError&) {
       throw;
     } catch (const Error& e) {
@@ -339,7 +339,7 @@ std::string TrainingCommand::interrupted_message(const Report& rep) const {
 }
 
 int TrainingCommand::run(const Invocation& inv) {
-  if (own_flow()) return own_flow_run(inv);
+  if (on_text()) return text_flow_->run(o_, settings_, inv);
   install_interrupt_handler();
   StudyContext ctx;
   ctx.quiet = o_.quiet;

@@ -60,6 +60,21 @@ struct TrainingTraits {
                                                   // optimizer and clipping (ArchEntry)
 };
 
+// A data set that a training command trains outside the flow of tables: --dataset text, the
+// character language models (text_training.h, text_compare.h). Its presets come before the shared
+// checks of data-set and optimizer flags, its check after them (the arch's flags are its own),
+// then its plan and run instead of the flow's.
+class TextFlow {
+ public:
+  virtual ~TextFlow() = default;
+  virtual void presets(TrainingOptions& o, const Given& given) = 0;
+  virtual void check(TrainingOptions& o, const Given& given) = 0;
+  // Reads the corpus and checks the runs against it (normlab::Error names the flags).
+  virtual void plan(const TrainingOptions& o) = 0;
+  // Trains and writes the results into --out as one set; returns the exit status.
+  virtual int run(const TrainingOptions& o, const nlohmann::json& settings, const Invocation& inv) = 0;
+};
+
 class TrainingCommand : public Command {
  public:
   void add_flags(CLI::App& app) final;
@@ -69,7 +84,10 @@ class TrainingCommand : public Command {
   bool runs_under_mpirun() const override { return true; }
 
  protected:
-  explicit TrainingCommand(TrainingTraits traits) : traits_(std::move(traits)) {}
+  // text: how the command trains --dataset text (nullptr: it does not; a member of the command,
+  // used only after the flags are parsed).
+  explicit TrainingCommand(TrainingTraits traits, TextFlow* text = nullptr)
+      : traits_(std::move(traits)), text_flow_(text) {}
   const std::string& name() const { return traits_.name; }
 
   // The command's own flags, added after the shared ones (before --out).
@@ -97,15 +115,8 @@ class TrainingCommand : public Command {
   virtual void final_checks(const Given& given);
   // What to say when Ctrl-C stopped the command.
   virtual std::string interrupted_message(const Report& rep) const;
-  // A data set the command trains its own way, outside the flow of tables (train --dataset text:
-  // a language model, text_training.h): own_flow_presets before the shared checks of data-set and
-  // optimizer flags, own_flow_check after them (the arch's flags are its own), then own_flow_plan
-  // and own_flow_run instead of the flow.
-  virtual bool own_flow() const { return false; }
-  virtual void own_flow_presets(const Given& given) {}
-  virtual void own_flow_check(const Given& given) {}
-  virtual void own_flow_plan() {}
-  virtual int own_flow_run(const Invocation& inv) { return 0; }
+  // The command trains --dataset text, and that is the data set (TextFlow).
+  bool on_text() const { return text_flow_ && o_.data.name == "text"; }
 
   TrainingOptions o_;
   const CLI::App* app_ = nullptr;
@@ -125,6 +136,7 @@ class TrainingCommand : public Command {
   void check_architecture(const Given& given);
 
   TrainingTraits traits_;
+  TextFlow* text_flow_;
   Splits data_;
 
  protected:
