@@ -1,16 +1,10 @@
 // The normlab command: train one model, compare norms, sweep batch sizes or learning rates, or run
 // the default study (compare + batch-size sweep) that `make run` runs.
-#include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <exception>
-#include <filesystem>
-#include <sstream>
 
-#include "base/error.h"
 #include "dist/dist.h"
 #include "experiments/commands/cli.h"
-#include "experiments/studies/demo.h"
 
 int main(int argc, char** argv) {
   namespace ex = normlab::experiments;

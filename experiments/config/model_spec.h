@@ -38,6 +38,9 @@ struct ModelSpec {
   int64_t groups = 8;               // GroupNorm's num_groups (must divide every normalized width)
 };
 
+// "1x28x28": an image shape as the descriptions and checkpoints write it.
+std::string shape_text(const std::vector<int64_t>& shape);
+
 // A character language model: a GPT (--arch gpt) or a CharLSTM (--arch lstm on --dataset text).
 struct CharModelSpec {
   std::string arch = "gpt";  // "gpt" or "lstm"

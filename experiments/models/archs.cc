@@ -144,7 +144,7 @@ std::optional<NormChoice> find_norm_choice(const ArchEntry& a, const std::string
 }
 
 std::string model_text(const ModelSpec& spec) {
-  return describe(spec) + (arch(spec.arch).activation ? " (" + spec.activation + ")" : "");
+  return arch(spec.arch).describe(spec) + (arch(spec.arch).activation ? " (" + spec.activation + ")" : "");
 }
 
 std::vector<std::string> weight_names(const ModelSpec& spec) {

@@ -11,7 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "experiments/models/model.h"
+#include "experiments/config/model_spec.h"
+#include "experiments/models/built_model.h"
 #include "experiments/registry/layers.h"
 #include "nn/transformer.h"
 

@@ -303,12 +303,6 @@ void assemble(const ModelSpec& s, autograd::Generator* gen, Model* m) {
 
 }  // namespace
 
-std::string shape_text(const std::vector<int64_t>& s) {
-  std::string r;
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? "x" : "") + std::to_string(s[i]);
-  return r;
-}
-
 void validate(const ModelSpec& s) { assemble(s, nullptr, nullptr); }
 
 Model build_model(const ModelSpec& s, autograd::Generator& gen) {

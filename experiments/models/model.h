@@ -9,25 +9,10 @@
 #include <vector>
 
 #include "experiments/config/model_spec.h"
+#include "experiments/models/built_model.h"
 #include "nn/sequential.h"
 
 namespace normlab::experiments {
-
-// Where a hidden layer's activations can be observed: after its Linear or Conv2d ("pre"), after
-// its norm ("post"; without a norm the layer's output is both), after its activation ("act").
-struct Probe {
-  std::shared_ptr<nn::Module> module;
-  int layer;                       // hidden layer, from 0
-  std::vector<std::string> where;  // the labels its output is recorded under, in order
-};
-
-// A built model, with what the experiments observe in it.
-struct Model {
-  std::shared_ptr<nn::Sequential> net;
-  std::vector<Probe> probes;  // in forward order
-  // The weight of every Linear and Conv2d, in order (the output layer last), with its state_dict name.
-  std::vector<std::pair<std::string, autograd::Tensor>> weights;
-};
 
 // Throws normlab::Error for an unknown norm or activation, widths that do not fit the norm, an
 // image shape that does not match the inputs, or a layer string that cannot be built (naming the
@@ -36,8 +21,6 @@ void validate(const ModelSpec& spec);
 // Builds the model with PyTorch's default initialization drawn from gen. A CNN starts with
 // nn::Unflatten-like reshaping of the (N, C H W) rows to (N, C, H, W).
 Model build_model(const ModelSpec& spec, autograd::Generator& gen);
-// "1x28x28": an image shape as the descriptions and checkpoints write it.
-std::string shape_text(const std::vector<int64_t>& shape);
 // "784-256-256-10" (mlp); "1x28x28-conv32k3p1-norm-act-maxpool2-conv64k3p1-norm-act-maxpool2-10" (cnn).
 std::string describe(const ModelSpec& spec);
 // What a checkpoint records to rebuild the model: arch, sizes or layer string, image shape, norm

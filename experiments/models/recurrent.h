@@ -4,7 +4,8 @@
 // batch-shared: the same with one set of statistics for every step), its last hidden state to the
 // classifier Linear.
 #pragma once
-#include "experiments/models/model.h"
+#include "experiments/config/model_spec.h"
+#include "experiments/models/built_model.h"
 
 namespace normlab::experiments {
 
