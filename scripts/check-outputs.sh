@@ -3,15 +3,17 @@
 # they write, byte for byte, with the files of another build (e.g. the commit before a refactor).
 #
 #   scripts/check-outputs.sh run NORMLAB DIR      run the commands with this binary, outputs in DIR
-#   scripts/check-outputs.sh compare DIR_A DIR_B  cmp every *.csv of DIR_A with DIR_B's; exit 1 on
+#   scripts/check-outputs.sh compare DIR_A DIR_B  cmp every *.csv and *.out of DIR_A with DIR_B's; exit 1 on
 #                                                 a difference or a missing file
 #   scripts/check-outputs.sh against REF NORMLAB  run, then compare with REF (a DIR made by `run`)
 #
 # A typical refactor: build the commit before it in a worktree, `run` it once into a reference
 # folder, then `against` that folder after every commit. The commands cover train, compare, sweep
 # (over batch and over lr), study --quick, a CNN comparison on Fashion-MNIST, eval, predict and,
-# when mpirun is installed, a 2-rank distributed sweep. Only the CSV files are compared: reports and
-# manifests hold timings, the commit and the command line. About 2 minutes on 2 cores.
+# when mpirun is installed, a 2-rank distributed sweep; the LSTM classifier's train, compare and
+# sweep; the character GPT's and LSTM's train, eval and generate, the GPT's compare and sweep and a
+# 2-rank text sweep. The CSV files are compared, and the printed output of eval and generate (kept
+# as *.out): reports and manifests hold timings, the commit and the command line. About 30 s on 2 cores.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
