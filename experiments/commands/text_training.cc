@@ -10,6 +10,7 @@
 #include "experiments/models/language_model.h"
 #include "experiments/records/result_set.h"
 #include "experiments/registry/optimizers.h"
+#include "experiments/run/lm_run.h"
 #include "experiments/support/interrupt.h"
 
 namespace normlab::experiments::commands {
@@ -142,7 +143,7 @@ void TextTraining::plan(const TrainingOptions& o) {
   p.config.train = o.train;
   p.config.steps = f_.steps;
   p.config.clip_grad_norm = f_.clip_grad_norm;
-  check_lm_plan(p);
+  check_lm_config(p.config);
   plan_ = std::move(p);
 }
 

@@ -155,8 +155,6 @@ std::string lm_markdown(const LmPlan& p, const LmRun& r, const std::vector<std::
 
 }  // namespace
 
-void check_lm_plan(const LmPlan& plan) { check_lm_config(plan.config); }
-
 Report run_lm_train(const LmPlan& plan, const StudyContext& ctx) {
   const LmRun r = train_lm(plan, ctx.quiet);
   const int64_t windows = data::sequential_windows(static_cast<int64_t>(plan.corpus.validation.size()),

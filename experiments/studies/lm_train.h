@@ -18,10 +18,6 @@ struct LmPlan {
   data::TextCorpus corpus;
 };
 
-// Throws normlab::Error for settings that cannot train (naming the flags): steps < 1, warmup not
-// below steps, a batch or window that does not fit, an optimizer's own checks.
-void check_lm_plan(const LmPlan& plan);
-
 // Trains, evaluates and writes steps.csv (step, loss, lr, grad_norm), evals.csv (step,
 // val_loss, val_bits_per_char, windows; every --eval-every steps on the first kLmEvalWindows windows, and
 // after the last step on every window), loss_curve.png/.svg, report.md, manifest.json and
