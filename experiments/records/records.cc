@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "dist/dist.h"
+#include "experiments/models/char_model.h"
 #include "experiments/registry/optimizers.h"
 #include "experiments/support/output.h"
 
@@ -84,6 +85,39 @@ void write_records(const std::filesystem::path& path, const std::vector<RunResul
   nlohmann::json all = nlohmann::json::array();
   for (const RunResult& r : runs) all.push_back(records_json(r));
   write_file_atomic(path, nlohmann::json{{"normlab_records", 1}, {"runs", all}}.dump() + "\n");
+}
+
+nlohmann::json lm_run_settings(const LmRunSpec& s) {
+  const LmTrainConfig& c = s.config;
+  return {{"variant", s.variant},
+          {"train", to_json(c.train)},
+          {"steps", c.steps},
+          {"clip_grad_norm", num(c.clip_grad_norm)},
+          {"model", char_model_metadata(c.model)},
+          {"corpus", s.corpus->name},
+          {"characters", s.corpus->characters},
+          {"validation_fraction", num(s.corpus->validation_fraction)},
+          {"periodic", s.periodic},
+          {"sample", s.sample}};
+}
+
+// A language model's steps are written as [step from 1, loss, lr, grad_norm], its evaluations as
+// [step, windows, all, val_loss, val_loss_train_mode].
+nlohmann::json records_json(const LmRunSpec& s, const RunResult& r) {
+  nlohmann::json steps = nlohmann::json::array(), evals = nlohmann::json::array();
+  for (const StepRecord& x : r.steps) steps.push_back({x.step + 1, num(x.loss), num(x.lr), num(x.grad_norm)});
+  for (const EvalRecord& e : r.evals)
+    evals.push_back({e.step, e.windows, e.all, num(e.val_loss), num(e.val_loss_train_mode)});
+  return {{"config", lm_run_settings(s)}, {"parameters", r.parameters}, {"steps", steps}, {"evals", evals},
+          {"diverged", r.diverged}, {"seconds", num(r.seconds)}, {"sample_prompt", r.sample_prompt},
+          {"sample", r.sample}};
+}
+
+void write_records(const std::filesystem::path& path, const std::vector<LmRunSpec>& specs,
+                   const std::vector<RunResult>& results) {
+  nlohmann::json runs = nlohmann::json::array();
+  for (size_t i = 0; i < results.size(); ++i) runs.push_back(records_json(specs[i], results[i]));
+  write_file_atomic(path, nlohmann::json{{"runs", runs}}.dump() + "\n");
 }
 
 namespace {
@@ -187,6 +221,27 @@ std::optional<RunResult> stored_run(const nlohmann::json& j, const TrainConfig& 
     return r;
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;  // damaged: run it again
+  }
+}
+
+std::optional<RunResult> stored_run(const nlohmann::json& j, const LmRunSpec& s) {
+  if (!j.is_object() || j.value("config", nlohmann::json()) != lm_run_settings(s)) return std::nullopt;
+  try {
+    RunResult r = lm_result_of(s);
+    r.parameters = j.at("parameters");
+    for (const auto& x : j.at("steps")) r.steps.push_back({x[0].get<int64_t>() - 1, 1, val(x[2]), val(x[1]), val(x[3])});
+    for (const auto& x : j.at("evals")) {
+      EvalRecord e;
+      e.step = x[0], e.windows = x[1], e.all = x[2], e.val_loss = val(x[3]), e.val_loss_train_mode = val(x[4]);
+      r.evals.push_back(e);
+    }
+    r.diverged = j.at("diverged");
+    r.seconds = val(j.at("seconds"));
+    r.sample_prompt = j.at("sample_prompt");
+    r.sample = j.at("sample");
+    return r;
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;  // damaged: trained again
   }
 }
 

@@ -1,5 +1,5 @@
-// A finished run's records as JSON (records.json of a result folder): what `--resume` reads back
-// to skip the runs an interrupted folder holds. Numbers are written to round-trip exactly, NaN as
+// A finished run's records as JSON (records.json of a result folder), for every family: what
+// `--resume` reads back to skip the runs an interrupted folder holds. Numbers are written to round-trip exactly, NaN as
 // null, so the CSV files rebuilt from them are byte for byte those of an uninterrupted command.
 #pragma once
 #include <filesystem>
@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "experiments/config/lm_config.h"
 #include "experiments/records/run_result.h"
 
 namespace normlab::experiments {
@@ -24,6 +25,16 @@ nlohmann::json to_json(const TrainConfig& c);
 nlohmann::json records_json(const RunResult& r);
 // Writes the runs' records to path atomically: {"runs": [...]}.
 void write_records(const std::filesystem::path& path, const std::vector<RunResult>& runs);
+
+// A language model's run (train's and the GPT studies'), in the same files: its settings (what
+// makes a run the run it is: variant, optimizer and schedule settings, steps, clipping, model,
+// corpus, evaluations, sample; a stored run is reused only when they are these), its records
+// ({"config": lm_run_settings(s), steps, evals, sample, ...}), records.json of specs[i] trained
+// results[i] ({"runs": [...]}, written atomically).
+nlohmann::json lm_run_settings(const LmRunSpec& s);
+nlohmann::json records_json(const LmRunSpec& s, const RunResult& r);
+void write_records(const std::filesystem::path& path, const std::vector<LmRunSpec>& specs,
+                   const std::vector<RunResult>& results);
 
 // The runs stored in a records file, by position; std::nullopt when the file does not exist.
 // Throws normlab::Error naming the file if it is not a records file.
@@ -60,5 +71,7 @@ class RunJournal {
 nlohmann::json journal_header(const std::filesystem::path& path);
 // The stored run for `config` (the same settings, compared as JSON), or std::nullopt.
 std::optional<RunResult> stored_run(const nlohmann::json& stored, const TrainConfig& config);
+// The same for a language model's run: stored when it was made with s's settings.
+std::optional<RunResult> stored_run(const nlohmann::json& stored, const LmRunSpec& s);
 
 }  // namespace normlab::experiments

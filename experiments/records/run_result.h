@@ -1,6 +1,6 @@
-// What a run gives: its records (the loss at each step, the epochs' evaluations, activation
-// statistics and gradient norms) and how it ended (RunResult), as the run loop fills them and the
-// records, the reports and the studies read them.
+// What a run of any family gives: its records (the loss at each step, the evaluations, activation
+// statistics and gradient norms; a language model's validation windows and sample) and how it
+// ended (RunResult), as the run loop fills them and the records, the reports and the studies read them.
 #pragma once
 #include <cstdint>
 #include <limits>
@@ -8,14 +8,19 @@
 #include <string>
 #include <vector>
 
+#include "experiments/config/lm_config.h"
 #include "experiments/config/train_config.h"
 #include "nn/sequential.h"
 
 namespace normlab::experiments {
 
+// One training step: the loss of its batch before its update. step counts the steps before it (0
+// for the first); a language model's run is one epoch of its steps (epoch 1) and records the total
+// gradient norm of each step (before clipping; NaN when not measured: the classifiers).
 struct StepRecord {
   int64_t step, epoch;
   double lr, loss;
+  double grad_norm = std::numeric_limits<double>::quiet_NaN();
 };
 
 // The *_acc fields hold accuracy, or R^2 for regression (and the losses are mean squared errors of
@@ -30,11 +35,19 @@ struct EpochRecord {
   double test_acc_batch = std::numeric_limits<double>::quiet_NaN();
 };
 
-// An evaluation between epochs (TrainConfig::eval_every): validation (NaN without a validation
-// set) and test loss and accuracy after `step` steps, in epoch `epoch`.
+// An evaluation after `step` steps, in epoch `epoch`. A classifier's, between epochs
+// (TrainConfig::eval_every): validation (NaN without a validation set) and test loss and accuracy.
+// A language model's, on its validation split: the first `windows` non-overlapping windows (every
+// one when `all`: the final evaluation), in batches of the run's training batch size; val_loss in
+// nats per character in eval mode (BatchNorm: running statistics), val_loss_train_mode BatchNorm's
+// in train mode (each batch's own statistics; else NaN); no accuracy, no test split.
 struct EvalRecord {
-  int64_t step, epoch;
-  double val_loss, val_acc, test_loss, test_acc;
+  static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+  int64_t step = 0, epoch = 0;
+  double val_loss = kNone, val_acc = kNone, test_loss = kNone, test_acc = kNone;
+  int64_t windows = 0;
+  bool all = false;
+  double val_loss_train_mode = kNone;
 };
 
 // Mean and standard deviation of one hidden layer's activations at a step: after the Linear
@@ -86,10 +99,24 @@ struct RunResult {
   double eval_seconds = 0;       // validation and test evaluation
   double bn_eval_seconds = 0;    // BatchNorm: precise statistics and test-batch statistics
   std::shared_ptr<nn::Sequential> model;
+  // A language model's run: the norm variant it stands for ("layer-post"), its window length and
+  // parameter count, and the sample a study generates from its model (UTF-8; empty without one).
+  // config holds its optimizer settings, batch size and seed; total_steps the steps planned; evals
+  // its periodic evaluations, then the final one over every window.
+  std::string variant;
+  int64_t block_size = 0, parameters = 0;
+  std::string sample_prompt, sample;
 };
 
 // The record of the epoch whose weights the run ends with: the best epoch under early stopping,
 // else the last one. The run must have an epoch.
 const EpochRecord& final_epoch(const RunResult& r);
+
+// A language model's final evaluation over every window (nullptr: diverged, interrupted or no
+// validation split).
+const EvalRecord* final_eval(const RunResult& r);
+
+// A language model's run before its first step: s's settings (config, variant, block size, steps).
+RunResult lm_result_of(const LmRunSpec& s);
 
 }  // namespace normlab::experiments

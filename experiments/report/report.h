@@ -18,15 +18,12 @@ nlohmann::json manifest(const StudyContext& ctx, const nlohmann::json& config, d
 void write_report(const StudyContext& ctx, const Report& rep, const nlohmann::json& manifest_json);
 
 // How many runs a command planned, finished and reused (from an earlier, interrupted command);
-// finished < total: Ctrl-C stopped it. Of any RunSet (run/queue.h): run_counts(runs).
+// finished < total: Ctrl-C stopped it. Of a study's runs (run/runs.h): run_counts(runs).
 struct RunCounts {
   size_t finished = 0, total = 0, reused = 0;
   bool interrupted() const { return finished < total; }
 };
-template <class AnyRuns>
-RunCounts run_counts(const AnyRuns& runs) {
-  return {runs.results.size(), runs.total, runs.reused};
-}
+inline RunCounts run_counts(const Runs& runs) { return {runs.results.size(), runs.total, runs.reused}; }
 
 // The report's first lines when Ctrl-C stopped the command ("" otherwise): how many runs finished
 // and how to finish the rest (`normlab <command> ... --resume`).

@@ -31,7 +31,7 @@ struct LmStepTask {
   };
   CharModel& m;
   int64_t vocab_size;
-  std::vector<LmStep>& steps;  // every step's record, a diverged one too
+  std::vector<StepRecord>& steps;  // every step's record, a diverged one too
 
   void step_begin() {}
   Forward forward(const data::TextBatch& b) {
@@ -42,7 +42,7 @@ struct LmStepTask {
   double loss_value(const Forward& f) const { return f.loss.item(); }
   void after_backward() {}
   void step_end(const data::TextBatch&, const Forward&, const StepOutcome& s) {
-    steps.push_back({static_cast<int64_t>(steps.size()) + 1, s.loss, s.lr, s.grad_norm});
+    steps.push_back({static_cast<int64_t>(steps.size()), 1, s.lr, s.loss, s.grad_norm});  // one epoch of steps
   }
 };
 
@@ -62,11 +62,11 @@ Optimization lm_optimization(const TrainConfig& c, const nn::Module& m, int64_t 
 }
 
 // One evaluation after `step` steps over the first max_windows windows (0: every one).
-LmEvalPoint evaluate(CharModel& m, const LmRunSpec& s, const LmRunRules& rules, int64_t step, int64_t max_windows) {
+EvalRecord evaluate(CharModel& m, const LmRunSpec& s, const LmRunRules& rules, int64_t step, int64_t max_windows) {
   const LmTrainConfig& c = s.config;
   const std::vector<int64_t>& ids = s.corpus->validation;
   const int64_t all = data::sequential_windows(static_cast<int64_t>(ids.size()), c.model.block_size);
-  LmEvalPoint e;
+  EvalRecord e;
   e.step = step;
   e.windows = max_windows > 0 ? std::min(all, max_windows) : all;
   e.all = e.windows == all;
@@ -78,7 +78,7 @@ LmEvalPoint evaluate(CharModel& m, const LmRunSpec& s, const LmRunRules& rules, 
 
 // The report's sample: kLmSample's prompt, or the training split's first character when the
 // vocabulary lacks a character of it.
-void add_sample(CharModel& m, const data::TextCorpus& corpus, LmRunResult& r) {
+void add_sample(CharModel& m, const data::TextCorpus& corpus, RunResult& r) {
   const data::Vocabulary& v = corpus.vocabulary;
   const std::u32string prompt = data::decode_utf8(kLmSample.prompt, "the sample prompt");
   const bool known = std::all_of(prompt.begin(), prompt.end(), [&](char32_t c) { return v.contains(c); });
@@ -88,17 +88,6 @@ void add_sample(CharModel& m, const data::TextCorpus& corpus, LmRunResult& r) {
   r.sample = generate_text(m, v, r.sample_prompt, kLmSample.length, o, kLmSample.seed);
 }
 
-LmRunResult result_of(const LmRunSpec& s) {
-  const LmTrainConfig& c = s.config;
-  LmRunResult r;
-  r.variant = s.variant;
-  r.seed = c.train.seed;
-  r.batch_size = c.train.batch_size;
-  r.block_size = c.model.block_size;
-  r.steps_planned = c.steps;
-  return r;
-}
-
 // A language model's run as run_loop drives it (loop.h): one epoch of its steps, each on the
 // random batch of its index, the evaluations and Ctrl-C of its rules.
 struct LmLoopRun {
@@ -106,8 +95,8 @@ struct LmLoopRun {
   const LmRunSpec& s;
   const LmRunRules& rules;
   LmStepTask step;
-  LmRunResult& r;
-  const std::function<void(const LmRunResult&)>& on_step;
+  RunResult& r;
+  const std::function<void(const RunResult&)>& on_step;
   int64_t every;  // evaluate every this many steps (0: never)
 
   Task& task() { return step; }
@@ -131,11 +120,15 @@ struct LmLoopRun {
 
 }  // namespace
 
-LmRunResult train_lm_run(const LmRunSpec& s, const LmRunRules& rules,
-                         const std::function<void(const LmRunResult&)>& on_step, std::shared_ptr<CharModel>* model_out) {
+LmRunRules lm_study_rules(const LmRunSpec& s) {
+  return {.eval_every = s.periodic ? s.config.train.eval_every : 0, .train_mode_eval = true};
+}
+
+RunResult train_lm_run(const LmRunSpec& s, const LmRunRules& rules,
+                         const std::function<void(const RunResult&)>& on_step, std::shared_ptr<CharModel>* model_out) {
   const auto start = std::chrono::steady_clock::now();
   const LmTrainConfig& c = s.config;
-  LmRunResult r = result_of(s);
+  RunResult r = lm_result_of(s);
   autograd::Generator gen(c.train.seed);
   auto m = std::make_shared<CharModel>(c.model, gen);
   r.parameters = m->module().num_parameters();

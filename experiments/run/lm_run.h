@@ -11,7 +11,7 @@
 
 #include "experiments/config/lm_config.h"
 #include "experiments/models/char_model.h"
-#include "experiments/records/lm_result.h"
+#include "experiments/records/run_result.h"
 
 namespace normlab::experiments {
 
@@ -22,7 +22,7 @@ struct LmRunRules {
   // Also after the last step (train: its evals.csv row), not only before it (the studies: the final
   // evaluation stands for it).
   bool eval_at_last_step = false;
-  // Evaluate BatchNorm's model in training mode too (LmEvalPoint::val_loss_train_mode).
+  // Evaluate BatchNorm's model in training mode too (EvalRecord::val_loss_train_mode).
   bool train_mode_eval = false;
   // Ctrl-C during the last step marks the run interrupted (train), or lets it finish (the studies).
   bool interruptible_last_step = false;
@@ -31,14 +31,19 @@ struct LmRunRules {
   bool final_after_interrupt = false;
 };
 
+// The studies' rules of a run: the periodic evaluations (when s.periodic) before the last step
+// only, BatchNorm's also in training mode, the last step not interrupted by Ctrl-C, the final
+// evaluation and the sample for a run that finished.
+LmRunRules lm_study_rules(const LmRunSpec& s);
+
 // Trains the spec's run: the model from a generator seeded with config.train.seed, its steps
 // (random_batch(train split, batch, block, seed, step): the same bits on any thread count), the
 // evaluations of `rules`, and the sample when spec.sample. After every step whose loss is finite,
 // on_step(r) with the result so far (its last step, and an evaluation made after it). A
 // non-finite loss stops the run, marked diverged. Ctrl-C (interrupt.h) stops it after the current
 // step, marked interrupted. With model_out, the trained model is kept there.
-LmRunResult train_lm_run(const LmRunSpec& spec, const LmRunRules& rules,
-                         const std::function<void(const LmRunResult&)>& on_step = {},
+RunResult train_lm_run(const LmRunSpec& spec, const LmRunRules& rules,
+                         const std::function<void(const RunResult&)>& on_step = {},
                          std::shared_ptr<CharModel>* model_out = nullptr);
 
 // window_loss (language_model.h) with m in training mode: BatchNorm normalizes each batch of

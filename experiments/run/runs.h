@@ -1,5 +1,6 @@
-// The classification runs of a study (MLP, CNN, LSTM) in the run queue (queue.h): each a checked
-// configuration trained by train_run on the study's data.
+// The runs of a study in the run queue (queue.h), for every family: the classification runs (MLP,
+// CNN, LSTM), each a checked configuration trained by train_run on the study's data, and the
+// language models' (GPT, char LSTM), each a spec trained by train_lm_run on its corpus.
 #pragma once
 #include <functional>
 #include <string>
@@ -7,13 +8,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "experiments/config/lm_config.h"
 #include "experiments/records/records.h"
 #include "experiments/run/queue.h"
 #include "experiments/run/trainer.h"
 
 namespace normlab::experiments {
 
-// The finished classification runs of a study (queue.h), models dropped.
+// The finished runs of a study (queue.h), models dropped.
 using Runs = RunSet<RunResult>;
 
 // A run's name on the progress bar, and what its line says when it ends.
@@ -28,5 +30,11 @@ using RunOutcome = std::function<std::string(const RunResult&)>;
 Runs run_all(const std::vector<CheckedRun>& configs, const Splits& data, bool quiet, const RunLabel& label,
              const RunOutcome& outcome,
              const std::vector<nlohmann::json>& previous = {}, int ranks_per_run = 1, RunJournal* journal = nullptr);
+
+// The same for language models' runs, each trained with the studies' rules (lm_study_rules,
+// lm_run.h), one process each; in an mpirun job only rank 0 journals (its own runs).
+using LmRunLabel = std::function<std::string(const LmRunSpec&)>;
+Runs run_all(const std::vector<LmRunSpec>& specs, bool quiet, const LmRunLabel& label, const RunOutcome& outcome,
+             const std::vector<nlohmann::json>& previous = {}, RunJournal* journal = nullptr);
 
 }  // namespace normlab::experiments

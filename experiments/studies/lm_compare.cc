@@ -11,7 +11,7 @@
 #include "experiments/report/report.h"
 #include "experiments/report/stats.h"
 #include "experiments/studies/lm_outputs.h"
-#include "experiments/studies/lm_records.h"
+#include "experiments/studies/lm_runs.h"
 #include "experiments/support/output.h"
 
 namespace normlab::experiments::studies {
@@ -21,15 +21,15 @@ using namespace report;  // the tables, plots and report text every study writes
 namespace {
 
 // steps.csv: norm, seed, step, loss, lr, grad_norm of every training step of every run.
-void write_steps_csv(const std::vector<LmRunResult>& results, const std::filesystem::path& path) {
+void write_steps_csv(const std::vector<RunResult>& results, const std::filesystem::path& path) {
   CsvTable t({"norm", "seed", "step", "loss", "lr", "grad_norm"});
-  for (const LmRunResult& r : results)
-    for (const LmStep& s : r.steps)
-      t.add_row({r.variant, std::to_string(r.seed), std::to_string(s.step), fmt(s.loss), fmt(s.lr), fmt(s.grad_norm)});
+  for (const RunResult& r : results)
+    for (const StepRecord& s : r.steps)
+      t.add_row({r.variant, std::to_string(r.config.seed), std::to_string(s.step + 1), fmt(s.loss), fmt(s.lr), fmt(s.grad_norm)});
   t.write(path);
 }
 
-void write_summary_csv(const LmCompareConfig& cfg, const std::vector<LmRunResult>& results,
+void write_summary_csv(const LmCompareConfig& cfg, const std::vector<RunResult>& results,
                        const std::filesystem::path& path) {
   std::vector<std::string> header{"norm", "block_norm", "position", "runs", "diverged"};
   for (const char* e : {"val_bits_per_char", "val_loss", "val_bits_per_char_train_mode", "train_mode_gap_bits"})
@@ -51,15 +51,15 @@ void write_summary_csv(const LmCompareConfig& cfg, const std::vector<LmRunResult
 
 // Validation bits per character vs step, one line per variant (mean over seeds, 95% band), and the
 // baselines; the last step's point is the evaluation over every window.
-PlotSpec validation_plot(const LmCompareConfig& cfg, const std::vector<LmRunResult>& results,
+PlotSpec validation_plot(const LmCompareConfig& cfg, const std::vector<RunResult>& results,
                          const std::vector<NgramBaseline>& baselines) {
   PlotSpec p{"Validation loss per step", "step", "validation bits per character"};
   for (const std::string& v : cfg.variants) {
     std::map<int64_t, std::vector<double>> by_step;
-    for (const LmRunResult& r : results) {
+    for (const RunResult& r : results) {
       if (r.variant != v) continue;
       std::map<int64_t, double> mine;  // the final evaluation replaces a periodic one at the last step
-      for (const LmEvalPoint& e : r.evals) mine[e.step] = bits(e.val_loss);
+      for (const EvalRecord& e : r.evals) mine[e.step] = bits(e.val_loss);
       for (const auto& sv : mine) by_step[sv.first].push_back(sv.second);
     }
     Series s{variant_display(v)};
@@ -71,7 +71,7 @@ PlotSpec validation_plot(const LmCompareConfig& cfg, const std::vector<LmRunResu
   return p;
 }
 
-std::vector<std::string> compare_plots(const LmCompareConfig& cfg, const std::vector<LmRunResult>& results,
+std::vector<std::string> compare_plots(const LmCompareConfig& cfg, const std::vector<RunResult>& results,
                                        const std::vector<NgramBaseline>& baselines, const std::filesystem::path& out) {
   if (!gnuplot_available() || results.empty()) return {};
   std::vector<std::string> plots;
@@ -80,7 +80,7 @@ std::vector<std::string> compare_plots(const LmCompareConfig& cfg, const std::ve
   return plots;
 }
 
-std::string results_table(const LmCompareConfig& cfg, const std::vector<LmRunResult>& results) {
+std::string results_table(const LmCompareConfig& cfg, const std::vector<RunResult>& results) {
   std::ostringstream md;
   md << "| norm | validation bits/char | validation loss (nats/char) | train mode (batch statistics), bits/char | "
         "train mode minus eval mode | diverged |\n|---|---|---|---|---|---|\n";
@@ -98,7 +98,7 @@ std::string results_table(const LmCompareConfig& cfg, const std::vector<LmRunRes
 }
 
 // The lowest validation loss, each other variant against it, and the variants tied with it.
-std::string best_reading(const LmCompareConfig& cfg, const std::vector<LmRunResult>& results,
+std::string best_reading(const LmCompareConfig& cfg, const std::vector<RunResult>& results,
                          const std::vector<NgramBaseline>& baselines) {
   std::vector<std::vector<double>> neg;  // tied_with_best takes the highest: minus the bits
   for (const std::string& v : cfg.variants) {
@@ -134,7 +134,7 @@ std::string best_reading(const LmCompareConfig& cfg, const std::vector<LmRunResu
 }
 
 // BatchNorm's train-mode loss beside its eval-mode loss, the gap tested, and why there is one.
-std::string batch_reading(const LmCompareConfig& cfg, const std::vector<LmRunResult>& results) {
+std::string batch_reading(const LmCompareConfig& cfg, const std::vector<RunResult>& results) {
   std::ostringstream md;
   for (const std::string& v : cfg.variants) {
     if (!variant_has_batch_statistics(v)) continue;
@@ -149,7 +149,7 @@ std::string batch_reading(const LmCompareConfig& cfg, const std::vector<LmRunRes
   return md.str();
 }
 
-std::string compare_markdown(const LmCompareConfig& cfg, const std::vector<LmRunResult>& results,
+std::string compare_markdown(const LmCompareConfig& cfg, const std::vector<RunResult>& results,
                              const std::vector<NgramBaseline>& baselines, const std::vector<std::string>& plots) {
   const TrainConfig& t = cfg.base.train;
   std::ostringstream md;
@@ -193,7 +193,7 @@ std::vector<LmRunSpec> lm_compare_runs(const LmCompareConfig& cfg) {
 }
 
 Report run_lm_compare(const LmCompareConfig& cfg, const std::vector<LmRunSpec>& specs, const StudyContext& ctx) {
-  const LmRuns runs = train_and_record_lm_runs(specs, ctx, "compare");
+  const Runs runs = train_and_record_lm_runs(specs, ctx, "compare");
   const std::vector<NgramBaseline> baselines = ngram_baselines(*cfg.corpus);
   write_lm_runs_csv(specs, runs.results, ctx.out / "runs.csv");
   write_steps_csv(runs.results, ctx.out / "steps.csv");
@@ -202,12 +202,12 @@ Report run_lm_compare(const LmCompareConfig& cfg, const std::vector<LmRunSpec>& 
   const auto plots = compare_plots(cfg, runs.results, baselines, ctx.out);
   std::string title = "Character GPT: ";
   for (size_t i = 0; i < cfg.variants.size(); ++i) title += (i ? " vs " : "") + variant_display(cfg.variants[i]);
-  Report rep{title, lm_interrupted_note(runs, "compare") + compare_markdown(cfg, runs.results, baselines, plots)};
+  Report rep{title, interrupted_note(runs, "compare") + compare_markdown(cfg, runs.results, baselines, plots)};
   nlohmann::json man = manifest(ctx, {{"study", "compare"}, {"arch", "gpt"}, {"corpus", cfg.corpus->name},
                                       {"steps", cfg.base.steps}, {"model", lm_sizes(cfg.base.model)}, {"base", to_json(cfg.base.train)},
                                       {"norms", cfg.variants}, {"seeds", cfg.seeds}},
                                 runs.wall_seconds);
-  lm_record_progress(man, rep, runs);
+  record_progress(man, rep, runs);
   write_report(ctx, rep, man);
   return rep;
 }

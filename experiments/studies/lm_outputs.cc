@@ -23,13 +23,13 @@ std::vector<std::string> settings_columns() {
           "width", "parameters", "lr", "steps_planned"};
 }
 
-std::vector<std::string> settings_cells(const LmRunSpec& s, const LmRunResult& r) {
+std::vector<std::string> settings_cells(const LmRunSpec& s, const RunResult& r) {
   const LmTrainConfig& c = s.config;
   const nn::GPTConfig& g = c.model.gpt;
   return {s.corpus->name, c.model.arch, s.variant, nn::block_norm_name(g.norm), nn::norm_position_name(g.position),
-          std::to_string(r.seed), std::to_string(r.batch_size), std::to_string(r.block_size),
+          std::to_string(r.config.seed), std::to_string(r.config.batch_size), std::to_string(r.block_size),
           std::to_string(g.n_layer), std::to_string(g.n_head), std::to_string(g.width), std::to_string(r.parameters),
-          fmt(c.train.lr), std::to_string(r.steps_planned)};
+          fmt(c.train.lr), std::to_string(r.total_steps)};
 }
 
 // A loss and its bits, or two empty cells for NaN where it does not apply.
@@ -94,7 +94,7 @@ std::vector<report::Series> baseline_lines(const std::vector<NgramBaseline>& b, 
   return lines;
 }
 
-void write_lm_runs_csv(const std::vector<LmRunSpec>& specs, const std::vector<LmRunResult>& results,
+void write_lm_runs_csv(const std::vector<LmRunSpec>& specs, const std::vector<RunResult>& results,
                        const std::filesystem::path& path) {
   std::vector<std::string> header = settings_columns();
   for (const char* c : {"step", "tokens", "windows", "all_windows", "val_loss", "val_bits_per_char",
@@ -102,13 +102,13 @@ void write_lm_runs_csv(const std::vector<LmRunSpec>& specs, const std::vector<Lm
     header.push_back(c);
   CsvTable t(header);
   for (size_t i = 0; i < results.size(); ++i) {
-    const LmRunResult& r = results[i];
+    const RunResult& r = results[i];
     const bool bn = variant_has_batch_statistics(r.variant);
-    std::vector<LmEvalPoint> evals = r.evals;
+    std::vector<EvalRecord> evals = r.evals;
     if (r.diverged) evals.push_back({static_cast<int64_t>(r.steps.size()), 0, false, NAN, NAN});
-    for (const LmEvalPoint& e : evals) {
+    for (const EvalRecord& e : evals) {
       std::vector<std::string> row = settings_cells(specs[i], r);
-      for (const std::string& c : {std::to_string(e.step), std::to_string(e.step * r.batch_size * r.block_size),
+      for (const std::string& c : {std::to_string(e.step), std::to_string(e.step * r.config.batch_size * r.block_size),
                                    std::to_string(e.windows), std::string(e.all ? "1" : "0")})
         row.push_back(c);
       add_loss(row, e.val_loss, true);
@@ -146,12 +146,12 @@ std::string lm_setup_markdown(const LmTrainConfig& t, const data::TextCorpus& c)
   return md.str();
 }
 
-LmFinals finals_of(const std::vector<LmRunResult>& results, const std::string& variant, int64_t batch) {
+LmFinals finals_of(const std::vector<RunResult>& results, const std::string& variant, int64_t batch) {
   LmFinals f;
-  for (const LmRunResult& r : results) {
-    if (r.variant != variant || (batch > 0 && r.batch_size != batch)) continue;
+  for (const RunResult& r : results) {
+    if (r.variant != variant || (batch > 0 && r.config.batch_size != batch)) continue;
     ++f.runs;
-    const LmEvalPoint* e = r.final_eval();
+    const EvalRecord* e = final_eval(r);
     if (!e) ++f.diverged;
     const double ev = e ? bits(e->val_loss) : NAN, tr = e ? bits(e->val_loss_train_mode) : NAN;
     f.eval.push_back(ev);
@@ -159,14 +159,6 @@ LmFinals finals_of(const std::vector<LmRunResult>& results, const std::string& v
     f.gap.push_back(tr - ev);
   }
   return f;
-}
-
-std::string lm_interrupted_note(const LmRuns& runs, const std::string& command) {
-  return report::interrupted_note(report::run_counts(runs), command);
-}
-
-void lm_record_progress(nlohmann::json& m, Report& rep, const LmRuns& runs) {
-  report::record_progress(m, rep, report::run_counts(runs));
 }
 
 std::string gap_text(const std::vector<double>& gap) {
@@ -191,7 +183,7 @@ std::string batch_gap_explanation() {
          "is the one a generating model has.";
 }
 
-report::PlotSpec training_loss_plot(const std::vector<std::string>& variants, const std::vector<LmRunResult>& results,
+report::PlotSpec training_loss_plot(const std::vector<std::string>& variants, const std::vector<RunResult>& results,
                                     int64_t steps, int64_t batch) {
   using namespace report;
   PlotSpec p{"Training loss", "step", "cross-entropy (nats per character)"};
@@ -200,10 +192,10 @@ report::PlotSpec training_loss_plot(const std::vector<std::string>& variants, co
   const int64_t bin = std::max<int64_t>(1, steps / 100);
   for (const std::string& v : variants) {
     std::map<int64_t, std::vector<double>> by_bin;
-    for (const LmRunResult& r : results) {
-      if (r.variant != v || (batch > 0 && r.batch_size != batch)) continue;
+    for (const RunResult& r : results) {
+      if (r.variant != v || (batch > 0 && r.config.batch_size != batch)) continue;
       std::map<int64_t, std::pair<double, int>> bins;
-      for (const LmStep& s : r.steps) bins[(s.step - 1) / bin].first += s.loss, bins[(s.step - 1) / bin].second += 1;
+      for (const StepRecord& s : r.steps) bins[s.step / bin].first += s.loss, bins[s.step / bin].second += 1;
       for (const auto& kv : bins) by_bin[kv.first].push_back(kv.second.first / kv.second.second);
     }
     Series s{variant_display(v)};
@@ -214,15 +206,15 @@ report::PlotSpec training_loss_plot(const std::vector<std::string>& variants, co
   return p;
 }
 
-std::string samples_markdown(const std::vector<LmRunResult>& results, const std::string& which) {
+std::string samples_markdown(const std::vector<RunResult>& results, const std::string& which) {
   std::ostringstream md;
   md << "**Samples.** One per norm, from " << which << " (eval mode), after the prompt shown, "
      << kLmSample.length << " characters sampled at temperature " << fmt(kLmSample.temperature)
      << " (no top-k) with generator seed " << kLmSample.seed << ":\n\n";
-  for (const LmRunResult& r : results) {
-    if (r.sample_prompt.empty() || !r.final_eval()) continue;
-    md << "- " << variant_display(r.variant) << " (seed " << r.seed << ", "
-       << bits_text(bits(r.final_eval()->val_loss)) << " bits/char):\n\n````text\n" << r.sample_prompt << r.sample
+  for (const RunResult& r : results) {
+    if (r.sample_prompt.empty() || !final_eval(r)) continue;
+    md << "- " << variant_display(r.variant) << " (seed " << r.config.seed << ", "
+       << bits_text(bits(final_eval(r)->val_loss)) << " bits/char):\n\n````text\n" << r.sample_prompt << r.sample
        << "\n````\n\n";
   }
   return md.str();

@@ -13,7 +13,6 @@
 #include "experiments/records/context.h"
 #include "experiments/report/claims.h"
 #include "experiments/report/plot.h"
-#include "experiments/studies/lm_records.h"
 #include "experiments/studies/lm_runs.h"
 
 namespace normlab::experiments::studies {
@@ -50,7 +49,7 @@ std::vector<report::Series> baseline_lines(const std::vector<NgramBaseline>& b, 
 // parameters, lr, steps_planned) and the evaluation (step, tokens, windows, all_windows,
 // val_loss, val_bits_per_char, val_loss_train_mode, val_bits_per_char_train_mode: BatchNorm only,
 // else empty, diverged); a run that diverged has one row at its last step with NaN losses.
-void write_lm_runs_csv(const std::vector<LmRunSpec>& specs, const std::vector<LmRunResult>& results,
+void write_lm_runs_csv(const std::vector<LmRunSpec>& specs, const std::vector<RunResult>& results,
                        const std::filesystem::path& path);
 
 // The model's settings for a manifest (char_model_metadata without the norm and position, which
@@ -67,14 +66,7 @@ struct LmFinals {
   std::vector<double> eval, train_mode, gap;
   int runs = 0, diverged = 0;
 };
-LmFinals finals_of(const std::vector<LmRunResult>& results, const std::string& variant, int64_t batch = 0);
-
-// The report's first lines when Ctrl-C stopped the command ("" otherwise): how many runs finished,
-// and that --resume trains the rest.
-std::string lm_interrupted_note(const LmRuns& runs, const std::string& command);
-// Records in the manifest how many runs were planned, finished and reused and whether Ctrl-C stopped the
-// command; sets the report's counts likewise.
-void lm_record_progress(nlohmann::json& manifest, Report& rep, const LmRuns& runs);
+LmFinals finals_of(const std::vector<RunResult>& results, const std::string& variant, int64_t batch = 0);
 
 // BatchNorm's train-mode minus eval-mode loss over the seeds (LmFinals::gap: paired, each seed's
 // model evaluated both ways): "-0.260 ± 0.105 bits/char (paired over the seeds: train mode lower,
@@ -89,11 +81,11 @@ std::string batch_gap_explanation();
 
 // The training loss per step of each variant's runs (only those at `batch` when it is above 0),
 // binned to about 100 points over `steps`, mean over seeds with a 95% band.
-report::PlotSpec training_loss_plot(const std::vector<std::string>& variants, const std::vector<LmRunResult>& results,
+report::PlotSpec training_loss_plot(const std::vector<std::string>& variants, const std::vector<RunResult>& results,
                                     int64_t steps, int64_t batch = 0);
 
 // "**Samples.** One per norm, from <which> (eval mode), ...": every result with a sample (and a final
 // evaluation), its variant, seed and validation bits per character, and the prompt with the text.
-std::string samples_markdown(const std::vector<LmRunResult>& results, const std::string& which);
+std::string samples_markdown(const std::vector<RunResult>& results, const std::string& which);
 
 }  // namespace normlab::experiments::studies

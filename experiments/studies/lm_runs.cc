@@ -37,13 +37,9 @@ NormChoice choice_of(const std::string& name) {
 
 }  // namespace
 
-LmRunRules lm_study_rules(const LmRunSpec& s) {
-  return {.eval_every = s.periodic ? s.config.train.eval_every : 0, .train_mode_eval = true};
-}
-
-std::string lm_outcome(const LmRunResult& r) {
+std::string lm_outcome(const RunResult& r) {
   std::string text;
-  if (const LmEvalPoint* e = r.final_eval()) {
+  if (const EvalRecord* e = final_eval(r)) {
     text = "validation " + fmt(bits(e->val_loss), 4) + " bits/char";
     if (std::isfinite(e->val_loss_train_mode)) text += " (train mode " + fmt(bits(e->val_loss_train_mode), 4) + ")";
   } else {
@@ -88,6 +84,14 @@ void check_lm_run(const LmRunSpec& s) {
     throw Error("--norms " + s.variant + " normalizes over the batch x block tokens: a batch of " +
                 std::to_string(s.config.train.batch_size) + " x " + std::to_string(s.config.model.block_size) +
                 " token has no variance (give --block-size 2 or more)");
+}
+
+Runs train_and_record_lm_runs(const std::vector<LmRunSpec>& specs, const StudyContext& ctx, const std::string& command) {
+  RunJournal journal(ctx.out / kJournal, ctx.settings);
+  Runs runs = run_all(specs, ctx.quiet, [&command](const LmRunSpec& s) { return lm_run_label(command, s); }, lm_outcome,
+                      previous_runs(ctx.resume_from, ctx.resume_killed), &journal);
+  write_records(ctx.out / "records.json", specs, runs.results);
+  return runs;
 }
 
 std::string lm_run_label(const std::string& command, const LmRunSpec& s) {

@@ -13,9 +13,11 @@
 #include <nlohmann/json.hpp>
 
 #include "experiments/config/lm_config.h"
-#include "experiments/records/lm_result.h"
+#include "experiments/records/run_result.h"
 #include "experiments/report/plot.h"
+#include "experiments/records/context.h"
 #include "experiments/run/lm_run.h"
+#include "experiments/run/runs.h"
 
 namespace normlab::experiments::studies {
 
@@ -39,20 +41,21 @@ report::Style variant_style(const std::string& name);
 // True for the variants with batch statistics (batch, batch-post).
 bool variant_has_batch_statistics(const std::string& name);
 
-// The studies' rules of a run (run/lm_run.h): the periodic evaluations (when s.periodic) before the
-// last step only, BatchNorm's also in training mode, the last step not interrupted by Ctrl-C, the
-// final evaluation and the sample for a run that finished.
-LmRunRules lm_study_rules(const LmRunSpec& s);
-
 // Throws normlab::Error (naming the flags) for settings that cannot train: check_lm_config's, and
 // BatchNorm over a batch of a single token (no variance: --batch-size x --block-size must be 2 or more).
 void check_lm_run(const LmRunSpec& s);
 
 // What a run's line says when it ends: "validation 2.345 bits/char (train mode 2.101), 12.3 s" or
 // "diverged at step 40, 1.2 s".
-std::string lm_outcome(const LmRunResult& r);
+std::string lm_outcome(const RunResult& r);
 
 // A spec's progress label: "compare: norm layer-post, seed 1", "sweep: norm batch, batch 4, seed 0".
 std::string lm_run_label(const std::string& command, const LmRunSpec& s);
+
+// A GPT study's runs trained in the run queue (run/runs.h run_all: runs that an earlier,
+// interrupted command finished with the same settings are taken from ctx's resume folders; each
+// finished run is journaled in ctx.out), then ctx.out/records.json written. In an mpirun job
+// (every rank calls it) every rank then holds all the results, the same as one process's.
+Runs train_and_record_lm_runs(const std::vector<LmRunSpec>& specs, const StudyContext& ctx, const std::string& command);
 
 }  // namespace normlab::experiments::studies

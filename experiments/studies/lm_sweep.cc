@@ -11,7 +11,7 @@
 #include "experiments/report/report.h"
 #include "experiments/report/stats.h"
 #include "experiments/studies/lm_outputs.h"
-#include "experiments/studies/lm_records.h"
+#include "experiments/studies/lm_runs.h"
 #include "experiments/support/output.h"
 
 namespace normlab::experiments::studies {
@@ -33,19 +33,19 @@ int64_t steps_at(const LmSweepConfig& cfg, int64_t batch) {
 
 // steps.csv: norm, batch_size, seed, step, loss, lr, grad_norm of every training step of the runs
 // at the example batch (lm_sweep_example_batch), those of the loss curves.
-void write_steps_csv(const LmSweepConfig& cfg, const std::vector<LmRunResult>& results,
+void write_steps_csv(const LmSweepConfig& cfg, const std::vector<RunResult>& results,
                      const std::filesystem::path& path) {
   CsvTable t({"norm", "batch_size", "seed", "step", "loss", "lr", "grad_norm"});
   const int64_t b = lm_sweep_example_batch(cfg.batch_sizes);
-  for (const LmRunResult& r : results)
-    if (r.batch_size == b)
-      for (const LmStep& s : r.steps)
-        t.add_row({r.variant, std::to_string(b), std::to_string(r.seed), std::to_string(s.step), fmt(s.loss),
+  for (const RunResult& r : results)
+    if (r.config.batch_size == b)
+      for (const StepRecord& s : r.steps)
+        t.add_row({r.variant, std::to_string(b), std::to_string(r.config.seed), std::to_string(s.step + 1), fmt(s.loss),
                    fmt(s.lr), fmt(s.grad_norm)});
   t.write(path);
 }
 
-void write_summary_csv(const LmSweepConfig& cfg, const std::vector<LmRunResult>& results,
+void write_summary_csv(const LmSweepConfig& cfg, const std::vector<RunResult>& results,
                        const std::filesystem::path& path) {
   std::vector<std::string> header{"norm", "block_norm", "position", "batch_size", "steps", "tokens", "runs", "diverged"};
   for (const char* e : {"val_bits_per_char", "val_bits_per_char_train_mode", "train_mode_gap_bits"})
@@ -67,7 +67,7 @@ void write_summary_csv(const LmSweepConfig& cfg, const std::vector<LmRunResult>&
 }
 
 // A series over the batch sizes of one variant's `field` (mean over seeds, 95% CI).
-Series batch_series(const LmSweepConfig& cfg, const std::vector<LmRunResult>& results, const std::string& v,
+Series batch_series(const LmSweepConfig& cfg, const std::vector<RunResult>& results, const std::string& v,
                     std::vector<double> LmFinals::*field) {
   Series s{variant_display(v)};
   s.style = variant_style(v);
@@ -85,7 +85,7 @@ double unigram_bits(const std::vector<NgramBaseline>& baselines) {
   return NAN;
 }
 
-std::vector<std::string> sweep_plots(const LmSweepConfig& cfg, const std::vector<LmRunResult>& results,
+std::vector<std::string> sweep_plots(const LmSweepConfig& cfg, const std::vector<RunResult>& results,
                                      const std::vector<NgramBaseline>& baselines, const std::filesystem::path& out) {
   if (!gnuplot_available() || results.empty()) return {};
   const auto [lo, hi] = std::minmax_element(cfg.batch_sizes.begin(), cfg.batch_sizes.end());
@@ -121,7 +121,7 @@ std::vector<std::string> sweep_plots(const LmSweepConfig& cfg, const std::vector
 }
 
 // Rows: batch sizes (with their steps); columns: each variant, then each BatchNorm variant in train mode.
-std::string results_table(const LmSweepConfig& cfg, const std::vector<LmRunResult>& results) {
+std::string results_table(const LmSweepConfig& cfg, const std::vector<RunResult>& results) {
   const std::vector<std::string> bn = batch_variants(cfg);
   std::ostringstream md;
   md << "| batch | steps";
@@ -141,7 +141,7 @@ std::string results_table(const LmSweepConfig& cfg, const std::vector<LmRunResul
 
 // One variant against its own best batch size (the lowest mean): the batch sizes distinguishably
 // worse by Welch's t-test over seeds, with the difference, and those not distinguishable from it.
-std::string variant_reading(const LmSweepConfig& cfg, const std::vector<LmRunResult>& results, const std::string& v) {
+std::string variant_reading(const LmSweepConfig& cfg, const std::vector<RunResult>& results, const std::string& v) {
   std::vector<std::vector<double>> bits, neg;
   for (int64_t b : cfg.batch_sizes) {
     bits.push_back(finals_of(results, v, b).eval);
@@ -173,7 +173,7 @@ std::string variant_reading(const LmSweepConfig& cfg, const std::vector<LmRunRes
 }
 
 // Each BatchNorm variant's train-mode minus eval-mode gap at the smallest and the largest batch.
-std::string gap_reading(const LmSweepConfig& cfg, const std::vector<LmRunResult>& results) {
+std::string gap_reading(const LmSweepConfig& cfg, const std::vector<RunResult>& results) {
   const auto [lo, hi] = std::minmax_element(cfg.batch_sizes.begin(), cfg.batch_sizes.end());
   std::ostringstream md;
   for (const std::string& v : batch_variants(cfg)) {
@@ -202,7 +202,7 @@ std::string rule_text(const LmSweepConfig& cfg) {
   return md.str();
 }
 
-std::string sweep_markdown(const LmSweepConfig& cfg, const std::vector<LmRunResult>& results,
+std::string sweep_markdown(const LmSweepConfig& cfg, const std::vector<RunResult>& results,
                            const std::vector<NgramBaseline>& baselines, const std::vector<std::string>& plots) {
   std::ostringstream md;
   md << lm_setup_markdown(cfg.base, *cfg.corpus) << rule_text(cfg)
@@ -263,7 +263,7 @@ std::vector<LmRunSpec> lm_sweep_runs(const LmSweepConfig& cfg) {
 }
 
 Report run_lm_sweep(const LmSweepConfig& cfg, const std::vector<LmRunSpec>& specs, const StudyContext& ctx) {
-  const LmRuns runs = train_and_record_lm_runs(specs, ctx, "sweep");
+  const Runs runs = train_and_record_lm_runs(specs, ctx, "sweep");
   const std::vector<NgramBaseline> baselines = ngram_baselines(*cfg.corpus);
   write_lm_runs_csv(specs, runs.results, ctx.out / "runs.csv");
   write_summary_csv(cfg, runs.results, ctx.out / "summary.csv");
@@ -271,7 +271,7 @@ Report run_lm_sweep(const LmSweepConfig& cfg, const std::vector<LmRunSpec>& spec
   write_baselines_csv(baselines, ctx.out / "baselines.csv");
   const auto plots = sweep_plots(cfg, runs.results, baselines, ctx.out);
   Report rep{"Character GPT: batch-size sensitivity of each norm",
-             lm_interrupted_note(runs, "sweep") + sweep_markdown(cfg, runs.results, baselines, plots)};
+             interrupted_note(runs, "sweep") + sweep_markdown(cfg, runs.results, baselines, plots)};
   for (const std::string& v : cfg.variants)
     for (int64_t b : cfg.batch_sizes) rep.sweep_accuracy[v].emplace_back(double(b), finals_of(runs.results, v, b).eval);
   nlohmann::json man = manifest(ctx, {{"study", "sweep"}, {"over", "batch"}, {"arch", "gpt"},
@@ -279,7 +279,7 @@ Report run_lm_sweep(const LmSweepConfig& cfg, const std::vector<LmRunSpec>& spec
                                       {"batch_sizes", cfg.batch_sizes}, {"base", to_json(cfg.base.train)},
                                       {"norms", cfg.variants}, {"seeds", cfg.seeds}},
                                 runs.wall_seconds);
-  lm_record_progress(man, rep, runs);
+  record_progress(man, rep, runs);
   write_report(ctx, rep, man);
   return rep;
 }
