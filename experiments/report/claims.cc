@@ -80,6 +80,46 @@ std::vector<size_t> tied_with_best(const std::vector<std::vector<double>>& value
   return tied;
 }
 
+Ranking rank_against_best(const std::vector<std::vector<double>>& values, const Units& u, bool lower_is_better) {
+  std::vector<std::vector<double>> ordered = values;  // tied_with_best takes the highest: minus the values
+  if (lower_is_better)
+    for (std::vector<double>& v : ordered)
+      for (double& x : v) x = -x;
+  Ranking r{tied_with_best(ordered), {}};
+  if (!r.found()) return r;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i == r.best() || values[i].empty()) continue;
+    const bool finite = std::isfinite(mean_of(values[i]));
+    const bool tied = std::find(r.tied.begin(), r.tied.end(), i) != r.tied.end();
+    r.others.push_back({i, finite, tied, finite ? difference_text(values[i], values[r.best()], u) : std::string()});
+  }
+  return r;
+}
+
+std::string tied_sentence(const std::vector<std::string>& names, size_t seeds) {
+  return seeds < 2 ? "With one seed nothing is tested: " + join_names(names) + " are not told apart. "
+                   : "Not distinguishable from the best at the 95% level: " + join_names(names) + ". ";
+}
+
+std::string points_against_best(const Ranking& r, const std::vector<std::string>& labels, const std::string& worse,
+                                size_t seeds) {
+  std::vector<std::string> different, same;
+  for (const Ranking::Other& o : r.others) {
+    if (!o.finite) different.push_back("batch " + labels[o.index] + " diverged");
+    else if (!o.tied) different.push_back("batch " + labels[o.index] + " " + o.difference);
+    else same.push_back(labels[o.index]);
+  }
+  std::string md;
+  if (!different.empty()) {
+    md += "; distinguishably " + worse + ": ";
+    for (size_t i = 0; i < different.size(); ++i) md += (i ? "; " : "") + different[i];
+  }
+  if (!same.empty())
+    md += seeds < 2 ? "; with one seed, no difference from batch " + join_names(same) + " is tested"
+                    : "; not distinguishable from it at batch " + join_names(same);
+  return md;
+}
+
 std::vector<std::string> interval_columns(const std::string& prefix) {
   std::vector<std::string> c;
   for (const char* s : {"_n", "_mean", "_std", "_sem", "_ci95_low", "_ci95_high"}) c.push_back(prefix + s);

@@ -42,6 +42,34 @@ bool distinguishable(const std::vector<double>& a, const std::vector<double>& b)
 // first. Indices into `values`; settings without a finite value are left out.
 std::vector<size_t> tied_with_best(const std::vector<std::vector<double>>& values);
 
+// Settings (their values over seeds: norms, or one norm's batch sizes) against the best one, the
+// highest mean (lower_is_better: the lowest), as every study's reading states it: the settings
+// tied with it (tied_with_best) and each other setting's difference to it.
+struct Ranking {
+  struct Other {
+    size_t index;
+    bool finite;             // a finite mean (else every run diverged)
+    bool tied;               // not distinguishable from the best
+    std::string difference;  // difference_text(its values, the best's), when finite
+  };
+  std::vector<size_t> tied;   // the best first, then the others tied with it by mean; empty: no finite mean
+  std::vector<Other> others;  // every setting but the best with a value, in the settings' order
+  bool found() const { return !tied.empty(); }
+  size_t best() const { return tied.front(); }
+};
+Ranking rank_against_best(const std::vector<std::vector<double>>& values, const Units& u, bool lower_is_better = false);
+
+// The settings tied with the best (names[0] the best): "With one seed nothing is tested: A and B
+// are not told apart. " with one seed, else "Not distinguishable from the best at the 95% level: A
+// and B. ".
+std::string tied_sentence(const std::vector<std::string>& names, size_t seeds);
+
+// One setting's points (labels: batch sizes) against its best point: "; distinguishably <worse>:
+// batch 2 -1.20 points (...); batch 4 diverged" and "; not distinguishable from it at batch 8 and
+// 16" ("; with one seed, no difference from batch 8 and 16 is tested"); "" when nothing else ran.
+std::string points_against_best(const Ranking& r, const std::vector<std::string>& labels, const std::string& worse,
+                                size_t seeds);
+
 // The CSV columns of a mean over seeds: <prefix>_n (finite values), _mean, _std (n - 1), _sem,
 // _ci95_low and _ci95_high (Student t; nan for n < 2), and their cells for the values v.
 std::vector<std::string> interval_columns(const std::string& prefix);

@@ -18,6 +18,7 @@
 #include "experiments/report/tidy.h"
 #include "experiments/run/runs.h"
 #include "experiments/studies/study.h"
+#include "experiments/studies/study_runs.h"
 #include "experiments/support/output.h"
 
 namespace normlab::experiments::studies {
@@ -190,27 +191,25 @@ std::vector<std::string> compare_plots(const CompareConfig& cfg, const std::vect
 std::string accuracy_reading(const CompareConfig& cfg, const std::map<std::string, Agg>& agg, const ScoreText& sc) {
   std::vector<std::vector<double>> acc;
   for (const auto& norm : cfg.norms) acc.push_back(agg.at(norm).acc);
-  const std::vector<size_t> tied = tied_with_best(acc);
-  if (tied.empty()) return "No run finished. ";
   const Units u = score_units(sc);
-  const size_t best = tied.front();
+  const Ranking r = rank_against_best(acc, u);
+  if (!r.found()) return "No run finished. ";
+  const size_t best = r.best();
   std::ostringstream md;
   md << "Highest mean final test " << sc.name << ": " << display_name(cfg.norms[best]) << " ("
      << interval_cell(acc[best], u) << (sc.percent ? "%" : "") << ")";
   std::vector<std::string> others;
-  for (size_t i = 0; i < cfg.norms.size(); ++i)
-    if (i != best && std::isfinite(mean_of(acc[i])))
-      others.push_back(display_name(cfg.norms[i]) + " " + difference_text(acc[i], acc[best], u));
+  for (const Ranking::Other& o : r.others)
+    if (o.finite) others.push_back(display_name(cfg.norms[o.index]) + " " + o.difference);
   if (!others.empty()) {
     md << "; each other norm minus it: ";
     for (size_t i = 0; i < others.size(); ++i) md << (i ? "; " : "") << others[i];
   }
   md << ". ";
-  if (tied.size() > 1) {
+  if (r.tied.size() > 1) {
     std::vector<std::string> names;
-    for (size_t i : tied) names.push_back(display_name(cfg.norms[i]));
-    md << (cfg.seeds.size() < 2 ? "With one seed nothing is tested: " + join_names(names) + " are not told apart. "
-                                : "Not distinguishable from the best at the 95% level: " + join_names(names) + ". ");
+    for (size_t i : r.tied) names.push_back(display_name(cfg.norms[i]));
+    md << tied_sentence(names, cfg.seeds.size());
   } else if (cfg.norms.size() > 1) {
     md << display_name(cfg.norms[best]) << " is distinguishably the most accurate (Welch's t-test, p < 0.05 against "
        << "every other norm). ";
@@ -325,32 +324,26 @@ Report run_compare(const CompareConfig& cfg, const Splits& data, const StudyCont
 
 Report run_compare(const CompareConfig& cfg, const std::vector<CheckedRun>& configs, const Splits& data,
                    const StudyContext& ctx) {
-  prepare_output_dir(ctx.out);
-  RunJournal journal(ctx.out / kJournal, ctx.settings);
-  const Runs runs = run_all(
-      configs, data, ctx.quiet,
+  const Runs runs = train_and_record(
+      configs, data, ctx,
       [](const TrainConfig& c) { return "compare: norm " + c.model.norm + ", seed " + std::to_string(c.seed); },
       [sc = score_text(cfg.base)](const RunResult& r) {
         return r.diverged ? "diverged at step " + std::to_string(r.diverged_step)
                           : "test " + sc.name + " " + sc.format(final_epoch(r).test_acc) + ", test loss " +
                                 fmt(final_epoch(r).test_loss, 4);
-      },
-      previous_runs(ctx.resume_from, ctx.resume_killed), 1, &journal);
+      });
   const bool use_val = data.validation.size() > 0;
   const auto agg = aggregate(cfg, runs.results, use_val);
   write_tables(cfg, runs.results, agg, ctx, use_val);
-  write_records(ctx.out / "records.json", runs.results);
   const auto plots = compare_plots(cfg, runs.results, steps_per_run(cfg.base, data), ctx);
   std::string title = "Convergence: ";
   for (size_t i = 0; i < cfg.norms.size(); ++i) title += (i ? " vs " : "") + display_name(cfg.norms[i]);
-  Report rep{title, interrupted_note(runs, "compare") + compare_markdown(cfg, runs.results, agg, ctx, use_val, plots)};
-  nlohmann::json man = manifest(ctx,
-                                {{"study", "compare"}, {"base", to_json(cfg.base)}, {"norms", cfg.norms},
-                                 {"seeds", cfg.seeds}, {"target_accuracy", cfg.target_accuracy}},
-                                runs.wall_seconds);
-  record_progress(man, rep, runs);
-  write_report(ctx, rep, man);
-  return rep;
+  const nlohmann::json man = manifest(ctx,
+                                      {{"study", "compare"}, {"base", to_json(cfg.base)}, {"norms", cfg.norms},
+                                       {"seeds", cfg.seeds}, {"target_accuracy", cfg.target_accuracy}},
+                                      runs.wall_seconds);
+  return write_study_report(ctx, runs, "compare", {title, compare_markdown(cfg, runs.results, agg, ctx, use_val, plots)},
+                            man);
 }
 
 }  // namespace normlab::experiments::studies

@@ -12,6 +12,7 @@
 #include "experiments/report/stats.h"
 #include "experiments/studies/lm_outputs.h"
 #include "experiments/studies/lm_runs.h"
+#include "experiments/studies/study_runs.h"
 #include "experiments/support/output.h"
 
 namespace normlab::experiments::studies {
@@ -100,34 +101,26 @@ std::string results_table(const LmCompareConfig& cfg, const std::vector<RunResul
 // The lowest validation loss, each other variant against it, and the variants tied with it.
 std::string best_reading(const LmCompareConfig& cfg, const std::vector<RunResult>& results,
                          const std::vector<NgramBaseline>& baselines) {
-  std::vector<std::vector<double>> neg;  // tied_with_best takes the highest: minus the bits
-  for (const std::string& v : cfg.variants) {
-    neg.push_back(finals_of(results, v).eval);
-    for (double& x : neg.back()) x = -x;
-  }
-  const std::vector<size_t> tied = tied_with_best(neg);
-  if (tied.empty()) return "No run finished. ";
-  const size_t best = tied.front();
-  const std::vector<double> best_bits = finals_of(results, cfg.variants[best]).eval;
+  std::vector<std::vector<double>> bits;
+  for (const std::string& v : cfg.variants) bits.push_back(finals_of(results, v).eval);
+  const Ranking r = rank_against_best(bits, kBitsUnits, /*lower_is_better=*/true);
+  if (!r.found()) return "No run finished. ";
+  const std::vector<double>& best_bits = bits[r.best()];
   std::ostringstream md;
-  md << "Lowest mean validation loss: " << variant_display(cfg.variants[best]) << " ("
+  md << "Lowest mean validation loss: " << variant_display(cfg.variants[r.best()]) << " ("
      << interval_cell(best_bits, kBitsUnits) << " bits/char)";
   std::vector<std::string> others;
-  for (size_t i = 0; i < cfg.variants.size(); ++i) {
-    const std::vector<double> b = finals_of(results, cfg.variants[i]).eval;
-    if (i != best && std::isfinite(mean_of(b)))
-      others.push_back(variant_display(cfg.variants[i]) + " " + difference_text(b, best_bits, kBitsUnits));
-  }
+  for (const Ranking::Other& o : r.others)
+    if (o.finite) others.push_back(variant_display(cfg.variants[o.index]) + " " + o.difference);
   if (!others.empty()) md << "; each other norm minus it: " << join_names(others);
   md << ". ";
-  if (tied.size() > 1) {
+  if (r.tied.size() > 1) {
     std::vector<std::string> names;
-    for (size_t i : tied) names.push_back(variant_display(cfg.variants[i]));
-    md << (cfg.seeds.size() < 2 ? "With one seed nothing is tested: " + join_names(names) + " are not told apart. "
-                                : "Not distinguishable from the best at the 95% level: " + join_names(names) + ". ");
+    for (size_t i : r.tied) names.push_back(variant_display(cfg.variants[i]));
+    md << tied_sentence(names, cfg.seeds.size());
   } else if (cfg.variants.size() > 1) {
-    md << capitalized(variant_display(cfg.variants[best])) << " is distinguishably the best (Welch's t-test, p < 0.05 against every "
-       << "other norm). ";
+    md << capitalized(variant_display(cfg.variants[r.best()])) << " is distinguishably the best (Welch's t-test, p < 0.05 "
+       << "against every other norm). ";
   }
   md << baseline_position(mean_of(best_bits), baselines);
   return md.str();
@@ -193,7 +186,7 @@ std::vector<LmRunSpec> lm_compare_runs(const LmCompareConfig& cfg) {
 }
 
 Report run_lm_compare(const LmCompareConfig& cfg, const std::vector<LmRunSpec>& specs, const StudyContext& ctx) {
-  const Runs runs = train_and_record_lm_runs(specs, ctx, "compare");
+  const Runs runs = train_and_record(specs, ctx, [](const LmRunSpec& s) { return lm_run_label("compare", s); }, lm_outcome);
   const std::vector<NgramBaseline> baselines = ngram_baselines(*cfg.corpus);
   write_lm_runs_csv(specs, runs.results, ctx.out / "runs.csv");
   write_steps_csv(runs.results, ctx.out / "steps.csv");
@@ -202,14 +195,11 @@ Report run_lm_compare(const LmCompareConfig& cfg, const std::vector<LmRunSpec>& 
   const auto plots = compare_plots(cfg, runs.results, baselines, ctx.out);
   std::string title = "Character GPT: ";
   for (size_t i = 0; i < cfg.variants.size(); ++i) title += (i ? " vs " : "") + variant_display(cfg.variants[i]);
-  Report rep{title, interrupted_note(runs, "compare") + compare_markdown(cfg, runs.results, baselines, plots)};
-  nlohmann::json man = manifest(ctx, {{"study", "compare"}, {"arch", "gpt"}, {"corpus", cfg.corpus->name},
+  const nlohmann::json man = manifest(ctx, {{"study", "compare"}, {"arch", "gpt"}, {"corpus", cfg.corpus->name},
                                       {"steps", cfg.base.steps}, {"model", lm_sizes(cfg.base.model)}, {"base", to_json(cfg.base.train)},
                                       {"norms", cfg.variants}, {"seeds", cfg.seeds}},
                                 runs.wall_seconds);
-  record_progress(man, rep, runs);
-  write_report(ctx, rep, man);
-  return rep;
+  return write_study_report(ctx, runs, "compare", {title, compare_markdown(cfg, runs.results, baselines, plots)}, man);
 }
 
 }  // namespace normlab::experiments::studies

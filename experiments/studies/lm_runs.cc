@@ -86,14 +86,6 @@ void check_lm_run(const LmRunSpec& s) {
                 " token has no variance (give --block-size 2 or more)");
 }
 
-Runs train_and_record_lm_runs(const std::vector<LmRunSpec>& specs, const StudyContext& ctx, const std::string& command) {
-  RunJournal journal(ctx.out / kJournal, ctx.settings);
-  Runs runs = run_all(specs, ctx.quiet, [&command](const LmRunSpec& s) { return lm_run_label(command, s); }, lm_outcome,
-                      previous_runs(ctx.resume_from, ctx.resume_killed), &journal);
-  write_records(ctx.out / "records.json", specs, runs.results);
-  return runs;
-}
-
 std::string lm_run_label(const std::string& command, const LmRunSpec& s) {
   const TrainConfig& t = s.config.train;
   return command + ": norm " + s.variant + (command == "sweep" ? ", batch " + std::to_string(t.batch_size) : "") +

@@ -15,9 +15,7 @@
 #include "experiments/config/lm_config.h"
 #include "experiments/records/run_result.h"
 #include "experiments/report/plot.h"
-#include "experiments/records/context.h"
 #include "experiments/run/lm_run.h"
-#include "experiments/run/runs.h"
 
 namespace normlab::experiments::studies {
 
@@ -51,11 +49,5 @@ std::string lm_outcome(const RunResult& r);
 
 // A spec's progress label: "compare: norm layer-post, seed 1", "sweep: norm batch, batch 4, seed 0".
 std::string lm_run_label(const std::string& command, const LmRunSpec& s);
-
-// A GPT study's runs trained in the run queue (run/runs.h run_all: runs that an earlier,
-// interrupted command finished with the same settings are taken from ctx's resume folders; each
-// finished run is journaled in ctx.out), then ctx.out/records.json written. In an mpirun job
-// (every rank calls it) every rank then holds all the results, the same as one process's.
-Runs train_and_record_lm_runs(const std::vector<LmRunSpec>& specs, const StudyContext& ctx, const std::string& command);
 
 }  // namespace normlab::experiments::studies

@@ -12,6 +12,7 @@
 #include "experiments/report/stats.h"
 #include "experiments/studies/lm_outputs.h"
 #include "experiments/studies/lm_runs.h"
+#include "experiments/studies/study_runs.h"
 #include "experiments/support/output.h"
 
 namespace normlab::experiments::studies {
@@ -142,34 +143,13 @@ std::string results_table(const LmSweepConfig& cfg, const std::vector<RunResult>
 // One variant against its own best batch size (the lowest mean): the batch sizes distinguishably
 // worse by Welch's t-test over seeds, with the difference, and those not distinguishable from it.
 std::string variant_reading(const LmSweepConfig& cfg, const std::vector<RunResult>& results, const std::string& v) {
-  std::vector<std::vector<double>> bits, neg;
-  for (int64_t b : cfg.batch_sizes) {
-    bits.push_back(finals_of(results, v, b).eval);
-    neg.push_back(bits.back());
-    for (double& x : neg.back()) x = -x;
-  }
-  const std::vector<size_t> tied = tied_with_best(neg);
-  if (tied.empty()) return capitalized(variant_display(v)) + ": no finished run. ";
-  const size_t best = tied.front();
-  std::string md = capitalized(variant_display(v)) + ": lowest mean " + interval_cell(bits[best], kBitsUnits) +
-                   " bits/char at batch " + std::to_string(cfg.batch_sizes[best]);
-  std::vector<std::string> worse, same;
-  for (size_t i = 0; i < bits.size(); ++i) {
-    if (i == best || bits[i].empty()) continue;
-    const std::string at = "batch " + std::to_string(cfg.batch_sizes[i]);
-    if (!std::isfinite(mean_of(bits[i]))) worse.push_back(at + " diverged");
-    else if (std::find(tied.begin(), tied.end(), i) == tied.end())
-      worse.push_back(at + " " + difference_text(bits[i], bits[best], kBitsUnits));
-    else same.push_back(std::to_string(cfg.batch_sizes[i]));
-  }
-  if (!worse.empty()) {
-    md += "; distinguishably worse: ";
-    for (size_t i = 0; i < worse.size(); ++i) md += (i ? "; " : "") + worse[i];
-  }
-  if (!same.empty())
-    md += cfg.seeds.size() < 2 ? "; with one seed, no difference from batch " + join_names(same) + " is tested"
-                               : "; not distinguishable from it at batch " + join_names(same);
-  return md + ". ";
+  std::vector<std::vector<double>> bits;
+  std::vector<std::string> labels;
+  for (int64_t b : cfg.batch_sizes) bits.push_back(finals_of(results, v, b).eval), labels.push_back(std::to_string(b));
+  const Ranking r = rank_against_best(bits, kBitsUnits, /*lower_is_better=*/true);
+  if (!r.found()) return capitalized(variant_display(v)) + ": no finished run. ";
+  return capitalized(variant_display(v)) + ": lowest mean " + interval_cell(bits[r.best()], kBitsUnits) +
+         " bits/char at batch " + labels[r.best()] + points_against_best(r, labels, "worse", cfg.seeds.size()) + ". ";
 }
 
 // Each BatchNorm variant's train-mode minus eval-mode gap at the smallest and the largest batch.
@@ -263,7 +243,7 @@ std::vector<LmRunSpec> lm_sweep_runs(const LmSweepConfig& cfg) {
 }
 
 Report run_lm_sweep(const LmSweepConfig& cfg, const std::vector<LmRunSpec>& specs, const StudyContext& ctx) {
-  const Runs runs = train_and_record_lm_runs(specs, ctx, "sweep");
+  const Runs runs = train_and_record(specs, ctx, [](const LmRunSpec& s) { return lm_run_label("sweep", s); }, lm_outcome);
   const std::vector<NgramBaseline> baselines = ngram_baselines(*cfg.corpus);
   write_lm_runs_csv(specs, runs.results, ctx.out / "runs.csv");
   write_summary_csv(cfg, runs.results, ctx.out / "summary.csv");
@@ -279,9 +259,7 @@ Report run_lm_sweep(const LmSweepConfig& cfg, const std::vector<LmRunSpec>& spec
                                       {"batch_sizes", cfg.batch_sizes}, {"base", to_json(cfg.base.train)},
                                       {"norms", cfg.variants}, {"seeds", cfg.seeds}},
                                 runs.wall_seconds);
-  record_progress(man, rep, runs);
-  write_report(ctx, rep, man);
-  return rep;
+  return write_study_report(ctx, runs, "sweep", rep, man);
 }
 
 }  // namespace normlab::experiments::studies

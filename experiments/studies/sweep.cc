@@ -16,6 +16,7 @@
 #include "experiments/report/tidy.h"
 #include "experiments/run/runs.h"
 #include "experiments/studies/study.h"
+#include "experiments/studies/study_runs.h"
 #include "experiments/studies/sweep_parts.h"
 #include "experiments/support/output.h"
 
@@ -198,27 +199,21 @@ Report run_sweep(const SweepConfig& cfg, const Splits& data, const StudyContext&
 Report run_sweep(const SweepConfig& cfg, const std::vector<CheckedRun>& configs, const Splits& data,
                  const StudyContext& ctx) {
   const Plan plan = plan_of(cfg);
-  prepare_output_dir(ctx.out);
-  RunJournal journal(ctx.out / kJournal, ctx.settings);
-  const Runs runs = run_all(
-      configs, data, ctx.quiet,
+  const Runs runs = train_and_record(
+      configs, data, ctx,
       [](const TrainConfig& c) {
         return "sweep: norm " + c.model.norm + ", batch " + std::to_string(c.batch_size) + ", lr " + fmt(c.lr, 4) +
                ", seed " + std::to_string(c.seed);
       },
-      outcome, previous_runs(ctx.resume_from, ctx.resume_killed), 1, &journal);
+      outcome);
   const Points pts = points_of(cfg, plan, runs.results);
   write_tables(cfg, plan, runs.results, pts, ctx, data.validation.size() > 0);
-  write_records(ctx.out / "records.json", runs.results);
   Report rep{plan.by_batch ? "Batch-size sensitivity" : "Learning-rate sensitivity",
-             interrupted_note(runs, "sweep") + sweep_markdown(cfg, plan, pts, ctx, sweep_plots(cfg, plan, pts, ctx))};
+             sweep_markdown(cfg, plan, pts, ctx, sweep_plots(cfg, plan, pts, ctx))};
   if (plan.by_batch)
     for (const auto& [n, points] : pts)
       for (const Point& p : points) rep.sweep_accuracy[n].emplace_back(p.x, p.acc);
-  nlohmann::json man = sweep_manifest(cfg, runs.results, ctx, runs.wall_seconds);
-  record_progress(man, rep, runs);
-  write_report(ctx, rep, man);
-  return rep;
+  return write_study_report(ctx, runs, "sweep", rep, sweep_manifest(cfg, runs.results, ctx, runs.wall_seconds));
 }
 
 }  // namespace normlab::experiments::studies

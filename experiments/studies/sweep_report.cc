@@ -141,30 +141,16 @@ std::string results_table(const SweepConfig& cfg, const Plan& plan, const Points
 // those not distinguishable from it.
 std::string norm_batch_reading(const std::string& n, const std::vector<Point>& v, size_t seeds) {
   std::vector<std::vector<double>> acc;
-  for (const Point& p : v) acc.push_back(p.acc);
-  const std::vector<size_t> tied = tied_with_best(acc);
-  if (tied.empty()) {
+  std::vector<std::string> labels;
+  for (const Point& p : v) acc.push_back(p.acc), labels.push_back(fmt(p.x));
+  const Ranking r = rank_against_best(acc, kPercent);
+  if (!r.found()) {
     const bool ran = std::any_of(v.begin(), v.end(), [](const Point& p) { return !p.acc.empty(); });
     return capitalized(display_name(n)) + (ran ? ": every run diverged. " : ": no finished run. ");
   }
-  const Point& best = v[tied.front()];
-  std::string md = capitalized(display_name(n)) + ": highest mean " + accuracy_cell(best.acc) + "% at batch " + fmt(best.x);
-  std::vector<std::string> lower, same;
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i == tied.front() || v[i].acc.empty()) continue;  // the best; not run (interrupted)
-    if (!std::isfinite(mean_of(v[i].acc))) lower.push_back("batch " + fmt(v[i].x) + " diverged");
-    else if (std::find(tied.begin(), tied.end(), i) == tied.end())
-      lower.push_back("batch " + fmt(v[i].x) + " " + difference_text(v[i].acc, best.acc, kPercent));
-    else same.push_back(fmt(v[i].x));
-  }
-  if (!lower.empty()) {
-    md += "; distinguishably below it: ";
-    for (size_t i = 0; i < lower.size(); ++i) md += (i ? "; " : "") + lower[i];
-  }
-  if (!same.empty())
-    md += seeds < 2 ? "; with one seed, no difference from batch " + join_names(same) + " is tested"
-                    : "; not distinguishable from it at batch " + join_names(same);
-  return md + ". ";
+  const Point& best = v[r.best()];
+  return capitalized(display_name(n)) + ": highest mean " + accuracy_cell(best.acc) + "% at batch " + fmt(best.x) +
+         points_against_best(r, labels, "below it", seeds) + ". ";
 }
 
 // At sweep point i: the norm with the highest mean accuracy, each other norm's difference to it
@@ -172,17 +158,15 @@ std::string norm_batch_reading(const std::string& n, const std::vector<Point>& v
 std::string norms_at(const SweepConfig& cfg, const Points& pts, size_t i) {
   std::vector<std::vector<double>> acc;
   for (const auto& n : cfg.norms) acc.push_back(pts.at(n)[i].acc);
-  const std::vector<size_t> tied = tied_with_best(acc);
+  const Ranking r = rank_against_best(acc, kPercent);
   const std::string where = "At batch " + fmt(pts.at(cfg.norms[0])[i].x);
-  if (tied.empty()) return where + " no run finished. ";
-  const size_t best = tied.front();
-  std::string md = where + " the highest mean is " + display_name(cfg.norms[best]) + "'s (" +
-                   accuracy_cell(acc[best]) + "%)";
+  if (!r.found()) return where + " no run finished. ";
+  std::string md = where + " the highest mean is " + display_name(cfg.norms[r.best()]) + "'s (" +
+                   accuracy_cell(acc[r.best()]) + "%)";
   std::vector<std::string> others, same;
-  for (size_t k = 0; k < cfg.norms.size(); ++k)
-    if (k != best && std::isfinite(mean_of(acc[k])))
-      others.push_back(display_name(cfg.norms[k]) + " " + difference_text(acc[k], acc[best], kPercent));
-  for (size_t k = 1; k < tied.size(); ++k) same.push_back(display_name(cfg.norms[tied[k]]));
+  for (const Ranking::Other& o : r.others)
+    if (o.finite) others.push_back(display_name(cfg.norms[o.index]) + " " + o.difference);
+  for (size_t k = 1; k < r.tied.size(); ++k) same.push_back(display_name(cfg.norms[r.tied[k]]));
   if (!others.empty()) md += "; each other norm minus it: ";
   for (size_t k = 0; k < others.size(); ++k) md += (k ? "; " : "") + others[k];
   if (!same.empty())

@@ -64,6 +64,33 @@ BOOST_AUTO_TEST_CASE(the_best_lists_every_setting_tied_with_it) {
   BOOST_TEST(join_names({"A", "B", "C"}) == "A, B and C");
 }
 
+BOOST_AUTO_TEST_CASE(a_ranking_sets_every_other_setting_against_the_best) {
+  // A best; C distinguishably below (+10 points the other way); B tied; a diverged one; one not run.
+  const Ranking r = rank_against_best({kC, kA, {NAN, NAN}, kB, {}}, kPercent);
+  BOOST_REQUIRE(r.found());
+  BOOST_TEST(r.best() == 1u);
+  BOOST_TEST((r.tied == std::vector<size_t>{1, 3}));
+  BOOST_REQUIRE(r.others.size() == 3u);  // the one not run is left out
+  BOOST_TEST(r.others[0].index == 0u);
+  BOOST_TEST((r.others[0].finite && !r.others[0].tied));
+  BOOST_TEST(r.others[0].difference == "-10.00 points (95% CI -14.53 to -5.47, Welch's t-test p = 0.0036)");
+  BOOST_TEST((r.others[1].index == 2u && !r.others[1].finite && r.others[1].difference.empty()));
+  BOOST_TEST((r.others[2].index == 3u && r.others[2].finite && r.others[2].tied));
+  BOOST_TEST(points_against_best(r, {"2", "4", "8", "16", "32"}, "below it", 3) ==
+             "; distinguishably below it: batch 2 -10.00 points (95% CI -14.53 to -5.47, Welch's t-test p = 0.0036); "
+             "batch 8 diverged; not distinguishable from it at batch 16");
+  BOOST_TEST(points_against_best(r, {"2", "4", "8", "16", "32"}, "worse", 1).ends_with(
+      "; with one seed, no difference from batch 16 is tested"));
+  // Lower is better (losses): C is the best, B and A distinguishably above it.
+  const Ranking low = rank_against_best({kA, kC, kB}, Units{1, 2, ""}, /*lower_is_better=*/true);
+  BOOST_TEST(low.best() == 1u);
+  BOOST_TEST((low.tied == std::vector<size_t>{1}));
+  BOOST_TEST(low.others[0].difference.starts_with("+0.10 (95% CI"));
+  BOOST_TEST(!rank_against_best({{NAN}, {}}, kPercent).found());
+  BOOST_TEST(tied_sentence({"A", "B"}, 3) == "Not distinguishable from the best at the 95% level: A and B. ");
+  BOOST_TEST(tied_sentence({"A", "B"}, 1) == "With one seed nothing is tested: A and B are not told apart. ");
+}
+
 BOOST_AUTO_TEST_CASE(csv_columns_carry_n_mean_std_sem_and_the_interval) {
   BOOST_TEST((interval_columns("test_acc") == std::vector<std::string>{"test_acc_n", "test_acc_mean", "test_acc_std",
                                                                         "test_acc_sem", "test_acc_ci95_low",
