@@ -57,7 +57,10 @@ LSTMOutput LayerNormLSTM::forward_with_state(const Tensor& x, const Tensor& h0, 
     const Tensor xp = reshape(layer_norm(linear(reshape(seq, {T * B, seq.size(2)}), l.w_ih), {4 * H},
                                          l.ln_ih->weight(), l.b, eps),
                               {T, B, 4 * H});
-    Tensor h = h0.defined() ? select(h0, 0, k) : Tensor();
+    // Without h0 the start is zero and the first step skips the hidden term, unless it is the only
+    // step: then W_hh and ln_hh's gain enter through a zero h, so that their gradients are zeros
+    // (as PyTorch's), not undefined (an optimizer would skip them).
+    Tensor h = h0.defined() ? select(h0, 0, k) : T == 1 ? zeros({B, H}, x.dtype()) : Tensor();
     Tensor c = c0.defined() ? select(c0, 0, k) : zeros({B, H}, x.dtype());
     for (int64_t t = 0; t < T; ++t) {
       // A zero h gives LN_hh(0) = 0: the first step without h0 skips the hidden term.

@@ -75,7 +75,10 @@ LSTMOutput LSTM::forward_with_state(const Tensor& x, const Tensor& h0, const Ten
     // All T input projections at once, both biases added: (T B, in) x W_ih^T + (b_ih + b_hh).
     const Tensor bias = o_.bias ? l.b_ih + l.b_hh : Tensor();
     const Tensor xp = reshape(linear(reshape(seq, {T * B, seq.size(2)}), l.w_ih, bias), {T, B, 4 * H});
-    Tensor h = h0.defined() ? select(h0, 0, k) : Tensor();
+    // Without h0 the start is zero and the first step skips the hidden GEMM, unless it is the only
+    // step: then W_hh enters through a zero h, so that its gradient is zeros (as PyTorch's), not
+    // undefined (an optimizer would skip the weight: no weight decay, no moments).
+    Tensor h = h0.defined() ? select(h0, 0, k) : T == 1 ? zeros({B, H}, x.dtype()) : Tensor();
     Tensor c = c0.defined() ? select(c0, 0, k) : zeros({B, H}, x.dtype());
     for (int64_t t = 0; t < T; ++t) {
       // G = x_t W_ih^T + b + h_{t-1} W_hh^T (no hidden GEMM while h is still the zero start).

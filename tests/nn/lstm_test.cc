@@ -290,6 +290,31 @@ BOOST_AUTO_TEST_CASE(gradcheck_float64) {
   expect_gradcheck("zero initial state, no bias", [&lstm2](const In& v) { return lstm2(v[0]); }, inputs2);
 }
 
+// One time step and no initial state: the hidden weights do not change the output, but PyTorch
+// still gives them a gradient, zeros (torch.nn.LSTM(2, 3)(torch.randn(1, 4, 2))[0].sum().backward()
+// leaves weight_hh_l0.grad a (12, 3) tensor of zeros), so an optimizer steps them: AdamW decays them.
+BOOST_AUTO_TEST_CASE(one_time_step_gives_the_hidden_weights_zero_gradients) {
+  Generator gen(5);
+  LSTMOptions o;
+  o.num_layers = 2;
+  LSTM lstm(2, 3, gen, o);
+  LayerNormLSTMOptions lo;
+  LayerNormLSTM ln(2, 3, gen, lo);
+  for (Module* m : std::vector<Module*>{&lstm, &ln}) {
+    const Tensor x = randn({1, 4, 2}, gen);  // (T = 1, B, I)
+    sum((*m)(x)).backward();
+    for (const auto& [name, p] : m->named_parameters()) {
+      BOOST_TEST_CONTEXT(m->repr() << " " << name) {
+        BOOST_REQUIRE(p.grad().defined());
+        if (name.starts_with("weight_hh") || name.starts_with("ln_hh")) {
+          const float* g = p.grad().data<float>();
+          BOOST_TEST(std::all_of(g, g + p.numel(), [](float v) { return v == 0.0f; }));
+        }
+      }
+    }
+  }
+}
+
 // PyTorch's parameter names and shapes in its order, drawn from U(-1/sqrt(H), 1/sqrt(H)) in that
 // order (the first values of weight_ih_l0 are the generator's first draws).
 BOOST_AUTO_TEST_CASE(names_shapes_init) {
