@@ -76,8 +76,9 @@ void group_norm_backward(int64_t N, int64_t C, int64_t S, int64_t G, const doubl
 // ---- BatchNorm: x (N, C, L), statistics per channel over m = N L values ------------------------------
 // Batch mean[C] (+ mean_lo) and biased variance var[C], on values shifted by the channel's first
 // value. For L == 1 (the (N, C) layout) one pass of Welford's update down the rows, SIMD along C
-// (mean += (d - mean) / k; M2 += (d - mean_old)(d - mean_new), d = x - x[0, c]): x is read once.
-// For L > 1 two passes over each channel's runs of L values. m == 0 gives 0, 0.
+// (mean += (d - mean) / k; M2 += (d - mean_old)(d - mean_new), d = x - x[0, c]): x is read once;
+// in blocks of 64 rows, merged in double, so that the error does not grow with N. For L > 1 two
+// passes over each channel's runs of L values, the runs' sums added in double. m == 0 gives 0, 0.
 void batch_norm_stats(int64_t N, int64_t C, int64_t L, const float* x, float* mean, float* mean_lo, float* var);
 void batch_norm_stats(int64_t N, int64_t C, int64_t L, const double* x, double* mean, double* mean_lo,
                       double* var);
