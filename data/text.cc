@@ -422,8 +422,15 @@ TextCorpus make_text_corpus(std::u32string_view text, const std::string& name, i
 }
 
 std::u32string read_text_file(const std::string& path) {
+  // stat(2) before opening: a named pipe would block open() until a writer comes, a device such as
+  // /dev/zero would be read until memory runs out.
   std::error_code ec;
-  check(!std::filesystem::is_directory(path, ec), path + ": is a folder; expected a UTF-8 text file");
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  check(!std::filesystem::is_directory(st), path + ": is a folder; expected a UTF-8 text file");
+  check(!std::filesystem::exists(st) || std::filesystem::is_regular_file(st),
+        path + ": is not a regular file (" +
+            (std::filesystem::is_fifo(st) ? "a named pipe" : std::filesystem::is_character_file(st) ? "a device" : "a special file") +
+            "); expected a UTF-8 text file");
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f) throw Error(path + ": cannot open: " + std::strerror(errno) + "; expected a UTF-8 text file");
   std::string bytes;

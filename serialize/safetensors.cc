@@ -430,7 +430,9 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a named pipe then opens at once (and is refused as not a regular file) instead of
+  // blocking until a writer comes; on a regular file it changes nothing.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) load_fail(path, "cannot open the file: " + errno_text(errno));
   FdCloser closer{fd};
   uint64_t size = 0;

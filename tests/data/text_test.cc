@@ -1,6 +1,7 @@
 // Character-level text corpora: strict UTF-8 decoding, the vocabulary and its string form, the
 // contiguous split, random and sequential windows, every error, and the fortunes corpus.
 #include <boost/test/unit_test.hpp>
+#include <sys/stat.h>
 #include <algorithm>
 #include <filesystem>
 #include <set>
@@ -279,6 +280,12 @@ BOOST_AUTO_TEST_CASE(corpus_errors) {
   check_mentions(error_of([&] { load_text_corpus(dir.file("missing.txt"), 8); }),
                  {dir.file("missing.txt") + ": cannot open", "No such file", "expected a UTF-8 text file"});
   check_mentions(error_of([&] { load_text_corpus(dir.path().string(), 8); }), {"is a folder"});
+  // Special files are refused before they are opened: a named pipe would block open() forever,
+  // /dev/zero would be read until memory runs out.
+  const std::string fifo = dir.file("pipe.txt");
+  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  check_mentions(error_of([&] { load_text_corpus(fifo, 8); }), {fifo + ": is not a regular file (a named pipe)"});
+  check_mentions(error_of([&] { load_text_corpus("/dev/zero", 8); }), {"/dev/zero: is not a regular file (a device)"});
   // 100 characters: 90 train, 10 validate.
   check_mentions(error_of([&] { load_text_corpus(small, 90); }),
                  {small + ": the training split holds 90 characters (the first 90% of 100 characters)",

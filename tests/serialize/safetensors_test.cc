@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
+#include <sys/stat.h>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -279,6 +280,11 @@ BOOST_AUTO_TEST_CASE(every_corruption_is_refused_with_a_clear_message) {
     BOOST_TEST(std::string(e.what()).find("cannot open") != std::string::npos);
   }
   BOOST_CHECK_EXCEPTION(load_safetensors(dir.path()), Error,
+                        [](const Error& e) { return std::string(e.what()).find("not a regular file") != std::string::npos; });
+  // A named pipe is refused at once (without O_NONBLOCK, open() would wait for a writer forever).
+  const std::string fifo = dir.file("pipe.safetensors");
+  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  BOOST_CHECK_EXCEPTION(load_safetensors(fifo), Error,
                         [](const Error& e) { return std::string(e.what()).find("not a regular file") != std::string::npos; });
   expect_refused(dir, "", "shorter than the 8-byte header length");
   expect_refused(dir, std::string("\x05\0\0", 3), "shorter than the 8-byte header length");
