@@ -106,6 +106,61 @@ CharModelSpec read_char_model_metadata(const std::map<std::string, std::string>&
   return s;
 }
 
+namespace {
+
+// The shape of the tensor called `name` in `tensors` (empty when there is none).
+autograd::Shape shape_of(const autograd::NamedTensors& tensors, const std::string& name) {
+  for (const auto& [n, t] : tensors)
+    if (n == name) return t.shape();
+  return {};
+}
+
+// How many of `tensors` are named prefix<k>suffix for k = 0, 1, ... in a row.
+int64_t count_numbered(const autograd::NamedTensors& tensors, const std::string& prefix, const std::string& suffix) {
+  int64_t k = 0;
+  while (!shape_of(tensors, prefix + std::to_string(k) + suffix).empty()) ++k;
+  return k;
+}
+
+// Throws unless the tensor `name` has `want` at dimension `dim`, the value of metadata `key`.
+void expect_dim(const autograd::NamedTensors& tensors, const std::string& path, const std::string& name, size_t dim,
+                int64_t want, const std::string& key) {
+  const autograd::Shape s = shape_of(tensors, name);
+  if (s.empty()) throw Error(path + ": the checkpoint holds no tensor " + name + " (metadata \"" + key + "\" " +
+                             std::to_string(want) + " describes one)");
+  if (s.size() <= dim || s[dim] != want)
+    throw Error(path + ": metadata \"" + key + "\" is " + std::to_string(want) + " but the tensor " + name + " is " +
+                autograd::shape_str(s) + ": the metadata does not describe these weights (an edited file?)");
+}
+
+// Throws unless `count` numbered tensors (prefix<k>...) are what metadata `key` says.
+void expect_count(int64_t count, int64_t want, const std::string& path, const std::string& key, const std::string& what) {
+  if (count != want)
+    throw Error(path + ": metadata \"" + key + "\" is " + std::to_string(want) + " but the checkpoint holds " +
+                std::to_string(count) + " " + what + ": the metadata does not describe these weights (an edited file?)");
+}
+
+}  // namespace
+
+void check_char_model_sizes(const CharModelSpec& s, const autograd::NamedTensors& tensors, const std::string& path) {
+  if (s.arch == "gpt") {
+    expect_dim(tensors, path, "transformer.wte.weight", 0, s.vocab_size, "vocab_size");
+    expect_dim(tensors, path, "transformer.wte.weight", 1, s.gpt.width, "width");
+    expect_dim(tensors, path, "transformer.wpe.weight", 0, s.block_size, "block_size");
+    expect_count(count_numbered(tensors, "transformer.h.", ".attn.c_attn.weight"), s.gpt.n_layer, path, "n_layer",
+                 "blocks (transformer.h.<i>)");
+    if (s.gpt.width % s.gpt.n_head != 0)
+      throw Error(path + ": metadata \"n_head\" is " + std::to_string(s.gpt.n_head) + ", which does not divide \"width\" " +
+                  std::to_string(s.gpt.width));
+  } else {
+    expect_dim(tensors, path, "embedding.weight", 0, s.vocab_size, "vocab_size");
+    expect_dim(tensors, path, "embedding.weight", 1, s.lstm.embed_dim, "embed_dim");
+    expect_dim(tensors, path, "lstm.weight_hh_l0", 1, s.lstm.hidden_size, "hidden_size");
+    expect_count(count_numbered(tensors, "lstm.weight_ih_l", ""), s.lstm.num_layers, path, "num_layers",
+                 "layers (lstm.weight_ih_l<k>)");
+  }
+}
+
 int64_t lm_metadata_size(const std::map<std::string, std::string>& md, const std::string& path, const std::string& key) {
   const auto it = md.find(key);
   if (it == md.end()) throw Error(path + ": language model metadata lacks \"" + key + "\"");
@@ -116,6 +171,18 @@ int64_t lm_metadata_size(const std::map<std::string, std::string>& md, const std
   } catch (const std::exception&) {
   }
   throw Error(path + ": metadata \"" + key + "\" is \"" + it->second + "\", expected a whole number >= 1");
+}
+
+double lm_metadata_fraction(const std::map<std::string, std::string>& md, const std::string& path,
+                            const std::string& key) {
+  const std::string text = lm_metadata_text(md, path, key);
+  try {
+    size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used == text.size() && v > 0 && v < 1) return v;  // NaN fails both comparisons
+  } catch (const std::exception&) {
+  }
+  throw Error(path + ": metadata \"" + key + "\" is \"" + text + "\", expected a fraction above 0 and below 1");
 }
 
 std::string lm_metadata_text(const std::map<std::string, std::string>& md, const std::string& path,

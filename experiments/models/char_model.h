@@ -59,6 +59,20 @@ std::map<std::string, std::string> char_model_metadata(const CharModelSpec& s);
 // Back from a checkpoint's metadata; errors name `path` and the missing or malformed key.
 CharModelSpec read_char_model_metadata(const std::map<std::string, std::string>& md, const std::string& path);
 
+// The sizes of `s` (read from a checkpoint's metadata) against the checkpoint's tensors, before a
+// model is built: a GPT's vocab_size, width and block_size against transformer.wte/wpe's shapes,
+// n_layer against the blocks transformer.h.<i> the file holds, n_head dividing width; an LSTM's
+// vocab_size and embed_dim against embedding.weight, hidden_size against lstm.weight_hh_l0,
+// num_layers against the lstm.weight_ih_l<k> it holds. An edited size would otherwise build a
+// model of any size before the weights are found not to fit. Errors name `path`, the key, the
+// tensor and both values.
+void check_char_model_sizes(const CharModelSpec& s, const autograd::NamedTensors& tensors, const std::string& path);
+
+// A language model checkpoint's metadata fraction `key`: a number in (0, 1) (the validation
+// fraction of a split that has one); errors name `path`, the key and the value.
+double lm_metadata_fraction(const std::map<std::string, std::string>& md, const std::string& path,
+                            const std::string& key);
+
 // A language model checkpoint's metadata value `key`: a whole number of at least 1, or any text.
 // A missing key or a bad number is an error naming the file (`path`) and the key.
 int64_t lm_metadata_size(const std::map<std::string, std::string>& md, const std::string& path, const std::string& key);

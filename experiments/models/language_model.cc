@@ -11,6 +11,7 @@
 #include "autograd/shape_ops.h"
 #include "base/error.h"
 #include "experiments/models/archs.h"
+#include "experiments/models/model.h"
 #include "experiments/registry/layers.h"
 #include "nn/checkpoint.h"
 #include "serialize/safetensors.h"
@@ -122,6 +123,8 @@ LanguageModel load_language_model(const std::string& path) {
   if (lm.vocabulary.size() != spec.vocab_size)
     throw Error(path + ": metadata \"vocabulary\" holds " + std::to_string(lm.vocabulary.size()) +
                 " characters but \"vocab_size\" is " + std::to_string(spec.vocab_size));
+  check_char_model_sizes(spec, file.tensors, path);  // before building: an edited size builds any model
+  check_finite_tensors(file.tensors, path);
   autograd::Generator gen(0);
   lm.model = std::make_shared<CharModel>(spec, gen);
   nn::load_module(file, path, lm.model->module());
@@ -162,7 +165,7 @@ LmEvaluation evaluate_language_model(const LanguageModel& lm, const std::string&
       throw Error(path + " was trained on " + ev.source + ", which is not there any more: give --text FILE");
     text = data::read_text_file(ev.source);
   }
-  const double f = std::stod(lm_metadata_text(md, path, "val_fraction"));
+  const double f = lm_metadata_fraction(md, path, "val_fraction");
   if (batch == 0) batch = md.count("eval_batch") ? lm_metadata_size(md, path, "eval_batch") : 16;
   const int64_t block = lm.model->spec().block_size;
   const std::vector<int64_t> ids = validation_ids(text, ev.source, lm.vocabulary, f, block, &ev.skipped);

@@ -35,5 +35,7 @@ ModelSpec model_spec_from_metadata(const std::map<std::string, std::string>& met
 // infinite weights name the tensor).
 void check_checkpoint_tensors(const std::map<std::string, std::string>& metadata, const ModelSpec& spec,
                               const autograd::NamedTensors& tensors, const std::string& file);
+// Every value of every tensor finite; else an error naming `file`, the tensor and the element.
+void check_finite_tensors(const autograd::NamedTensors& tensors, const std::string& file);
 
 }  // namespace normlab::experiments

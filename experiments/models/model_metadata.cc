@@ -148,6 +148,10 @@ void check_checkpoint_tensors(const std::map<std::string, std::string>& md, cons
     throw Error(file + ": the checkpoint's metadata describes no model normlab builds: " + e.what());
   }
   check_model_field(md, s, tensors, file);
+  check_finite_tensors(tensors, file);
+}
+
+void check_finite_tensors(const autograd::NamedTensors& tensors, const std::string& file) {
   for (const auto& [name, t] : tensors)
     for (int64_t i = 0; i < t.numel(); ++i)
       if (const double v = t.flat(i); !std::isfinite(v))

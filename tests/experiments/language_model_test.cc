@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "autograd/autograd.h"
@@ -149,6 +150,48 @@ BOOST_AUTO_TEST_CASE(generate_refuses_bad_input_before_printing) {
   expect_error({"generate", "--checkpoint", mlp + "/model.safetensors", "--prompt", "a"},
                {"is not a language model", "a classifier (--arch mlp) trained on moons"});
   expect_error({"eval", "--checkpoint", mlp + "/model.safetensors", "--text", kSample}, {"--text goes with"});
+}
+
+// A checkpoint whose metadata was edited is refused before a model is built (an edited size would
+// build a model of any size: n_layer 10^8 took minutes, block_size 10^9 asked for terabytes), and
+// one whose weights are not finite is refused by eval and generate alike, naming the tensor.
+BOOST_AUTO_TEST_CASE(an_edited_checkpoint_is_refused_before_a_model_is_built) {
+  const auto file = serialize::load_safetensors(trained().checkpoint);
+  test::TempDir d;
+  int k = 0;
+  const auto edited = [&](const std::string& key, const std::string& value) {
+    auto md = file.metadata;
+    md[key] = value;
+    const std::string path = (d.path() / ("edited" + std::to_string(k++) + ".safetensors")).string();
+    serialize::save_safetensors(path, file.tensors, md);
+    return path;
+  };
+  for (const auto& [key, value, needles] : std::vector<std::tuple<std::string, std::string, std::vector<std::string>>>{
+           {"n_layer", "100000000", {"metadata \"n_layer\" is 100000000 but the checkpoint holds 1 blocks"}},
+           {"width", "1048576", {"metadata \"width\" is 1048576 but the tensor transformer.wte.weight is [76, 16]"}},
+           {"block_size", "1000000000", {"\"block_size\" is 1000000000", "transformer.wpe.weight is [16, 16]"}},
+           {"vocab_size", "77", {"\"vocabulary\" holds 76 characters but \"vocab_size\" is 77"}},
+           {"n_head", "3", {"\"n_head\" is 3, which does not divide \"width\" 16"}},
+           {"val_fraction", "abc", {"\"val_fraction\" is \"abc\", expected a fraction above 0 and below 1"}},
+           {"val_fraction", "nan", {"\"val_fraction\" is \"nan\""}},
+           {"val_fraction", "2", {"\"val_fraction\" is \"2\""}}}) {
+    BOOST_TEST_CONTEXT(key << " = " << value) {
+      const std::string path = edited(key, value);
+      expect_error({"eval", "--checkpoint", path}, needles);
+      if (key != "val_fraction") expect_error({"generate", "--checkpoint", path, "--prompt", "a"}, needles);
+    }
+  }
+  for (const std::string& bad : {std::string("nan"), std::string("inf")}) {
+    autograd::NamedTensors tensors;
+    for (const auto& [name, t] : file.tensors) tensors.emplace_back(name, t.clone());
+    for (auto& [name, t] : tensors)
+      if (name == "transformer.wte.weight") t.data<float>()[3] = bad == "nan" ? NAN : INFINITY;
+    const std::string path = (d.path() / (bad + ".safetensors")).string();
+    serialize::save_safetensors(path, tensors, file.metadata);
+    const std::string what = bad == "nan" ? "holds NaN" : "holds an infinite value";
+    expect_error({"eval", "--checkpoint", path}, {"the tensor transformer.wte.weight " + what, "element 3"});
+    expect_error({"generate", "--checkpoint", path, "--prompt", "a"}, {"transformer.wte.weight " + what});
+  }
 }
 
 BOOST_AUTO_TEST_CASE(train_refuses_what_a_language_model_cannot_take) {
