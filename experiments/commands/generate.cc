@@ -23,7 +23,8 @@ class GenerateCommand : public Command {
         ->check(non_empty());
     a.add_option("--prompt", prompt_, "the text to continue (UTF-8; every character in the model's vocabulary)")
         ->required();
-    a.add_option("--tokens", tokens_, "characters to sample after the prompt")->capture_default_str();
+    a.add_option("--tokens", tokens_, "characters to sample after the prompt (at most 100000000; printed as they are sampled)")
+        ->capture_default_str();
     a.add_option("--temperature", sampling_.temperature,
                  "logits divided by it before sampling; 0 picks the most likely character")
         ->capture_default_str();
@@ -35,10 +36,12 @@ class GenerateCommand : public Command {
 
   // The flags that need no checkpoint.
   void check(const Given&) override {
-    if (tokens_ < 1) throw Error("--tokens must be at least 1, got " + std::to_string(tokens_));
+    check_generate_tokens(tokens_);
     if (prompt_.empty())
       throw Error("--prompt is empty: give at least one character for the model to continue (e.g. --prompt \"\\n\")");
-    check_sampling(sampling_, std::numeric_limits<int64_t>::max());
+    if (sampling_.top_k < 0)
+      throw Error("--top-k must be 0 (all characters) or a number of characters, got " + std::to_string(sampling_.top_k));
+    check_sampling(sampling_, std::numeric_limits<int64_t>::max());  // --temperature; --top-k once the vocabulary is known
   }
 
   // The checkpoint, --top-k against its vocabulary, and the prompt's characters, before any output.
@@ -53,10 +56,14 @@ class GenerateCommand : public Command {
     }
   }
 
+  // The prompt, then each character the moment it is sampled (Ctrl-C keeps what was printed).
   int run(const Invocation&) override {
-    const std::string text = generate_text(*lm_->model, lm_->vocabulary, prompt_, tokens_, sampling_, seed_);
     std::fwrite(prompt_.data(), 1, prompt_.size(), stdout);
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    stream_text(*lm_->model, lm_->vocabulary, prompt_, tokens_, sampling_, seed_, [](const std::string& c) {
+      std::fwrite(c.data(), 1, c.size(), stdout);
+      std::fflush(stdout);
+    });
     std::fputc('\n', stdout);
     std::fflush(stdout);
     return kExitOk;

@@ -175,22 +175,32 @@ LmEvaluation evaluate_language_model(const LanguageModel& lm, const std::string&
   return ev;
 }
 
-std::string generate_text(CharModel& m, const data::Vocabulary& v, const std::string& prompt, int64_t tokens,
-                          const SamplingOptions& o, uint64_t seed) {
-  if (tokens < 1) throw Error("--tokens must be at least 1, got " + std::to_string(tokens));
+void stream_text(CharModel& m, const data::Vocabulary& v, const std::string& prompt, int64_t tokens,
+                 const SamplingOptions& o, uint64_t seed, const std::function<void(const std::string&)>& emit) {
+  check_generate_tokens(tokens);
   if (prompt.empty()) throw Error("--prompt is empty: give at least one character of the vocabulary");
   check_sampling(o, v.size());
   const std::vector<int64_t> ids = v.encode_utf8(prompt, "the prompt");
   CharDecoder decoder(m);
   autograd::Generator gen(seed);
-  std::vector<int64_t> out;
   std::vector<float> logits = decoder.feed(ids);
   for (int64_t i = 0; i < tokens; ++i) {
     const int64_t next = sample_token(logits.data(), v.size(), o, gen);
-    out.push_back(next);
+    emit(data::encode_utf8(v.decode({next})));
     if (i + 1 < tokens) logits = decoder.feed({next});
   }
-  return data::encode_utf8(v.decode(out));
+}
+
+std::string generate_text(CharModel& m, const data::Vocabulary& v, const std::string& prompt, int64_t tokens,
+                          const SamplingOptions& o, uint64_t seed) {
+  std::string text;
+  stream_text(m, v, prompt, tokens, o, seed, [&text](const std::string& c) { text += c; });
+  return text;
+}
+
+void check_generate_tokens(int64_t tokens) {
+  if (tokens < 1 || tokens > kMaxGenerateTokens)
+    throw Error("--tokens must be from 1 to " + std::to_string(kMaxGenerateTokens) + ", got " + std::to_string(tokens));
 }
 
 }  // namespace normlab::experiments

@@ -3,6 +3,7 @@
 // metadata, and sampling text (`normlab train --dataset text`, `normlab generate`, `normlab eval`).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -74,10 +75,19 @@ struct LmEvaluation {
 LmEvaluation evaluate_language_model(const LanguageModel& lm, const std::string& path, const std::string& text_file,
                                      int64_t batch);
 
-// `tokens` characters sampled after the prompt (UTF-8; its characters must be in the vocabulary,
-// else an error naming the first missing one, e.g. U+00E9 'é'), by CharDecoder and
-// sample_token with Generator(seed): the same seed gives the same text. Returns the sampled
-// characters only, as UTF-8.
+// The most characters one generation samples (`normlab generate --tokens`): about a day at the
+// default GPT's speed on one core. The output streams, so memory does not grow with it.
+inline constexpr int64_t kMaxGenerateTokens = 100'000'000;
+
+// `tokens` characters (1 to kMaxGenerateTokens) sampled after the prompt (UTF-8; its characters
+// must be in the vocabulary, else an error naming the first missing one, e.g. U+00E9 'é'), by
+// CharDecoder and sample_token with Generator(seed): the same seed gives the same text. Each
+// character is passed to emit (as UTF-8) the moment it is sampled.
+void stream_text(CharModel& m, const data::Vocabulary& v, const std::string& prompt, int64_t tokens,
+                 const SamplingOptions& o, uint64_t seed, const std::function<void(const std::string&)>& emit);
+// Throws normlab::Error naming --tokens unless 1 <= tokens <= kMaxGenerateTokens.
+void check_generate_tokens(int64_t tokens);
+// The same, the sampled characters returned (UTF-8; the prompt not included).
 std::string generate_text(CharModel& m, const data::Vocabulary& v, const std::string& prompt, int64_t tokens,
                           const SamplingOptions& o, uint64_t seed);
 

@@ -137,11 +137,28 @@ BOOST_AUTO_TEST_CASE(the_same_seed_gives_the_same_text) {
   BOOST_TEST(data::decode_utf8(a, "output").size() == 4 + 40 + 1);  // prompt, characters, newline
 }
 
+// Generation streams: each character goes out the moment it is sampled, and the streamed text is
+// the returned one (the same draws).
+BOOST_AUTO_TEST_CASE(generation_streams_each_character_as_it_is_sampled) {
+  const experiments::LanguageModel lm = experiments::load_language_model(trained().checkpoint);
+  std::vector<std::string> pieces;
+  experiments::stream_text(*lm.model, lm.vocabulary, "The ", 25, {}, 3,
+                           [&](const std::string& c) { pieces.push_back(c); });
+  BOOST_TEST(pieces.size() == 25u);
+  std::string joined;
+  for (const std::string& p : pieces) joined += p;
+  BOOST_TEST(joined == experiments::generate_text(*lm.model, lm.vocabulary, "The ", 25, {}, 3));
+}
+
 BOOST_AUTO_TEST_CASE(generate_refuses_bad_input_before_printing) {
   const std::string ck = trained().checkpoint;
   expect_error({"generate", "--checkpoint", ck, "--prompt", "a\xE2\x98\x83"}, {"the prompt", "U+2603"});
   expect_error({"generate", "--checkpoint", ck, "--prompt", ""}, {"--prompt is empty"});
   expect_error({"generate", "--checkpoint", ck, "--prompt", "a", "--tokens", "0"}, {"--tokens", "got 0"});
+  expect_error({"generate", "--checkpoint", ck, "--prompt", "a", "--tokens", "1000000000000"},
+               {"--tokens must be from 1 to 100000000, got 1000000000000"});
+  expect_error({"generate", "--checkpoint", ck, "--prompt", "a", "--top-k", "-1"},
+               {"--top-k must be 0 (all characters) or a number of characters, got -1"});
   expect_error({"generate", "--checkpoint", ck, "--prompt", "a", "--temperature", "-1"}, {"--temperature"});
   expect_error({"generate", "--checkpoint", ck, "--prompt", "a", "--top-k", "77"}, {"--top-k", "77"});
   test::TempDir d;
