@@ -11,6 +11,7 @@
 #include "autograd/generator.h"
 #include "base/error.h"
 #include "experiments/models/archs.h"
+#include "experiments/models/size_limits.h"
 #include "experiments/registry/entries.h"
 #include "experiments/registry/layers.h"
 #include "nn/conv.h"
@@ -21,11 +22,6 @@
 namespace normlab::experiments {
 
 namespace {
-
-// The most values one layer's output (per sample) and one layer's weights may hold: 256 MB and
-// 1 GB of float32, far above any model a CPU trains, far below what would exhaust memory.
-constexpr double kMaxActivations = double(int64_t{1} << 26);
-constexpr double kMaxWeights = double(int64_t{1} << 28);
 
 // One token of a layer string: its kind and numbers, e.g. conv32k3p1 -> "conv", {32}, {k:3, p:1}.
 struct Token {
@@ -148,13 +144,8 @@ class Builder {
     const std::string layer = arch(s_.arch).image ? "--model: layer " + std::to_string(t.index) + " '" + t.text + "'"
                                                   : "--hidden: the layer of width " + std::to_string(t.n);
     throw Error(layer + ": " + what + " would be " + shape + " (" +
-                fmt_count(values) + " values), more than the " + fmt_count(most) + " a layer may hold here; give " +
+                value_count(values) + " values), more than the " + value_count(most) + " a layer may hold here; give " +
                 (t.kind == "conv" ? "less padding, a larger stride or fewer channels" : "a smaller width"));
-  }
-  static std::string fmt_count(double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, v < 1e9 ? "%.0f" : "%.3g", v);
-    return buf;
   }
   bool image() const { return shape_.size() == 3; }
   int64_t numel() const { return image() ? shape_[0] * shape_[1] * shape_[2] : shape_[0]; }

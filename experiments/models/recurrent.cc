@@ -5,6 +5,7 @@
 
 #include "autograd/shape_ops.h"
 #include "base/error.h"
+#include "experiments/models/size_limits.h"
 #include "nn/bn_lstm.h"
 #include "nn/flatten.h"
 #include "nn/linear.h"
@@ -52,6 +53,7 @@ void build_lstm(const ModelSpec& s, autograd::Generator* gen, Model* m) {
                 "(two), got --hidden " + shape_text(s.hidden));
   const int64_t steps = s.image[1], features = s.image[2], hidden = s.hidden[0];
   const int64_t layers = static_cast<int64_t>(s.hidden.size());
+  check_lstm_size(features, hidden, layers, steps);
   if (!m) return;
   m->net->add(std::make_shared<nn::Unflatten>(1, autograd::Shape{steps, features}));
   auto cell = m->net->add(make_cell(s.norm, features, hidden, layers, steps, *gen));

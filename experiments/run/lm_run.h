@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "experiments/config/lm_config.h"
@@ -55,6 +56,8 @@ double train_mode_window_loss(CharModel& m, const std::vector<int64_t>& ids, int
 
 // Throws normlab::Error for settings that cannot train (naming the flags): steps < 1, warmup not
 // below steps, negative clipping, an optimizer's or schedule's own checks.
-void check_lm_config(const LmTrainConfig& c);
+// The model's sizes and the batch against the size limits (models/size_limits.h) too, batch_flag
+// naming the flag of the batch size.
+void check_lm_config(const LmTrainConfig& c, const std::string& batch_flag = "--batch-size");
 
 }  // namespace normlab::experiments

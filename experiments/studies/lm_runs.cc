@@ -77,8 +77,8 @@ report::Style variant_style(const std::string& name) {
 
 bool variant_has_batch_statistics(const std::string& name) { return *choice_of(name).entry->block_norm == nn::BlockNorm::Batch; }
 
-void check_lm_run(const LmRunSpec& s) {
-  check_lm_config(s.config);
+void check_lm_run(const LmRunSpec& s, const std::string& batch_flag) {
+  check_lm_config(s.config, batch_flag);
   const int64_t tokens = s.config.train.batch_size * s.config.model.block_size;
   if (s.config.model.gpt.norm == nn::BlockNorm::Batch && tokens < 2)
     throw Error("--norms " + s.variant + " normalizes over the batch x block tokens: a batch of " +

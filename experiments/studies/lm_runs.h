@@ -41,7 +41,7 @@ bool variant_has_batch_statistics(const std::string& name);
 
 // Throws normlab::Error (naming the flags) for settings that cannot train: check_lm_config's, and
 // BatchNorm over a batch of a single token (no variance: --batch-size x --block-size must be 2 or more).
-void check_lm_run(const LmRunSpec& s);
+void check_lm_run(const LmRunSpec& s, const std::string& batch_flag = "--batch-size");
 
 // What a run's line says when it ends: "validation 2.345 bits/char (train mode 2.101), 12.3 s" or
 // "diverged at step 40, 1.2 s".

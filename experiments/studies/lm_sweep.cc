@@ -235,7 +235,7 @@ std::vector<LmRunSpec> lm_sweep_runs(const LmSweepConfig& cfg) {
         s.config.steps = steps_at(cfg, b);
         s.config.train.warmup_steps = static_cast<int64_t>(double(s.config.steps) * kLmSweepWarmupFraction);
         s.config.train.eval_every = 0;
-        check_lm_run(s);
+        check_lm_run(s, "--batch-sizes");
         specs.push_back(s);
       }
   }

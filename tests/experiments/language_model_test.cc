@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "data/text.h"
 #include "experiments/models/language_model.h"
+#include "experiments/models/size_limits.h"
 #include "experiments/support/interrupt.h"
 #include "experiments/support/output.h"
 #include "serialize/safetensors.h"
@@ -209,6 +210,36 @@ BOOST_AUTO_TEST_CASE(an_edited_checkpoint_is_refused_before_a_model_is_built) {
     expect_error({"eval", "--checkpoint", path}, {"the tensor transformer.wte.weight " + what, "element 3"});
     expect_error({"generate", "--checkpoint", path, "--prompt", "a"}, {"transformer.wte.weight " + what});
   }
+}
+
+// Sizes that cannot fit are refused before anything is allocated, naming the flags and what they
+// would take (they ended in std::bad_alloc, or in an out-of-memory error after minutes).
+BOOST_AUTO_TEST_CASE(sizes_that_cannot_fit_are_refused_before_allocating) {
+  const std::vector<std::string> text = {"--dataset", "text", "--text", kSample, "--steps", "2", "--quiet"};
+  const auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), text.begin(), text.end());
+    return args;
+  };
+  expect_error(with({"train", "--batch-size", "100000000"}),
+               {"--batch-size 100000000 with --block-size 64, --layers 4: one batch's activations would be",
+                "GiB of float32), more than the 2.15e+09 a batch may hold here"});
+  expect_error(with({"train", "--width", "1048576"}), {"--width 1048576: a block's weights would be 12 x 1048576^2"});
+  experiments::CharModelSpec wide;  // a window longer than the sample text: the check itself
+  wide.vocab_size = 76, wide.block_size = 65536, wide.gpt.n_layer = 1, wide.gpt.n_head = 4, wide.gpt.width = 512;
+  try {
+    experiments::check_char_model_size(wide, 1);
+    BOOST_ERROR("a 65536-token window of width 512 was accepted");
+  } catch (const Error& e) {
+    BOOST_TEST(std::string(e.what()).find("--block-size 65536 with --width 512 and --heads 4: one window's activations "
+                                          "in a block would be 16 x 65536 x 512 + 4 x 65536^2") == 0, e.what());
+  }
+  expect_error(with({"train", "--arch", "lstm", "--hidden", "100000"}),
+               {"--hidden 100000: an LSTM layer's weights would be 4 x 100000 x (64 + 100000)"});
+  expect_error({"sweep", "--dataset", "text", "--text", kSample, "--batch-sizes", "100000000", "--norms", "layer",
+                "--train-tokens", "100000000000", "--quiet"},
+               {"--batch-sizes 100000000 with --block-size 64", "give a smaller --batch-sizes or --block-size"});
+  expect_error({"train", "--arch", "lstm", "--hidden", "100000", "--quick", "--image-shape", "1,1,2", "--quiet"},
+               {"--hidden 100000: an LSTM layer's weights would be 4 x 100000 x (2 + 100000)"});
 }
 
 BOOST_AUTO_TEST_CASE(train_refuses_what_a_language_model_cannot_take) {
