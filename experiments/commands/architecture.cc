@@ -1,12 +1,11 @@
 // `--arch` in every training command: the flags that go with one kind of model only, and the
-// defaults an arch brings (the lstm's width, the image shape of the data set).
+// report's note on the defaults an arch brought (their values: presets.h).
 #include "experiments/commands/entry_flags.h"
+#include "experiments/commands/presets.h"
 #include "experiments/commands/training.h"
 #include "experiments/models/archs.h"
 #include "experiments/registry/entries.h"
 #include "experiments/registry/layers.h"
-#include "experiments/registry/optimizers.h"
-#include "experiments/support/output.h"
 
 namespace normlab::experiments::commands {
 
@@ -15,20 +14,14 @@ void TrainingCommand::check_architecture(const Given& given) {
   ModelSpec& m = o_.train.model;
   const ArchEntry& a = arch(m.arch);
   check_entry_flags(archs(), a, given, "--arch", "--arch " + m.arch + (given("--arch") ? "" : " (the default)"));
-  if (!given("--hidden") && !a.default_hidden.empty()) m.hidden = a.default_hidden;
   if (given("--activation") && !a.activation)
     throw Error("--arch " + m.arch + " takes no --activation: its cell's nonlinearities are fixed (sigmoid and tanh)");
   if (!a.image) return;
   if (traits_.one_arch)
     throw Error("study runs its MLP and its CNN parts itself: --arch " + m.arch + " goes with train, compare and sweep");
-  if (m.image.empty()) {
-    const DatasetEntry& d = dataset(o_.data.name);
-    if (d.image_shape.empty())
-      throw Error("--arch " + m.arch + " needs the image shape of a sample: give --image-shape C,H,W (e.g. 1,28,28 for "
-                  "784 grayscale pixels); the " + o_.data.name + " data set has no image shape of its own");
-    m.image = d.image_shape;
-  }
-  if (!o_.eval_batch_given) o_.train.eval_batch = kCnnEvalBatch;
+  if (m.image.empty())  // the data set has none (preset_model)
+    throw Error("--arch " + m.arch + " needs the image shape of a sample: give --image-shape C,H,W (e.g. 1,28,28 for "
+                "784 grayscale pixels); the " + o_.data.name + " data set has no image shape of its own");
 }
 
 // The arch's optimizer and clipping where not given (compare and sweep; the lstm: Adam, clipped to
@@ -37,15 +30,7 @@ void TrainingCommand::apply_arch_defaults(const Given& given) {
   if (!traits_.clip_grad_norm) return;
   const ArchEntry& a = arch(o_.train.model.arch);
   std::vector<std::string> chosen;
-  if (!a.default_optimizer.empty() && !given("--optimizer") && !o_.fit_optimizer) {
-    o_.train.optimizer = a.default_optimizer;
-    const std::optional<double> lr = optimizer(a.default_optimizer).default_lr;
-    chosen.push_back("--optimizer " + a.default_optimizer + (given("--lr") || !lr ? "" : " (lr " + fmt(*lr) + ")"));
-  }
-  if (a.default_clip_grad_norm > 0 && !given("--clip-grad-norm")) {
-    o_.train.clip_grad_norm = a.default_clip_grad_norm;
-    chosen.push_back("--clip-grad-norm " + fmt(a.default_clip_grad_norm));
-  }
+  preset_arch(o_, given, o_.csv_fit, chosen);
   own_arch_defaults(given, a, chosen);
   if (chosen.empty()) return;
   std::string note = "--arch " + a.name + "'s defaults, not given on the command line: " + chosen[0];

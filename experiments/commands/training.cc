@@ -11,6 +11,7 @@
 #include "experiments/commands/cli.h"
 #include "experiments/commands/entry_flags.h"
 #include "experiments/commands/flags.h"
+#include "experiments/commands/presets.h"
 #include "experiments/commands/resume.h"
 #include "experiments/models/archs.h"
 #include "experiments/models/saved_model.h"
@@ -192,37 +193,13 @@ void TrainingCommand::add_output_flags(CLI::App& a) {
                "the rest (the same flags)");
 }
 
-// ---- presets and checks ----
+// ---- checks (the presets: presets.h) ----
 
-// The quick preset: a synthetic two-moons set and a small MLP, seconds per study.
-void TrainingCommand::apply_quick(const Given& given) {
-  if (!given("--dataset") && !given("--csv")) o_.data.name = "moons";
-  if (!given("--samples")) o_.data.samples = 2000;
-  if (!given("--noise")) o_.data.noise = 0.25;
-  if (!given("--hidden")) o_.train.model.hidden = {32, 32};
-  if (!given("--epochs")) o_.train.epochs = 3;
-  if (!given("--batch-size")) o_.train.batch_size = 32;
-  if (!given("--lr")) o_.train.lr = 0.1;
-  if (!given("--warmup")) o_.train.warmup_steps = 10;
-  if (!given("--stats-every")) o_.train.stats_every = 10;
-}
-
-// The data set's preferred model and warmup (Fashion-MNIST: MLP 784-256-256-10, 50 warmup steps).
-void TrainingCommand::apply_dataset_defaults(const Given& given) {
-  const DatasetEntry& d = dataset(o_.data.name);
-  if (!given("--hidden") && !d.hidden.empty()) o_.train.model.hidden = d.hidden;
-  if (!given("--warmup") && d.warmup) o_.train.warmup_steps = *d.warmup;
-}
-
-// The optimizer's own flags, and its defaults (PyTorch's for Adam and AdamW).
-void TrainingCommand::apply_optimizer_defaults(const Given& given) {
-  TrainConfig& t = o_.train;
-  const OptimizerEntry& opt = optimizer(t.optimizer);
-  check_entry_flags(optimizers(), opt, given, "--optimizer",
-                    "--optimizer " + t.optimizer + (given("--optimizer") ? "" : " (the default)"));
-  if (opt.default_lr && !given("--lr")) t.lr = *opt.default_lr;
-  if (!given("--weight-decay") && opt.default_weight_decay != 0) t.weight_decay = opt.default_weight_decay;
-  if (!o_.betas.empty()) t.beta1 = o_.betas[0], t.beta2 = o_.betas[1];
+// The optimizer's own flags: those of another optimizer are refused.
+void TrainingCommand::check_optimizer(const Given& given) const {
+  const std::string& name = o_.train.optimizer;
+  check_entry_flags(optimizers(), optimizer(name), given, "--optimizer",
+                    "--optimizer " + name + (given("--optimizer") ? "" : " (the default)"));
 }
 
 // Flags that the data set, the schedule or the norms would leave without effect are errors: a
@@ -270,15 +247,14 @@ void TrainingCommand::check(const Given& given) {
   if (on_text()) {  // --dataset text: a language model (text_training.h, text_compare.h)
     text_flow_->presets(o_, given);
     check_applicable(given);
-    apply_optimizer_defaults(given);
+    check_optimizer(given);
+    preset_optimizer(o_, given);
     text_flow_->check(o_, given);
     settings_ = typed_settings(*app_, name());
     return;
   }
   own_presets(given);
-  if (o_.quick) apply_quick(given);
-  else apply_dataset_defaults(given);
-  if (traits_.fits_csv_files && !o_.quick && o_.data.name == "csv") apply_csv_defaults(given);
+  o_.csv_fit = preset_tables(o_, given, traits_.fits_csv_files);
   check_own(given);
   check_applicable(given);
   if (o_.data.name == "csv" && o_.data.csv_path.empty()) throw Error("--dataset csv needs --csv FILE (and --label COLUMN)");
@@ -289,8 +265,9 @@ void TrainingCommand::check(const Given& given) {
                 " --distributed ... (as root also with OMPI_ALLOW_RUN_AS_ROOT=1 "
                 "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1, and --oversubscribe for more ranks than cores)");
   apply_arch_defaults(given);
-  apply_optimizer_defaults(given);
-  if (o_.train.model.hidden.empty()) o_.train.model.hidden = {64, 64};
+  check_optimizer(given);
+  preset_optimizer(o_, given);
+  preset_model(o_, given);
   check_architecture(given);
   settings_ = typed_settings(*app_, name());
   final_checks(given);
@@ -319,7 +296,10 @@ void TrainingCommand::plan(const Invocation&) {
     throw UsageError("--task regression goes with train and compare (and eval, predict): the " + name() +
                      " reports accuracy against batch size, a classification protocol");
   data_ = load_data(o_.data);
-  fit_to_training_set();
+  if (const std::string note = fit_to_rows(o_.train, o_.csv_fit, data_); !note.empty()) {
+    o_.defaults_note = note;  // replaces an arch's note (compare --arch lstm on a CSV file)
+    if (!o_.quiet) std::printf("normlab: %s\n", note.c_str());
+  }
   o_.train.model.inputs = data_.train.features();
   o_.train.model.outputs = data_.train.is_classification() ? data_.train.num_classes : 1;
   o_.train.task = data_.train.is_classification() ? data::Task::Classification : data::Task::Regression;

@@ -1,6 +1,6 @@
 // What the training commands (train, compare, sweep, study) share: the flags of the data set, the
-// model, the optimizer, the schedule and the output folder; the presets (--quick, the data set's
-// defaults, the optimizer's); the checks of flags against each other; and the flow of a run:
+// model, the optimizer, the schedule and the output folder; the order of their presets (presets.h:
+// --quick, the data set's, a CSV file's, the arch's, the optimizer's); the checks of flags against each other; and the flow of a run:
 // load the data once, plan every run against it, train in this process's share of an mpirun job,
 // and write the results as one set into --out.
 #pragma once
@@ -18,6 +18,13 @@
 
 namespace normlab::experiments::commands {
 
+// Which of a CSV file's defaults apply (not given; train and compare without --quick): the batch
+// size and the epochs are fitted to the training rows once they are read (presets.h: fit_to_rows).
+struct CsvFit {
+  bool batch = false, epochs = false, early_stopping = false, optimizer = false, validation = false;
+  bool any() const { return batch || epochs || early_stopping || optimizer || validation; }
+};
+
 // The flags every training command has, parsed into the settings they name.
 struct TrainingOptions {
   DataSpec data;
@@ -29,11 +36,8 @@ struct TrainingOptions {
   std::string out;
   bool quiet = false;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  // A CSV file's defaults (csv_defaults.cc): which of the batch size, the epochs and early
-  // stopping follow the training set's size (not given), and the sentence that says what was chosen.
-  bool fit_batch = false, fit_epochs = false, fit_early_stopping = false, fit_optimizer = false,
-       fit_validation = false;
-  std::string defaults_note;
+  CsvFit csv_fit;             // a CSV file's defaults that apply (presets.h)
+  std::string defaults_note;  // the sentences that say which defaults were chosen (the report's)
 };
 
 // The evaluation batch of convolutional models unless --eval-batch is given: a CNN's activations
@@ -55,7 +59,7 @@ struct TrainingTraits {
   bool one_arch = false;                          // study: runs its MLP and CNN parts itself (no --arch cnn)
   bool classification_only = false;               // sweep, study: accuracy against batch size
   std::string records = "records.json";           // where --resume finds the runs to keep
-  bool fits_csv_files = false;                    // train, compare: defaults fitted to a CSV file (csv_defaults.cc)
+  bool fits_csv_files = false;                    // train, compare: defaults fitted to a CSV file (presets.h)
   bool clip_grad_norm = false;                    // compare, sweep: --clip-grad-norm and the arch's default
                                                   // optimizer and clipping (ArchEntry)
 };
@@ -92,7 +96,7 @@ class TrainingCommand : public Command {
 
   // The command's own flags, added after the shared ones (before --out).
   virtual void add_own_flags(CLI::App& app) = 0;
-  // The command's own presets and defaults, after --quick and the data set's (given: the flags typed).
+  // The command's own presets (presets.h), before --quick's and the data set's (given: the flags typed).
   virtual void own_presets(const Given& given) {}
   // The command's own checks of flags against each other, after the shared ones.
   virtual void check_own(const Given& given) {}
@@ -126,12 +130,8 @@ class TrainingCommand : public Command {
   void add_train_flags(CLI::App& a);
   void add_optimizer_flags(CLI::App& a);
   void add_output_flags(CLI::App& a);
-  void apply_quick(const Given& given);
-  void apply_dataset_defaults(const Given& given);
-  void apply_optimizer_defaults(const Given& given);
+  void check_optimizer(const Given& given) const;
   void apply_arch_defaults(const Given& given);
-  void apply_csv_defaults(const Given& given);
-  void fit_to_training_set();
   void check_applicable(const Given& given) const;
   void check_architecture(const Given& given);
 

@@ -1,0 +1,145 @@
+// The training commands' presets, one section per family (presets.h): each option's rule is one
+// statement under `// --flag: typed > A > B > default`, the rules of other families named in it.
+#include "experiments/commands/presets.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "experiments/models/archs.h"
+#include "experiments/registry/datasets.h"
+#include "experiments/registry/optimizers.h"
+#include "experiments/report/claims.h"
+#include "experiments/report/report.h"
+#include "experiments/support/output.h"
+
+namespace normlab::experiments::commands {
+
+// ---- tables ----
+
+namespace {
+
+constexpr int64_t kCsvMaxEpochs = 200;     // scikit-learn's max_iter
+constexpr int64_t kCsvStepBudget = 20000;  // a CSV file's epochs stop growing past about this many steps
+constexpr int64_t kCsvPatience = 10;       // scikit-learn's n_iter_no_change
+
+}  // namespace
+
+int64_t csv_batch_for(int64_t n) {
+  const double eighth = std::max(1.0, static_cast<double>(n) / 8);
+  const int64_t b = int64_t(1) << std::lround(std::log2(eighth));
+  return std::max<int64_t>(1, std::min({std::max<int64_t>(b, 8), int64_t(128), n}));
+}
+
+CsvFit preset_tables(TrainingOptions& o, const Given& given, bool fits_csv_files) {
+  DataSpec& d = o.data;
+  TrainConfig& t = o.train;
+  const bool quick = o.quick;
+  // --dataset: typed > --csv typed: csv (TrainingCommand::check) > --quick: moons > fashion-mnist
+  if (quick && !given("--dataset") && !given("--csv")) d.name = "moons";
+  const DatasetEntry& ds = dataset(d.name);
+  const bool csv = fits_csv_files && !quick && d.name == "csv";  // --quick turns a CSV file's defaults off
+  CsvFit fit;
+  if (csv)
+    fit = {.batch = !given("--batch-size"), .epochs = !given("--epochs"), .optimizer = !given("--optimizer"),
+           .validation = !given("--val-fraction")};
+  // --samples: typed > --quick 2000 (the default's value) > 2000
+  if (quick && !given("--samples")) d.samples = 2000;
+  // --noise: typed > --quick 0.25 > 0.1
+  if (quick && !given("--noise")) d.noise = 0.25;
+  // --epochs: typed > --quick 3 > a CSV file's, from its rows (fit_to_rows) > sweep --full 5 (preset_sweep) > 5
+  if (quick && !given("--epochs")) t.epochs = 3;
+  // --batch-size: typed > text 16 (preset_text) > --quick 32 > a CSV file's, from its rows (fit_to_rows) > 128
+  if (quick && !given("--batch-size")) t.batch_size = 32;
+  // --warmup: typed > text: a tenth of --steps (preset_text) > --quick 10 > the data set's (fashion-mnist 50) > 0
+  if (!given("--warmup")) {
+    if (quick) t.warmup_steps = 10;
+    else if (ds.warmup) t.warmup_steps = *ds.warmup;
+  }
+  // --stats-every: typed > --quick 10 > 0 (the commands record about 50 times per run)
+  if (quick && !given("--stats-every")) t.stats_every = 10;
+  // --optimizer: typed > a CSV file's adam > the arch's (preset_arch) > text adamw (preset_text) > sgd
+  if (fit.optimizer) t.optimizer = "adam";
+  // --val-fraction: typed > text 0.1 (preset_text) > study on fashion-mnist 0.1 (preset_study) > a CSV
+  // file's 0.1, a default that may round to no sample (validation_defaulted) > 0
+  if (fit.validation) d.validation_fraction = 0.1, d.validation_defaulted = true;
+  // --early-stopping: typed > a CSV file's 10 with a validation fraction above 0 (fit_to_rows: 0 when
+  // the split came out empty) > 0
+  fit.early_stopping = csv && !given("--early-stopping") && d.validation_fraction > 0;
+  if (fit.early_stopping) t.early_stopping = kCsvPatience;
+  return fit;
+}
+
+void preset_arch(TrainingOptions& o, const Given& given, const CsvFit& csv, std::vector<std::string>& chosen) {
+  TrainConfig& t = o.train;
+  const ArchEntry& a = arch(t.model.arch);
+  // --optimizer: typed > a CSV file's adam (preset_tables) > the arch's, compare and sweep (lstm: adam) > sgd
+  if (!given("--optimizer") && !csv.optimizer && !a.default_optimizer.empty()) {
+    t.optimizer = a.default_optimizer;
+    const std::optional<double> lr = optimizer(a.default_optimizer).default_lr;
+    chosen.push_back("--optimizer " + a.default_optimizer + (given("--lr") || !lr ? "" : " (lr " + fmt(*lr) + ")"));
+  }
+  // --clip-grad-norm: typed > text 1 (preset_text) > the arch's, compare and sweep (lstm: 1) > 0
+  if (!given("--clip-grad-norm") && a.default_clip_grad_norm > 0) {
+    t.clip_grad_norm = a.default_clip_grad_norm;
+    chosen.push_back("--clip-grad-norm " + fmt(a.default_clip_grad_norm));
+  }
+}
+
+void preset_optimizer(TrainingOptions& o, const Given& given) {
+  TrainConfig& t = o.train;
+  const OptimizerEntry& opt = optimizer(t.optimizer);
+  // --lr: typed > the final optimizer's (adam, adamw: 0.001) > --quick 0.1 > 0.05
+  if (!given("--lr")) {
+    if (opt.default_lr) t.lr = *opt.default_lr;
+    else if (o.quick) t.lr = 0.1;
+  }
+  // --weight-decay: typed > text with adamw 0.1 (preset_text_optimizer) > the optimizer's (adamw 0.01) > 0
+  if (!given("--weight-decay") && opt.default_weight_decay != 0) t.weight_decay = opt.default_weight_decay;
+  // --betas: typed > text with adam or adamw 0.9,0.95 (preset_text_optimizer) > 0.9,0.999
+  if (!o.betas.empty()) t.beta1 = o.betas[0], t.beta2 = o.betas[1];
+}
+
+void preset_model(TrainingOptions& o, const Given& given) {
+  ModelSpec& m = o.train.model;
+  const ArchEntry& a = arch(m.arch);
+  const DatasetEntry& ds = dataset(o.data.name);
+  // --hidden: typed > the arch's (lstm 128) > --quick 32,32 > the data set's (fashion-mnist 256,256) > 64,64
+  // (text: preset_text_lstm)
+  if (!given("--hidden"))
+    m.hidden = !a.default_hidden.empty() ? a.default_hidden
+               : o.quick                 ? std::vector<int64_t>{32, 32}
+               : !ds.hidden.empty()      ? ds.hidden
+                                         : std::vector<int64_t>{64, 64};
+  if (!a.image) return;
+  // --image-shape: typed > the data set's, with an image arch (none: check_architecture refuses it) > none
+  if (m.image.empty()) m.image = ds.image_shape;
+  // --eval-batch: typed > an image arch's 100 (kCnnEvalBatch; the study's CNN part too) > 1000
+  if (!given("--eval-batch")) o.train.eval_batch = kCnnEvalBatch;
+}
+
+std::string fit_to_rows(TrainConfig& t, const CsvFit& csv, const Splits& data) {
+  if (!csv.any()) return "";
+  const int64_t n = data.train.size();
+  // --batch-size, a CSV file's: the power of two nearest to an eighth of the rows, 8 to 128 (csv_batch_for)
+  if (csv.batch) t.batch_size = csv_batch_for(n);
+  const int64_t steps = std::max<int64_t>(1, (n + t.batch_size - 1) / t.batch_size);
+  // --epochs, a CSV file's: about kCsvStepBudget steps at the final batch size, 5 to 200
+  if (csv.epochs) t.epochs = std::clamp<int64_t>((kCsvStepBudget + steps - 1) / steps, 5, kCsvMaxEpochs);
+  // --early-stopping, a CSV file's: off when the validation split came out empty
+  if (csv.early_stopping && data.validation.size() == 0) t.early_stopping = 0;
+  std::vector<std::string> chosen;
+  if (csv.batch) chosen.push_back("batch " + std::to_string(t.batch_size));
+  if (csv.epochs) chosen.push_back((t.early_stopping > 0 ? "at most " : "") + report::count_of(t.epochs, "epoch"));
+  if (csv.early_stopping)
+    chosen.push_back(t.early_stopping > 0 ? "early stopping after " + report::count_of(t.early_stopping, "epoch") +
+                                                " without a lower validation loss (keeping the best epoch's weights)"
+                                          : std::string("no early stopping (the validation split is empty)"));
+  if (csv.validation) chosen.push_back("a validation split of 10% (" + std::to_string(data.validation.size()) + " rows)");
+  if (csv.optimizer) chosen.push_back(optimizer_text(t));
+  return "Defaults for a CSV file of " + std::to_string(n) + " training rows (the flags not given): " +
+         report::join_names(chosen) +
+         ". `--batch-size`, `--epochs`, `--early-stopping`, `--val-fraction` and `--optimizer` set them.";
+}
+
+}  // namespace normlab::experiments::commands
