@@ -11,6 +11,7 @@
 #include "experiments/registry/optimizers.h"
 #include "experiments/report/claims.h"
 #include "experiments/report/report.h"
+#include "experiments/studies/lm_sweep.h"
 #include "experiments/support/output.h"
 
 namespace normlab::experiments::commands {
@@ -140,6 +141,59 @@ std::string fit_to_rows(TrainConfig& t, const CsvFit& csv, const Splits& data) {
   return "Defaults for a CSV file of " + std::to_string(n) + " training rows (the flags not given): " +
          report::join_names(chosen) +
          ". `--batch-size`, `--epochs`, `--early-stopping`, `--val-fraction` and `--optimizer` set them.";
+}
+
+// ---- text ----
+
+void preset_text(TrainingOptions& o, const Given& given, int64_t steps, TextKind kind) {
+  TrainConfig& t = o.train;
+  // --arch (text): typed > gpt
+  if (!given("--arch")) t.model.arch = "gpt";
+  // --optimizer (text): typed > adamw
+  if (!given("--optimizer")) t.optimizer = "adamw";
+  // --batch-size (text): typed > 16
+  if (!given("--batch-size")) t.batch_size = kTextBatch;
+  // --val-fraction (text): typed > 0.1 (not validation_defaulted: it must give a sample)
+  if (!given("--val-fraction")) o.data.validation_fraction = kTextValFraction;
+  // --warmup (text): typed > a tenth of --steps
+  if (!given("--warmup")) t.warmup_steps = steps / 10;
+  if (kind == TextKind::Train) return;  // train's --clip-grad-norm is the text flow's own flag (TextFlags)
+  // --clip-grad-norm (text, compare and sweep): typed > 1, as train's
+  if (!given("--clip-grad-norm")) t.clip_grad_norm = kTextClip;
+  // --eval-every (text, compare): typed > a tenth of --steps (at least 1)
+  if (kind == TextKind::Compare && !given("--eval-every")) t.eval_every = std::max<int64_t>(1, steps / 10);
+}
+
+void preset_text_optimizer(TrainConfig& t, const Given& given) {
+  // --weight-decay (text): typed > with adamw 0.1 > the optimizer's (preset_optimizer)
+  if (t.optimizer == "adamw" && !given("--weight-decay")) t.weight_decay = kTextWeightDecay;
+  // --betas (text): typed > with adam or adamw 0.9,0.95 > 0.9,0.999
+  if ((t.optimizer == "adamw" || t.optimizer == "adam") && !given("--betas")) t.beta2 = kTextBeta2;
+}
+
+std::string preset_text_norm(const std::string& norm, const Given& given) {
+  // --norm (text, --arch gpt): typed > layer
+  return given("--norm") ? norm : "layer";
+}
+
+void preset_text_lstm(CharModelSpec& m, const std::vector<int64_t>& hidden, int64_t layers, int64_t width,
+                      const Given& given) {
+  // --hidden (text, --arch lstm): typed (one width) > 256
+  m.lstm.hidden_size = given("--hidden") ? hidden[0] : 256;
+  // --layers (text, --arch lstm): typed > 1 (a GPT's: 4)
+  m.lstm.num_layers = given("--layers") ? layers : 1;
+  // --width (text, --arch lstm): typed > 64 (a GPT's: 128)
+  m.lstm.embed_dim = given("--width") ? width : 64;
+}
+
+std::vector<std::string> preset_text_variants(const std::vector<std::string>& norms, const Given& given) {
+  // --norms (text, compare and sweep): typed > layer, layer-post, rms, batch, none
+  return given("--norms") ? norms : std::vector<std::string>{"layer", "layer-post", "rms", "batch", "none"};
+}
+
+std::vector<int64_t> preset_text_batches(const std::vector<int64_t>& batch_sizes, const Given& given) {
+  // --batch-sizes (text, sweep): typed > 1,2,4,16,64 (kLmSweepBatches)
+  return given("--batch-sizes") ? batch_sizes : studies::kLmSweepBatches;
 }
 
 }  // namespace normlab::experiments::commands

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "experiments/commands/training.h"
+#include "experiments/config/model_spec.h"
 
 namespace normlab::experiments::commands {
 
@@ -44,5 +45,34 @@ std::string fit_to_rows(TrainConfig& t, const CsvFit& csv, const Splits& data);
 // The batch size of a CSV file of n training rows: the power of two nearest to n / 8, between 8
 // and 128 (and not above n): 16 for 120 rows, 64 for 455.
 int64_t csv_batch_for(int64_t n);
+
+// ---- text: train, compare and sweep with --dataset text (a character language model) ----
+// nanoGPT's settings: AdamW (lr 0.001: preset_optimizer) with betas 0.9,0.95 and weight decay 0.1,
+// batch 16, a warmup of a tenth of --steps, a contiguous 90/10 split, the gradient norm clipped to 1;
+// the study's GPT part trains with the same values.
+inline constexpr int64_t kTextBatch = 16;
+inline constexpr double kTextValFraction = 0.1, kTextWeightDecay = 0.1, kTextBeta2 = 0.95, kTextClip = 1.0;
+
+enum class TextKind { Train, Compare, Sweep };
+
+// Before the text flow's checks: --arch, --optimizer, --batch-size, --val-fraction and --warmup (a
+// tenth of steps, the parsed --steps); compare's and sweep's --clip-grad-norm, compare's --eval-every.
+void preset_text(TrainingOptions& o, const Given& given, int64_t steps, TextKind kind);
+
+// After preset_optimizer: AdamW's weight decay, Adam's and AdamW's second beta.
+void preset_text_optimizer(TrainConfig& t, const Given& given);
+
+// The GPT's norm: train's --norm (norm) when typed, else layer.
+std::string preset_text_norm(const std::string& norm, const Given& given);
+
+// --arch lstm: the CharLSTM's width (--hidden, one width), layers (--layers) and embedding (--width).
+void preset_text_lstm(CharModelSpec& m, const std::vector<int64_t>& hidden, int64_t layers, int64_t width,
+                      const Given& given);
+
+// compare and sweep: the GPT variants they train (--norms, as typed).
+std::vector<std::string> preset_text_variants(const std::vector<std::string>& norms, const Given& given);
+
+// sweep: the batch sizes (--batch-sizes, as typed).
+std::vector<int64_t> preset_text_batches(const std::vector<int64_t>& batch_sizes, const Given& given);
 
 }  // namespace normlab::experiments::commands

@@ -1,5 +1,5 @@
 // `normlab compare` and `normlab sweep` with --dataset text: the GPT norm studies' flags, checks and
-// run (text_compare.h).
+// run (text_compare.h; their presets: presets.h, the text family).
 #include "experiments/commands/text_compare.h"
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include "dist/dist.h"
 #include "experiments/commands/cli.h"
 #include "experiments/commands/flags.h"
+#include "experiments/commands/presets.h"
 #include "experiments/commands/resume.h"
 #include "experiments/records/rank_scratch.h"
 #include "experiments/records/result_set.h"
@@ -66,8 +67,8 @@ void TextStudy::add_flags(CLI::App& a) {
 }
 
 void TextStudy::presets(TrainingOptions& o, const Given& given) {
-  text_.presets(o, given, true);
-  if (!given("--clip-grad-norm")) o.train.clip_grad_norm = TextFlags{}.clip_grad_norm;  // train's text default
+  preset_text(o, given, text_.flags().steps, kind_ == Kind::Sweep ? TextKind::Sweep : TextKind::Compare);
+  text_.refuse(o, given, true);
   if (given("--position"))
     throw Error("--position does not apply to " + std::string(kind_ == Kind::Sweep ? "sweep" : "compare") +
                 " --dataset text: each of --norms names its position (" + variant_list() + ")");
@@ -76,7 +77,6 @@ void TextStudy::presets(TrainingOptions& o, const Given& given) {
     return;
   }
   if (given("--target")) throw Error("--target does not apply to --dataset text: a language model has no accuracy");
-  if (!given("--eval-every")) o.train.eval_every = std::max<int64_t>(1, text_.flags().steps / 10);
 }
 
 void TextStudy::refuse_sweep_flags(const Given& given) const {
@@ -100,10 +100,10 @@ void TextStudy::check(TrainingOptions& o, const std::vector<std::string>& norms,
     throw Error("--arch " + o.train.model.arch + " on --dataset text: " +
                 (kind_ == Kind::Sweep ? "sweep" : "compare") + " compares the norms of --arch gpt (nn::CharLSTM has no norm)");
   text_.check(o, "layer", given);
-  variants_ = given("--norms") ? norms : std::vector<std::string>{"layer", "layer-post", "rms", "batch", "none"};
+  variants_ = preset_text_variants(norms, given);
   for (const std::string& v : variants_) studies::gpt_variant(v);  // throws naming the variants
   seeds_ = seeds;
-  batch_sizes_ = given("--batch-sizes") ? batch_sizes : studies::kLmSweepBatches;
+  batch_sizes_ = preset_text_batches(batch_sizes, given);
 }
 
 void TextStudy::check(TrainingOptions& o, const Given& given) {

@@ -1,7 +1,7 @@
 // `normlab compare` and `normlab sweep --over batch` with --dataset text: the character GPT's norm
 // studies (studies/lm_compare.h, studies/lm_sweep.h). The language-model flags of train (--text,
-// --block-size, --layers, --heads, --width, --steps, --clip-grad-norm) and its presets (AdamW with
-// nanoGPT's settings, batch 16, a tenth of the steps as warmup), --norms as GPT variants (layer,
+// --block-size, --layers, --heads, --width, --steps, --clip-grad-norm) and its presets (presets.h's
+// text family: AdamW with nanoGPT's settings, batch 16, a tenth of the steps as warmup), --norms as GPT variants (layer,
 // layer-post, rms, rms-post, batch, batch-post, none), sweep's --train-tokens, the flags that do not
 // apply refused, and the run written into --out as one set.
 #pragma once
@@ -42,12 +42,11 @@ class TextStudy : public TextFlow {
 
   // train's language-model flags; the sweep's --train-tokens.
   void add_flags(CLI::App& a);
-  // Before the shared checks (TextTraining::presets), then the flags of compare or sweep that do
-  // not apply to a GPT study refused; compare's --eval-every defaults to a tenth of --steps.
+  // Before the shared checks: the text family's presets (presets.h: preset_text), then the flags of
+  // compare or sweep that do not apply to a GPT study refused (TextTraining::refuse first).
   void presets(TrainingOptions& o, const Given& given) override;
-  // After the optimizer's defaults: TextTraining::check, --arch gpt only, and the study's settings
-  // (norms: --norms, or every default variant when not given; seeds; the sweep's batch sizes,
-  // kLmSweepBatches when not given).
+  // After the optimizer's values: --arch gpt only, TextTraining::check, and the study's settings
+  // (the variants and the sweep's batch sizes: preset_text_variants, preset_text_batches; seeds).
   void check(TrainingOptions& o, const std::vector<std::string>& norms, const std::vector<uint64_t>& seeds,
              const std::vector<int64_t>& batch_sizes, const Given& given);
   // The same with the bound flags (the sweep: --over lr refused first).

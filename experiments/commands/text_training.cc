@@ -1,5 +1,5 @@
-// `normlab train --dataset text`: a character language model's flags, presets, checks and run
-// (text_training.h).
+// `normlab train --dataset text`: a character language model's flags, checks and run (text_training.h;
+// its presets: presets.h, the text family).
 #include "experiments/commands/text_training.h"
 
 #include <cstdio>
@@ -76,24 +76,23 @@ void TextTraining::add_flags(CLI::App& a, bool clip_flag) {
         ->capture_default_str();
 }
 
-void TextTraining::presets(TrainingOptions& o, const Given& given, bool resumable) const {
-  std::string& arch = o.train.model.arch;
-  if (!given("--arch")) arch = "gpt";
+void TextTraining::presets(TrainingOptions& o, const Given& given) {
+  preset_text(o, given, f_.steps, TextKind::Train);
+  refuse(o, given, false);
+}
+
+void TextTraining::refuse(const TrainingOptions& o, const Given& given, bool resumable) const {
+  const std::string& arch = o.train.model.arch;
   if (arch != "gpt" && arch != "lstm")
     throw Error("--arch " + arch + " does not train on --dataset text: a character language model is --arch gpt "
                 "or lstm");
   for (const auto& [flag, why] : not_for_text())
     if (given(flag) && !(resumable && flag == "--resume")) throw Error(flag + " does not apply to --dataset text: " + why);
-  if (!given("--optimizer")) o.train.optimizer = "adamw";
-  if (!given("--batch-size")) o.train.batch_size = 16;
-  if (!given("--val-fraction")) o.data.validation_fraction = 0.1;
-  if (!given("--warmup")) o.train.warmup_steps = f_.steps / 10;
 }
 
 void TextTraining::check(TrainingOptions& o, const std::string& norm, const Given& given) {
   TrainConfig& t = o.train;
-  if (t.optimizer == "adamw" && !given("--weight-decay")) t.weight_decay = 0.1;
-  if ((t.optimizer == "adamw" || t.optimizer == "adam") && !given("--betas")) t.beta2 = 0.95;
+  preset_text_optimizer(t, given);
   model_.arch = t.model.arch;
   model_.block_size = f_.block_size;
   if (model_.arch == "gpt") check_gpt(o, norm, given);
@@ -106,7 +105,7 @@ void TextTraining::check(TrainingOptions& o, const std::string& norm, const Give
 void TextTraining::check_gpt(const TrainingOptions&, const std::string& norm, const Given& given) {
   if (given("--hidden"))
     throw Error("--hidden goes with --arch mlp or lstm, not --arch gpt (--width sets its embedding width)");
-  model_.gpt.norm = gpt_norm(given("--norm") ? norm : "layer");
+  model_.gpt.norm = gpt_norm(preset_text_norm(norm, given));
   model_.gpt.position = nn::parse_norm_position(f_.position);
   model_.gpt.n_layer = f_.layers;
   model_.gpt.n_head = f_.heads;
@@ -124,9 +123,7 @@ void TextTraining::check_lstm(const TrainingOptions& o, const std::string& norm,
   if (given("--hidden") && hidden.size() != 1)
     throw Error("--hidden takes one width with --arch lstm on --dataset text (--layers sets the number of layers), got " +
                 std::to_string(hidden.size()) + " widths");
-  model_.lstm.hidden_size = given("--hidden") ? hidden[0] : 256;
-  model_.lstm.num_layers = given("--layers") ? f_.layers : 1;
-  model_.lstm.embed_dim = given("--width") ? f_.width : 64;
+  preset_text_lstm(model_, hidden, f_.layers, f_.width, given);
 }
 
 void TextTraining::check(TrainingOptions& o, const Given& given) {

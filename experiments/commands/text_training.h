@@ -1,13 +1,14 @@
 // `normlab train --dataset text`: the flags of a character language model (--text, --block-size,
-// --layers, --heads, --width, --position, --steps, --clip-grad-norm; --hidden for the LSTM), their
-// presets (AdamW with nanoGPT's settings, batch 16), the flags that do not apply refused, and the
-// run. --arch gpt (the default) is nn::GPT; --arch lstm is nn::CharLSTM (embedding --width, default
+// --layers, --heads, --width, --position, --steps, --clip-grad-norm; --hidden for the LSTM), the
+// flags that do not apply refused, and the run; their presets (AdamW with nanoGPT's settings, batch
+// 16) are presets.h's text family. --arch gpt (the default) is nn::GPT; --arch lstm is nn::CharLSTM (embedding --width, default
 // 64; --layers of --hidden units, default 1 of 256; no norm).
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "experiments/commands/presets.h"
 #include "experiments/commands/training.h"
 #include "experiments/studies/lm_train.h"
 
@@ -24,7 +25,7 @@ struct TextFlags {
   int64_t block_size = 64, layers = 4, heads = 4, width = 128;
   std::string position = "pre";
   int64_t steps = kDefaultTextSteps;
-  double clip_grad_norm = 1.0;
+  double clip_grad_norm = kTextClip;
 };
 
 class TextTraining : public TextFlow {
@@ -42,13 +43,14 @@ class TextTraining : public TextFlow {
   // clip_flag false: the command has its own --clip-grad-norm (compare, sweep), whose value the
   // caller passes on.
   void add_flags(CLI::App& a, bool clip_flag = true);
-  // Before the shared checks: --arch gpt (the default here) or lstm (others refused), AdamW, batch 16,
-  // --val-fraction 0.1, a warmup of a tenth of the steps, unless given; the flags that do not apply
-  // refused (--resume too unless `resumable`: compare and sweep continue their runs).
-  void presets(TrainingOptions& o, const Given& given, bool resumable) const;
-  void presets(TrainingOptions& o, const Given& given) override { presets(o, given, false); }
-  // After the optimizer's defaults: weight decay 0.1 and betas (0.9, 0.95) unless given, and the
-  // flags that do not apply to text refused.
+  // After the text family's presets (presets.h: preset_text): --arch gpt or lstm (others refused),
+  // and the flags that do not apply refused (--resume too unless `resumable`: compare and sweep
+  // continue their runs).
+  void refuse(const TrainingOptions& o, const Given& given, bool resumable) const;
+  // train's: preset_text, then refuse.
+  void presets(TrainingOptions& o, const Given& given) override;
+  // After the optimizer's values: the text family's (preset_text_optimizer), and the flags that do
+  // not apply to the model refused.
   void check(TrainingOptions& o, const std::string& norm, const Given& given);
   // train's: its --seed trains the run, its --norm is the GPT's.
   void check(TrainingOptions& o, const Given& given) override;
