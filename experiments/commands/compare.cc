@@ -31,10 +31,6 @@ class CompareCommand : public TrainingCommand {
     text_.add_flags(a);
   }
 
-  void own_presets(const Given& given) override {
-    if (o_.quick && !given("--target")) cfg_.target_accuracy = 0.85;
-  }
-
   void check_own(const Given&) override { refuse_gpt_variants(cfg_.norms, o_.data.name); }
 
   std::vector<std::string> norms_run() const override { return on_text() ? std::vector<std::string>{} : cfg_.norms; }

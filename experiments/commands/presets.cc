@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "experiments/models/archs.h"
+#include "experiments/registry/layers.h"
 #include "experiments/registry/datasets.h"
 #include "experiments/registry/optimizers.h"
 #include "experiments/report/claims.h"
@@ -194,6 +195,45 @@ std::vector<std::string> preset_text_variants(const std::vector<std::string>& no
 std::vector<int64_t> preset_text_batches(const std::vector<int64_t>& batch_sizes, const Given& given) {
   // --batch-sizes (text, sweep): typed > 1,2,4,16,64 (kLmSweepBatches)
   return given("--batch-sizes") ? batch_sizes : studies::kLmSweepBatches;
+}
+
+// ---- sweep ----
+
+void preset_sweep(SweepOptions& s, TrainingOptions& o, const Given& given, int job_size) {
+  const bool quick = o.quick, full = s.full, local_vs_sync = o.train.distributed && job_size > 0;
+  // (--quick and --full, --full and --distributed are refused: SweepCommand::check_own)
+  // --train-limit (sweep): typed > --full 0 (the default's value) > 0
+  if (full && !given("--train-limit")) o.data.train_limit = 0;
+  // --epochs (sweep): typed > --quick 3 (preset_tables) > --full 5 (the default's value) > 5
+  if (full && !given("--epochs")) o.train.epochs = 5;
+  // --seeds (sweep): typed > --full 0,1,2,3,4 > 0,1,2
+  if (full && !given("--seeds")) s.seeds = {0, 1, 2, 3, 4};
+  // --batch-sizes (sweep): typed > --distributed in an mpirun job 2,4,8 > --quick 2,8,32,128 > --full
+  // 2..256 (the default's value) > 2,4,8,16,32,64,128,256 (text: preset_text_batches)
+  if (!given("--batch-sizes")) {
+    if (local_vs_sync) s.batch_sizes = {2, 4, 8};
+    else if (quick) s.batch_sizes = studies::kQuickSweepBatches;
+    else if (full) s.batch_sizes = studies::kSweepBatches;
+  }
+  // --lrs (sweep): typed > --quick 0.01,0.1,1 > 0.01,0.03,0.1,0.3,1,3
+  if (quick && !given("--lrs")) s.lrs = {0.01, 0.1, 1.0};
+  // --norms (sweep): typed > --distributed in an mpirun job: batch (each rank's), syncbatch, layer,
+  // group > none,batch,layer (text: preset_text_variants)
+  if (local_vs_sync && !given("--norms")) s.norms = {local_bn(), sync_bn(), "layer", "group"};
+  // --ranks (sweep): typed > --distributed in an mpirun job: every divisor of its size > none
+  if (local_vs_sync && s.ranks.empty())
+    for (int w = 1; w <= job_size; ++w)
+      if (job_size % w == 0) s.ranks.push_back(w);
+}
+
+void preset_sweep_arch(SweepOptions& s, const TrainingOptions& o, const ArchEntry& a, const Given& given,
+                       std::vector<std::string>& chosen) {
+  // --lr-scaling (sweep): typed > the arch's with --over batch, without --distributed (lstm: sqrt) > linear
+  if (given("--lr-scaling") || a.default_lr_scaling.empty() || s.over != studies::SweepOver::Batch ||
+      o.train.distributed)
+    return;
+  s.lr_scaling = studies::lr_scaling_from(a.default_lr_scaling);
+  chosen.push_back("--lr-scaling " + a.default_lr_scaling);
 }
 
 }  // namespace normlab::experiments::commands

@@ -11,7 +11,10 @@
 #include <vector>
 
 #include "experiments/commands/training.h"
+#include "experiments/config/lm_config.h"
 #include "experiments/config/model_spec.h"
+#include "experiments/models/archs.h"
+#include "experiments/studies/study.h"
 
 namespace normlab::experiments::commands {
 
@@ -49,9 +52,10 @@ int64_t csv_batch_for(int64_t n);
 // ---- text: train, compare and sweep with --dataset text (a character language model) ----
 // nanoGPT's settings: AdamW (lr 0.001: preset_optimizer) with betas 0.9,0.95 and weight decay 0.1,
 // batch 16, a warmup of a tenth of --steps, a contiguous 90/10 split, the gradient norm clipped to 1;
-// the study's GPT part trains with the same values.
+// the study's GPT part trains with the same values (study_gpt_base).
 inline constexpr int64_t kTextBatch = 16;
 inline constexpr double kTextValFraction = 0.1, kTextWeightDecay = 0.1, kTextBeta2 = 0.95, kTextClip = 1.0;
+inline constexpr double kTextLr = 1e-3;  // AdamW's lr (preset_optimizer's for text; study_gpt_base's)
 
 enum class TextKind { Train, Compare, Sweep };
 
@@ -74,5 +78,86 @@ std::vector<std::string> preset_text_variants(const std::vector<std::string>& no
 
 // sweep: the batch sizes (--batch-sizes, as typed).
 std::vector<int64_t> preset_text_batches(const std::vector<int64_t>& batch_sizes, const Given& given);
+
+// ---- sweep: its lists of batch sizes, learning rates, norms, seeds and ranks ----
+// --full is the complete protocol (all 60k images, 5 seeds, batch 2..256, 5 epochs), --quick's
+// lists are short, and --distributed in an mpirun job is the local-vs-sync experiment.
+
+// The sweep's own flags, with their defaults (the --help defaults).
+struct SweepOptions {
+  studies::SweepOver over = studies::SweepOver::Batch;
+  std::vector<int64_t> batch_sizes = studies::kSweepBatches;
+  std::vector<double> lrs{0.01, 0.03, 0.1, 0.3, 1.0, 3.0};
+  int64_t reference_batch = 128;
+  studies::LrScaling lr_scaling = studies::LrScaling::Linear;
+  std::vector<std::string> norms{"none", "batch", "layer"};
+  std::vector<uint64_t> seeds{0, 1, 2};
+  std::vector<int> ranks;  // --distributed (empty: every divisor of the job's size)
+  bool full = false;
+};
+
+// Before preset_tables (the sweep's own presets): --full's, --quick's and, in an mpirun job of
+// job_size processes (0: none) with --distributed, the local-vs-sync experiment's.
+void preset_sweep(SweepOptions& s, TrainingOptions& o, const Given& given, int job_size);
+
+// With the arch's defaults (preset_arch): its --lr-scaling, added to `chosen` as "--lr-scaling value".
+void preset_sweep_arch(SweepOptions& s, const TrainingOptions& o, const ArchEntry& a, const Given& given,
+                       std::vector<std::string>& chosen);
+
+// ---- study: its MLP's comparison and sweep, and on Fashion-MNIST without --quick its CNN, LSTM
+// and GPT parts (presets_study.cc) ----
+// On Fashion-MNIST the study (make run) is sized to a few minutes on 2 cores with 3 seeds
+// everywhere: the sweep on a random 10000 training images at batch 2, 4, 8, 32, 128 and 256 (the
+// batch-size protocol without 16 and 64: precise BN recomputes the statistics over 10000 images), a
+// validation split of 10%. The per-part sizes are the members below (their --help defaults).
+
+// The study's own flags, with their defaults.
+struct StudyOptions {
+  std::vector<std::string> norms{"none", "batch", "layer"};
+  std::vector<uint64_t> seeds{0, 1, 2};
+  std::vector<int64_t> batch_sizes = studies::kSweepBatches;
+  double target = 0.85;
+  int64_t sweep_train_limit = 0;
+  bool no_cnn = false, no_lstm = false, no_gpt = false;
+  // The CNN part: a comparison at cnn_batch_size and a sweep of 1 epoch, on cnn_train_limit images.
+  int64_t cnn_train_limit = 5000, cnn_epochs = 1, cnn_batch_size = 32;
+  std::vector<int64_t> cnn_batch_sizes{2, 8, 64};
+  std::vector<std::string> cnn_norms{"none", "batch", "layer", "group", "instance"};
+  std::vector<std::string> cnn_sweep_norms{"batch", "layer", "group"};
+  // The LSTM part: a sweep and a comparison at lstm_batch_size.
+  int64_t lstm_train_limit = 4000, lstm_test_limit = 5000, lstm_epochs = 1, lstm_batch_size = 32;
+  double lstm_lr = 1e-3;
+  std::vector<int64_t> lstm_batch_sizes{4, 32};
+  std::vector<std::string> lstm_norms{"none", "layer", "batch", "batch-shared"};
+  // The GPT part: a sweep of a character GPT on gpt_text ("": the fortunes).
+  std::string gpt_text;
+  std::vector<std::string> gpt_norms{"layer", "batch", "none"};
+  std::vector<int64_t> gpt_batch_sizes{2, 16};
+  int64_t gpt_tokens = 160000, gpt_layers = 2, gpt_width = 64, gpt_heads = 4, gpt_block = 64;
+};
+
+// Before preset_tables (the study's own presets): --quick's sweep, Fashion-MNIST's sizes.
+void preset_study(StudyOptions& s, TrainingOptions& o, const Given& given);
+
+// The CNN part's runs, from the MLP's settings (mlp): the study's CNN, --cnn-epochs, no warmup
+// unless --warmup is given (its runs are short: 39 steps at batch 128).
+TrainConfig study_cnn_base(const TrainConfig& mlp, const StudyOptions& s, const Given& given);
+// Its comparison: --cnn-batch-size with lr = --lr x batch / 128 (156 steps per epoch at 32, where
+// 128 gave 39, too few to tell the norms apart), on train_size images.
+TrainConfig study_cnn_compare(const TrainConfig& base, const StudyOptions& s, int64_t train_size);
+// Its sweep: 1 epoch, no activation statistics.
+TrainConfig study_cnn_sweep(const TrainConfig& base);
+
+// The LSTM part's sweep runs: the study's LSTM (the arch's default width) on rows of pixels, Adam
+// with the gradient norm clipped to 1 and lr = --lstm-lr at batch 128, --lstm-epochs; its warmup
+// (unless --warmup) covers a tenth of the samples the runs see, at every batch size.
+TrainConfig study_lstm_sweep(const TrainConfig& mlp, const StudyOptions& s, int64_t train_size, const Given& given);
+// Its comparison at --lstm-batch-size (lr and warmup scaled as the sweep's), the activations
+// recorded about 25 times per run.
+TrainConfig study_lstm_compare(const studies::SweepConfig& sweep, const StudyOptions& s, int64_t train_size);
+
+// The GPT part's runs: the text family's settings (AdamW, lr 0.001, betas 0.9,0.95, weight decay
+// 0.1, cosine decay, the gradient norm clipped to 1) with the --gpt-* sizes (vocab_size unset).
+LmTrainConfig study_gpt_base(const StudyOptions& s);
 
 }  // namespace normlab::experiments::commands

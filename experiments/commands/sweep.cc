@@ -5,6 +5,7 @@
 
 #include "dist/dist.h"
 #include "experiments/commands/flags.h"
+#include "experiments/commands/presets.h"
 #include "experiments/commands/text_compare.h"
 #include "experiments/commands/training.h"
 #include "experiments/registry/layers.h"
@@ -31,69 +32,60 @@ class SweepCommand : public TrainingCommand {
  protected:
   void add_own_flags(CLI::App& a) override {
     a.add_option_function<std::string>(
-         "--over", [this](const std::string& v) { over_ = v == "lr" ? SweepOver::LearningRate : SweepOver::Batch; },
+         "--over", [this](const std::string& v) { s_.over = v == "lr" ? SweepOver::LearningRate : SweepOver::Batch; },
          "what to sweep: batch or lr")
         ->check(CLI::IsMember({sweep_over_name(SweepOver::Batch), sweep_over_name(SweepOver::LearningRate)}))
         ->default_str("batch");
-    preset_default(a.add_option("--batch-sizes", batch_sizes_, "batch sizes (--over batch)")
+    preset_default(a.add_option("--batch-sizes", s_.batch_sizes, "batch sizes (--over batch)")
                        ->delimiter(',')
                        ->check(whole(1, kMaxBatch)),
                    "2,8,32,128 with --quick, else 2,4,8,16,32,64,128,256");
-    preset_default(a.add_option("--lrs", lrs_, "learning rates (--over lr)")->delimiter(',')->check(non_negative()),
+    preset_default(a.add_option("--lrs", s_.lrs, "learning rates (--over lr)")->delimiter(',')->check(non_negative()),
                    "0.01,0.1,1 with --quick, else 0.01,0.03,0.1,0.3,1,3");
-    a.add_option("--reference-batch", reference_batch_, "the batch at which the lr is --lr (--over batch)")
+    a.add_option("--reference-batch", s_.reference_batch, "the batch at which the lr is --lr (--over batch)")
         ->check(whole(1, kMaxBatch));
     preset_default(a.add_option_function<std::string>(
-                        "--lr-scaling", [this](const std::string& v) { lr_scaling_ = lr_scaling_from(v); },
+                        "--lr-scaling", [this](const std::string& v) { s_.lr_scaling = lr_scaling_from(v); },
                         "--over batch: the lr at batch b, linear: --lr x b / --reference-batch (for SGD), sqrt: --lr "
                         "x sqrt(b / --reference-batch) (for Adam), none: --lr")
                        ->check(CLI::IsMember({"linear", "sqrt", "none"})),
                    "sqrt with --arch lstm (Adam), else linear");
-    a.add_option("--norms", norms_,
+    a.add_option("--norms", s_.norms,
                  "norms to compare: " + norm_names() + "; with --dataset text (--arch gpt): layer, layer-post, rms, "
                  "rms-post, batch (BatchNorm over the tokens), batch-post, none (-post: post-norm, else pre-norm; "
                  "default: layer,layer-post,rms,batch,none)")
         ->delimiter(',')
         ->check(norm_or_gpt_variant());
-    preset_default(a.add_option("--seeds", seeds_, "seeds")->delimiter(',')->check(seed_value()),
+    preset_default(a.add_option("--seeds", s_.seeds, "seeds")->delimiter(',')->check(seed_value()),
                    "0,1,2,3,4 with --full, else 0,1,2");
     a.add_flag("--distributed", o_.train.distributed,
                "in an mpirun job: BatchNorm with each rank's own statistics against SyncBatchNorm (and the "
                "other --norms) in data-parallel runs over --ranks processes at per-rank batches --batch-sizes, "
                "beside one process at the per-rank and the global batch (default --norms "
                "batch,syncbatch,layer,group, --batch-sizes 2,4,8)");
-    a.add_option("--ranks", ranks_,
+    a.add_option("--ranks", s_.ranks,
                  "--distributed: the numbers of processes a run trains over, each dividing the mpirun job's "
                  "(1: one process)")
         ->delimiter(',')
         ->check(whole(1, 1 << 20))
         ->default_str("every divisor of the job's size, e.g. 1,2,4 for mpirun -np 4");
-    a.add_flag("--full", full_, "the complete protocol: all 60k images, 5 seeds, batch 2..256");
+    a.add_flag("--full", s_.full, "the complete protocol: all 60k images, 5 seeds, batch 2..256");
     text_.add_flags(a);
   }
 
-  // The full sweep protocol (--full): all 60k images, 5 seeds, batch 2..256, 5 epochs; --quick's sizes.
+  // --full's, --quick's and the local-vs-sync experiment's lists (presets.h: preset_sweep).
   void own_presets(const Given& given) override {
-    if (full_) {
-      if (!given("--train-limit")) o_.data.train_limit = 0;
-      if (!given("--seeds")) seeds_ = {0, 1, 2, 3, 4};
-      if (!given("--batch-sizes")) batch_sizes_ = kSweepBatches;
-      if (!given("--epochs")) o_.train.epochs = 5;
-    }
-    if (o_.quick) {
-      if (!given("--batch-sizes")) batch_sizes_ = kQuickSweepBatches;
-      if (!given("--lrs")) lrs_ = {0.01, 0.1, 1.0};
-    }
+    preset_sweep(s_, o_, given, dist::launched() ? dist::job_size() : 0);
   }
 
   void check_own(const Given& given) override {
-    refuse_gpt_variants(norms_, o_.data.name);
-    if (o_.quick && full_) throw Error("--quick and --full cannot be used together");
-    const std::string over = "--over " + sweep_over_name(over_) + (given("--over") ? "" : " (the default)");
+    refuse_gpt_variants(s_.norms, o_.data.name);
+    if (o_.quick && s_.full) throw Error("--quick and --full cannot be used together");
+    const std::string over = "--over " + sweep_over_name(s_.over) + (given("--over") ? "" : " (the default)");
     auto reject = [&](const char* flag, const std::string& why) {
       if (given(flag)) throw Error(std::string(flag) + " cannot be used with " + over + ": " + why);
     };
-    if (over_ == SweepOver::LearningRate) {
+    if (s_.over == SweepOver::LearningRate) {
       reject("--batch-sizes", "it sets the batch sizes of --over batch (--batch-size sets the batch of every run)");
       reject("--reference-batch", "it scales the learning rate with the batch size of --over batch");
       reject("--lr-scaling", "it scales the learning rate with the batch size of --over batch");
@@ -101,11 +93,11 @@ class SweepCommand : public TrainingCommand {
       reject("--lrs", "it sets the learning rates of --over lr (--lr sets the rate at --reference-batch)");
       reject("--batch-size", "every run trains at one of --batch-sizes");
     }
-    if (full_ && over_ != SweepOver::Batch) throw Error("--full cannot be used with " + over + ": --full is the batch-size protocol");
+    if (s_.full && s_.over != SweepOver::Batch) throw Error("--full cannot be used with " + over + ": --full is the batch-size protocol");
     const bool distributed = o_.train.distributed;
-    if (distributed && over_ != SweepOver::Batch)
+    if (distributed && s_.over != SweepOver::Batch)
       throw Error("--distributed cannot be used with " + over + ": it sweeps the per-rank batch size");
-    if (distributed && full_)
+    if (distributed && s_.full)
       throw Error("--full cannot be used with --distributed: --full is the one-process protocol (give --train-limit, "
                   "--epochs, --seeds and --batch-sizes for a larger local-vs-sync experiment)");
     if (distributed && given("--lr-scaling"))
@@ -113,40 +105,31 @@ class SweepCommand : public TrainingCommand {
                   "linearly with the global batch");
     if (!distributed && given("--ranks"))
       throw Error("--ranks goes with --distributed (the local-BatchNorm vs SyncBatchNorm experiment)");
-    if (full_ && o_.data.name != "fashion-mnist")
+    if (s_.full && o_.data.name != "fashion-mnist")
       throw Error("--full cannot be used with --dataset " + o_.data.name + ": --full is the Fashion-MNIST protocol "
                   "(all 60k training images)");
-    if (distributed && dist::launched()) {  // the local-vs-sync experiment's defaults
-      if (!given("--batch-sizes")) batch_sizes_ = {2, 4, 8};
-      if (!given("--norms")) norms_ = {local_bn(), sync_bn(), "layer", "group"};
-      if (ranks_.empty())
-        for (int w = 1; w <= dist::job_size(); ++w)
-          if (dist::job_size() % w == 0) ranks_.push_back(w);
-    }
   }
 
   void own_arch_defaults(const Given& given, const ArchEntry& a, std::vector<std::string>& chosen) override {
-    if (given("--lr-scaling") || a.default_lr_scaling.empty() || over_ != SweepOver::Batch || o_.train.distributed) return;
-    lr_scaling_ = lr_scaling_from(a.default_lr_scaling);
-    chosen.push_back("--lr-scaling " + a.default_lr_scaling);
+    preset_sweep_arch(s_, o_, a, given, chosen);
   }
 
-  std::vector<std::string> norms_run() const override { return on_text() ? std::vector<std::string>{} : norms_; }
+  std::vector<std::string> norms_run() const override { return on_text() ? std::vector<std::string>{} : s_.norms; }
 
   void make_plan(const Splits& data) override {
     if (Given(app_)("--batch-sizes"))
-      for (int64_t b : batch_sizes_) check_batch_fits("--batch-sizes", b, data.train.size());
+      for (int64_t b : s_.batch_sizes) check_batch_fits("--batch-sizes", b, data.train.size());
     TrainConfig base = o_.train;
     base.stats_every = 0;  // the sweep records no activation statistics
     if (o_.train.distributed) {
       base.distributed = false;  // set per run (more than one rank)
-      ddp_ = normalize(DdpSweepConfig{.base = base, .per_rank_batches = batch_sizes_, .ranks = ranks_,
-                                      .reference_batch = reference_batch_, .norms = norms_, .seeds = seeds_});
+      ddp_ = normalize(DdpSweepConfig{.base = base, .per_rank_batches = s_.batch_sizes, .ranks = s_.ranks,
+                                      .reference_batch = s_.reference_batch, .norms = s_.norms, .seeds = s_.seeds});
       ddp_runs_ = ddp_sweep_runs(*ddp_, data);
     } else {
-      sweep_ = SweepConfig{.base = base, .over = over_, .batch_sizes = batch_sizes_, .lrs = lrs_,
-                           .reference_batch = reference_batch_, .norms = norms_, .seeds = seeds_,
-                           .lr_scaling = lr_scaling_};
+      sweep_ = SweepConfig{.base = base, .over = s_.over, .batch_sizes = s_.batch_sizes, .lrs = s_.lrs,
+                           .reference_batch = s_.reference_batch, .norms = s_.norms, .seeds = s_.seeds,
+                           .lr_scaling = s_.lr_scaling};
       runs_ = sweep_runs(*sweep_, data);
     }
   }
@@ -156,22 +139,14 @@ class SweepCommand : public TrainingCommand {
   }
 
  private:
-  SweepOver over_ = SweepOver::Batch;
-  std::vector<int64_t> batch_sizes_ = kSweepBatches;
-  std::vector<double> lrs_{0.01, 0.03, 0.1, 0.3, 1.0, 3.0};
-  int64_t reference_batch_ = 128;
-  LrScaling lr_scaling_ = LrScaling::Linear;
-  std::vector<std::string> norms_{"none", "batch", "layer"};
-  std::vector<uint64_t> seeds_{0, 1, 2};
-  std::vector<int> ranks_;  // --distributed (empty: every divisor of the job's size)
-  bool full_ = false;
+  SweepOptions s_;  // the sweep's flags (presets.h)
   std::optional<SweepConfig> sweep_;
   std::vector<CheckedRun> runs_;
   std::optional<DdpSweepConfig> ddp_;
   std::vector<std::vector<CheckedRun>> ddp_runs_;
   // --dataset text: a character GPT under each norm at each batch size (text_compare.h).
   TextStudy text_{TextStudy::Kind::Sweep,
-                  {.norms = &norms_, .seeds = &seeds_, .batch_sizes = &batch_sizes_, .over = &over_}};
+                  {.norms = &s_.norms, .seeds = &s_.seeds, .batch_sizes = &s_.batch_sizes, .over = &s_.over}};
 };
 
 }  // namespace
