@@ -1,7 +1,7 @@
 // The values the training commands' options take when they are not typed, one section per family
 // (a table of samples; --dataset text; the sweep; the study). Each option's rule is one statement
 // under a comment `// --flag: typed > A > B > default`: the first rule that applies wins, and
-// `grep -- --flag experiments/commands/presets.*` finds where its value is decided. Presets never
+// `grep -- --flag experiments/commands/presets*` finds where its value is decided. Presets never
 // throw or print; the checks stay in the commands, which call each preset where its values are
 // first read (TrainingCommand::check: the command's own presets, then preset_tables, its checks,
 // preset_arch, preset_optimizer, preset_model; plan: fit_to_rows once a CSV file is read).
