@@ -241,7 +241,6 @@ void TrainingCommand::check_applicable(const Given& given) const {
 
 void TrainingCommand::check(const Given& given) {
   if (o_.out.empty()) o_.out = "out/" + name();
-  o_.eval_batch_given = given("--eval-batch");
   if (given("--csv") && !given("--dataset")) o_.data.name = "csv";  // --csv FILE alone names the data set
   dataset(o_.data.name);  // an unknown name is an error before anything else
   if (on_text()) {  // --dataset text: a language model (text_training.h, text_compare.h)

@@ -31,7 +31,6 @@ struct TrainingOptions {
   TrainConfig train;
   std::vector<double> betas;  // --betas (empty: the optimizer's defaults)
   bool quick = false;
-  bool eval_batch_given = false;  // --eval-batch typed (else the CNN default for convolutional models)
   bool resume = false;        // continue the results in --out (train: from its checkpoint)
   std::string out;
   bool quiet = false;
