@@ -72,6 +72,30 @@ CsvFit preset_tables(TrainingOptions& o, const Given& given, bool fits_csv_files
   return fit;
 }
 
+std::string tables_help(const std::string& flag, bool fits_csv_files) {
+  const bool csv = fits_csv_files;
+  const std::vector<std::pair<std::string, std::string>> help{
+      {"--dataset", "moons with --quick, else fashion-mnist"},
+      {"--noise", "0.25 with --quick, else 0.1"},
+      {"--epochs", csv ? "3 with --quick, on a CSV file from its size (at most 200), else 5" : "3 with --quick, else 5"},
+      {"--batch-size",
+       csv ? "32 with --quick, on a CSV file from its size (8 to 128), else 128" : "32 with --quick, else 128"},
+      {"--warmup", "10 with --quick, 50 on fashion-mnist, else 0"},
+      {"--stats-every", "10 with --quick, else 0, which records about 50 times per run"},
+      {"--val-fraction", csv ? "0.1 on a CSV file, else 0" : ""},
+      {"--early-stopping", "10 on a CSV file with a validation split, else off"},
+      {"--clip-grad-norm", "1 with --arch lstm or --dataset text, else 0"},
+      {"--lr", "0.001 with --optimizer adam or adamw, 0.1 with --quick, else 0.05"},
+      {"--weight-decay", "0.01 with --optimizer adamw, else 0"},
+      {"--hidden", "32,32 with --quick, 256,256 on fashion-mnist, else 64,64"},
+      {"--image-shape", "1,28,28 on fashion-mnist"},
+      {"--eval-batch", "1000, 100 with --arch cnn and in the study's CNN part"},
+  };
+  for (const auto& [f, text] : help)
+    if (f == flag) return text;
+  return "";
+}
+
 void preset_arch(TrainingOptions& o, const Given& given, const CsvFit& csv, std::vector<std::string>& chosen) {
   TrainConfig& t = o.train;
   const ArchEntry& a = arch(t.model.arch);
@@ -224,6 +248,14 @@ void preset_sweep(SweepOptions& s, TrainingOptions& o, const Given& given, int j
   if (local_vs_sync && s.ranks.empty())
     for (int w = 1; w <= job_size; ++w)
       if (job_size % w == 0) s.ranks.push_back(w);
+}
+
+std::string sweep_help(const std::string& flag) {
+  if (flag == "--seeds") return "0,1,2,3,4 with --full, else 0,1,2";
+  if (flag == "--batch-sizes") return "2,8,32,128 with --quick, else 2,4,8,16,32,64,128,256";
+  if (flag == "--lrs") return "0.01,0.1,1 with --quick, else 0.01,0.03,0.1,0.3,1,3";
+  if (flag == "--lr-scaling") return "sqrt with --arch lstm (Adam), else linear";
+  return "";
 }
 
 void preset_sweep_arch(SweepOptions& s, const TrainingOptions& o, const ArchEntry& a, const Given& given,

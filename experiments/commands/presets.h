@@ -4,7 +4,8 @@
 // `grep -- --flag experiments/commands/presets*` finds where its value is decided. Presets never
 // throw or print; the checks stay in the commands, which call each preset where its values are
 // first read (TrainingCommand::check: the command's own presets, then preset_tables, its checks,
-// preset_arch, preset_optimizer, preset_model; plan: fit_to_rows once a CSV file is read).
+// preset_arch, preset_optimizer, preset_model; plan: fit_to_rows once a CSV file is read). What
+// --help says of each default is kept beside its rules (tables_help, sweep_help, study_help).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -44,6 +45,10 @@ void preset_model(TrainingOptions& o, const Given& given);
 // early stopping off when the validation split came out empty; returns the sentence that says what
 // was chosen ("": no CSV default applies).
 std::string fit_to_rows(TrainConfig& t, const CsvFit& csv, const Splits& data);
+
+// What --help says of the default of a tables flag (preset_default): the rules above in words, kept
+// beside them in presets.cc ("": none); fits_csv_files: train's and compare's, which name a CSV file's.
+std::string tables_help(const std::string& flag, bool fits_csv_files);
 
 // The batch size of a CSV file of n training rows: the power of two nearest to n / 8, between 8
 // and 128 (and not above n): 16 for 120 rows, 64 for 455.
@@ -100,6 +105,9 @@ struct SweepOptions {
 // job_size processes (0: none) with --distributed, the local-vs-sync experiment's.
 void preset_sweep(SweepOptions& s, TrainingOptions& o, const Given& given, int job_size);
 
+// What sweep --help says of the default of its flag (as tables_help).
+std::string sweep_help(const std::string& flag);
+
 // With the arch's defaults (preset_arch): its --lr-scaling, added to `chosen` as "--lr-scaling value".
 void preset_sweep_arch(SweepOptions& s, const TrainingOptions& o, const ArchEntry& a, const Given& given,
                        std::vector<std::string>& chosen);
@@ -138,6 +146,9 @@ struct StudyOptions {
 
 // Before preset_tables (the study's own presets): --quick's sweep, Fashion-MNIST's sizes.
 void preset_study(StudyOptions& s, TrainingOptions& o, const Given& given);
+
+// What study --help says of the default of its flag (as tables_help).
+std::string study_help(const std::string& flag);
 
 // The CNN part's runs, from the MLP's settings (mlp): the study's CNN, --cnn-epochs, no warmup
 // unless --warmup is given (its runs are short: 39 steps at batch 128).

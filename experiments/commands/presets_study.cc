@@ -23,6 +23,14 @@ void preset_study(StudyOptions& s, TrainingOptions& o, const Given& given) {
   if (fashion && !given("--sweep-train-limit")) s.sweep_train_limit = 10000;
 }
 
+std::string study_help(const std::string& flag) {
+  if (flag == "--batch-sizes")
+    return "2,8,32,128 with --quick, 2,4,8,32,128,256 on fashion-mnist, else 2,4,8,16,32,64,128,256";
+  if (flag == "--val-fraction") return "0.1 on fashion-mnist without --quick, else 0";
+  if (flag == "--sweep-train-limit") return "10000 on fashion-mnist without --quick, else 0";
+  return "";
+}
+
 TrainConfig study_cnn_base(const TrainConfig& mlp, const StudyOptions& s, const Given& given) {
   TrainConfig base = mlp;
   base.model.arch = "cnn", base.model.image = {1, 28, 28}, base.model.layers = kDefaultCnn;

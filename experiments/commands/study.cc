@@ -26,7 +26,7 @@ class StudyCommand : public TrainingCommand {
   StudyCommand()
       : TrainingCommand({.name = "study",
                          .lr_help = "peak learning rate (the sweep: at batch 128, scaled linearly)",
-                         .val_fraction_default = "0.1 on fashion-mnist without --quick, else 0",
+                         .val_fraction_default = study_help("--val-fraction"),
                          .stats_every_note = "; the comparison only",
                          .one_arch = true,
                          .classification_only = true,
@@ -39,12 +39,12 @@ class StudyCommand : public TrainingCommand {
     preset_default(a.add_option("--batch-sizes", s_.batch_sizes, "batch sizes of the sweep")
                        ->delimiter(',')
                        ->check(whole(1, kMaxBatch)),
-                   "2,8,32,128 with --quick, 2,4,8,32,128,256 on fashion-mnist, else 2,4,8,16,32,64,128,256");
+                   study_help("--batch-sizes"));
     a.add_option("--target", s_.target, "target accuracy of the comparison")->check(real(0, 1));
     preset_default(a.add_option("--sweep-train-limit", s_.sweep_train_limit,
                                 "the sweep trains on a random subset of N training samples (0: all)")
                        ->check(whole(0, kMaxInt)),
-                   "10000 on fashion-mnist without --quick, else 0");
+                   study_help("--sweep-train-limit"));
     add_cnn_part_flags(a);
     add_sequence_part_flags(a);
   }

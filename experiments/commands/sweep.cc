@@ -39,9 +39,9 @@ class SweepCommand : public TrainingCommand {
     preset_default(a.add_option("--batch-sizes", s_.batch_sizes, "batch sizes (--over batch)")
                        ->delimiter(',')
                        ->check(whole(1, kMaxBatch)),
-                   "2,8,32,128 with --quick, else 2,4,8,16,32,64,128,256");
+                   sweep_help("--batch-sizes"));
     preset_default(a.add_option("--lrs", s_.lrs, "learning rates (--over lr)")->delimiter(',')->check(non_negative()),
-                   "0.01,0.1,1 with --quick, else 0.01,0.03,0.1,0.3,1,3");
+                   sweep_help("--lrs"));
     a.add_option("--reference-batch", s_.reference_batch, "the batch at which the lr is --lr (--over batch)")
         ->check(whole(1, kMaxBatch));
     preset_default(a.add_option_function<std::string>(
@@ -49,7 +49,7 @@ class SweepCommand : public TrainingCommand {
                         "--over batch: the lr at batch b, linear: --lr x b / --reference-batch (for SGD), sqrt: --lr "
                         "x sqrt(b / --reference-batch) (for Adam), none: --lr")
                        ->check(CLI::IsMember({"linear", "sqrt", "none"})),
-                   "sqrt with --arch lstm (Adam), else linear");
+                   sweep_help("--lr-scaling"));
     a.add_option("--norms", s_.norms,
                  "norms to compare: " + norm_names() + "; with --dataset text (--arch gpt): layer, layer-post, rms, "
                  "rms-post, batch (BatchNorm over the tokens), batch-post, none (-post: post-norm, else pre-norm; "
@@ -57,7 +57,7 @@ class SweepCommand : public TrainingCommand {
         ->delimiter(',')
         ->check(norm_or_gpt_variant());
     preset_default(a.add_option("--seeds", s_.seeds, "seeds")->delimiter(',')->check(seed_value()),
-                   "0,1,2,3,4 with --full, else 0,1,2");
+                   sweep_help("--seeds"));
     a.add_flag("--distributed", o_.train.distributed,
                "in an mpirun job: BatchNorm with each rank's own statistics against SyncBatchNorm (and the "
                "other --norms) in data-parallel runs over --ranks processes at per-rank batches --batch-sizes, "

@@ -62,7 +62,7 @@ void TrainingCommand::add_flags(CLI::App& app) {
 void TrainingCommand::add_data_flags(CLI::App& a) {
   DataSpec& d = o_.data;
   preset_default(a.add_option("--dataset", d.name, or_list(names_in(datasets()))),
-                 "moons with --quick, else fashion-mnist");
+                 tables_help("--dataset", traits_.fits_csv_files));
   a.add_option("--csv", d.csv_path, "CSV file (--dataset csv, implied): header row, numeric features")->check(non_empty());
   a.add_option("--csv-test", d.csv_test_path, "CSV test file (else a fraction of --csv is held out)")->check(non_empty());
   a.add_option("--label", d.label, "the label column of the CSV file")->check(non_empty());
@@ -95,18 +95,19 @@ void TrainingCommand::add_data_flags(CLI::App& a) {
   auto* val = a.add_option("--val-fraction", d.validation_fraction, "fraction of the training samples held out for validation")
                   ->check(real(0, 1, false, true));
   if (!traits_.val_fraction_default.empty()) preset_default(val, traits_.val_fraction_default);
-  else if (traits_.fits_csv_files) preset_default(val, "0.1 on a CSV file, else 0");
+  else if (traits_.fits_csv_files) preset_default(val, tables_help("--val-fraction", true));
   a.add_option("--test-fraction", d.test_fraction, "test fraction for CSV without a test file and synthetic sets")
       ->check(real(0, 1, false, true));
   a.add_option("--samples", d.samples, "synthetic sets: number of samples")->check(whole(1, 10000000));
-  preset_default(a.add_option("--noise", d.noise, "synthetic sets: noise")->check(non_negative()), "0.25 with --quick, else 0.1");
+  preset_default(a.add_option("--noise", d.noise, "synthetic sets: noise")->check(non_negative()),
+                 tables_help("--noise", traits_.fits_csv_files));
   a.add_option("--data-seed", d.seed, "seed of synthetic data and of the splits")->check(seed_value());
 }
 
 void TrainingCommand::add_train_flags(CLI::App& a) {
   TrainConfig& t = o_.train;
   preset_default(a.add_option("--hidden", t.model.hidden, "hidden widths, e.g. 256,256")->delimiter(',')->check(whole(1, 1 << 20)),
-                 "32,32 with --quick, 256,256 on fashion-mnist, else 64,64");
+                 tables_help("--hidden", traits_.fits_csv_files));
   std::vector<std::string> arch_help;
   for (const ArchEntry& e : archs()) arch_help.push_back(e.help);
   a.add_option("--arch", t.model.arch, "model kind: " + or_list(arch_help))->check(CLI::IsMember(names_in(archs())));
@@ -120,16 +121,14 @@ void TrainingCommand::add_train_flags(CLI::App& a) {
                      ->delimiter(',')
                      ->expected(3)
                      ->check(whole(1, 1 << 20)),
-                 "1,28,28 on fashion-mnist");
+                 tables_help("--image-shape", traits_.fits_csv_files));
   a.add_option("--activation", t.model.activation, "activation in the hidden layers: " + activation_names());
   a.add_option("--groups", t.model.groups, "GroupNorm: number of groups")->check(whole(1, 1 << 20));
   preset_default(a.add_option("--epochs", t.epochs, "epochs per run")->check(whole(1, 1000000)),
-                 traits_.fits_csv_files ? "3 with --quick, on a CSV file from its size (at most 200), else 5"
-                                        : "3 with --quick, else 5");
+                 tables_help("--epochs", traits_.fits_csv_files));
   preset_default(a.add_option("--batch-size", t.batch_size, traits_.batch_size_help)
                      ->check(whole(1, kMaxBatch)),
-                 traits_.fits_csv_files ? "32 with --quick, on a CSV file from its size (8 to 128), else 128"
-                                        : "32 with --quick, else 128");
+                 tables_help("--batch-size", traits_.fits_csv_files));
   add_optimizer_flags(a);
   if (traits_.eval_every) {
     a.add_option("--eval-every", t.eval_every,
@@ -141,21 +140,21 @@ void TrainingCommand::add_train_flags(CLI::App& a) {
                                 "stop after N epochs without a lower validation loss and keep the best epoch's "
                                 "weights (needs --val-fraction above 0)")
                        ->check(whole(1, kMaxInt)),
-                   "10 on a CSV file with a validation split, else off");
+                   tables_help("--early-stopping", traits_.fits_csv_files));
   }
   if (traits_.stats_every)
     preset_default(a.add_option("--stats-every", t.stats_every, "record activation statistics and gradient norms every N steps")
                        ->check(whole(0, kMaxInt)),
-                   std::string("10 with --quick, else 0, which records about 50 times per run") +
-                       traits_.stats_every_note);
+                   tables_help("--stats-every", traits_.fits_csv_files) + traits_.stats_every_note);
   preset_default(a.add_option("--eval-batch", t.eval_batch, "evaluation batch size")->check(whole(1, kMaxBatch)),
-                 "1000, 100 with --arch cnn and in the study's CNN part");
+                 tables_help("--eval-batch", traits_.fits_csv_files));
 }
 
 // The optimizer, its settings and the learning-rate schedule.
 void TrainingCommand::add_optimizer_flags(CLI::App& a) {
   TrainConfig& t = o_.train;
-  preset_default(a.add_option("--lr", t.lr, traits_.lr_help)->check(non_negative()), "0.001 with --optimizer adam or adamw, 0.1 with --quick, else 0.05");
+  preset_default(a.add_option("--lr", t.lr, traits_.lr_help)->check(non_negative()),
+                 tables_help("--lr", traits_.fits_csv_files));
   a.add_option("--optimizer", t.optimizer,
                or_list(names_in(optimizers())) + " (PyTorch's update rules; adam and adamw default to --lr 0.001, adamw to "
                "--weight-decay 0.01, as PyTorch)" +
@@ -164,7 +163,7 @@ void TrainingCommand::add_optimizer_flags(CLI::App& a) {
   a.add_option("--momentum", t.momentum, "SGD momentum")->check(real(0, 1, false, true));
   preset_default(a.add_option("--weight-decay", t.weight_decay, "weight decay: L2 added to the gradient (sgd, adam), decoupled (adamw)")
                      ->check(non_negative()),
-                 "0.01 with --optimizer adamw, else 0");
+                 tables_help("--weight-decay", traits_.fits_csv_files));
   a.add_flag("--nesterov", t.nesterov, "SGD: Nesterov momentum");
   a.add_option("--betas", o_.betas, "adam, adamw: the decay rates of the moments, e.g. 0.9,0.999")
       ->delimiter(',')
@@ -176,9 +175,9 @@ void TrainingCommand::add_optimizer_flags(CLI::App& a) {
     preset_default(a.add_option("--clip-grad-norm", t.clip_grad_norm,
                                 "clip the total gradient norm to this before every step (0: off); --arch lstm "
                                 "also defaults to --optimizer adam (lr 0.001)")->check(non_negative()),
-                   "1 with --arch lstm or --dataset text, else 0");
+                   tables_help("--clip-grad-norm", traits_.fits_csv_files));
   preset_default(a.add_option("--warmup", t.warmup_steps, "linear warmup steps")->check(whole(0, kMaxInt)),
-                 "10 with --quick, 50 on fashion-mnist, else 0");
+                 tables_help("--warmup", traits_.fits_csv_files));
   a.add_option("--schedule", t.schedule, "after warmup: " + or_list(names_in(schedules())));
   a.add_option("--step-every", t.step_every, "schedule step: decay every N steps")->check(whole(1, kMaxInt));
   a.add_option("--step-gamma", t.step_gamma, "schedule step: decay factor")
