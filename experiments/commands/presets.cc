@@ -7,8 +7,8 @@
 #include <optional>
 
 #include "experiments/models/archs.h"
-#include "experiments/registry/layers.h"
 #include "experiments/registry/datasets.h"
+#include "experiments/registry/layers.h"
 #include "experiments/registry/optimizers.h"
 #include "experiments/report/claims.h"
 #include "experiments/report/report.h"

@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "experiments/commands/training.h"
+#include "experiments/commands/command.h"
+#include "experiments/commands/training_options.h"
 #include "experiments/config/lm_config.h"
 #include "experiments/config/model_spec.h"
 #include "experiments/models/archs.h"
