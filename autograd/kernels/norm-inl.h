@@ -444,9 +444,11 @@ inline constexpr int64_t kWelfordRows = 64;
 // row of C values), down the rows from md = m2 = 0, four rows per load/store of the running (mean
 // of d, M2) so that they stay in registers across the four updates; per lane the same update
 // sequence as one row at a time: mean += (d - mean) / k; M2 += (d - mean_old)(d - mean_new).
+// The rows ahead are prefetched while there are any, up to `readable` rows from x (those of the
+// next block too: a block's last rows are then not read cold).
 template <typename T>
 void WelfordColumns(int64_t N, int64_t C, int64_t c0, int64_t c1, const T* HWY_RESTRICT x, const T* shift,
-                    T* HWY_RESTRICT md, T* HWY_RESTRICT m2) {
+                    T* HWY_RESTRICT md, T* HWY_RESTRICT m2, int64_t readable) {
   int64_t i = 0;
   // 1 / k for the update at row k - 1, computed once per row (not per vector).
   auto inv = [](int64_t row) { return static_cast<T>(1.0 / static_cast<double>(row + 1)); };
@@ -459,7 +461,7 @@ void WelfordColumns(int64_t N, int64_t C, int64_t c0, int64_t c1, const T* HWY_R
   for (; i + 4 <= N; i += 4) {
     const T f0 = inv(i), f1 = inv(i + 1), f2 = inv(i + 2), f3 = inv(i + 3);
     const T *x0r = x + i * C, *x1r = x0r + C, *x2r = x1r + C, *x3r = x2r + C;
-    const T* ahead = i + 8 <= N ? x3r + C : nullptr;  // the next 4 rows, fetched meanwhile
+    const T* ahead = i + 8 <= readable ? x3r + C : nullptr;  // the next 4 rows, fetched meanwhile
     ForRow<T>(c1 - c0, [&](auto d, int64_t j) {
       const int64_t c = c0 + j;
       if (ahead)
@@ -483,6 +485,33 @@ void WelfordColumns(int64_t N, int64_t C, int64_t c0, int64_t c1, const T* HWY_R
       hn::StoreU(mv, d, md + c);
       hn::StoreU(qv, d, m2 + c);
     });
+  }
+}
+
+// Chan's merge of a block (its mean of d bm, M2 bq) into the accumulators (am, aq) over channels
+// [c0, c1), in double, SIMD over the channels: delta = bm - am; am += delta f; aq += delta^2 g + bq
+// (f = nb / n, g = na nb / n).
+template <typename T>
+HWY_INLINE void MergeBlock(int64_t c0, int64_t c1, const T* HWY_RESTRICT bm, const T* HWY_RESTRICT bq,
+                           double* HWY_RESTRICT am, double* HWY_RESTRICT aq, double f, double g) {
+  const hn::ScalableTag<double> dd;
+  const auto load = [dd](const T* p) {
+    if constexpr (sizeof(T) == 4) return hn::PromoteTo(dd, hn::LoadU(hn::Rebind<float, decltype(dd)>(), p));
+    else return hn::LoadU(dd, p);
+  };
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
+  const auto vf = hn::Set(dd, f), vg = hn::Set(dd, g);
+  int64_t c = c0;
+  for (; c + lanes <= c1; c += lanes) {
+    const auto a = hn::LoadU(dd, am + c);
+    const auto delta = hn::Sub(load(bm + c), a);
+    hn::StoreU(hn::MulAdd(delta, vf, a), dd, am + c);
+    hn::StoreU(hn::Add(hn::LoadU(dd, aq + c), hn::MulAdd(hn::Mul(delta, delta), vg, load(bq + c))), dd, aq + c);
+  }
+  for (; c < c1; ++c) {
+    const double delta = static_cast<double>(bm[c]) - am[c];
+    am[c] = std::fma(delta, f, am[c]);
+    aq[c] += std::fma(delta * delta, g, static_cast<double>(bq[c]));
   }
 }
 
@@ -514,13 +543,9 @@ void BatchNormStats(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT x, T*
         const int64_t nb = std::min(kWelfordRows, N - r0);
         std::fill(bm + c0, bm + c1, T(0));
         std::fill(bq + c0, bq + c1, T(0));
-        WelfordColumns(nb, C, c0, c1, x + r0 * C, x, bm, bq);
-        const double n = static_cast<double>(r0 + nb), f = nb / n, g = static_cast<double>(r0) * nb / n;
-        for (int64_t c = c0; c < c1; ++c) {
-          const double delta = static_cast<double>(bm[c]) - am[c];
-          am[c] += delta * f;
-          aq[c] += static_cast<double>(bq[c]) + delta * delta * g;
-        }
+        WelfordColumns(nb, C, c0, c1, x + r0 * C, x, bm, bq, N - r0);
+        const double n = static_cast<double>(r0 + nb);
+        MergeBlock(c0, c1, bm, bq, am, aq, nb / n, static_cast<double>(r0) * nb / n);
       }
     });
     for (int64_t c = 0; c < C; ++c) {
