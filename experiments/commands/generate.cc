@@ -39,9 +39,7 @@ class GenerateCommand : public Command {
     check_generate_tokens(tokens_);
     if (prompt_.empty())
       throw Error("--prompt is empty: give at least one character for the model to continue (e.g. --prompt \"\\n\")");
-    if (sampling_.top_k < 0)
-      throw Error("--top-k must be 0 (all characters) or a number of characters, got " + std::to_string(sampling_.top_k));
-    check_sampling(sampling_, std::numeric_limits<int64_t>::max());  // --temperature; --top-k once the vocabulary is known
+    check_sampling(sampling_, std::numeric_limits<int64_t>::max());  // --top-k against the vocabulary once it is known
   }
 
   // The checkpoint, --top-k against its vocabulary, and the prompt's characters, before any output.

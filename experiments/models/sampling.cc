@@ -13,7 +13,9 @@ void check_sampling(const SamplingOptions& o, int64_t vocab) {
   if (!std::isfinite(o.temperature) || o.temperature < 0)
     throw Error("--temperature must be a finite number of at least 0 (0: always the most likely character), got " +
                 std::to_string(o.temperature));
-  if (o.top_k < 0 || o.top_k > vocab)
+  if (o.top_k < 0)
+    throw Error("--top-k must be 0 (all characters) or a number of characters, got " + std::to_string(o.top_k));
+  if (o.top_k > vocab)
     throw Error("--top-k must be from 0 (all characters) to the vocabulary size " + std::to_string(vocab) + ", got " +
                 std::to_string(o.top_k));
 }

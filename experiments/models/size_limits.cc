@@ -27,6 +27,14 @@ namespace {
 
 std::string n(int64_t v) { return std::to_string(v); }
 
+// The largest layer of an LSTM of `layers` layers of `hidden` units on `features` inputs: 4H (I + H)
+// weights, I the features for the first layer, H for the others.
+void check_lstm_weights(int64_t features, int64_t hidden, int64_t layers) {
+  const int64_t in = layers > 1 ? std::max(features, hidden) : features;
+  check_values("--hidden " + n(hidden), "an LSTM layer's weights", "4 x " + n(hidden) + " x (" + n(in) + " + " + n(hidden) + ")",
+               4 * double(hidden) * (double(in) + double(hidden)), kMaxWeights, "a layer", "a smaller --hidden");
+}
+
 }  // namespace
 
 // GPT: a block's weights 12 W^2 (+ biases), the embeddings V W and T W; per sample and block about
@@ -54,10 +62,7 @@ void check_char_model_size(const CharModelSpec& s, int64_t batch, const std::str
   }
   const nn::CharLSTMConfig& l = s.lstm;
   const double E = double(l.embed_dim), Hd = double(l.hidden_size), L = double(l.num_layers);
-  const int64_t in = l.num_layers > 1 ? std::max(l.embed_dim, l.hidden_size) : l.embed_dim;  // the largest layer's inputs
-  check_values("--hidden " + n(l.hidden_size), "an LSTM layer's weights",
-               "4 x " + n(l.hidden_size) + " x (" + n(in) + " + " + n(l.hidden_size) + ")", 4 * Hd * (double(in) + Hd),
-               kMaxWeights, "a layer", "a smaller --hidden");
+  check_lstm_weights(l.embed_dim, l.hidden_size, l.num_layers);
   check_values("--width " + n(l.embed_dim), "the embedding", n(s.vocab_size) + " x " + n(l.embed_dim), V * E, kMaxWeights,
                "a layer", "a smaller --width");
   check_values(batch_flag + " " + n(batch) + " with --block-size " + n(s.block_size) + ", --hidden " + n(l.hidden_size),
@@ -69,12 +74,9 @@ void check_char_model_size(const CharModelSpec& s, int64_t batch, const std::str
 // An LSTM layer's weights 4H (I + H); per sample about 6 H values per step and layer (the gates
 // and states kept for the backward pass).
 void check_lstm_size(int64_t features, int64_t hidden, int64_t layers, int64_t steps) {
-  const int64_t in = layers > 1 ? std::max(features, hidden) : features;  // the largest layer's inputs
-  const double H = double(hidden);
-  check_values("--hidden " + n(hidden), "an LSTM layer's weights", "4 x " + n(hidden) + " x (" + n(in) + " + " + n(hidden) + ")",
-               4 * H * (double(in) + H), kMaxWeights, "a layer", "a smaller --hidden");
+  check_lstm_weights(features, hidden, layers);
   check_values("--hidden " + n(hidden), "one sample's activations", n(steps) + " steps x " + n(layers) +
-               " layers x 6 x " + n(hidden), double(steps) * double(layers) * 6 * H, kMaxActivations, "a sample",
+               " layers x 6 x " + n(hidden), double(steps) * double(layers) * 6 * double(hidden), kMaxActivations, "a sample",
                "a smaller --hidden");
 }
 

@@ -33,8 +33,9 @@ namespace {
 struct LmRun {
   RunResult r;
   std::shared_ptr<CharModel> model;
-  bool final = false;               // evaluated over every window (not without a validation split, not diverged)
-  double val_loss = std::nan("");  // that evaluation's
+  bool final = false;  // evaluated over every window (not without a validation split, not diverged)
+  // That evaluation's loss (NaN: none).
+  double val_loss() const { return final ? r.evals.back().val_loss : std::nan(""); }
   // The --eval-every evaluations.
   std::span<const EvalRecord> periodic() const { return {r.evals.data(), r.evals.size() - (final ? 1 : 0)}; }
 };
@@ -68,7 +69,6 @@ LmRun train_lm(const LmPlan& p, bool quiet) {
   progress.finish();
   // The final evaluation over every window is the last one, when there is one.
   run.final = !p.corpus.validation.empty() && !r.diverged;
-  if (run.final) run.val_loss = r.evals.back().val_loss;
   return run;
 }
 
@@ -80,8 +80,8 @@ void write_tables(const LmRun& run, int64_t eval_windows, const std::filesystem:
   CsvTable evals({"step", "val_loss", "val_bits_per_char", "windows"});
   for (const EvalRecord& e : run.periodic())
     evals.add_row({std::to_string(e.step), fmt(e.val_loss), fmt(bits(e.val_loss)), std::to_string(eval_windows)});
-  if (std::isfinite(run.val_loss) && !run.r.steps.empty())
-    evals.add_row({std::to_string(run.r.steps.size()), fmt(run.val_loss), fmt(bits(run.val_loss)), "all"});
+  if (std::isfinite(run.val_loss()) && !run.r.steps.empty())
+    evals.add_row({std::to_string(run.r.steps.size()), fmt(run.val_loss()), fmt(bits(run.val_loss())), "all"});
   evals.write(out / "evals.csv");
 }
 
@@ -109,7 +109,7 @@ std::map<std::string, std::string> checkpoint_of(const LmPlan& p, const LmRun& r
   md["steps"] = std::to_string(r.steps.size());
   md["seed"] = std::to_string(p.config.train.seed);
   md["eval_batch"] = std::to_string(p.config.train.batch_size);
-  if (std::isfinite(run.val_loss)) md["val_loss"] = fmt(run.val_loss);
+  if (std::isfinite(run.val_loss())) md["val_loss"] = fmt(run.val_loss());
   if (r.interrupted) md["interrupted"] = "true", md["planned_steps"] = std::to_string(p.config.steps);
   md["repr"] = run.model->module().str();
   return md;
@@ -139,8 +139,8 @@ std::string lm_markdown(const LmPlan& p, const LmRun& run, const std::vector<std
      << " steps then " << c.train.schedule << ", gradient clipping at "
      << (c.clip_grad_norm > 0 ? fmt(c.clip_grad_norm) : std::string("none")) << ", seed " << c.train.seed << ", "
      << format_duration(r.seconds) << "\n";
-  if (std::isfinite(run.val_loss))
-    md << "\n**Final validation loss: " << fmt(run.val_loss, 5) << " nats per character = " << fmt(bits(run.val_loss), 5)
+  if (std::isfinite(run.val_loss()))
+    md << "\n**Final validation loss: " << fmt(run.val_loss(), 5) << " nats per character = " << fmt(bits(run.val_loss()), 5)
        << " bits per character** (every non-overlapping window of the validation split).\n";
   if (r.interrupted) md << "\nCtrl-C stopped the run after " << r.steps.size() << " steps.\n";
   md << "\n" << report::image_links(plots)
@@ -170,7 +170,7 @@ Report run_lm_train(const LmPlan& plan, const StudyContext& ctx) {
                            {"train", to_json(plan.config.train)}};
   nlohmann::json man = report::manifest(ctx, {{"study", "train"}, {"config", config}}, r.seconds);
   man["interrupted"] = r.interrupted;
-  man["val_loss"] = std::isfinite(run.val_loss) ? nlohmann::json(run.val_loss) : nlohmann::json();
+  man["val_loss"] = std::isfinite(run.val_loss()) ? nlohmann::json(run.val_loss()) : nlohmann::json();
   report::write_report(ctx, rep, man);
   return rep;
 }
