@@ -394,6 +394,11 @@ TextCorpus make_text_corpus(std::u32string_view text, const std::string& name, i
   const std::u32string_view train_text = text.substr(0, static_cast<size_t>(n_train));
   const std::u32string_view val_text = text.substr(static_cast<size_t>(n_train));
   c.vocabulary = Vocabulary::of_text(train_text);
+  check(c.vocabulary.size() >= 2, [&] {
+    return name + ": the training split holds one distinct character, " + describe_character(train_text.front()) + ", " +
+           characters_count(n_train) + " of it: there is nothing to predict (the loss would be 0 from the first "
+           "step); expected a text of at least two distinct characters";
+  });
   c.train = c.vocabulary.encode(train_text, name + " (training split)");
   // The validation split: known characters encoded, the others skipped or refused.
   std::u32string known;

@@ -6,6 +6,7 @@
 
 #include "data/text.h"
 
+#include "experiments/commands/cli.h"
 #include "experiments/commands/flags.h"
 #include "experiments/commands/presets.h"
 #include "experiments/commands/training.h"
@@ -153,7 +154,7 @@ class StudyCommand : public TrainingCommand {
   // and on Fashion-MNIST without --quick the CNN, LSTM and GPT parts (their settings: presets.h,
   // the study family).
   void make_plan(const Splits& data) override {
-    check_batches(data.train.size());
+    check_batches(data);
     const Given given(app_);
     StudyConfig st;
     st.compare = CompareConfig{.base = o_.train, .norms = s_.norms, .seeds = s_.seeds, .target_accuracy = s_.target};
@@ -195,20 +196,69 @@ class StudyCommand : public TrainingCommand {
       throw Error("--gpt-heads " + std::to_string(s_.gpt_heads) + " must divide --gpt-width " + std::to_string(s_.gpt_width));
     LmTrainConfig base = study_gpt_base(s_);
     base.model.vocab_size = corpus->vocabulary.size();
-    return LmSweepConfig{base, corpus, s_.gpt_norms, s_.seeds, s_.gpt_batch_sizes, s_.gpt_tokens};
+    LmRunFlags flags;
+    flags.width = "--gpt-width", flags.layers = "--gpt-layers", flags.heads = "--gpt-heads";
+    flags.block = "--gpt-block-size", flags.batch = "--gpt-batch-sizes", flags.norms = "--gpt-norms";
+    flags.tokens = "--gpt-train-tokens";
+    return LmSweepConfig{base, corpus, s_.gpt_norms, s_.seeds, s_.gpt_batch_sizes, s_.gpt_tokens, flags};
   }
 
-  // The batch sizes given against the training sets their parts train on.
-  void check_batches(int64_t n) const {
+  // The batch sizes given against the training sets their parts train on, and against the norms
+  // with batch statistics; --lstm-test-limit against the test set.
+  void check_batches(const Splits& data) const {
     const Given given(app_);
+    const int64_t n = data.train.size();
     const auto subset = [n](int64_t limit) { return limit > 0 ? std::min(limit, n) : n; };
     const std::string sweep = "the sweep's training set", cnn = "the CNN part's training set";
     if (given("--batch-sizes"))
       for (int64_t b : s_.batch_sizes) check_batch_fits("--batch-sizes", b, subset(s_.sweep_train_limit), sweep);
-    if (!cnn_part()) return;
-    if (given("--cnn-batch-size")) check_batch_fits("--cnn-batch-size", s_.cnn_batch_size, subset(s_.cnn_train_limit), cnn);
-    if (given("--cnn-batch-sizes"))
-      for (int64_t b : s_.cnn_batch_sizes) check_batch_fits("--cnn-batch-sizes", b, subset(s_.cnn_train_limit), cnn);
+    check_batch_statistics("--batch-sizes", s_.batch_sizes, "--norms", s_.norms);
+    if (cnn_part()) {
+      if (given("--cnn-batch-size")) check_batch_fits("--cnn-batch-size", s_.cnn_batch_size, subset(s_.cnn_train_limit), cnn);
+      if (given("--cnn-batch-sizes"))
+        for (int64_t b : s_.cnn_batch_sizes) check_batch_fits("--cnn-batch-sizes", b, subset(s_.cnn_train_limit), cnn);
+      check_batch_statistics("--cnn-batch-size", {s_.cnn_batch_size}, "--cnn-norms", s_.cnn_norms);
+      check_batch_statistics("--cnn-batch-sizes", s_.cnn_batch_sizes, "--cnn-sweep-norms", s_.cnn_sweep_norms);
+    }
+    if (lstm_part()) {
+      const std::string lstm = "the LSTM part's training set";
+      if (given("--lstm-batch-size")) check_batch_fits("--lstm-batch-size", s_.lstm_batch_size, subset(s_.lstm_train_limit), lstm);
+      if (given("--lstm-batch-sizes"))
+        for (int64_t b : s_.lstm_batch_sizes) check_batch_fits("--lstm-batch-sizes", b, subset(s_.lstm_train_limit), lstm);
+      check_batch_statistics("--lstm-batch-size", {s_.lstm_batch_size}, "--lstm-norms", s_.lstm_norms);
+      check_batch_statistics("--lstm-batch-sizes", s_.lstm_batch_sizes, "--lstm-norms", s_.lstm_norms);
+      const int64_t tests = data.test.size();
+      if (given("--lstm-test-limit") && s_.lstm_test_limit > tests)
+        throw UsageError("--lstm-test-limit " + std::to_string(s_.lstm_test_limit) + " is larger than the test set (" +
+                         std::to_string(tests) + " samples): give --lstm-test-limit " + std::to_string(tests) +
+                         " or less (0: all)");
+    }
+  }
+
+  // A flag of a part that does not run: refused, saying why the part is left out.
+  void check_own(const Given& given) override {
+    struct Part {
+      std::string name, no_flag;
+      bool runs;
+      std::vector<std::string> flags;
+    };
+    const std::vector<Part> parts = {
+        {"CNN", "--no-cnn", cnn_part(),
+         {"--cnn-train-limit", "--cnn-epochs", "--cnn-batch-size", "--cnn-batch-sizes", "--cnn-norms", "--cnn-sweep-norms"}},
+        {"LSTM", "--no-lstm", lstm_part(),
+         {"--lstm-train-limit", "--lstm-test-limit", "--lstm-epochs", "--lstm-lr", "--lstm-batch-sizes", "--lstm-batch-size",
+          "--lstm-norms"}},
+        {"GPT", "--no-gpt", gpt_part(),
+         {"--gpt-text", "--gpt-norms", "--gpt-batch-sizes", "--gpt-train-tokens", "--gpt-layers", "--gpt-width", "--gpt-heads",
+          "--gpt-block-size"}}};
+    for (const Part& p : parts) {
+      if (p.runs) continue;
+      const std::string why = given(p.no_flag) ? p.no_flag + " leaves it out"
+                              : o_.quick       ? "it runs on Fashion-MNIST without --quick"
+                                               : "it runs on Fashion-MNIST only (" + dataset_phrase(o_, given) + ")";
+      for (const std::string& flag : p.flags)
+        if (given(flag)) throw UsageError(flag + " sets the study's " + p.name + " part, which does not run: " + why);
+    }
   }
 
   Report run_plan(const Splits& data, const StudyContext& ctx) override {

@@ -119,6 +119,7 @@ class SweepCommand : public TrainingCommand {
   void make_plan(const Splits& data) override {
     if (Given(app_)("--batch-sizes"))
       for (int64_t b : s_.batch_sizes) check_batch_fits("--batch-sizes", b, data.train.size());
+    if (s_.over == SweepOver::Batch && !o_.train.distributed) check_batch_statistics("--batch-sizes", s_.batch_sizes, "--norms", s_.norms);
     TrainConfig base = o_.train;
     base.stats_every = 0;  // the sweep records no activation statistics
     if (o_.train.distributed) {

@@ -48,6 +48,18 @@ void check_batch_fits(const std::string& flag, int64_t batch, int64_t rows, cons
                    std::to_string(rows));
 }
 
+void check_batch_statistics(const std::string& batch_flag, const std::vector<int64_t>& batches,
+                            const std::string& norms_flag, const std::vector<std::string>& norms) {
+  if (std::find(batches.begin(), batches.end(), int64_t{1}) == batches.end()) return;
+  for (const std::string& n : norms)
+    if (norm(n).batch_statistics)
+      throw UsageError(batch_flag + " 1 with " + norms_flag + " " + n + ": " + norm(n).display +
+                       " needs more than one sample per batch to compute batch statistics (PyTorch: \"Expected more "
+                       "than 1 value per channel when training\"); give " + batch_flag + (batch_flag.back() == 's' ? " of" : "") +
+                       " 2 or more, or leave " + n +
+                       " out of " + norms_flag);
+}
+
 // ---- flags ----
 
 void TrainingCommand::add_flags(CLI::App& app) {

@@ -124,6 +124,11 @@ class TrainingCommand : public Command {
 // and the size, for a batch cannot hold more samples than there are.
 void check_batch_fits(const std::string& flag, int64_t batch, int64_t rows, const std::string& what = "the training set");
 
+// A batch size of 1 (given by batch_flag) for a norm with batch statistics among `norms` (given by
+// norms_flag): a usage error naming both flags, for BatchNorm cannot normalize one sample.
+void check_batch_statistics(const std::string& batch_flag, const std::vector<int64_t>& batches,
+                            const std::string& norms_flag, const std::vector<std::string>& norms);
+
 // "the dataset is 'moons', the --quick default": what a message about a data-set flag says.
 std::string dataset_phrase(const TrainingOptions& o, const Given& given);
 

@@ -29,10 +29,10 @@ std::string n(int64_t v) { return std::to_string(v); }
 
 // The largest layer of an LSTM of `layers` layers of `hidden` units on `features` inputs: 4H (I + H)
 // weights, I the features for the first layer, H for the others.
-void check_lstm_weights(int64_t features, int64_t hidden, int64_t layers) {
+void check_lstm_weights(int64_t features, int64_t hidden, int64_t layers, const std::string& flag = "--hidden") {
   const int64_t in = layers > 1 ? std::max(features, hidden) : features;
-  check_values("--hidden " + n(hidden), "an LSTM layer's weights", "4 x " + n(hidden) + " x (" + n(in) + " + " + n(hidden) + ")",
-               4 * double(hidden) * (double(in) + double(hidden)), kMaxWeights, "a layer", "a smaller --hidden");
+  check_values(flag + " " + n(hidden), "an LSTM layer's weights", "4 x " + n(hidden) + " x (" + n(in) + " + " + n(hidden) + ")",
+               4 * double(hidden) * (double(in) + double(hidden)), kMaxWeights, "a layer", "a smaller " + flag);
 }
 
 }  // namespace
@@ -41,34 +41,35 @@ void check_lstm_weights(int64_t features, int64_t hidden, int64_t layers) {
 // 16 T W activations saved for the backward pass (attention's q, k, v and output, the MLP's 4 W
 // hidden, the norms, residuals) and heads T^2 attention probabilities; per batch B T of those in
 // every block, and the logits B T V (with their softmax and gradient).
-void check_char_model_size(const CharModelSpec& s, int64_t batch, const std::string& batch_flag) {
+void check_char_model_size(const CharModelSpec& s, int64_t batch, const CharModelFlags& f) {
   const double T = double(s.block_size), B = double(batch), V = double(s.vocab_size);
+  const std::string block = f.block + " " + n(s.block_size);
   if (s.arch == "gpt") {
     const nn::GPTConfig& g = s.gpt;
     const double W = double(g.width), L = double(g.n_layer), H = double(g.n_head);
-    const std::string sizes = "--width " + n(g.width);
-    check_values(sizes, "a block's weights", "12 x " + n(g.width) + "^2", 12 * W * W, kMaxWeights, "a layer",
-                 "a smaller --width");
-    check_values("--block-size " + n(s.block_size) + " with --width " + n(g.width) + " and --heads " + n(g.n_head),
+    const std::string width = f.width + " " + n(g.width);
+    check_values(width, "a block's weights", "12 x " + n(g.width) + "^2", 12 * W * W, kMaxWeights, "a layer",
+                 "a smaller " + f.width);
+    check_values(block + " with " + width + " and " + f.heads + " " + n(g.n_head),
                  "one window's activations in a block", "16 x " + n(s.block_size) + " x " + n(g.width) + " + " +
                  n(g.n_head) + " x " + n(s.block_size) + "^2", 16 * T * W + H * T * T, kMaxActivations, "a sample",
-                 "a smaller --block-size or --width");
-    check_values(batch_flag + " " + n(batch) + " with --block-size " + n(s.block_size) + ", --layers " + n(g.n_layer),
+                 "a smaller " + f.block + " or " + f.width);
+    check_values(f.batch + " " + n(batch) + " with " + block + ", " + f.layers + " " + n(g.n_layer),
                  "one batch's activations", n(batch) + " x (" + n(g.n_layer) + " x (16 x " + n(s.block_size) + " x " +
                  n(g.width) + " + " + n(g.n_head) + " x " + n(s.block_size) + "^2) + 3 x " + n(s.block_size) + " x " +
                  n(s.vocab_size) + ")", B * (L * (16 * T * W + H * T * T) + 3 * T * V), kMaxBatchValues, "a batch",
-                 "a smaller " + batch_flag + " or --block-size");
+                 "a smaller " + f.batch + " or " + f.block);
     return;
   }
   const nn::CharLSTMConfig& l = s.lstm;
   const double E = double(l.embed_dim), Hd = double(l.hidden_size), L = double(l.num_layers);
-  check_lstm_weights(l.embed_dim, l.hidden_size, l.num_layers);
-  check_values("--width " + n(l.embed_dim), "the embedding", n(s.vocab_size) + " x " + n(l.embed_dim), V * E, kMaxWeights,
-               "a layer", "a smaller --width");
-  check_values(batch_flag + " " + n(batch) + " with --block-size " + n(s.block_size) + ", --hidden " + n(l.hidden_size),
+  check_lstm_weights(l.embed_dim, l.hidden_size, l.num_layers, f.hidden);
+  check_values(f.width + " " + n(l.embed_dim), "the embedding", n(s.vocab_size) + " x " + n(l.embed_dim), V * E, kMaxWeights,
+               "a layer", "a smaller " + f.width);
+  check_values(f.batch + " " + n(batch) + " with " + block + ", " + f.hidden + " " + n(l.hidden_size),
                "one batch's activations", n(batch) + " x " + n(s.block_size) + " x (" + n(l.num_layers) + " x 6 x " +
                n(l.hidden_size) + " + 3 x " + n(s.vocab_size) + ")", B * T * (L * 6 * Hd + 3 * V), kMaxBatchValues,
-               "a batch", "a smaller " + batch_flag + " or --block-size");
+               "a batch", "a smaller " + f.batch + " or " + f.block);
 }
 
 // An LSTM layer's weights 4H (I + H); per sample about 6 H values per step and layer (the gates

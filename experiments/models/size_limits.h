@@ -23,11 +23,21 @@ std::string value_count(double values);
 void check_values(const std::string& flags, const std::string& what, const std::string& formula, double values,
                   double most, const std::string& scope, const std::string& fix);
 
+// The flags a character model's sizes were typed with, for the errors: train's and compare's by
+// default; a sweep's batch sizes come from --batch-sizes, the study's GPT part from --gpt-*.
+struct CharModelFlags {
+  std::string width = "--width";
+  std::string layers = "--layers";
+  std::string heads = "--heads";
+  std::string block = "--block-size";
+  std::string hidden = "--hidden";
+  std::string batch = "--batch-size";
+};
+
 // A character language model's sizes (GPT: --layers, --width, --heads, --block-size; LSTM:
 // --width as embed_dim, --hidden, --layers) and its training batch (--batch-size windows of
-// --block-size characters) against the limits; errors name the flags with their values.
-// batch_flag: the flag that gave the batch size (--batch-sizes in a sweep).
-void check_char_model_size(const CharModelSpec& s, int64_t batch, const std::string& batch_flag = "--batch-size");
+// --block-size characters) against the limits; errors name the flags (as `flags` says) with their values.
+void check_char_model_size(const CharModelSpec& s, int64_t batch, const CharModelFlags& flags = {});
 
 // An LSTM classifier's layers (--hidden) on T steps of I features against the limits.
 void check_lstm_size(int64_t features, int64_t hidden, int64_t layers, int64_t steps);

@@ -155,15 +155,17 @@ double train_mode_window_loss(CharModel& m, const std::vector<int64_t>& ids, int
   return window_loss(m, ids, block_size, batch, max_windows, /*train_mode=*/true);
 }
 
-void check_lm_config(const LmTrainConfig& c, const std::string& batch_flag) {
+void check_lm_config(const LmTrainConfig& c, const CharModelFlags& flags) {
   if (c.steps < 1) throw Error("--steps must be at least 1, got " + std::to_string(c.steps));
   if (c.train.warmup_steps >= c.steps)
     throw Error("--warmup " + std::to_string(c.train.warmup_steps) + " must be below --steps " + std::to_string(c.steps));
   if (c.clip_grad_norm < 0) throw Error("--clip-grad-norm must be >= 0 (0: no clipping)");
-  check_char_model_size(c.model, c.train.batch_size, batch_flag);  // before anything is allocated
+  check_char_model_size(c.model, c.train.batch_size, flags);  // before anything is allocated
   const OptimizerEntry& o = optimizer(c.train.optimizer);
   if (o.check) o.check(c.train);
-  schedule_of(c.train, c.steps);  // throws for bad schedule settings
+  const ScheduleEntry& sched = schedule(c.train.schedule);  // throws for an unknown name
+  if (sched.check) sched.check(c.train);                     // the schedule's own rules, naming its flags
+  schedule_of(c.train, c.steps);
 }
 
 }  // namespace normlab::experiments

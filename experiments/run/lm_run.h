@@ -12,6 +12,7 @@
 
 #include "experiments/config/lm_config.h"
 #include "experiments/models/char_model.h"
+#include "experiments/models/size_limits.h"
 #include "experiments/records/run_result.h"
 
 namespace normlab::experiments {
@@ -56,8 +57,8 @@ double train_mode_window_loss(CharModel& m, const std::vector<int64_t>& ids, int
 
 // Throws normlab::Error for settings that cannot train (naming the flags): steps < 1, warmup not
 // below steps, negative clipping, an optimizer's or schedule's own checks.
-// The model's sizes and the batch against the size limits (models/size_limits.h) too, batch_flag
-// naming the flag of the batch size.
-void check_lm_config(const LmTrainConfig& c, const std::string& batch_flag = "--batch-size");
+// The model's sizes and the batch against the size limits (models/size_limits.h) too, `flags`
+// naming the flags the sizes were typed with.
+void check_lm_config(const LmTrainConfig& c, const CharModelFlags& flags = {});
 
 }  // namespace normlab::experiments

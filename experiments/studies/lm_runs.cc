@@ -77,13 +77,13 @@ report::Style variant_style(const std::string& name) {
 
 bool variant_has_batch_statistics(const std::string& name) { return *choice_of(name).entry->block_norm == nn::BlockNorm::Batch; }
 
-void check_lm_run(const LmRunSpec& s, const std::string& batch_flag) {
-  check_lm_config(s.config, batch_flag);
+void check_lm_run(const LmRunSpec& s, const LmRunFlags& flags) {
+  check_lm_config(s.config, flags);
   const int64_t tokens = s.config.train.batch_size * s.config.model.block_size;
   if (s.config.model.gpt.norm == nn::BlockNorm::Batch && tokens < 2)
-    throw Error("--norms " + s.variant + " normalizes over the batch x block tokens: a batch of " +
+    throw Error(flags.norms + " " + s.variant + " normalizes over the batch x block tokens: a batch of " +
                 std::to_string(s.config.train.batch_size) + " x " + std::to_string(s.config.model.block_size) +
-                " token has no variance (give --block-size 2 or more)");
+                " token has no variance (give " + flags.block + " 2 or more)");
 }
 
 std::string lm_run_label(const std::string& command, const LmRunSpec& s) {

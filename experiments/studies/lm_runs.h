@@ -39,9 +39,23 @@ report::Style variant_style(const std::string& name);
 // True for the variants with batch statistics (batch, batch-post).
 bool variant_has_batch_statistics(const std::string& name);
 
+// The flags a compare's or sweep's runs were typed with, for the errors (the study's GPT part:
+// --gpt-norms, --gpt-batch-sizes, --gpt-block-size...).
+struct LmRunFlags : CharModelFlags {
+  std::string norms = "--norms";
+  std::string tokens = "--train-tokens";
+  std::string seeds = "--seeds";
+  // A sweep's: the batch sizes from --batch-sizes.
+  static LmRunFlags sweep() {
+    LmRunFlags f;
+    f.batch = "--batch-sizes";
+    return f;
+  }
+};
+
 // Throws normlab::Error (naming the flags) for settings that cannot train: check_lm_config's, and
 // BatchNorm over a batch of a single token (no variance: --batch-size x --block-size must be 2 or more).
-void check_lm_run(const LmRunSpec& s, const std::string& batch_flag = "--batch-size");
+void check_lm_run(const LmRunSpec& s, const LmRunFlags& flags = {});
 
 // What a run's line says when it ends: "validation 2.345 bits/char (train mode 2.101), 12.3 s" or
 // "diverged at step 40, 1.2 s".

@@ -212,13 +212,14 @@ int64_t lm_sweep_steps(int64_t tokens, int64_t batch, int64_t block) {
 }
 
 std::vector<LmRunSpec> lm_sweep_runs(const LmSweepConfig& cfg) {
-  if (cfg.variants.empty()) throw Error("--norms: give at least one norm");
-  if (cfg.seeds.empty()) throw Error("--seeds: give at least one seed");
-  if (cfg.batch_sizes.empty()) throw Error("--batch-sizes: give at least one batch size");
+  const LmRunFlags& f = cfg.flags;
+  if (cfg.variants.empty()) throw Error(f.norms + ": give at least one norm");
+  if (cfg.seeds.empty()) throw Error(f.seeds + ": give at least one seed");
+  if (cfg.batch_sizes.empty()) throw Error(f.batch + ": give at least one batch size");
   if (!cfg.corpus || cfg.corpus->validation.empty())
     throw Error("--val-fraction 0 leaves no validation split: sweep --dataset text compares validation losses");
   if (cfg.tokens < cfg.base.model.block_size)
-    throw Error("--train-tokens " + std::to_string(cfg.tokens) + " is below one window of --block-size " +
+    throw Error(f.tokens + " " + std::to_string(cfg.tokens) + " is below one window of " + f.block + " " +
                 std::to_string(cfg.base.model.block_size));
   std::vector<LmRunSpec> specs;
   for (const std::string& v : cfg.variants) {
@@ -235,7 +236,7 @@ std::vector<LmRunSpec> lm_sweep_runs(const LmSweepConfig& cfg) {
         s.config.steps = steps_at(cfg, b);
         s.config.train.warmup_steps = static_cast<int64_t>(double(s.config.steps) * kLmSweepWarmupFraction);
         s.config.train.eval_every = 0;
-        check_lm_run(s, "--batch-sizes");
+        check_lm_run(s, f);
         specs.push_back(s);
       }
   }

@@ -32,6 +32,7 @@ struct LmSweepConfig {
   std::vector<uint64_t> seeds{0, 1};
   std::vector<int64_t> batch_sizes = kLmSweepBatches;
   int64_t tokens = kLmSweepTokens;  // training tokens per run
+  LmRunFlags flags = LmRunFlags::sweep();  // the flags its settings were typed with, for the errors
 };
 
 // The batch size whose runs the report shows as loss curves and samples: the middle one of the

@@ -270,7 +270,9 @@ BOOST_AUTO_TEST_CASE(corpus_errors) {
   write_file(bom, "\xEF\xBB\xBF");
   write_file(binary, std::string("PK\x03\x04\0\0abc", 9));
   write_file(bad, "caf\xC3\xA9\nna\xEFve\n");
-  write_file(small, std::string(100, 'a'));
+  std::string ab;
+  for (int i = 0; i < 50; ++i) ab += "ab";
+  write_file(small, ab);
   check_mentions(error_of([&] { load_text_corpus(empty, 8); }), {empty + ": empty file", "expected UTF-8 text"});
   check_mentions(error_of([&] { load_text_corpus(bom, 8); }), {bom + ": empty file (a byte-order mark alone)"});
   check_mentions(error_of([&] { load_text_corpus(binary, 8); }),
@@ -294,7 +296,11 @@ BOOST_AUTO_TEST_CASE(corpus_errors) {
   check_mentions(error_of([&] { load_text_corpus(small, 10); }),
                  {small + ": the validation split holds 10 characters (the last 10% of 100 characters)",
                   "--block-size 10 + 1 = 11 characters", "--val-fraction"});
-  check_mentions(error_of([&] { make_text_corpus(U"aaaaaaaaab", "t", 2, 0.3); }),
+  // One distinct character: nothing to predict (a one-class CSV is refused the same way).
+  check_mentions(error_of([&] { make_text_corpus(U"aaaaaaaaaaaaaaaaaaaa", "one", 2, 0.1); }),
+                 {"one: the training split holds one distinct character, U+0061 'a', 18 characters of it",
+                  "at least two distinct characters"});
+  check_mentions(error_of([&] { make_text_corpus(U"abababacab", "t", 2, 0.3); }),
                  {"t: the validation split holds 2 characters", "less 1 skipped", "--block-size 2 + 1 = 3"});
   check_mentions(error_of([&] { load_text_corpus(small, 0); }), {small + ": --block-size must be at least 1, got 0"});
   check_mentions(error_of([&] { load_text_corpus(small, 8, 1.0); }), {"--val-fraction", "[0, 1), got 1"});

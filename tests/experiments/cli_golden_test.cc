@@ -86,6 +86,7 @@ BOOST_AUTO_TEST_CASE(help_is_the_stored_text_byte_for_byte) {
 BOOST_AUTO_TEST_CASE(refused_command_lines_give_the_stored_status_and_message) {
   TempDir t;
   write_file(t.path() / "tiny10.csv", "x,y\n0,b\n1,a\n2,b\n3,a\n4,b\n5,a\n6,b\n7,a\n8,b\n9,a\n");
+  write_file(t.path() / "one.txt", std::string(100, 'a'));  // a text of one distinct character
   const std::string out = (t.path() / "out").string();
   const std::vector<std::pair<std::string, std::string>> places = {
       {"{fixtures}", kFixtures}, {"{data}", kSource + "/tests/data/fixtures"}, {"{tmp}", t.path().string()}, {"{out}", out}};
