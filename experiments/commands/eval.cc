@@ -1,5 +1,6 @@
 // `normlab eval`: a saved model's loss, accuracy, per-class accuracy and confusion matrix; for a
-// character language model (train --arch gpt --dataset text), its validation loss over a text.
+// character language model (train --arch gpt --dataset text), its validation loss over a text;
+// either way written into --out (metrics.csv, report.md, manifest.json).
 #include <cstdio>
 #include <limits>
 #include <optional>
@@ -58,14 +59,14 @@ class EvalCommand : public Command {
   }
 
   int run(const Invocation& inv) override {
-    if (lm_) return run_language_model();
     ResultSet set(out_);
     StudyContext ctx;
     ctx.out = set.dir();
     ctx.quiet = quiet_;
     ctx.command_line = inv.text();
     try {
-      run_eval(*plan_, ctx);
+      if (lm_) run_lm_eval(opt_.checkpoint, *lm_, lm_eval_, ctx);
+      else run_eval(*plan_, ctx);
     } catch (const Error& e) {  // a file that cannot be written: named in --out, not the hidden folder
       throw Error(set.in_user_terms(e.what()));
     }
@@ -86,18 +87,6 @@ class EvalCommand : public Command {
     } catch (const Error& e) {
       throw UsageError(e.what());
     }
-  }
-
-  int run_language_model() const {
-    const LmEvaluation& e = lm_eval_;
-    if (!quiet_)
-      std::printf("%s on the validation split of %s (%lld windows of %lld characters, %lld characters%s):\n",
-                  opt_.checkpoint.c_str(), e.source.c_str(), static_cast<long long>(e.windows),
-                  static_cast<long long>(lm_->model->spec().block_size), static_cast<long long>(e.characters),
-                  e.skipped ? (", " + std::to_string(e.skipped) + " outside the vocabulary left out").c_str() : "");
-    std::printf("validation loss %s nats per character = %s bits per character\n", fmt(e.loss).c_str(),
-                fmt(bits(e.loss)).c_str());
-    return kExitOk;
   }
 
   std::string text_;

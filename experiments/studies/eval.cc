@@ -173,4 +173,30 @@ Report run_eval(const EvalPlan& plan, const StudyContext& ctx) {
   return rep;
 }
 
+Report run_lm_eval(const std::string& checkpoint, const LanguageModel& lm, const LmEvaluation& e, const StudyContext& ctx) {
+  const int64_t block = lm.model->spec().block_size;
+  const std::string skipped = e.skipped ? ", " + std::to_string(e.skipped) + " outside the vocabulary left out" : "";
+  if (!ctx.quiet)
+    std::printf("%s on the validation split of %s (%lld windows of %lld characters, %lld characters%s):\n",
+                checkpoint.c_str(), e.source.c_str(), static_cast<long long>(e.windows), static_cast<long long>(block),
+                static_cast<long long>(e.characters), skipped.c_str());
+  const double bpc = e.loss / std::log(2.0);
+  std::printf("validation loss %s nats per character = %s bits per character\n", fmt(e.loss).c_str(), fmt(bpc).c_str());
+  CsvTable metrics({"text", "windows", "characters", "skipped", "loss", "bits_per_char"});
+  metrics.add_row({e.source, std::to_string(e.windows), std::to_string(e.characters), std::to_string(e.skipped),
+                   fmt(e.loss), fmt(bpc)});
+  metrics.write(ctx.out / "metrics.csv");
+  std::ostringstream md;
+  md << "Model `" << checkpoint << "` (" << lm.model->describe() << ") on the validation split of " << e.source
+     << ": " << e.windows << " windows of " << block << " characters (" << e.characters << " characters" << skipped
+     << "), loss **" << fmt(e.loss, 4) << "** nats per character = **" << fmt(bpc, 4) << "** bits per character.\n\n"
+     << "Files: metrics.csv.\n";
+  Report rep{"Evaluation", md.str()};
+  nlohmann::json man = manifest(ctx, {{"study", "eval"}, {"checkpoint", checkpoint}, {"text", e.source}}, 0.0);
+  man["loss"] = e.loss, man["bits_per_char"] = bpc, man["windows"] = e.windows, man["characters"] = e.characters;
+  man["skipped"] = e.skipped;
+  write_report(ctx, rep, man);
+  return rep;
+}
+
 }  // namespace normlab::experiments::studies

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "data/csv.h"
+#include "experiments/models/language_model.h"
 #include "experiments/models/saved_model.h"
 #include "experiments/studies/study.h"
 
@@ -38,5 +39,10 @@ Report run_eval(const EvalPlan& plan, const StudyContext& ctx);
 // (samples, loss, accuracy), per_class.csv (class, samples, correct, accuracy), confusion.csv
 // (true class x predicted class counts), confusion.png/.svg, report.md and manifest.json.
 Report run_eval(const EvalOptions& opt, const StudyContext& ctx);
+
+// A character language model's evaluation e (evaluate_language_model) of `checkpoint`, written into
+// ctx.out as a classifier's is: metrics.csv (text, windows, characters, skipped, loss in nats and
+// bits per character), report.md and manifest.json; the two lines eval prints.
+Report run_lm_eval(const std::string& checkpoint, const LanguageModel& lm, const LmEvaluation& e, const StudyContext& ctx);
 
 }  // namespace normlab::experiments::studies

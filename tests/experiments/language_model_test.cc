@@ -114,10 +114,22 @@ BOOST_AUTO_TEST_CASE(eval_gives_the_recorded_validation_loss) {
   BOOST_TEST(std::abs(loss - std::stod(md.at("val_loss"))) <= 1e-8 * loss);
   std::string printed;
   int rc = -1;
-  printed = capture_output(1, [&] { rc = run_normlab({"eval", "--checkpoint", trained().checkpoint, "--quiet"}); });
+  test::TempDir t;
+  const std::string out = (t.path() / "eval").string();
+  printed = capture_output(1, [&] {
+    rc = run_normlab({"eval", "--checkpoint", trained().checkpoint, "--quiet", "--out", out});
+  });
   BOOST_TEST(rc == 0);
-  BOOST_TEST(printed == "validation loss " + md.at("val_loss") + " nats per character = " +
-                            experiments::fmt(loss / std::log(2.0)) + " bits per character\n");
+  const std::string bpc = experiments::fmt(loss / std::log(2.0));
+  BOOST_TEST(printed == "validation loss " + md.at("val_loss") + " nats per character = " + bpc +
+                            " bits per character\nnormlab: results in " + out + " (report.md)\n");
+  // --out holds what a classifier's eval writes: metrics.csv, report.md, manifest.json.
+  BOOST_TEST(test::read_file(t.path() / "eval" / "metrics.csv") ==
+             "text,windows,characters,skipped,loss,bits_per_char\n" + kSample + ",17,282,13," + md.at("val_loss") + "," +
+                 bpc + "\n");
+  const std::string report = test::read_file(t.path() / "eval" / "report.md");
+  BOOST_TEST(report.find("bits per character") != std::string::npos, report);
+  BOOST_TEST(std::filesystem::exists(t.path() / "eval" / "manifest.json"));
   // In bits: nats / ln 2, the report's second number.
   const std::string evals = test::read_file(trained().out / "evals.csv");
   BOOST_TEST(evals.find("8," + md.at("val_loss") + "," + experiments::fmt(loss / std::log(2.0)) + ",all") !=
@@ -324,7 +336,9 @@ BOOST_AUTO_TEST_CASE(a_char_lstm_trains_generates_and_evaluates) {
   const autograd::Tensor whole = lm.model->forward(ids, {1, 5});
   for (int64_t v = 0; v < lm.vocabulary.size(); ++v)
     BOOST_TEST(std::abs(last[static_cast<size_t>(v)] - whole.at({0, 4, v})) <= 1e-5, v);
-  const std::string printed = capture_output(1, [&] { run_normlab({"eval", "--checkpoint", ck, "--quiet"}); });
+  const std::string printed = capture_output(1, [&] {
+    run_normlab({"eval", "--checkpoint", ck, "--quiet", "--out", (std::filesystem::path(ck).parent_path() / "eval").string()});
+  });
   BOOST_TEST(printed.find("validation loss " + md.at("val_loss") + " nats") == 0, printed);
 }
 
