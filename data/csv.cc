@@ -20,6 +20,8 @@
 #include <memory>
 #include <cmath>
 #include <filesystem>
+#include <iomanip>
+#include <sstream>
 #include <limits>
 #include <map>
 #include <optional>
@@ -638,9 +640,35 @@ struct Features {
   int64_t d = 0;
 };
 
+// The most values (rows x features after one-hot encoding) a CSV data set may hold: 2^29, 2 GiB of
+// float32 (Fashion-MNIST is 60000 x 784 = 4.7e7), below what would exhaust memory once copied.
+constexpr double kMaxCsvValues = double(int64_t{1} << 29);
+
+// n rows of d features against kMaxCsvValues, before they are allocated; the error names the
+// categorical column with the most categories, the one to leave out or bin.
+void check_one_hot_size(const Columns& cols, const Categories& cats, int64_t n, int64_t d, const std::string& path) {
+  const double values = double(n) * double(d);
+  if (values <= kMaxCsvValues) return;
+  int64_t widest = -1;
+  for (int64_t j = 0; j < cols.count(); ++j)
+    if (cats.is_cat[j] && (widest < 0 || cats.names[j].size() > cats.names[widest].size())) widest = j;
+  std::ostringstream msg;
+  msg << path << ": " << n << " rows x " << d << " features = " << std::setprecision(3) << values << " values ("
+      << values * 4 / double(int64_t{1} << 30) << " GiB of float32), more than the " << (int64_t{1} << 29)
+      << " a data set may hold here";
+  if (widest >= 0) {
+    const std::string& col = cols.sources[widest];
+    msg << ": the categorical column \"" << col << "\" one-hot encodes into " << cats.names[widest].size()
+        << " features (--categorical); leave it out (--csv-drop " << col << ") or give fewer categories";
+  } else {
+    msg << "; give fewer rows or columns (--csv-columns, --csv-drop)";
+  }
+  throw Error(msg.str());
+}
+
 // One-hot encoding: a categorical source's category k sets its k-th feature to 1, the others 0
 // (a missing category: all NaN, for --missing mean); other sources are copied.
-Features one_hot(const Columns& cols, const Categories& cats, const Rows& rows) {
+Features one_hot(const Columns& cols, const Categories& cats, const Rows& rows, const std::string& path) {
   const int64_t m = cols.count(), n = rows.n;
   Features out;
   std::vector<int64_t> offset(m);  // source j's first feature
@@ -651,6 +679,7 @@ Features one_hot(const Columns& cols, const Categories& cats, const Rows& rows) 
       for (const std::string& c : cats.names[j]) out.names.push_back(cols.sources[j] + "=" + c);
   }
   const int64_t d = out.d = static_cast<int64_t>(out.names.size());
+  check_one_hot_size(cols, cats, n, d, path);  // before the n x d floats are allocated
   out.x.assign(static_cast<size_t>(n * d), 0.0f);
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < m; ++j) {
@@ -779,7 +808,7 @@ Dataset read(const std::string& path, const CsvOptions& opt, const Dataset* trai
     Categories cats = categorical_columns(header, cols, src);
     Rows rows = read_rows(lines, src, header, cols, cats);
     if (!train) sort_categories(cats, rows);
-    Features features = one_hot(cols, cats, rows);
+    Features features = one_hot(cols, cats, rows, path);
     const std::vector<float> fill = fill_missing(features, rows.n, src);
     return make_dataset(src, header, cols, cats, rows, features, fill);
   } catch (const io::error::base& e) {

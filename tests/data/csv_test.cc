@@ -376,6 +376,27 @@ BOOST_AUTO_TEST_CASE(missing_values_error_drop_or_mean) {
   check_mentions(error_of([&] { read_csv(empty_col.path, o); }), {"every one of its 2 rows has a missing value"});
 }
 
+// 50,000 distinct strings under --categorical: 50,000 x 50,001 one-hot values (9.3 GiB) are
+// refused before they are allocated, naming the column; before the check, this ran out of memory.
+BOOST_AUTO_TEST_CASE(a_one_hot_encoding_too_large_is_refused_before_allocating) {
+  std::string text = "x,city,y\n";
+  for (int i = 0; i < 50000; ++i) text += std::to_string(i % 7) + ",c" + std::to_string(i) + "," + std::to_string(i % 2) + "\n";
+  TempFile f("many_cities.csv", text);
+  CsvOptions o = classify("y");
+  o.categorical = {"city"};
+  check_mentions(error_of([&] { read_csv(f.path, o); }),
+                 {"50000 rows x 50001 features = 2.5e+09 values (9.31 GiB of float32)", "more than the 536870912",
+                  "the categorical column \"city\" one-hot encodes into 50000 features", "--csv-drop city"});
+  o.categorical.clear();
+  o.categorical_auto = true;  // auto finds the same column
+  check_mentions(error_of([&] { read_csv(f.path, o); }), {"\"city\" one-hot encodes into 50000 features"});
+  // 46 categories in 50 rows fit.
+  std::string small = "x,city,y\n";
+  for (int i = 0; i < 50; ++i) small += "1,c" + std::to_string(i % 46) + "," + std::to_string(i % 2) + "\n";
+  TempFile g("few_cities.csv", small);
+  BOOST_TEST(read_csv(g.path, o).features() == 47);
+}
+
 BOOST_AUTO_TEST_CASE(categorical_columns_are_one_hot_encoded) {
   // city: strings (bytewise order); zip: integers named explicitly (numeric order, 6000 < 69002).
   TempFile f("cities.csv", "city,rooms,zip,label\nParis,3,75001,a\nLyon,2,69002,b\nNice,5,6000,a\nParis,1,69002,b\n");
