@@ -133,11 +133,11 @@ void TextStudy::plan(const TrainingOptions& o) {
   }
 }
 
-// In an mpirun job, a rank other than 0: its share of the runs (lm_runs.h), written into a scratch
-// folder that is removed afterwards; rank 0 writes the results.
-int TextStudy::run_other_rank(StudyContext ctx, const fs::path& resume_from) {
+// In an mpirun job, a rank other than 0: its share of the runs (lm_runs.h), journaled into its own
+// partial folder beside --out (rank_scratch.h), removed afterwards; rank 0 writes the results.
+int TextStudy::run_other_rank(StudyContext ctx, const std::string& out, const fs::path& resume_from) {
   ctx.quiet = true;
-  const RankScratch scratch(dist::rank());
+  const RankScratch scratch(out);
   ctx.out = scratch.path();
   ctx.resume_from = resume_from;
   if (compare_) studies::run_lm_compare(*compare_, specs_, ctx);
@@ -154,7 +154,7 @@ int TextStudy::run(const TrainingOptions& o, const nlohmann::json& settings, con
   ctx.command_line = inv.text();
   ctx.dataset = compare_ ? compare_->corpus->name : sweep_->corpus->name;
   ctx.settings = settings;
-  if (dist::rank() != 0) return run_other_rank(ctx, sources.out ? output_folder(o.out) : fs::path());
+  if (dist::rank() != 0) return run_other_rank(ctx, o.out, sources.out ? output_folder(o.out) : fs::path());
   ResultSet set(o.out);
   ctx.out = set.dir();
   if (sources.out) ctx.resume_from = set.out();

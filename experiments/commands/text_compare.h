@@ -58,7 +58,7 @@ class TextStudy : public TextFlow {
 
  private:
   void refuse_sweep_flags(const Given& given) const;
-  int run_other_rank(StudyContext ctx, const std::filesystem::path& resume_from);
+  int run_other_rank(StudyContext ctx, const std::string& out, const std::filesystem::path& resume_from);
 
   Kind kind_;
   Bound bound_;

@@ -341,7 +341,7 @@ int TrainingCommand::run(const Invocation& inv) {
   ctx.resume_killed = resume_.killed;
   if (dist::rank() != 0) {  // this rank's share of the work; rank 0 writes the results
     ctx.quiet = true;
-    const RankScratch scratch(dist::rank());
+    const RankScratch scratch(o_.out);
     ctx.out = scratch.path();
     if (resume_.out) ctx.resume_from = output_folder(o_.out);
     run_other_rank(data_, ctx);

@@ -1,7 +1,8 @@
-// The scratch folder of an mpirun job's rank other than 0: the rank trains its share of the runs
-// into it (rank 0 writes the results), and it is removed when the rank is done. A rank killed
-// with the job cannot remove its folder, so every new one first removes those left by processes
-// that no longer run.
+// The partial folder of an mpirun job's rank other than 0, beside the output folder: the rank
+// trains its share of the runs into it (rank 0 writes the results) and journals each run it
+// finishes there, so that a job killed with kill -9 keeps every rank's finished runs for --resume
+// (killed_partials, records.h: previous_runs). It is removed when the rank is done; one a killed
+// rank left goes with the next set put in place of the output folder (ResultSet::commit).
 #pragma once
 #include <filesystem>
 
@@ -9,10 +10,9 @@ namespace normlab::experiments {
 
 class RankScratch {
  public:
-  // Creates <temp>/normlab-rank<rank>-<pid> (prepare_output_dir) after removing every
-  // <temp>/normlab-rank*-<pid> folder whose process is gone. Throws normlab::Error when it cannot
-  // be written.
-  explicit RankScratch(int rank);
+  // Creates the folder partial_name(out) beside the output folder `out` (output_folder, as typed
+  // to --out). Throws normlab::Error naming --out when it cannot be written.
+  explicit RankScratch(const std::filesystem::path& out);
   // Removes the folder and what it holds (errors ignored).
   ~RankScratch();
   RankScratch(const RankScratch&) = delete;
@@ -23,9 +23,5 @@ class RankScratch {
  private:
   std::filesystem::path path_;
 };
-
-// Removes the folders named normlab-rank<R>-<pid> in `dir` whose process `pid` no longer runs;
-// returns how many it removed. Folders of running processes and other names are left alone.
-int remove_stale_rank_scratch(const std::filesystem::path& dir);
 
 }  // namespace normlab::experiments

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "dist/dist.h"
 #include "experiments/support/output.h"
 
 namespace normlab::experiments {
@@ -27,10 +28,16 @@ bool replaceable(const fs::path& out) {
   return fs::exists(out / "manifest.json") || fs::exists(out / "report.md");
 }
 
-// True if the process `pid` (the text after "-partial-", maybe with "-old") no longer runs.
-bool gone(const std::string& pid) {
+// The numbers after "-" and "-m" in the text after "-partial-": "<pid>[-m<mpirun's pid>][-old]".
+// True if the process no longer runs, or the mpirun that started it is gone (its ranks then die
+// with it, but may take a moment: they are not waited for).
+bool gone(const std::string& name) {
   try {
-    return process_gone(std::stol(pid));
+    size_t used = 0;
+    const long pid = std::stol(name, &used);
+    if (process_gone(pid)) return true;
+    if (name.compare(used, 2, "-m") != 0) return false;
+    return process_gone(std::stol(name.substr(used + 2)));
   } catch (const std::exception&) {
     return false;
   }
@@ -40,6 +47,12 @@ bool gone(const std::string& pid) {
 std::string partial_prefix(const fs::path& out) { return "." + out.filename().string() + ".normlab-partial-"; }
 
 }  // namespace
+
+std::string partial_name(const fs::path& out) {
+  std::string name = partial_prefix(out) + std::to_string(::getpid());
+  if (dist::launched()) name += "-m" + std::to_string(::getppid());  // a rank's parent is its mpirun
+  return name;
+}
 
 fs::path output_folder(const fs::path& given) {
   std::error_code ec;
@@ -84,7 +97,7 @@ ResultSet::ResultSet(fs::path out) : out_(output_folder(out)), given_(out.string
                   "or empty folder with --out");
   }
   const fs::path parent = out_.parent_path().empty() ? fs::path(".") : out_.parent_path();
-  partial_ = parent / (partial_prefix(out_) + std::to_string(::getpid()));
+  partial_ = parent / partial_name(out_);
   fs::remove_all(partial_, ec);
   try {
     prepare_output_dir(partial_);  // creates the parents too, and checks the folder is writable

@@ -1,7 +1,8 @@
 // A command's output folder, written as one set: every file goes to a hidden sibling folder that
 // replaces the output folder in one step when the command is done. A command killed before that
 // leaves the output folder as it was, beside a folder whose name says it is incomplete
-// (".<name>.normlab-partial-<pid>"); a command that fails removes its partial folder. `--resume`
+// (".<name>.normlab-partial-<pid>"; each rank of an mpirun job has its own, partial_name); a
+// command that fails removes its partial folder. `--resume`
 // reads the finished runs a killed command left there (records.h), and the command that next
 // puts a set in place of the output folder removes the partial folders of processes that are gone.
 // An output folder that is a symbolic link is followed: the set replaces the folder it points to.
@@ -19,8 +20,13 @@ std::filesystem::path output_folder(const std::filesystem::path& out);
 // True if no process `pid` runs any more (pid > 0; kill(pid, 0) fails with ESRCH).
 bool process_gone(long pid);
 
-// The partial folders beside the output folder `out` (output_folder) of processes that are gone:
-// what killed commands left, oldest first.
+// The name of this process's partial folder beside the output folder `out`:
+// ".<name>.normlab-partial-<pid>", and in an mpirun job "-m<mpirun's pid>" after it, so that the
+// folder counts as a killed command's as soon as the mpirun is gone (killed_partials).
+std::string partial_name(const std::filesystem::path& out);
+
+// The partial folders beside the output folder `out` (output_folder) of processes that are gone
+// (or whose mpirun is gone): what killed commands left, every rank's, oldest first.
 std::vector<std::filesystem::path> killed_partials(const std::filesystem::path& out);
 
 class ResultSet {

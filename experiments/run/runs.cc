@@ -61,9 +61,8 @@ Runs run_all(const std::vector<CheckedRun>& configs, const Splits& data, bool qu
 
 Runs run_all(const std::vector<LmRunSpec>& specs, bool quiet, const LmRunLabel& label, const RunOutcome& outcome,
              const std::vector<nlohmann::json>& previous, RunJournal* journal) {
-  // In an mpirun job each rank trains every W-th run from its rank on; rank 0 journals its own.
-  return run_queue(LanguageModelRuns{specs, label, outcome},
-                   {.quiet = quiet, .previous = &previous, .journal = dist::job_rank() == 0 ? journal : nullptr});
+  // In an mpirun job each rank trains every W-th run from its rank on and journals its own.
+  return run_queue(LanguageModelRuns{specs, label, outcome}, {.quiet = quiet, .previous = &previous, .journal = journal});
 }
 
 }  // namespace normlab::experiments

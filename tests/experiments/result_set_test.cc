@@ -4,10 +4,12 @@
 // once, and --resume finishes the rest with CSV files byte for byte those of an uninterrupted run,
 // also after kill -9 (the journal of finished runs); the next set removes killed commands' partial
 // folders; --resume refuses another command's or other flags' results; --out may be a link; an
-// mpirun rank's scratch folder goes with the rank, and those of killed ranks with the next one.
+// mpirun rank's partial folder goes with the rank, and those of killed ranks with the next set.
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+
+#include <algorithm>
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
@@ -657,29 +659,31 @@ BOOST_AUTO_TEST_CASE(a_journal_cut_by_a_kill_gives_its_whole_lines) {
   BOOST_TEST((both.size() == 2u && both[0] == runs[0] && both[1] == runs[1]));
 }
 
-BOOST_AUTO_TEST_CASE(rank_scratch_folders_of_gone_processes_are_removed) {
+// An mpirun rank's partial folder names its mpirun too ("<pid>-m<mpirun's pid>"): once the mpirun
+// is gone, the folder is a killed command's at once, though its rank may live a moment longer.
+BOOST_AUTO_TEST_CASE(a_partial_folder_whose_mpirun_is_gone_is_a_killed_commands) {
   TempDir t;
   const pid_t gone = ::fork();  // a process id that no longer runs
   if (gone == 0) ::_exit(0);
   wait_status(gone);
-  const fs::path dead = t.path() / ("normlab-rank1-" + std::to_string(gone));
-  const fs::path dead2 = t.path() / ("normlab-rank12-" + std::to_string(gone));
-  const fs::path live = t.path() / ("normlab-rank1-" + std::to_string(::getppid()));  // a running process
-  const fs::path other = t.path() / ("normlab-rankx-" + std::to_string(gone));        // not a rank's name
-  for (const fs::path& p : {dead, dead2, live, other}) fs::create_directories(p);
-  std::ofstream(dead / "runs.csv") << "a,b\n";
-  BOOST_TEST(remove_stale_rank_scratch(t.path()) == 2);
-  BOOST_TEST(!fs::exists(dead));
-  BOOST_TEST(!fs::exists(dead2));
-  BOOST_TEST(fs::exists(live));
-  BOOST_TEST(fs::exists(other));
-  // A rank's own folder exists while it works and is gone after it.
+  const std::string live = std::to_string(::getppid()), dead = std::to_string(gone);
+  const fs::path out = t.path() / "out";
+  for (const std::string& tail : {live + "-m" + dead, live + "-m" + live, live, dead + "-m" + live, live + "-mx"})
+    fs::create_directories(t.path() / (".out.normlab-partial-" + tail));
+  std::vector<std::string> killed;
+  for (const fs::path& p : killed_partials(out)) killed.push_back(p.filename().string());
+  std::sort(killed.begin(), killed.end());
+  std::vector<std::string> want = {".out.normlab-partial-" + live + "-m" + dead, ".out.normlab-partial-" + dead + "-m" + live};
+  std::sort(want.begin(), want.end());
+  BOOST_TEST(killed == want, "killed partials: " << killed.size());
+  // A rank's own folder beside --out exists while it works and is gone after it.
   fs::path mine;
   {
-    const RankScratch scratch(3);
+    const RankScratch scratch(out);
     mine = scratch.path();
     BOOST_TEST(fs::is_directory(mine));
-    BOOST_TEST(mine.filename().string() == "normlab-rank3-" + std::to_string(::getpid()));
+    BOOST_TEST(mine == t.path() / partial_name(output_folder(out)));
+    BOOST_TEST(mine.filename().string() == ".out.normlab-partial-" + std::to_string(::getpid()));
     std::ofstream(mine / "runs.csv") << "a,b\n";
   }
   BOOST_TEST(!fs::exists(mine));
