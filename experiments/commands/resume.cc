@@ -1,9 +1,13 @@
 // --resume of compare, sweep and study: which earlier results it continues (resume.h).
 #include "experiments/commands/resume.h"
 
+#include <zlib.h>
+
+#include <cstdio>
 #include <fstream>
 
 #include "base/error.h"
+#include "data/text.h"
 #include "experiments/records/records.h"
 #include "experiments/records/result_set.h"
 
@@ -25,7 +29,57 @@ nlohmann::json typed_settings(const CLI::App& app, const std::string& command) {
   return {{"command", command}, {"flags", flags}};
 }
 
+DataSource text_source(const std::string& flag, const std::string& text) {
+  if (!text.empty()) return {flag + " " + text, {text}};
+  DataSource s{"the fortunes (" + std::string(data::kFortunesDir) + ")", {}};
+  for (const std::string& f : data::default_corpus_files()) s.files.push_back(std::string(data::kFortunesDir) + "/" + f);
+  return s;
+}
+
+nlohmann::json data_fingerprint(const std::vector<DataSource>& sources) {
+  nlohmann::json all = nlohmann::json::array();
+  std::vector<unsigned char> buf(1 << 20);
+  for (const DataSource& src : sources) {
+    int64_t bytes = 0;
+    uLong crc = ::crc32(0L, Z_NULL, 0);
+    for (const std::string& file : src.files) {
+      std::ifstream f(file, std::ios::binary);
+      if (!f || !std::filesystem::is_regular_file(file)) {  // never read a FIFO or a device: it may block
+        bytes = -1;
+        break;
+      }
+      while (f.read(reinterpret_cast<char*>(buf.data()), static_cast<std::streamsize>(buf.size())) || f.gcount() > 0) {
+        crc = ::crc32(crc, buf.data(), static_cast<uInt>(f.gcount()));
+        bytes += f.gcount();
+      }
+    }
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "%08lx", static_cast<unsigned long>(crc));
+    all.push_back({{"data", src.name}, {"bytes", bytes}, {"crc32", bytes < 0 ? "" : hex}});
+  }
+  return all;
+}
+
 namespace {
+
+// "notes.txt (2953 bytes, CRC-32 89abcdef)" of a data_fingerprint entry.
+std::string fingerprint_text(const nlohmann::json& d) {
+  const int64_t bytes = d.value("bytes", int64_t{-1});
+  if (bytes < 0) return "missing or unreadable";
+  return std::to_string(bytes) + " bytes, CRC-32 " + d.value("crc32", "");
+}
+
+// Why the data of `then` are not those of `now`: "" when they agree (or `then` recorded none).
+std::string data_differ(const nlohmann::json& then, const nlohmann::json& now) {
+  if (!then.contains("data") || !then["data"].is_array() || !now.contains("data")) return "";
+  for (const nlohmann::json& d : now["data"])
+    for (const nlohmann::json& t : then["data"])
+      if (t.value("data", "") == d.value("data", "") && t != d)
+        return "its results were made from other data: " + d.value("data", "") + " was " + fingerprint_text(t) +
+               ", and is now " + fingerprint_text(d) + "; --resume continues results made from the same data only: "
+               "restore the file, or choose another --out to retrain every run";
+  return "";
+}
 
 // The settings an earlier command recorded in `dir`: its journal's header, else its manifest's
 // (a manifest written before they were recorded: the command only); null if none.
@@ -59,7 +113,7 @@ std::string settings_differ(const nlohmann::json& then, const nlohmann::json& no
   for (const auto& [k, _] : keys.items())
     if (then["flags"].value(k, nlohmann::json()) != now["flags"].value(k, nlohmann::json()))
       diff += (diff.empty() ? "" : "; ") + value(then["flags"], k) + " then, " + value(now["flags"], k) + " now";
-  if (diff.empty()) return "";
+  if (diff.empty()) return data_differ(then, now);
   return "its results were made with other flags (" + diff + "); --resume continues them with the same flags only: "
          "give those, or choose another --out to retrain every run";
 }

@@ -140,6 +140,11 @@ class StudyCommand : public TrainingCommand {
   bool lstm_part() const { return !o_.quick && !s_.no_lstm && o_.data.name == "fashion-mnist"; }
   bool gpt_part() const { return !o_.quick && !s_.no_gpt && o_.data.name == "fashion-mnist"; }
 
+  std::vector<DataSource> own_data_sources() const override {
+    if (!gpt_part()) return {};
+    return {text_source("--gpt-text", s_.gpt_text)};
+  }
+
   std::vector<std::string> norms_run() const override {
     std::vector<std::string> all = s_.norms;
     if (cnn_part()) {

@@ -54,6 +54,8 @@ class TextStudy : public TextFlow {
   // Reads the corpus and checks every run against it (normlab::Error names the flags).
   void plan(const TrainingOptions& o) override;
   // Trains and writes the results into --out as one set (Ctrl-C: the runs done); the exit status.
+  // --text FILE, or the fortunes.
+  std::vector<DataSource> data_sources() const override { return text_.data_sources(); }
   int run(const TrainingOptions& o, const nlohmann::json& settings, const Invocation& inv) override;
 
  private:

@@ -57,6 +57,8 @@ class TextTraining : public TextFlow {
   // Reads the corpus and checks the run against it (normlab::Error names the flags).
   void plan(const TrainingOptions& o) override;
   // Writes the run into --out as one set (Ctrl-C: what was done); returns the exit status.
+  // --text FILE, or the fortunes.
+  std::vector<DataSource> data_sources() const override { return {text_source("--text", f_.text)}; }
   int run(const TrainingOptions& o, const nlohmann::json& settings, const Invocation& inv) override;
   // The flags as parsed, and (after check) the model they describe (vocab_size not yet set).
   const TextFlags& flags() const { return f_; }

@@ -261,6 +261,7 @@ void TrainingCommand::check(const Given& given) {
     preset_optimizer(o_, given);
     text_flow_->check(o_, given);
     settings_ = typed_settings(*app_, name());
+    settings_["data"] = data_fingerprint(data_sources());
     return;
   }
   own_presets(given);
@@ -280,7 +281,27 @@ void TrainingCommand::check(const Given& given) {
   preset_model(o_, given);
   check_architecture(given);
   settings_ = typed_settings(*app_, name());
+  settings_["data"] = data_fingerprint(data_sources());
   final_checks(given);
+}
+
+std::vector<DataSource> TrainingCommand::data_sources() const {
+  std::vector<DataSource> all;
+  if (on_text()) return text_flow_->data_sources();
+  const DataSpec& d = o_.data;
+  if (d.name == "fashion-mnist") {
+    DataSource s{"Fashion-MNIST in " + d.fashion_dir, {}};
+    for (const char* f : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+                          "t10k-labels-idx1-ubyte.gz"})
+      s.files.push_back((fs::path(d.fashion_dir) / f).string());
+    all.push_back(s);
+  }
+  if (d.name == "csv") {
+    all.push_back({"--csv " + d.csv_path, {d.csv_path}});
+    if (!d.csv_test_path.empty()) all.push_back({"--csv-test " + d.csv_test_path, {d.csv_test_path}});
+  }
+  for (DataSource& s : own_data_sources()) all.push_back(std::move(s));
+  return all;
 }
 
 void TrainingCommand::final_checks(const Given&) {

@@ -50,6 +50,8 @@ class TextFlow {
   virtual void plan(const TrainingOptions& o) = 0;
   // Trains and writes the results into --out as one set; returns the exit status.
   virtual int run(const TrainingOptions& o, const nlohmann::json& settings, const Invocation& inv) = 0;
+  // The text files it reads (after check), for the fingerprint --resume compares.
+  virtual std::vector<DataSource> data_sources() const = 0;
 };
 
 class TrainingCommand : public Command {
@@ -90,6 +92,8 @@ class TrainingCommand : public Command {
   virtual void after_commit(const StudyContext& ctx) {}
   // The checks that need the whole settings, last (compare, sweep, study: --resume needs results to continue).
   virtual void final_checks(const Given& given);
+  // The data files the command reads besides the data set's (study: its GPT part's text).
+  virtual std::vector<DataSource> own_data_sources() const { return {}; }
   // What to say when Ctrl-C stopped the command.
   virtual std::string interrupted_message(const Report& rep) const;
   // The command trains --dataset text, and that is the data set (TextFlow).
@@ -107,6 +111,7 @@ class TrainingCommand : public Command {
   void apply_arch_defaults(const Given& given);
   void check_applicable(const Given& given) const;
   void check_architecture(const Given& given);
+  std::vector<DataSource> data_sources() const;
 
   TrainingTraits traits_;
   TextFlow* text_flow_;

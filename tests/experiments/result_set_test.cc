@@ -35,6 +35,7 @@
 namespace fs = std::filesystem;
 using namespace normlab::experiments;
 using normlab::test::read_file;
+using normlab::test::write_file;
 using normlab::test::run_normlab_quiet;
 using normlab::test::TempDir;
 
@@ -566,6 +567,44 @@ BOOST_AUTO_TEST_CASE(resume_refuses_results_of_another_command_or_other_flags_na
   kill_after_runs({"sweep", "--quick", "--quiet", "--threads", "1", "--out", killed.string()}, t.path(), 1);
   const std::string other = error_of({"sweep", "--quick", "--lr", "0.2", "--resume", "--out", killed.string()});
   BOOST_TEST(other.find("no --lr then, --lr 0.2 now") != std::string::npos, other);
+}
+
+// The data are compared too: a text, CSV or IDX file changed since the results were made (the
+// same flags) is refused, naming the file, its size and CRC-32 then and now; restored, it resumes.
+BOOST_AUTO_TEST_CASE(resume_refuses_results_made_from_a_changed_data_file) {
+  TempDir t;
+  const std::string text = (t.path() / "t.txt").string(), csv = (t.path() / "i.csv").string();
+  const std::string sample = read_file(std::string(NORMLAB_SOURCE_DIR) + "/tests/data/fixtures/text_sample.txt");
+  const std::string iris = read_file(std::string(NORMLAB_SOURCE_DIR) + "/tests/experiments/fixtures/iris_like.csv");
+  write_file(text, sample);
+  write_file(csv, iris);
+  const std::vector<std::string> lm = {"sweep", "--dataset", "text", "--text", text, "--layers", "1", "--width", "16",
+                                       "--heads", "2", "--block-size", "16", "--batch-sizes", "2,4", "--norms", "layer",
+                                       "--seeds", "0", "--train-tokens", "256", "--out", (t.path() / "lm").string()};
+  const std::vector<std::string> table = {"compare", "--csv", csv, "--label", "species", "--epochs", "1", "--seeds", "0",
+                                          "--norms", "none,batch", "--out", (t.path() / "csv").string()};
+  for (const auto& args : {lm, table}) BOOST_REQUIRE_EQUAL(run_normlab_quiet(args), kExitOk);
+  const auto resumed = [](std::vector<std::string> args) {
+    args.push_back("--resume");
+    return args;
+  };
+  write_file(text, sample + "appended\n");
+  const std::string appended = error_of(resumed(lm));
+  BOOST_TEST(appended.find("made from other data: --text " + text + " was " + std::to_string(sample.size()) +
+                           " bytes, CRC-32 ") != std::string::npos, appended);
+  BOOST_TEST(appended.find("is now " + std::to_string(sample.size() + 9) + " bytes") != std::string::npos, appended);
+  std::string edited = iris;
+  edited[edited.find('\n') + 1] = edited[edited.find('\n') + 1] == '5' ? '6' : '5';  // one digit, the same size
+  write_file(csv, edited);
+  const std::string changed = error_of(resumed(table));
+  BOOST_TEST(changed.find("made from other data: --csv " + csv + " was " + std::to_string(iris.size())) !=
+                 std::string::npos, changed);
+  BOOST_TEST(changed.find("is now " + std::to_string(iris.size()) + " bytes, CRC-32") != std::string::npos, changed);
+  write_file(text, sample);  // restored: every run taken
+  write_file(csv, iris);
+  BOOST_TEST(run_normlab_quiet(resumed(lm)) == kExitOk);
+  BOOST_TEST(run_normlab_quiet(resumed(table)) == kExitOk);
+  BOOST_TEST(runs_reused(t.path() / "csv" / "manifest.json") == 2);
 }
 
 BOOST_AUTO_TEST_CASE(an_out_that_is_a_symbolic_link_is_followed) {
