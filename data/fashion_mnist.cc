@@ -310,6 +310,9 @@ Dataset load_idx_pair(const std::string& images_path, const std::string& labels_
 }
 
 Dataset load_fashion_mnist(FashionMnistSplit split, const std::string& dir, std::optional<int64_t> limit) {
+  std::error_code ec;
+  if (!dir.empty() && std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))
+    throw Error(dir + ": is not a folder; expected the folder that holds the Fashion-MNIST IDX files (*-ubyte.gz)");
   const std::string prefix = split == FashionMnistSplit::Train ? "train" : "t10k";
   const std::string base = dir.empty() || dir.back() == '/' ? dir : dir + "/";
   return load_pair(base + prefix + "-images-idx3-ubyte.gz", base + prefix + "-labels-idx1-ubyte.gz", limit,

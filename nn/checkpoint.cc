@@ -26,7 +26,7 @@ void load_module(const serialize::SafetensorsFile& file, const std::string& path
   try {
     m.load_state_dict(file.tensors);
   } catch (const Error& e) {
-    throw Error("load_module " + quote(path) + ": " + e.what());
+    throw Error(path + ": its weights do not fit the model: " + e.what());
   }
 }
 

@@ -212,9 +212,9 @@ struct FdCloser {
   }
 };
 
-// The error of load_safetensors for the file at path: "load_safetensors '<path>': <problem>".
+// The error of load_safetensors for the file at path: "<path>: cannot read this safetensors file: <problem>".
 [[noreturn]] void load_fail(const std::string& path, const std::string& problem) {
-  throw Error("load_safetensors " + quote(path) + ": " + problem);
+  throw Error(path + ": cannot read this safetensors file: " + problem);
 }
 
 // Checks that fd is a regular file of at least 8 bytes and reads the header length n, its first

@@ -24,11 +24,13 @@ class GenerateCommand : public Command {
     a.add_option("--prompt", prompt_, "the text to continue (UTF-8; every character in the model's vocabulary)")
         ->required();
     a.add_option("--tokens", tokens_, "characters to sample after the prompt (at most 100000000; printed as they are sampled)")
+        ->check(whole(1, kMaxGenerateTokens))
         ->capture_default_str();
     a.add_option("--temperature", sampling_.temperature,
                  "logits divided by it before sampling; 0 picks the most likely character")
         ->capture_default_str();
     a.add_option("--top-k", sampling_.top_k, "sample among the k most likely characters only (0: all)")
+        ->check(whole(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()))  // no silent overflow
         ->capture_default_str();
     a.add_option("--seed", seed_, "seed of the draws: the same seed gives the same text")->check(seed_value());
     a.add_option("--threads", threads_, "threads for the model's forward passes")->check(whole(1, 4096));

@@ -43,8 +43,13 @@ nlohmann::json data_fingerprint(const std::vector<DataSource>& sources) {
     int64_t bytes = 0;
     uLong crc = ::crc32(0L, Z_NULL, 0);
     for (const std::string& file : src.files) {
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(file, ec)) {  // never open a FIFO or a device: it may block
+        bytes = -1;
+        break;
+      }
       std::ifstream f(file, std::ios::binary);
-      if (!f || !std::filesystem::is_regular_file(file)) {  // never read a FIFO or a device: it may block
+      if (!f) {
         bytes = -1;
         break;
       }

@@ -9,6 +9,7 @@
 #include "experiments/commands/flags.h"
 #include "experiments/commands/text_training.h"
 #include "experiments/commands/training.h"
+#include "experiments/models/language_model.h"
 #include "experiments/registry/layers.h"
 #include "experiments/run/checkpointing.h"
 #include "nn/checkpoint.h"
@@ -85,6 +86,9 @@ class TrainCommand : public TrainingCommand {
       autograd::Generator gen(c.seed);
       const Model m = build_model(c.model, gen);
       try {
+        if (is_language_model(c.init_from))
+          throw Error(c.init_from + " is a character language model (train --dataset text); --init-from takes the "
+                      "checkpoint of a classifier of the same model (--arch, --hidden or --model)");
         nn::load_module(c.init_from, *m.net);
       } catch (const Error& e) {
         throw Error(std::string("--init-from: ") + e.what());

@@ -148,7 +148,7 @@ void check_char_model_sizes(const CharModelSpec& s, const autograd::NamedTensors
     expect_dim(tensors, path, "transformer.wte.weight", 1, s.gpt.width, "width");
     expect_dim(tensors, path, "transformer.wpe.weight", 0, s.block_size, "block_size");
     expect_count(count_numbered(tensors, "transformer.h.", ".attn.c_attn.weight"), s.gpt.n_layer, path, "n_layer",
-                 "blocks (transformer.h.<i>)");
+                 "block(s) (transformer.h.<i>)");
     if (s.gpt.width % s.gpt.n_head != 0)
       throw Error(path + ": metadata \"n_head\" is " + std::to_string(s.gpt.n_head) + ", which does not divide \"width\" " +
                   std::to_string(s.gpt.width));
@@ -157,7 +157,7 @@ void check_char_model_sizes(const CharModelSpec& s, const autograd::NamedTensors
     expect_dim(tensors, path, "embedding.weight", 1, s.lstm.embed_dim, "embed_dim");
     expect_dim(tensors, path, "lstm.weight_hh_l0", 1, s.lstm.hidden_size, "hidden_size");
     expect_count(count_numbered(tensors, "lstm.weight_ih_l", ""), s.lstm.num_layers, path, "num_layers",
-                 "layers (lstm.weight_ih_l<k>)");
+                 "layer(s) (lstm.weight_ih_l<k>)");
   }
 }
 

@@ -1,5 +1,6 @@
 // Character language models: norms, window loss, checkpoint metadata and generation (language_model.h).
 #include "experiments/models/language_model.h"
+#include "experiments/support/output.h"
 
 #include <algorithm>
 #include <cmath>
@@ -146,7 +147,7 @@ std::vector<int64_t> validation_ids(const std::u32string& text, const std::strin
   if (skipped) *skipped = missing;
   if (static_cast<int64_t>(ids.size()) < block_size + 1)
     throw Error(name + ": the validation split (the last " + std::to_string(n_val) + " of " + std::to_string(n) +
-                " characters, --val-fraction " + std::to_string(validation_fraction) + ", " + std::to_string(missing) +
+                " characters, val_fraction " + fmt(validation_fraction, 4) + ", " + std::to_string(missing) +
                 " outside the vocabulary left out) is shorter than one window of " + std::to_string(block_size + 1) +
                 " characters");
   return ids;

@@ -167,9 +167,9 @@ BOOST_AUTO_TEST_CASE(generate_refuses_bad_input_before_printing) {
   const std::string ck = trained().checkpoint;
   expect_error({"generate", "--checkpoint", ck, "--prompt", "a\xE2\x98\x83"}, {"the prompt", "U+2603"});
   expect_error({"generate", "--checkpoint", ck, "--prompt", ""}, {"--prompt is empty"});
-  expect_error({"generate", "--checkpoint", ck, "--prompt", "a", "--tokens", "0"}, {"--tokens", "got 0"});
+  expect_error({"generate", "--checkpoint", ck, "--prompt", "a", "--tokens", "0"}, {"--tokens", "got '0'"});
   expect_error({"generate", "--checkpoint", ck, "--prompt", "a", "--tokens", "1000000000000"},
-               {"--tokens must be from 1 to 100000000, got 1000000000000"});
+               {"--tokens: expected a whole number from 1 to 100000000, got '1000000000000'"});
   expect_error({"generate", "--checkpoint", ck, "--prompt", "a", "--top-k", "-1"},
                {"--top-k must be 0 (all characters) or a number of characters, got -1"});
   expect_error({"generate", "--checkpoint", ck, "--prompt", "a", "--temperature", "-1"}, {"--temperature"});
@@ -197,7 +197,7 @@ BOOST_AUTO_TEST_CASE(an_edited_checkpoint_is_refused_before_a_model_is_built) {
     return path;
   };
   for (const auto& [key, value, needles] : std::vector<std::tuple<std::string, std::string, std::vector<std::string>>>{
-           {"n_layer", "100000000", {"metadata \"n_layer\" is 100000000 but the checkpoint holds 1 blocks"}},
+           {"n_layer", "100000000", {"metadata \"n_layer\" is 100000000 but the checkpoint holds 1 block(s)"}},
            {"width", "1048576", {"metadata \"width\" is 1048576 but the tensor transformer.wte.weight is [76, 16]"}},
            {"block_size", "1000000000", {"\"block_size\" is 1000000000", "transformer.wpe.weight is [16, 16]"}},
            {"vocab_size", "77", {"\"vocabulary\" holds 76 characters but \"vocab_size\" is 77"}},
