@@ -16,13 +16,13 @@ job=$!
 # The run indices journaled in partial folder $1.
 journaled() { grep -o '"index":[0-9]*' "$1/finished-runs.jsonl" 2> /dev/null | cut -d: -f2 | sort -n | tr '\n' ' '; }
 both=""
-for _ in $(seq 1 600); do
+for _ in $(seq 1 2400); do
   n=0
   for p in "$dir"/.s.normlab-partial-*; do [ -n "$(journaled "$p")" ] && n=$((n + 1)); done
   [ "$n" -ge 2 ] && { both=1; break; }
   sleep 0.05
 done
-[ -n "$both" ] || { echo "FAIL: the two ranks did not both journal a run within 30 s"; kill -9 "$job"; exit 1; }
+[ -n "$both" ] || { echo "FAIL: the two ranks did not both journal a run within 120 s"; kill -9 "$job"; exit 1; }
 kill -9 "$job"
 wait "$job" 2> /dev/null || true
 # What the ranks had journaled when the job was killed (a dying rank may add one more).
