@@ -436,6 +436,15 @@ std::u32string read_text_file(const std::string& path) {
         path + ": is not a regular file (" +
             (std::filesystem::is_fifo(st) ? "a named pipe" : std::filesystem::is_character_file(st) ? "a device" : "a special file") +
             "); expected a UTF-8 text file");
+  // Checked before reading: each character takes 12 bytes in memory (decoded, then its id).
+  if (std::filesystem::is_regular_file(st)) {
+    const uintmax_t size = std::filesystem::file_size(path, ec);
+    check(ec || size <= kMaxTextBytes, [&] {
+      return path + ": " + std::to_string(size) + " bytes, more than the " + std::to_string(kMaxTextBytes) +
+             " (256 MiB) a text may hold here (each character takes 12 bytes in memory); expected a shorter text, "
+             "e.g. its first 100 MB (head -c 100M)";
+    });
+  }
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f) throw Error(path + ": cannot open: " + std::strerror(errno) + "; expected a UTF-8 text file");
   std::string bytes;

@@ -116,8 +116,9 @@ TextCorpus make_text_corpus(std::u32string_view text, const std::string& name, i
                             UnknownCharacters unknown = UnknownCharacters::Skip);
 
 /// Reads a UTF-8 text file whole: a leading byte-order mark (EF BB BF) is dropped, everything else
-/// kept as it is (line ends included). Errors name the file: it cannot be opened or read, it is
-/// empty, it holds a NUL byte or invalid UTF-8 (decode_utf8: byte offset and line).
+/// kept as it is (line ends included). Errors name the file: it is not a regular file, it is larger
+/// than kMaxTextBytes (checked before reading), it cannot be opened or read, it is empty, it holds
+/// a NUL byte or invalid UTF-8 (decode_utf8: byte offset and line).
 std::u32string read_text_file(const std::string& path);
 
 /// read_text_file, then make_text_corpus named by the path.
@@ -127,6 +128,9 @@ TextCorpus load_text_corpus(const std::string& path, int64_t block_size, double 
 // ---- The default corpus: fortunes ----
 
 /// Where Debian's packages fortunes and fortunes-min (a dependency) install the fortune files.
+/// The largest text file read_text_file reads: 2^28 bytes (256 MiB; enwik8's 100 MB fits).
+inline constexpr uintmax_t kMaxTextBytes = uintmax_t{1} << 28;
+
 inline constexpr const char* kFortunesDir = "/usr/share/games/fortunes";
 
 /// The 43 English fortune files of Debian 12's fortunes 1:1.99.1-7.3 and fortunes-min (fortune-mod,

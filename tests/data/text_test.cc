@@ -288,6 +288,12 @@ BOOST_AUTO_TEST_CASE(corpus_errors) {
   BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   check_mentions(error_of([&] { load_text_corpus(fifo, 8); }), {fifo + ": is not a regular file (a named pipe)"});
   check_mentions(error_of([&] { load_text_corpus("/dev/zero", 8); }), {"/dev/zero: is not a regular file (a device)"});
+  // A text larger than 256 MiB is refused before it is read (a sparse file: no disk used).
+  const std::string huge = dir.file("huge.txt");
+  write_file(huge, "ab");
+  std::filesystem::resize_file(huge, (uintmax_t{1} << 28) + 1);
+  check_mentions(error_of([&] { load_text_corpus(huge, 8); }),
+                 {huge + ": 268435457 bytes, more than the 268435456 (256 MiB) a text may hold here"});
   // 100 characters: 90 train, 10 validate.
   check_mentions(error_of([&] { load_text_corpus(small, 90); }),
                  {small + ": the training split holds 90 characters (the first 90% of 100 characters)",
