@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every rank's finished runs survive a kill -9 of the whole job: mpirun -np 2 normlab sweep, killed
-# (SIGKILL to mpirun) once each rank has journaled runs in its own partial folder beside --out;
+# (SIGKILL to mpirun) once each rank has journaled runs in its own partial folder beside --out
+# (a rank may journal a run more while it dies: the resume takes it too);
 # `--resume` started at once (the killed ranks may still be dying) takes every journaled run of
 # both ranks, trains only the others, and writes CSV files byte for byte those of an uninterrupted
 # job. Usage: kill_resume.sh NORMLAB MPIEXEC SCRATCH
@@ -8,8 +9,8 @@ set -euo pipefail
 normlab=$1 mpiexec=$2 dir=$3
 rm -rf "$dir" && mkdir -p "$dir"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-# 12 runs of 0.1 to 1.2 s: the batch-2 runs are the long ones.
-args=(sweep --quick --seeds 0,1 --batch-sizes 2,4 --epochs 60 --threads 1 --quiet)
+# 12 runs of 0.05 to 0.6 s: the batch-2 runs are the long ones.
+args=(sweep --quick --seeds 0,1 --batch-sizes 2,4 --epochs 30 --threads 1 --quiet)
 "$mpiexec" --oversubscribe -np 2 "$normlab" "${args[@]}" --out "$dir/whole" > /dev/null
 "$mpiexec" --oversubscribe -np 2 "$normlab" "${args[@]}" --out "$dir/s" > "$dir/out.txt" 2> "$dir/err.txt" &
 job=$!
