@@ -12,17 +12,7 @@ namespace normlab::experiments {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-fs::path partial_of(const fs::path& given) {
-  const fs::path out = output_folder(given);
-  const fs::path parent = out.parent_path().empty() ? fs::path(".") : out.parent_path();
-  return parent / partial_name(out);
-}
-
-}  // namespace
-
-RankScratch::RankScratch(const fs::path& out) : path_(partial_of(out)) {
+RankScratch::RankScratch(const fs::path& out) : path_(partial_folder(output_folder(out))) {
   std::error_code ec;
   fs::remove_all(path_, ec);
   try {

@@ -54,6 +54,11 @@ std::string partial_name(const fs::path& out) {
   return name;
 }
 
+fs::path partial_folder(const fs::path& out) {
+  const fs::path parent = out.parent_path().empty() ? fs::path(".") : out.parent_path();
+  return parent / partial_name(out);
+}
+
 fs::path output_folder(const fs::path& given) {
   std::error_code ec;
   fs::path out = fs::absolute(given, ec).lexically_normal();
@@ -96,8 +101,7 @@ ResultSet::ResultSet(fs::path out) : out_(output_folder(out)), given_(out.string
                   ": it holds files that are not a normlab result (no manifest.json or report.md); choose a new "
                   "or empty folder with --out");
   }
-  const fs::path parent = out_.parent_path().empty() ? fs::path(".") : out_.parent_path();
-  partial_ = parent / partial_name(out_);
+  partial_ = partial_folder(out_);
   fs::remove_all(partial_, ec);
   try {
     prepare_output_dir(partial_);  // creates the parents too, and checks the folder is writable

@@ -24,6 +24,8 @@ bool process_gone(long pid);
 // ".<name>.normlab-partial-<pid>", and in an mpirun job "-m<mpirun's pid>" after it, so that the
 // folder counts as a killed command's as soon as the mpirun is gone (killed_partials).
 std::string partial_name(const std::filesystem::path& out);
+// That folder's path: partial_name(out) in the folder that holds `out` (an output_folder).
+std::filesystem::path partial_folder(const std::filesystem::path& out);
 
 // The partial folders beside the output folder `out` (output_folder) of processes that are gone
 // (or whose mpirun is gone): what killed commands left, every rank's, oldest first.

@@ -26,6 +26,7 @@
 
 namespace fs = std::filesystem;
 using normlab::test::read_file;
+using normlab::test::replace_all;
 using normlab::test::run_command;
 using normlab::test::TempDir;
 using normlab::test::write_file;
@@ -54,10 +55,6 @@ std::vector<Case> section(const std::string& name) {
   return cases;
 }
 
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
-  return s;
-}
 
 // The files the cases name, made in a temporary folder: {tmp}/... and the placeholders below.
 class Inputs {

@@ -16,6 +16,7 @@
 namespace fs = std::filesystem;
 using normlab::test::capture_output;
 using normlab::test::read_file;
+using normlab::test::replace_all;
 using normlab::test::run_normlab;
 using normlab::test::TempDir;
 using normlab::test::write_file;
@@ -25,11 +26,6 @@ namespace {
 const std::string kSource = NORMLAB_SOURCE_DIR;
 const std::string kFixtures = kSource + "/tests/experiments/fixtures";
 
-// Every occurrence of `from` in s replaced by `to`.
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
-  return s;
-}
 
 // The help with the --threads line's default (the machine's number of cores) as <cores>.
 std::string without_core_count(const std::string& help) {

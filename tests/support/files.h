@@ -61,6 +61,12 @@ inline std::string read_file(const std::filesystem::path& path) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
+// s with every occurrence of `from` replaced by `to` (placeholders of stored command lines).
+inline std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  return s;
+}
+
 // Writes bytes as a new file at path, replacing any file there.
 inline void write_file(const std::filesystem::path& path, const std::string& bytes) {
   // Remove first: truncating a file in place makes ext4 flush it to disk on close (auto_da_alloc).
