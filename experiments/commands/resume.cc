@@ -67,7 +67,7 @@ nlohmann::json data_fingerprint(const std::vector<DataSource>& sources) {
 
 namespace {
 
-// "notes.txt (2953 bytes, CRC-32 89abcdef)" of a data_fingerprint entry.
+// "2953 bytes, CRC-32 89abcdef" (or "missing or unreadable") of a data_fingerprint entry.
 std::string fingerprint_text(const nlohmann::json& d) {
   const int64_t bytes = d.value("bytes", int64_t{-1});
   if (bytes < 0) return "missing or unreadable";

@@ -180,7 +180,7 @@ Report run_lm_eval(const std::string& checkpoint, const LanguageModel& lm, const
     std::printf("%s on the validation split of %s (%lld windows of %lld characters, %lld characters%s):\n",
                 checkpoint.c_str(), e.source.c_str(), static_cast<long long>(e.windows), static_cast<long long>(block),
                 static_cast<long long>(e.characters), skipped.c_str());
-  const double bpc = e.loss / std::log(2.0);
+  const double bpc = bits(e.loss);
   std::printf("validation loss %s nats per character = %s bits per character\n", fmt(e.loss).c_str(), fmt(bpc).c_str());
   CsvTable metrics({"text", "windows", "characters", "skipped", "loss", "bits_per_char"});
   metrics.add_row({e.source, std::to_string(e.windows), std::to_string(e.characters), std::to_string(e.skipped),
