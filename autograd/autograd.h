@@ -1,9 +1,10 @@
 // Everything of the autograd library in one include: tensors, ops (norms, dropout and embedding too), the
-// engine, gradcheck.
+// engine, gradcheck and gradgradcheck, Hessian-vector products.
 #pragma once
 #include "autograd/allocator.h"
 #include "autograd/attention.h"
 #include "autograd/conv.h"
+#include "autograd/curvature.h"
 #include "autograd/dropout.h"
 #include "autograd/elementwise.h"
 #include "autograd/embedding.h"

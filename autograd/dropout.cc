@@ -28,9 +28,9 @@ Tensor dropout(const Tensor& x, double p, Generator& gen) {
     }
   });
   // dx = dy * m: the backward keeps only the mask.
-  return record("DropoutBackward", out, {x}, [mask = saved(mask)](const Tensor& g, const Needs&) {
-    return std::vector<Tensor>{mul(g, mask)};
-  });
+  return record("DropoutBackward", out, {x}, [mask](const Tensor& g, const Needs&) {
+    return std::vector<Tensor>{mul(g, mask)};  // the mask a constant: the same in a create_graph pass
+  }, Backward::Differentiable);
 }
 
 }  // namespace normlab::autograd

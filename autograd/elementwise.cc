@@ -91,14 +91,14 @@ Tensor add(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward(k::BinaryOp::Add, a, b, "add");
   return record("AddBackward0", out, {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, const Needs& n) {
     return Grads{n[0] ? sum_to(g, sa) : Tensor(), n[1] ? sum_to(g, sb) : Tensor()};
-  });
+  }, Backward::Differentiable);
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
   Tensor out = binary_forward(k::BinaryOp::Sub, a, b, "sub");
   return record("SubBackward0", out, {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g, const Needs& n) {
     return Grads{n[0] ? sum_to(g, sa) : Tensor(), n[1] ? sum_to(neg(g), sb) : Tensor()};
-  });
+  }, Backward::Differentiable);
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
@@ -108,7 +108,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
                 [a = b.requires_grad() ? saved(a) : Tensor(), b = a.requires_grad() ? saved(b) : Tensor(),
                  sa = a.shape(), sb = b.shape()](const Tensor& g, const Needs& n) {
     return Grads{n[0] ? sum_to(mul(g, b), sa) : Tensor(), n[1] ? sum_to(mul(g, a), sb) : Tensor()};
-  });
+  }, Backward::Differentiable);
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
@@ -119,14 +119,14 @@ Tensor div(const Tensor& a, const Tensor& b) {
     Tensor gb;
     if (n[1]) gb = sum_to(neg(div(mul(g, a), mul(b, b))), b.shape());
     return Grads{n[0] ? sum_to(div(g, b), sa) : Tensor(), gb};
-  });
+  }, Backward::Differentiable);
 }
 
 Tensor add(const Tensor& a, double s) { return add(a, scalar(s, a.dtype())); }
 Tensor sub(const Tensor& a, double s) { return sub(a, scalar(s, a.dtype())); }
 Tensor mul(const Tensor& a, double s) {
   Tensor out = unary_forward(k::UnaryOp::Scale, a, s);
-  return record("MulBackward0", out, {a}, [s](const Tensor& g, const Needs&) { return Grads{mul(g, s)}; });
+  return record("MulBackward0", out, {a}, [s](const Tensor& g, const Needs&) { return Grads{mul(g, s)}; }, Backward::Differentiable);
 }
 // a * (1/s), as PyTorch's div by a scalar does.
 Tensor div(const Tensor& a, double s) { return renamed(mul(a, 1.0 / s), "DivBackward0"); }
@@ -137,47 +137,69 @@ Tensor rdiv(double s, const Tensor& a) { return div(scalar(s, a.dtype()), a); }
 
 Tensor neg(const Tensor& x) {
   Tensor y = unary_forward(k::UnaryOp::Neg, x);
-  return record("NegBackward0", y, {x}, [](const Tensor& g, const Needs&) { return Grads{neg(g)}; });
+  return record("NegBackward0", y, {x}, [](const Tensor& g, const Needs&) { return Grads{neg(g)}; }, Backward::Differentiable);
 }
 
 Tensor exp(const Tensor& x) {
   Tensor y = unary_forward(k::UnaryOp::Exp, x);
   // d e^x = e^x: reuse the output
-  return record("ExpBackward0", y, {x}, [y = saved(y)](const Tensor& g, const Needs&) { return Grads{mul(g, y)}; });
+  return record("ExpBackward0", y, {x}, [y = saved_output(y)](const Tensor& g, const Needs&) {
+    return Grads{mul(g, reattached(y))};
+  }, Backward::Differentiable);
 }
 
 Tensor log(const Tensor& x) {
   Tensor y = unary_forward(k::UnaryOp::Log, x);
-  return record("LogBackward0", y, {x}, [x = saved(x)](const Tensor& g, const Needs&) { return Grads{div(g, x)}; });
+  return record("LogBackward0", y, {x}, [x = saved(x)](const Tensor& g, const Needs&) { return Grads{div(g, x)}; }, Backward::Differentiable);
 }
 
 Tensor sqrt(const Tensor& x) {
   Tensor y = unary_forward(k::UnaryOp::Sqrt, x);
   // d sqrt(x) = 1 / (2 sqrt(x))
-  return record("SqrtBackward0", y, {x}, [y = saved(y)](const Tensor& g, const Needs&) {
-    return Grads{div(g, mul(y, 2.0))};
-  });
+  return record("SqrtBackward0", y, {x}, [y = saved_output(y)](const Tensor& g, const Needs&) {
+    return Grads{div(g, mul(reattached(y), 2.0))};
+  }, Backward::Differentiable);
 }
 
 Tensor relu(const Tensor& x) {
   Tensor y = unary_forward(k::UnaryOp::Relu, x);
   return record("ReluBackward0", y, {x}, [x = saved(x)](const Tensor& g, const Needs&) {
+    // Under grad mode (a create_graph pass): g * [x > 0], the step a constant (relu'' = 0).
+    if (grad_enabled()) return Grads{mul(g, unary_grad(k::UnaryGradOp::Relu, x, ones_like(x)))};
     return Grads{unary_grad(k::UnaryGradOp::Relu, x, g)};
-  });
+  }, Backward::Differentiable);
 }
 
 Tensor tanh(const Tensor& x) {
   Tensor y = unary_forward(k::UnaryOp::Tanh, x);
-  return record("TanhBackward0", y, {x}, [y = saved(y)](const Tensor& g, const Needs&) {
+  return record("TanhBackward0", y, {x}, [y = saved_output(y)](const Tensor& g, const Needs&) {
+    if (grad_enabled()) {  // g (1 - y^2), recorded
+      const Tensor yy = reattached(y);
+      return Grads{mul(g, rsub(1, mul(yy, yy)))};
+    }
     return Grads{unary_grad(k::UnaryGradOp::Tanh, y, g)};
-  });
+  }, Backward::Differentiable);
 }
 
 Tensor sigmoid(const Tensor& x) {
   Tensor y = unary_forward(k::UnaryOp::Sigmoid, x);
-  return record("SigmoidBackward0", y, {x}, [y = saved(y)](const Tensor& g, const Needs&) {
+  return record("SigmoidBackward0", y, {x}, [y = saved_output(y)](const Tensor& g, const Needs&) {
+    if (grad_enabled()) {  // g y (1 - y), recorded
+      const Tensor yy = reattached(y);
+      return Grads{mul(g, mul(yy, rsub(1, yy)))};
+    }
     return Grads{unary_grad(k::UnaryGradOp::Sigmoid, y, g)};
-  });
+  }, Backward::Differentiable);
+}
+
+// gelu'(x) of the tanh approximation gelu(x) = x s, s = (1 + tanh(u)) / 2, u = c (x + a x^3):
+//   gelu'(x) = s + x (1 - t^2) c (1 + 3 a x^2) / 2,  t = tanh(u),
+// composed of recorded ops, so it can be differentiated again (for a create_graph backward).
+Tensor gelu_derivative(const Tensor& x) {
+  const Tensor x2 = mul(x, x);
+  const Tensor t = tanh(mul(add(x, mul(mul(x2, x), k::ref::kGeluA)), k::ref::kGeluC));
+  const Tensor s = mul(add(t, 1.0), 0.5);
+  return add(s, mul(mul(x, rsub(1, mul(t, t))), mul(add(mul(x2, 3 * k::ref::kGeluA), 1.0), 0.5 * k::ref::kGeluC)));
 }
 
 // The forward keeps the derivative gelu'(x) for the backward when it will run one
@@ -190,7 +212,8 @@ Tensor gelu(const Tensor& x) {
     using T = decltype(zero);
     k::gelu_forward(x.numel(), x.data<T>(), y.data<T>(), dydx.data<T>());
   });
-  return record("GeluBackward0", y, {x}, [dydx](const Tensor& g, const Needs&) {
+  return record("GeluBackward0", y, {x}, [x = saved(x), dydx](const Tensor& g, const Needs&) {
+    if (grad_enabled()) return Grads{mul(g, gelu_derivative(x))};
     Tensor dx = empty_like(dydx);
     const k::BroadcastPlan p = make_plan(dydx.shape(), dydx.shape(), dydx.shape(), "gelu");
     dispatch(dydx.dtype(), [&](auto zero) {
@@ -198,7 +221,7 @@ Tensor gelu(const Tensor& x) {
       k::binary(k::BinaryOp::Mul, p, g.data<T>(), dydx.data<T>(), dx.data<T>());
     });
     return Grads{dx};
-  });
+  }, Backward::Differentiable);
 }
 
 Tensor pow(const Tensor& x, double p) {
@@ -206,8 +229,9 @@ Tensor pow(const Tensor& x, double p) {
   // d x^p = p x^(p-1); for p = 0 the gradient is 0 everywhere (also at x = 0, as in PyTorch)
   return record("PowBackward0", y, {x}, [x = saved(x), p](const Tensor& g, const Needs&) {
     if (p == 0) return Grads{zeros_like(x)};
+    if (grad_enabled()) return Grads{mul(g, p == 1 ? ones_like(x) : mul(pow(x, p - 1), p))};  // recorded
     return Grads{unary_grad(k::UnaryGradOp::Pow, x, g, p)};
-  });
+  }, Backward::Differentiable);
 }
 
 Tensor square(const Tensor& x) { return pow(x, 2); }

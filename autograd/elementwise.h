@@ -26,6 +26,9 @@ Tensor tanh(const Tensor& x);  ///< Hyperbolic tangent.
 Tensor sigmoid(const Tensor& x);  ///< 1 / (1 + e^-x).
 /// GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 Tensor gelu(const Tensor& x);
+/// gelu'(x) of gelu's tanh approximation, of recorded ops (differentiable again): the factor of a
+/// create_graph backward through gelu.
+Tensor gelu_derivative(const Tensor& x);
 /// x ** p for a scalar exponent.
 Tensor pow(const Tensor& x, double p);
 /// x * x.

@@ -1,10 +1,13 @@
-// gradcheck: analytic Jacobian (backward per output element) vs central differences, in float64.
+// gradcheck: analytic Jacobian (backward per output element) vs central differences, in float64;
+// gradgradcheck: the same for the vector-Jacobian product of a create_graph backward.
 #include "autograd/gradcheck.h"
 
 #include <cmath>
 #include <sstream>
 
 #include "autograd/engine.h"
+#include "autograd/reduce.h"
+#include "autograd/shape_ops.h"
 
 namespace normlab::autograd {
 
@@ -55,8 +58,8 @@ bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const G
     }
   }
 
-  // Numeric Jacobian by central differences, compared entry by entry.
-  NoGradGuard no_grad;
+  // Numeric Jacobian by central differences, compared entry by entry. fn runs with grad mode as
+  // the caller had it (gradgradcheck's fn differentiates inside); set_flat is never recorded.
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (analytic[i].empty()) continue;
     const Tensor& x = inputs[i];
@@ -87,6 +90,53 @@ bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const G
     }
   }
   return true;
+}
+
+bool gradgradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const Tensor& grad_outputs,
+                   const GradcheckOptions& opts) {
+  const size_t n = inputs.size();
+  std::vector<size_t> wrt;  // the inputs that require grad
+  for (size_t i = 0; i < n; ++i)
+    if (inputs[i].defined() && inputs[i].requires_grad()) wrt.push_back(i);
+  if (wrt.empty()) throw Error("gradgradcheck: no input requires grad, so there is nothing to check");
+  Tensor v = grad_outputs;
+  if (!v.defined()) {
+    Generator gen(0);
+    const Tensor out = fn(inputs);
+    v = randn(out.shape(), gen, 0, 1, DType::Float64);
+  }
+  if (v.dtype() != DType::Float64)
+    throw Error("gradgradcheck: grad_outputs is " + dtype_name(v.dtype()) + "; it must be float64");
+  v = v.detach().clone();
+  v.requires_grad_();
+  // vjp(inputs..., v): the first derivatives as one float64 vector, with their graph.
+  const GradcheckFn vjp = [&fn, n, wrt](const std::vector<Tensor>& all) {
+    const std::vector<Tensor> ins(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n));
+    const Tensor out = fn(ins);
+    std::vector<Tensor> diff;
+    for (size_t i : wrt) diff.push_back(ins[i]);
+    std::vector<Tensor> parts;
+    if (out.requires_grad()) {
+      GradOptions go;
+      go.create_graph = true;
+      go.allow_unused = true;
+      const std::vector<Tensor> gs = grad({out}, diff, {all[n]}, go);
+      for (size_t j = 0; j < gs.size(); ++j)
+        parts.push_back(reshape(gs[j].defined() ? gs[j] : zeros(diff[j].shape(), DType::Float64), {-1}));
+    } else {
+      for (const Tensor& d : diff) parts.push_back(zeros({d.numel()}, DType::Float64));
+    }
+    return cat(parts, 0);
+  };
+  std::vector<Tensor> all(inputs);
+  all.push_back(v);
+  return gradcheck(vjp, all, opts);
+}
+
+bool gradgradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, Generator& gen,
+                   const GradcheckOptions& opts) {
+  const Tensor out = fn(inputs);
+  return gradgradcheck(fn, inputs, randn(out.shape(), gen, 0, 1, DType::Float64), opts);
 }
 
 }  // namespace normlab::autograd

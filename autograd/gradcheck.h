@@ -1,10 +1,12 @@
-// gradcheck: compares the autograd Jacobian of any function of tensors with central differences in
-// float64, with PyTorch's definition and defaults.
+// gradcheck and gradgradcheck: compare the autograd Jacobian of any function of tensors, and the
+// Jacobian of its vector-Jacobian product, with central differences in float64, with PyTorch's
+// definitions and defaults.
 #pragma once
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "autograd/generator.h"
 #include "autograd/tensor.h"
 
 namespace normlab::autograd {
@@ -26,5 +28,18 @@ using GradcheckFn = std::function<Tensor(const std::vector<Tensor>&)>;
 /// the message names the input, the element and both values. The inputs' .grad are left as they were.
 bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
                const GradcheckOptions& opts = {});
+
+/// Checks the second derivatives of fn, as torch.autograd.gradgradcheck: with a gradient v of
+/// fn's output (grad_outputs; when undefined, a float64 standard normal draw from gen, as PyTorch
+/// draws one at random), the vector-Jacobian product
+///   vjp(inputs, v) = autograd::grad(fn(inputs), inputs that require grad, v, create_graph)
+/// is itself gradchecked with respect to the inputs and v: its analytic Jacobian comes from a
+/// backward through the create_graph gradients, its numeric one from central differences of the
+/// vjp. The vjp's gradients are joined into one vector; an input fn does not use gets zeros.
+bool gradgradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const Tensor& grad_outputs = Tensor(),
+                   const GradcheckOptions& opts = {});
+/// The same with v drawn from gen (for several checks with different draws).
+bool gradgradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, Generator& gen,
+                   const GradcheckOptions& opts = {});
 
 }  // namespace normlab::autograd

@@ -48,10 +48,11 @@ Tensor nll_loss(const Tensor& logp, const std::vector<int64_t>& target) {
   // d loss / d logp[i, t_i] = -1/N, zero elsewhere
   return record("NllLossBackward0", out, {logp}, [target, n, c, dt = logp.dtype()](const Tensor& g, const Needs&) {
     Tensor gx = zeros({n, c}, dt);
-    const double v = -g.item() / n;
+    const bool graph = grad_enabled();  // a create_graph pass: gx = w g with w constant, recorded
+    const double v = graph ? -1.0 / n : -g.item() / n;
     for (int64_t i = 0; i < n; ++i) gx.set_flat(i * c + target[i], v);
-    return Grads{gx};
-  });
+    return Grads{graph ? mul(gx, g) : gx};
+  }, Backward::Differentiable);
 }
 
 Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& target) {
@@ -69,14 +70,21 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& target) {
     acc = kernels::cross_entropy_forward(n, c, logits.data<T>(), target.data(), p.data<T>());
   });
   Tensor out = scalar(acc / n, logits.dtype());
-  return record("NllLossBackward0", out, {logits}, [p, target, n, c](const Tensor& g, const Needs&) {
+  return record("NllLossBackward0", out, {logits}, [x = saved(logits), p, target, n, c](const Tensor& g, const Needs&) {
+    if (grad_enabled()) {
+      // A create_graph pass: (softmax(x) - onehot) g / N of recorded ops, softmax computed again
+      // from x so that its Hessian (diag(p) - p p^T per row) flows on.
+      Tensor onehot = zeros({n, c}, p.dtype());
+      for (int64_t i = 0; i < n; ++i) onehot.set_flat(i * c + target[i], 1.0);
+      return Grads{mul(sub(softmax(x, 1), onehot), div(g, static_cast<double>(n)))};
+    }
     Tensor gx = empty({n, c}, p.dtype());
     dispatch(p.dtype(), [&](auto zero) {
       using T = decltype(zero);
       kernels::cross_entropy_backward(n, c, p.data<T>(), target.data(), g.item() / n, gx.data<T>());
     });
     return Grads{gx};
-  });
+  }, Backward::Differentiable);
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target) {

@@ -5,10 +5,13 @@
 #include <cstring>
 #include <utility>
 
+#include "autograd/elementwise.h"
 #include "autograd/engine.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/reduce.h"
+#include "autograd/reduce.h"
+#include "autograd/shape_ops.h"
 
 namespace normlab::autograd {
 
@@ -165,6 +168,11 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                 [a = b.requires_grad() ? saved(a) : Tensor(), b = a.requires_grad() ? saved(b) : Tensor(),
                  sa = a.shape(), sb = b.shape(), dt = a.dtype(), s, plan, full_a, full_b](const Tensor& g, const Needs& n) {
     Tensor ga, gb;
+    if (grad_enabled()) {  // a create_graph pass: the same products, recorded
+      if (n[0]) ga = sum_to(matmul(g, transpose(b, -1, -2)), sa);
+      if (n[1]) gb = sum_to(matmul(transpose(a, -1, -2), g), sb);
+      return Grads{ga, gb};
+    }
     if (n[0]) {  // dA = dC B^T: (M, N) (N, K)
       ga = empty(sa, dt);
       if (!full_a) fill_(ga, 0);
@@ -184,7 +192,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
         gemm_batches(plan, t, a, Role::A, s.m * s.k, g, Role::Out, s.m * s.n, gb, Role::B, s.k * s.n);
     }
     return Grads{ga, gb};
-  });
+  }, Backward::Differentiable);
 }
 
 namespace {
@@ -225,6 +233,26 @@ std::pair<Tensor, Tensor> gelu_with_derivative(const Tensor& x, bool keep_deriva
   return {a, keep_derivative ? dadx : Tensor()};
 }
 
+// linear_impl's gradients in a create_graph pass, of recorded ops: with g2 = dy as (rows, out),
+//   dx = (g2 W) [* gelu'(x)],  dW = g2^T act(x),  db = sum of g2 over rows,  d residual = dy.
+// x is defined for a GELU input (act(x) = gelu(x), computed again so that it is differentiated);
+// otherwise act(x) = a, the input itself.
+Grads linear_grads_recorded(const Tensor& g, const Tensor& a, const Tensor& w, const Tensor& x, const Shape& xs,
+                            int64_t rows, const Needs& n) {
+  const Tensor g2 = reshape(g, {rows, g.dim() == 0 ? 1 : g.size(-1)});
+  Tensor gx, gw, gb;
+  if (n[0]) {
+    gx = reshape(matmul(g2, w), xs);
+    if (x.defined()) gx = mul(gx, gelu_derivative(x));
+  }
+  if (n[1]) {
+    const Tensor act = x.defined() ? gelu(x) : a;
+    gw = matmul(transpose(g2, 0, 1), reshape(act, {rows, act.dim() == 0 ? 1 : act.size(-1)}));
+  }
+  if (n[2]) gb = sum(g2, {0}, false);
+  return Grads{gx, gw, gb, n[3] ? g : Tensor()};
+}
+
 // y = [residual +] act(x) W^T + b, act = GELU or the identity. The residual is added where the
 // GEMM stores y, and with GELU the backward's dx = (dy W) * gelu'(x) is one GEMM whose stores
 // multiply (kernels/gemm.h's epilogue): no pass of their own over y or dx.
@@ -255,7 +283,9 @@ Tensor linear_impl(const Tensor& x, const Tensor& weight, const Tensor& bias, co
   // Saves a only if the weight needs a gradient, and the weight only if x does.
   return record(name, out, {x, weight, bias, res},
                 [a = weight.requires_grad() ? saved(a) : Tensor(), w = x.requires_grad() ? saved(weight) : Tensor(),
-                 dadx, xs = x.shape(), dt = x.dtype(), rows, in_f, out_f](const Tensor& g, const Needs& n) {
+                 x = f.gelu_input ? saved(x) : Tensor(), dadx, xs = x.shape(), dt = x.dtype(), rows, in_f,
+                 out_f](const Tensor& g, const Needs& n) {
+                  if (grad_enabled()) return linear_grads_recorded(g, a, w, x, xs, rows, n);
                   Tensor gx, gw, gb;
                   if (n[0]) {  // dx (rows, in) = dy (rows, out) W (out, in) [* gelu'(x)]
                     gx = empty(xs, dt);
@@ -279,7 +309,7 @@ Tensor linear_impl(const Tensor& x, const Tensor& weight, const Tensor& bias, co
                       });
                   }
                   return Grads{gx, gw, gb, n[3] ? g : Tensor()};
-                });
+                }, Backward::Differentiable);
 }
 
 }  // namespace

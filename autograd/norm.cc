@@ -9,8 +9,11 @@
 #include <limits>
 #include <vector>
 
+#include "autograd/elementwise.h"
 #include "autograd/engine.h"
 #include "autograd/kernels/norm.h"
+#include "autograd/norm_grad.h"
+#include "autograd/shape_ops.h"
 #include "base/format.h"
 
 namespace normlab::autograd {
@@ -100,17 +103,29 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   });
   // Saves x, weight and the per-row statistics; xhat is recomputed in the backward.
   return record("LayerNormBackward", y, {x, weight, bias},
-                [x = saved(x), w = saved(weight), b = saved(bias), stats, rows, n](const Tensor& g,
-                                                                                    const Needs& need) {
+                [x = saved(x), w = saved(weight), b = saved(bias), stats, rows, n, eps, ns = normalized_shape](
+                    const Tensor& g, const Needs& need) {
+                  const auto kernel = [&](const Tensor& dx, const Tensor& dw, const Tensor& db) {
+                    dispatch(x.dtype(), [&](auto zero) {
+                      using T = decltype(zero);
+                      const T* st = stats.data<T>();
+                      k::layer_norm_backward(rows, n, g.data<T>(), x.data<T>(), st, st + rows, st + 2 * rows,
+                                             ptr<T>(w), ptr<T>(dx), ptr<T>(dw), ptr<T>(db));
+                    });
+                  };
+                  if (grad_enabled()) {  // a create_graph pass: one recorded op, the formula its backward
+                    NormStats st;
+                    st.mu = reshape(add(narrow(stats, 0, 1), narrow(stats, 1, 1)), {rows, 1});
+                    st.r = reshape(narrow(stats, 2, 1), {rows, 1});
+                    st.eps = eps;
+                    const NormLayout layout{{rows, n}, {1}, {1, n}, {0}};
+                    return recorded_norm_backward("LayerNormBackwardBackward", layout, st, g, x, w, ns, need,
+                                                  kernel);
+                  }
                   Tensor dx = grad_buffer(need[0], x), dw = grad_buffer(need[1], w), db = grad_buffer(need[2], b);
-                  dispatch(x.dtype(), [&](auto zero) {
-                    using T = decltype(zero);
-                    const T* st = stats.data<T>();
-                    k::layer_norm_backward(rows, n, g.data<T>(), x.data<T>(), st, st + rows, st + 2 * rows, ptr<T>(w),
-                                           ptr<T>(dx), ptr<T>(dw), ptr<T>(db));
-                  });
+                  kernel(dx, dw, db);
                   return Grads{dx, dw, db};
-                });
+                }, Backward::Differentiable);
 }
 
 // ---- BatchNorm ------------------------------------------------------------------------------------
@@ -174,17 +189,31 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   });
   // In training the statistics depend on x, which couples the whole batch in the backward.
   return record("BatchNormBackward", y, {x, weight, bias},
-                [x = saved(x), w = saved(weight), b = saved(bias), stats, training, N, C, L](const Tensor& g,
-                                                                                           const Needs& need) {
+                [x = saved(x), w = saved(weight), b = saved(bias), stats, training, N, C, L, eps](
+                    const Tensor& g, const Needs& need) {
+                  const auto kernel = [&](const Tensor& dx, const Tensor& dw, const Tensor& db) {
+                    dispatch(x.dtype(), [&](auto zero) {
+                      using T = decltype(zero);
+                      const T* mu = stats.data<T>();
+                      k::batch_norm_backward(N, C, L, g.data<T>(), x.data<T>(), mu, training ? mu + 2 * C : nullptr,
+                                             mu + C, ptr<T>(w), training, ptr<T>(dx), ptr<T>(dw), ptr<T>(db));
+                    });
+                  };
+                  if (grad_enabled()) {  // a create_graph pass: one recorded op, the formula its backward
+                    NormStats st;
+                    st.mu = reshape(training ? add(narrow(stats, 0, 1), narrow(stats, 2, 1)) : narrow(stats, 0, 1),
+                                    {1, C, 1});
+                    st.r = reshape(narrow(stats, 1, 1), {1, C, 1});
+                    st.batch_stats = training;
+                    st.eps = eps;
+                    const NormLayout layout{{N, C, L}, {0, 2}, {1, C, 1}, {0, 2}};
+                    return recorded_norm_backward(training ? "BatchNormBackwardBackward" : "BatchNormEvalBackwardBackward",
+                                                  layout, st, g, x, w, {C}, need, kernel);
+                  }
                   Tensor dx = grad_buffer(need[0], x), dw = grad_buffer(need[1], w), db = grad_buffer(need[2], b);
-                  dispatch(x.dtype(), [&](auto zero) {
-                    using T = decltype(zero);
-                    const T* mu = stats.data<T>();
-                    k::batch_norm_backward(N, C, L, g.data<T>(), x.data<T>(), mu, training ? mu + 2 * C : nullptr,
-                                           mu + C, ptr<T>(w), training, ptr<T>(dx), ptr<T>(dw), ptr<T>(db));
-                  });
+                  kernel(dx, dw, db);
                   return Grads{dx, dw, db};
-                });
+                }, Backward::Differentiable);
 }
 
 // ---- GroupNorm ------------------------------------------------------------------------------------
@@ -217,16 +246,27 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
                           mean_lo.data<T>(), rstd.data<T>());
   });
   return record("GroupNormBackward", y, {x, weight, bias},
-                [x = saved(x), w = saved(weight), b = saved(bias), mean, mean_lo, rstd, N, C, S, G](
+                [x = saved(x), w = saved(weight), b = saved(bias), mean, mean_lo, rstd, N, C, S, G, eps](
                     const Tensor& g, const Needs& need) {
+                  const auto kernel = [&](const Tensor& dx, const Tensor& dw, const Tensor& db) {
+                    dispatch(x.dtype(), [&](auto zero) {
+                      using T = decltype(zero);
+                      k::group_norm_backward(N, C, S, G, g.data<T>(), x.data<T>(), mean.data<T>(), mean_lo.data<T>(),
+                                             rstd.data<T>(), ptr<T>(w), ptr<T>(dx), ptr<T>(dw), ptr<T>(db));
+                    });
+                  };
+                  if (grad_enabled()) {  // a create_graph pass: one recorded op, the formula its backward
+                    NormStats st;
+                    st.mu = reshape(add(mean, mean_lo), {N, G, 1, 1});
+                    st.r = reshape(rstd, {N, G, 1, 1});
+                    st.eps = eps;
+                    const NormLayout layout{{N, G, C / G, S}, {2, 3}, {1, G, C / G, 1}, {0, 3}};
+                    return recorded_norm_backward("GroupNormBackwardBackward", layout, st, g, x, w, {C}, need, kernel);
+                  }
                   Tensor dx = grad_buffer(need[0], x), dw = grad_buffer(need[1], w), db = grad_buffer(need[2], b);
-                  dispatch(x.dtype(), [&](auto zero) {
-                    using T = decltype(zero);
-                    k::group_norm_backward(N, C, S, G, g.data<T>(), x.data<T>(), mean.data<T>(), mean_lo.data<T>(),
-                                           rstd.data<T>(), ptr<T>(w), ptr<T>(dx), ptr<T>(dw), ptr<T>(db));
-                  });
+                  kernel(dx, dw, db);
                   return Grads{dx, dw, db};
-                });
+                }, Backward::Differentiable);
 }
 
 // ---- RMSNorm --------------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 // Differentiable normalization ops with PyTorch's torch.nn.functional semantics: layer_norm,
 // batch_norm, group_norm, rms_norm (nn/ wraps them in modules with parameters and running
 // statistics). Each forward is one fused kernel call (autograd/kernels/norm.h) and its backward,
-// recorded right after it, one fused backward kernel call. Second-order gradients are not
-// supported (the backward runs raw kernels).
+// recorded right after it, one fused backward kernel call. In a create_graph pass that backward is
+// one recorded op whose own backward is the double-backward formula (autograd/norm_grad.h), for
+// layer_norm, batch_norm (training and eval) and group_norm; rms_norm's backward is first-order only.
 #pragma once
 #include <cstdint>
 #include <optional>

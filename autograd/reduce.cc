@@ -99,7 +99,7 @@ Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   // d sum / dx = 1: the gradient is broadcast back over the reduced dims
   return record(dims.empty() && !keepdim ? "SumBackward0" : "SumBackward1", out, {x}, [xs = x.shape(), d](const Tensor& g, const Needs&) {
     return Grads{expand(reshape(g, reduced_shape(xs, d, true)), xs)};
-  });
+  }, Backward::Differentiable);
 }
 
 Tensor sum(const Tensor& x) { return sum(x, {}, false); }
@@ -134,8 +134,10 @@ Tensor max(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
     // dx = mask * g / count, mask = [x == max of its group], count = the group's number of maxima.
     const Tensor mask = equal_mask(x, expand(kept, x.shape()));
     const Tensor count = sum(mask, d, true);
+    // mask and count are constants (the derivative of a max is 0 almost everywhere), so this is
+    // the same formula in a create_graph pass.
     return Grads{mul(mask, div(reshape(g, kept.shape()), count))};
-  });
+  }, Backward::Differentiable);
 }
 
 Tensor max(const Tensor& x) { return max(x, {}, false); }

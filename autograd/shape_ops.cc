@@ -31,7 +31,7 @@ Tensor reshape(const Tensor& x, Shape shape) {
   out.impl().shape = shape;
   return record("ReshapeAliasBackward0", out, {x}, [in = x.shape()](const Tensor& g, const Needs&) {
     return Grads{reshape(g, in)};
-  });
+  }, Backward::Differentiable);
 }
 
 Tensor unsqueeze(const Tensor& x, int64_t dim) {
@@ -118,7 +118,8 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& perm) {
     using T = decltype(zero);
     permute_copy(x.data<T>(), out.data<T>(), x.shape(), p);
   });
-  return record("PermuteBackward0", out, {x}, [inv](const Tensor& g, const Needs&) { return Grads{permute(g, inv)}; });
+  return record("PermuteBackward0", out, {x}, [inv](const Tensor& g, const Needs&) { return Grads{permute(g, inv)}; },
+                Backward::Differentiable);
 }
 
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
@@ -175,7 +176,7 @@ Tensor expand(const Tensor& x, Shape shape) {
   });
   return record("ExpandBackward0", out, {x}, [in = x.shape()](const Tensor& g, const Needs&) {
     return Grads{sum_to(g, in)};
-  });
+  }, Backward::Differentiable);
 }
 
 Tensor narrow(const Tensor& x, int64_t start, int64_t length) {
@@ -236,13 +237,26 @@ Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
   const size_t es = dtype_size(x.dtype());
   copy_blocks(x.raw_data(), out.raw_data(), outer, n * inner, start * inner, length * inner, 0, length * inner, es);
   // Backward: the gradient goes into the slice's blocks of a zero tensor of x's shape.
-  return record("SliceBackward0", out, {x}, [xs, dt = x.dtype(), outer, inner, n, start, length](
-                                                 const Tensor& g, const Needs&) {
-    Tensor gx = zeros(xs, dt);
-    copy_blocks(g.raw_data(), gx.raw_data(), outer, length * inner, 0, n * inner, start * inner, length * inner,
-                dtype_size(dt));
-    return Grads{gx};
-  });
+  return record("SliceBackward0", out, {x}, [xs, d, start](const Tensor& g, const Needs&) {
+    return Grads{slice_backward(g, xs, d, start)};
+  }, Backward::Differentiable);
+}
+
+Tensor slice_backward(const Tensor& g, const Shape& shape, int64_t dim, int64_t start) {
+  const int64_t d = normalize_dim(dim, static_cast<int64_t>(shape.size()), "slice_backward");
+  const int64_t n = shape[d], length = g.dim() == static_cast<int64_t>(shape.size()) ? g.shape()[d] : -1;
+  Shape gs = shape;
+  if (length >= 0) gs[d] = length;
+  if (length < 0 || g.shape() != gs || start < 0 || start + length > n)
+    throw Error("slice_backward: a gradient of shape " + shape_str(g.shape()) + " is not a slice from position " +
+                std::to_string(start) + " along dim " + std::to_string(d) + " of shape " + shape_str(shape));
+  const int64_t outer = dims_product(shape, 0, d), inner = dims_product(shape, d + 1, static_cast<int64_t>(shape.size()));
+  Tensor gx = zeros(shape, g.dtype());
+  copy_blocks(g.raw_data(), gx.raw_data(), outer, length * inner, 0, n * inner, start * inner, length * inner,
+              dtype_size(g.dtype()));
+  return record("SliceBackwardBackward0", gx, {g}, [d, start, length](const Tensor& gg, const Needs&) {
+    return Grads{narrow(gg, d, start, length)};
+  }, Backward::Differentiable);
 }
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
@@ -290,7 +304,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
       start += sizes[i];
     }
     return gs;
-  });
+  }, Backward::Differentiable);
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {

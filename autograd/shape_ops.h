@@ -32,6 +32,9 @@ Tensor narrow(const Tensor& x, int64_t start, int64_t length);
 /// dim 0 this is the sharing narrow above; along any other dim the slice is copied (the result is
 /// contiguous, as every tensor here).
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
+/// The gradient of narrow(x, dim, start, g.size(dim)) for an x of this shape: zeros with g in the
+/// slice (PyTorch's slice_backward). Recorded: its own gradient is the narrow of its gradient.
+Tensor slice_backward(const Tensor& g, const Shape& shape, int64_t dim, int64_t start);
 
 /// The tensors joined along dim (a copy): all of one dtype and rank, with equal sizes in every other
 /// dim; dim may be negative. E.g. (B, 3) and (B, 5) along 1 give (B, 8).

@@ -119,6 +119,10 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
   run_backward(*this, gradient, retain_graph);
 }
 
+void Tensor::backward(const Tensor& gradient, const BackwardOptions& opts) const {
+  run_backward(*this, gradient, opts);
+}
+
 Tensor Tensor::detach() const {
   auto d = std::allocate_shared<TensorImpl>(PoolAllocator<TensorImpl>());
   d->shape = shape();
@@ -132,7 +136,7 @@ Tensor Tensor::clone() const {
   Tensor out = empty(shape(), dtype());
   std::memcpy(out.raw_data(), raw_data(), numel() * dtype_size(dtype()));
   return record("CloneBackward0", out, {*this},
-                [](const Tensor& g, const Needs&) { return std::vector<Tensor>{g}; });
+                [](const Tensor& g, const Needs&) { return std::vector<Tensor>{g}; }, Backward::Differentiable);
 }
 
 Tensor Tensor::to(DType t) const {
@@ -151,7 +155,7 @@ Tensor Tensor::to(DType t) const {
   const DType from = dtype();
   return record("ToCopyBackward0", out, {*this}, [from](const Tensor& g, const Needs&) {
     return std::vector<Tensor>{g.to(from)};
-  });
+  }, Backward::Differentiable);
 }
 
 // ---- Printing (PyTorch 1.13's repr, torch/_tensor_str.py, with its default print options) --------

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +16,12 @@
 namespace normlab::autograd {
 
 class Node;
+
+/// What Tensor::backward does beyond its gradient (PyTorch's backward keywords).
+struct BackwardOptions {
+  std::optional<bool> retain_graph;  ///< keep the graph's saved tensors; default: create_graph
+  bool create_graph = false;  ///< record the backward, so the .grad it gives can be differentiated again
+};
 
 /// A contiguous, SIMD-aligned (64-byte) buffer, shared by the tensors that view it.
 struct Storage {
@@ -88,6 +95,9 @@ class Tensor {
   /// same shape. Gradients accumulate (+=) into the .grad of leaves that require grad. The graph's
   /// saved tensors are freed unless retain_graph.
   void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  /// The same with options: backward(g, {.create_graph = true}) records the backward's ops, so the
+  /// leaves' .grad have a graph of their own (a gradient penalty, a Hessian-vector product).
+  void backward(const Tensor& gradient, const BackwardOptions& opts) const;
 
   /// Same data, cut from the graph (requires_grad false).
   Tensor detach() const;

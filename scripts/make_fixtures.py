@@ -1306,10 +1306,93 @@ def check_mlp(path):
     print("eval output:", model(x).detach())
 
 
+# ---- Second derivatives ------------------------------------------------------------------------------
+
+SECOND_ORDER_NORMS = ["none", "batch", "batch_eval", "layer", "group"]
+PENALTY_LAMBDA = 0.7
+
+
+def second_order_forward(p, x, target, norm):
+    """x (8, 5) -> Linear(5, 6) -> norm over the 6 features -> ReLU -> Linear(6, 3) -> cross-entropy."""
+    h = F.linear(x, p["w1"], p["b1"])
+    if norm == "batch":
+        h = F.batch_norm(h, None, None, p["norm_weight"], p["norm_bias"], training=True)
+    elif norm == "batch_eval":
+        h = F.batch_norm(h, p["running_mean"], p["running_var"], p["norm_weight"], p["norm_bias"], training=False)
+    elif norm == "layer":
+        h = F.layer_norm(h, [6], p["norm_weight"], p["norm_bias"])
+    elif norm == "group":
+        h = F.group_norm(h, 2, p["norm_weight"], p["norm_bias"])
+    return F.cross_entropy(F.linear(torch.relu(h), p["w2"], p["b2"]), target)
+
+
+def make_second_order():
+    """Per dtype and norm: the gradient penalty loss + lambda ||d loss / d input||^2 through
+    torch.autograd.grad(create_graph=True) and its gradients, and Hessian-vector products of the loss
+    with respect to the parameters (grad of <grad(loss, params, create_graph=True), v>, the
+    double-backward torch.autograd.functional.hvp computes)."""
+    fx = Fixture("second_order")
+    g = torch.Generator().manual_seed(43)
+    base = {
+        "w1": torch.randn(6, 5, generator=g, dtype=torch.float64) * 0.6,
+        "b1": torch.randn(6, generator=g, dtype=torch.float64) * 0.2,
+        "norm_weight": 1 + 0.3 * torch.randn(6, generator=g, dtype=torch.float64),
+        "norm_bias": 0.2 * torch.randn(6, generator=g, dtype=torch.float64),
+        "running_mean": 0.3 * torch.randn(6, generator=g, dtype=torch.float64),
+        "running_var": 0.5 + torch.rand(6, generator=g, dtype=torch.float64),
+        "w2": torch.randn(3, 6, generator=g, dtype=torch.float64) * 0.6,
+        "b2": torch.randn(3, generator=g, dtype=torch.float64) * 0.2,
+    }
+    x64 = torch.randn(8, 5, generator=g, dtype=torch.float64)
+    target = torch.randint(0, 3, (8,), generator=g)
+    vs = {k: torch.randn(v.shape, generator=g, dtype=torch.float64) for k, v in base.items()}
+    fx.add("target", target)
+    for dn, dt in DTYPES.items():
+        for norm in SECOND_ORDER_NORMS:
+            names = ["w1", "b1", "w2", "b2"]
+            if norm != "none":
+                names += ["norm_weight", "norm_bias"]
+            p = {k: leaf(v.to(dt)) for k, v in base.items()}
+            for k in ("running_mean", "running_var"):
+                p[k] = p[k].detach()
+            x = leaf(x64.to(dt))
+            pre = f"{dn}.{norm}"
+            fx.add(pre + ".input", x)
+            for k in names + (["running_mean", "running_var"] if norm == "batch_eval" else []):
+                fx.add(f"{pre}.{k}", p[k])
+            loss = second_order_forward(p, x, target, norm)
+            (gx,) = torch.autograd.grad(loss, [x], create_graph=True)
+            penalty = (gx * gx).sum()
+            total = loss + PENALTY_LAMBDA * penalty
+            fx.add(pre + ".loss", loss)
+            fx.add(pre + ".grad_input", gx)
+            fx.add(pre + ".penalty", penalty)
+            gs = torch.autograd.grad(total, [p[k] for k in names] + [x])
+            for k, gk in zip(names + ["input"], gs):
+                fx.add(f"{pre}.penalty_grad.{k}", gk)
+            loss = second_order_forward(p, x, target, norm)
+            first = torch.autograd.grad(loss, [p[k] for k in names], create_graph=True)
+            v = [vs[k].to(dt) for k in names]
+            hv = torch.autograd.grad(first, [p[k] for k in names], v)
+            for k, vk, hk in zip(names, v, hv):
+                fx.add(f"{pre}.hvp_v.{k}", vk)
+                fx.add(f"{pre}.hvp.{k}", hk)
+    fx.meta("norms", json.dumps(SECOND_ORDER_NORMS))
+    fx.meta("lambda", repr(PENALTY_LAMBDA))
+    fx.meta("model", "Linear(5, 6) -> norm (BatchNorm1d training/eval, LayerNorm, GroupNorm(2)) -> ReLU -> "
+            "Linear(6, 3) -> cross_entropy")
+    fx.write()
+
+
+MAKERS = {"second_order": make_second_order}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", metavar="FILE", help="print the tensors of a safetensors file")
     ap.add_argument("--check-mlp", metavar="FILE", help="load FILE into a torch 4-3-2 MLP with BatchNorm")
+    ap.add_argument("--only", metavar="NAME", choices=sorted(MAKERS),
+                    help="write only this fixture (the others are left as they are)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     if args.check:
@@ -1319,6 +1402,8 @@ def main():
     if not torch.__version__.startswith("1.13"):
         print(f"warning: the fixtures were made with torch 1.13, this is {torch.__version__}")
     os.makedirs(OUT_DIR, exist_ok=True)
+    if args.only:
+        return MAKERS[args.only]()
     make_layernorm()
     make_batchnorm1d()
     make_groupnorm()
@@ -1338,6 +1423,7 @@ def main():
     make_bn_lstm()
     make_gpt_steps()
     make_char_lstm_steps()
+    make_second_order()
 
 
 if __name__ == "__main__":

@@ -64,6 +64,20 @@ inline void expect_gradcheck(const std::string& what, const autograd::GradcheckF
   }
 }
 
+// Runs autograd::gradgradcheck (a standard normal output gradient drawn with this seed) and turns a
+// mismatch into a test failure that shows its message.
+inline void expect_gradgradcheck(const std::string& what, const autograd::GradcheckFn& fn,
+                                 const std::vector<autograd::Tensor>& inputs, uint64_t seed = 7) {
+  BOOST_TEST_CONTEXT(what) {
+    try {
+      autograd::Generator gen(seed);
+      BOOST_TEST(autograd::gradgradcheck(fn, inputs, gen));
+    } catch (const normlab::Error& e) {
+      BOOST_ERROR(e.what());
+    }
+  }
+}
+
 // Expects f() to throw normlab::Error whose message contains every one of `words`.
 inline void expect_error(const std::function<void()>& f, const std::vector<std::string>& words) {
   try {

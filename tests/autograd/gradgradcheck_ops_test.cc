@@ -1,0 +1,193 @@
+// gradgradcheck (float64 central differences of the vector-Jacobian product) of every op whose
+// backward is differentiable: elementwise ops with broadcasting, activations, reductions, shape
+// ops, matmul and the fused linear ops, softmax and the losses, dropout, and the normalizations
+// (LayerNorm, BatchNorm in training and eval, GroupNorm, InstanceNorm), with odd sizes that leave
+// SIMD tails, the kernel-backed ones on every Highway target.
+#include <boost/test/unit_test.hpp>
+#include <string>
+#include <vector>
+
+#include "autograd/autograd.h"
+#include "tests/support/targets.h"
+#include "tests/support/tensors.h"
+
+using namespace normlab::autograd;
+using normlab::test::distinct_input;
+using normlab::test::expect_error;
+using normlab::test::expect_gradgradcheck;
+using normlab::test::for_each_target;
+using normlab::test::nonzero_input;
+using normlab::test::random_input;
+using In = std::vector<Tensor>;
+
+BOOST_AUTO_TEST_SUITE(gradgradcheck_ops)
+
+BOOST_AUTO_TEST_CASE(binary_ops_with_broadcasting) {
+  const Tensor a = random_input({2, 3}, 1), b = random_input({3}, 2, 0.5, 2), c = random_input({2, 1}, 3, 0.5, 2);
+  expect_gradgradcheck("add", [](const In& x) { return add(x[0], x[1]); }, {a, b});
+  expect_gradgradcheck("sub", [](const In& x) { return sub(x[0], x[1]); }, {a, c});
+  expect_gradgradcheck("mul", [](const In& x) { return mul(x[0], x[1]); }, {a, b});
+  expect_gradgradcheck("mul, one side constant", [](const In& x) { return mul(x[0], x[1]); }, {a, b.detach()});
+  expect_gradgradcheck("div", [](const In& x) { return div(x[0], x[1]); }, {a, c});
+  expect_gradgradcheck("div of the same tensor", [](const In& x) { return div(x[0], add(x[0], 3.0)); }, {a});
+  expect_gradgradcheck("scalar ops", [](const In& x) { return rsub(2.0, mul(div(add(x[0], 1.0), 3.0), 2.5)); }, {a});
+  expect_gradgradcheck("rdiv", [](const In& x) { return rdiv(2.0, x[0]); }, {random_input({5}, 4, 0.5, 2)});
+}
+
+BOOST_AUTO_TEST_CASE(unary_ops_and_activations) {
+  const Tensor x = random_input({3, 5}, 10, -2, 2), pos = random_input({3, 5}, 11, 0.3, 2);
+  expect_gradgradcheck("neg", [](const In& v) { return mul(neg(v[0]), v[0]); }, {x});
+  expect_gradgradcheck("exp", [](const In& v) { return exp(v[0]); }, {x});
+  expect_gradgradcheck("log", [](const In& v) { return log(v[0]); }, {pos});
+  expect_gradgradcheck("sqrt", [](const In& v) { return sqrt(v[0]); }, {pos});
+  expect_gradgradcheck("tanh", [](const In& v) { return tanh(v[0]); }, {x});
+  expect_gradgradcheck("sigmoid", [](const In& v) { return sigmoid(v[0]); }, {x});
+  expect_gradgradcheck("gelu", [](const In& v) { return gelu(v[0]); }, {x});
+  expect_gradgradcheck("relu (times x: a nonzero second derivative)", [](const In& v) { return mul(relu(v[0]), v[0]); },
+                       {nonzero_input({3, 5}, 12)});
+  for (double p : {2.0, 3.0, 0.5, -1.5, 1.0})
+    expect_gradgradcheck("pow " + std::to_string(p), [p](const In& v) { return pow(v[0], p); }, {pos});
+  expect_gradgradcheck("square", [](const In& v) { return square(v[0]); }, {x});
+}
+
+BOOST_AUTO_TEST_CASE(reductions) {
+  const Tensor x = random_input({2, 3, 5}, 20);
+  for (const std::vector<int64_t>& d : std::vector<std::vector<int64_t>>{{0}, {2}, {0, 2}, {}}) {
+    expect_gradgradcheck("sum of squares", [d](const In& v) { return sum(mul(v[0], v[0]), d, false); }, {x});
+    expect_gradgradcheck("mean keepdim, times x", [d](const In& v) { return mul(mean(v[0], d, true), v[0]); }, {x});
+    expect_gradgradcheck("var", [d](const In& v) { return var(v[0], d, true, false); }, {x});
+  }
+  expect_gradgradcheck("max (times x)", [](const In& v) { return mul(max(v[0], {1}, true), v[0]); },
+                       {distinct_input({2, 3, 5}, 21)});
+}
+
+BOOST_AUTO_TEST_CASE(shape_ops) {
+  const Tensor x = random_input({3, 4, 5}, 30);
+  const auto sq = [](const Tensor& t) { return mul(t, t); };
+  expect_gradgradcheck("reshape", [&](const In& v) { return sq(reshape(v[0], {12, 5})); }, {x});
+  expect_gradgradcheck("permute", [&](const In& v) { return sq(permute(v[0], {2, 0, 1})); }, {x});
+  expect_gradgradcheck("expand", [&](const In& v) { return sq(expand(v[0], {2, 3, 4, 5})); }, {x});
+  expect_gradgradcheck("narrow dim 0", [&](const In& v) { return sq(narrow(v[0], 1, 2)); }, {x});
+  expect_gradgradcheck("narrow dim 2", [&](const In& v) { return sq(narrow(v[0], 2, 1, 3)); }, {x});
+  expect_gradgradcheck("select", [&](const In& v) { return sq(select(v[0], 1, 2)); }, {x});
+  expect_gradgradcheck("cat and split", [&](const In& v) {
+    const std::vector<Tensor> p = split(v[0], {2, 3}, 2);
+    return cat({sq(p[1]), mul(p[0], 3.0), v[1]}, 2);
+  }, {x, random_input({3, 4, 2}, 31)});
+  expect_gradgradcheck("stack", [&](const In& v) { return sq(stack({v[0], v[1]}, 1)); },
+                       {random_input({3, 5}, 32), random_input({3, 5}, 33)});
+  expect_gradgradcheck("clone and to", [&](const In& v) { return sq(v[0].clone().to(DType::Float64)); }, {x});
+  // The third derivative through the row slices of a sequence (x[t] pieces of one tensor).
+  const Tensor s = random_input({4, 3}, 34);
+  const Tensor gx = grad({sum(mul(mul(narrow(s, 1, 2), narrow(s, 1, 2)), narrow(s, 1, 2)))}, {s}, {},
+                         GradOptions{true, true, false})[0];  // 3 x^2 on rows 1, 2
+  const Tensor g2 = grad({sum(gx)}, {s}, {}, GradOptions{true, true, false})[0];  // 6 x
+  const Tensor g3 = grad({sum(g2)}, {s})[0];  // 6
+  for (int64_t i = 0; i < 12; ++i) BOOST_TEST(g3.flat(i) == (i >= 3 && i < 9 ? 6.0 : 0.0));
+}
+
+BOOST_AUTO_TEST_CASE(matrix_products_on_every_target) {
+  for_each_target([] {
+    // Odd sizes: every kernel's vector tails.
+    expect_gradgradcheck("matmul", [](const In& v) { return matmul(v[0], v[1]); },
+                         {random_input({3, 5}, 40), random_input({5, 7}, 41)});
+    expect_gradgradcheck("matmul, broadcast batch", [](const In& v) { return matmul(v[0], v[1]); },
+                         {random_input({2, 3, 5}, 42), random_input({5, 3}, 43)});
+    expect_gradgradcheck("matmul of x with itself", [](const In& v) { return matmul(v[0], transpose(v[0], 0, 1)); },
+                         {random_input({3, 5}, 44)});
+    const Tensor x = random_input({3, 5}, 45), w = random_input({7, 5}, 46), b = random_input({7}, 47);
+    const Tensor r = random_input({3, 7}, 48);
+    expect_gradgradcheck("linear", [](const In& v) { return linear(v[0], v[1], v[2]); }, {x, w, b});
+    expect_gradgradcheck("linear, squared", [](const In& v) {
+      const Tensor y = linear(v[0], v[1], v[2]);
+      return mul(y, y);
+    }, {x, w, b});
+    expect_gradgradcheck("linear, 3-D input", [](const In& v) { return linear(v[0], v[1]); },
+                         {random_input({2, 3, 5}, 49), w});
+    expect_gradgradcheck("linear_add", [](const In& v) { return linear_add(v[0], v[1], v[2], v[3]); }, {x, w, b, r});
+    expect_gradgradcheck("gelu_linear", [](const In& v) { return gelu_linear(v[0], v[1], v[2], v[3]); },
+                         {x, w, b, r});
+  });
+}
+
+BOOST_AUTO_TEST_CASE(softmax_losses_and_dropout) {
+  const Tensor x = random_input({3, 5}, 50, -2, 2);
+  expect_gradgradcheck("softmax", [](const In& v) { return softmax(v[0], 1); }, {x});
+  expect_gradgradcheck("log_softmax dim 0", [](const In& v) { return log_softmax(v[0], 0); }, {x});
+  expect_gradgradcheck("cross_entropy", [](const In& v) { return cross_entropy(v[0], {4, 0, 2}); }, {x});
+  expect_gradgradcheck("nll_loss of x squared", [](const In& v) { return nll_loss(mul(v[0], v[0]), {1, 3, 0}); }, {x});
+  expect_gradgradcheck("mse_loss", [](const In& v) { return mse_loss(v[0], v[1]); }, {x, random_input({3, 5}, 51)});
+  expect_gradgradcheck("dropout (times x)", [](const In& v) {
+    Generator gen(5);  // the same mask at every evaluation
+    return mul(dropout(v[0], 0.3, gen), v[0]);
+  }, {x});
+}
+
+BOOST_AUTO_TEST_CASE(normalizations_on_every_target) {
+  for_each_target([] {
+    // Row lengths 7 and 13 and 3 * 5 spatial values: the kernels' vector tails.
+    const Tensor x = random_input({3, 7}, 60), w = random_input({7}, 61), b = random_input({7}, 62);
+    expect_gradgradcheck("layer_norm", [](const In& v) { return layer_norm(v[0], {7}, v[1], v[2]); }, {x, w, b});
+    expect_gradgradcheck("layer_norm without affine", [](const In& v) { return layer_norm(v[0], {7}); }, {x});
+    expect_gradgradcheck("layer_norm over two dims, weight only", [](const In& v) {
+      return layer_norm(v[0], {2, 3}, v[1]);
+    }, {random_input({2, 2, 3}, 63), random_input({2, 3}, 64)});
+    expect_gradgradcheck("layer_norm, eps 0.1", [](const In& v) { return layer_norm(v[0], {13}, v[1], Tensor(), 0.1); },
+                         {random_input({2, 13}, 65), random_input({13}, 66)});
+    const Tensor xb = random_input({4, 3, 5}, 67), wb = random_input({3}, 68), bb = random_input({3}, 69);
+    expect_gradgradcheck("batch_norm training (N, C, L)", [](const In& v) {
+      return batch_norm(v[0], Tensor(), Tensor(), v[1], v[2], true);
+    }, {xb, wb, bb});
+    expect_gradgradcheck("batch_norm training (N, C), no affine", [](const In& v) {
+      return batch_norm(v[0], Tensor(), Tensor(), Tensor(), Tensor(), true);
+    }, {random_input({5, 3}, 70)});
+    const Tensor rm = random_input({3}, 71).detach(), rv = random_input({3}, 72, 0.5, 2).detach();
+    expect_gradgradcheck("batch_norm eval (running statistics), times x", [rm, rv](const In& v) {
+      return mul(batch_norm(v[0], rm.clone(), rv.clone(), v[1], v[2], false), v[0]);
+    }, {xb, wb, bb});
+    expect_gradgradcheck("group_norm", [](const In& v) { return group_norm(v[0], 2, v[1], v[2]); },
+                         {random_input({2, 4, 3}, 73), random_input({4}, 74), random_input({4}, 75)});
+    expect_gradgradcheck("instance norm (a group per channel)", [](const In& v) { return group_norm(v[0], 3, v[1]); },
+                         {random_input({2, 3, 5}, 76), random_input({3}, 77)});
+  });
+}
+
+BOOST_AUTO_TEST_CASE(third_derivatives_of_the_normalizations) {
+  // gradgradcheck of the double backward itself: the second derivative along a fixed direction,
+  // d/dx of <ggx, d(dx . v)/dx>, checked by gradcheck (the formula's own backward).
+  const Tensor v = random_input({4, 3, 5}, 80).detach(), u = random_input({4, 3, 5}, 81).detach();
+  const auto second = [v, u](const std::function<Tensor(const Tensor&)>& f) {
+    return [v, u, f](const In& in) {
+      const Tensor g = grad({f(in[0])}, {in[0]}, {v}, GradOptions{true, true, false})[0];
+      return grad({sum(mul(g, u))}, {in[0]}, {}, GradOptions{true, true, false})[0];
+    };
+  };
+  const Tensor x = random_input({4, 3, 5}, 82);
+  normlab::test::expect_gradcheck("batch_norm's third derivative",
+      second([](const Tensor& t) { return batch_norm(t, Tensor(), Tensor(), Tensor(), Tensor(), true); }), {x});
+  normlab::test::expect_gradcheck("layer_norm's third derivative",
+      second([](const Tensor& t) { return layer_norm(t, {5}); }), {x});
+  normlab::test::expect_gradcheck("group_norm's third derivative",
+      second([](const Tensor& t) { return group_norm(t, 3); }), {x});
+}
+
+BOOST_AUTO_TEST_CASE(gradgradcheck_catches_a_wrong_second_derivative) {
+  // An op whose backward is right to first order but whose recorded gradient is wrong: gradcheck
+  // passes, gradgradcheck must not.
+  const auto wrong = [](const In& v) {
+    const Tensor& x = v[0];
+    Tensor out = mul(x, x).detach();
+    return record("WrongSecond", out, {x}, [x](const Tensor& g, const Needs&) {
+      // 2 x g, but with x cut from the graph: d/dx of the gradient is lost.
+      return std::vector<Tensor>{mul(mul(g, x.detach()), 2.0)};
+    }, Backward::Differentiable);
+  };
+  const Tensor x = random_input({4}, 90);
+  BOOST_TEST(gradcheck(wrong, {x}));
+  GradcheckOptions o;
+  o.raise_exception = false;
+  BOOST_TEST(!gradgradcheck(wrong, {x}, Tensor(), o));
+  expect_error([&] { gradgradcheck(wrong, {x}); }, {"mismatch"});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
