@@ -2,12 +2,19 @@
 // right below it calling the fused backward kernel.
 #include "autograd/attention.h"
 
+#include <cmath>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "autograd/elementwise.h"
 #include "autograd/engine.h"
 #include "autograd/kernels/attention.h"
+#include "autograd/loss.h"
+#include "autograd/matmul.h"
+#include "autograd/reduce.h"
+#include "autograd/shape_ops.h"
 
 namespace normlab::autograd {
 
@@ -30,6 +37,26 @@ Tensor kept_probabilities(const k::AttentionShape& s, bool recorded, DType dtype
 template <typename T_>
 T_* data_or_null(const Tensor& t) {
   return t.defined() ? t.data<T_>() : nullptr;
+}
+
+// In a create_graph pass: {dq, dk, dv} for q, k, v (B, H, T, D) and dO g, computed again with
+// recorded ops from the attention's definition, so that their own derivatives flow on:
+//   S = q k^T s (+ -inf above the diagonal when causal), P = softmax(S), O = P v, s = 1/sqrt(D);
+//   dv = P^T g,  dP = g v^T,  dS = P (dP - rowsum(dP P)),  dq = dS k s,  dk = dS^T q s.
+Grads attention_grads_recorded(const Tensor& q, const Tensor& kt, const Tensor& v, const Tensor& g, bool causal) {
+  const int64_t T = q.size(2), D = q.size(3);
+  const double scale = 1 / std::sqrt(static_cast<double>(D));
+  Tensor scores = mul(matmul(q, transpose(kt, -1, -2)), scale);
+  if (causal) {
+    Tensor mask = zeros({T, T}, q.dtype());
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t j = i + 1; j < T; ++j) mask.set_flat(i * T + j, -std::numeric_limits<double>::infinity());
+    scores = add(scores, mask);
+  }
+  const Tensor p = softmax(scores, -1);
+  const Tensor dp = matmul(g, transpose(v, -1, -2));
+  const Tensor ds = mul(p, sub(dp, sum(mul(dp, p), {-1}, true)));
+  return {mul(matmul(ds, kt), scale), mul(matmul(transpose(ds, -1, -2), q), scale), matmul(transpose(p, -1, -2), g)};
 }
 
 }  // namespace
@@ -62,8 +89,9 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& kt, const Ten
   });
   // Saves q, k, v, the output, the log-sum-exp of each query row and, for short sequences, P.
   return record("ScaledDotProductAttentionBackward", o, {q, kt, v},
-                [q = saved(q), kt = saved(kt), v = saved(v), o_ = saved(o), lse, p, s](const Tensor& g,
+                [q = saved(q), kt = saved(kt), v = saved(v), o_ = saved_output(o), lse, p, s](const Tensor& g,
                                                                                        const Needs&) {
+                  if (grad_enabled()) return attention_grads_recorded(q, kt, v, g, s.causal);
                   // The kernel makes all three gradients at once.
                   Tensor dq = empty_like(q), dk = empty_like(q), dv = empty_like(q);
                   dispatch(q.dtype(), [&](auto zero) {
@@ -73,7 +101,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& kt, const Ten
                                           data_or_null<T_>(p));
                   });
                   return Grads{dq, dk, dv};
-                });
+                }, Backward::Differentiable);
 }
 
 // ---- Packed qkv (B, T, 3C) ------------------------------------------------------------------------
@@ -105,7 +133,15 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t heads) {
     k::attention_forward(s, p, p + C, p + 2 * C, o.data<T_>(), lse.data<T_>(), data_or_null<T_>(probs));
   });
   return record("CausalSelfAttentionBackward", o, {qkv},
-                [qkv = saved(qkv), o_ = saved(o), lse, probs, s, C](const Tensor& g, const Needs&) {
+                [qkv = saved(qkv), o_ = saved_output(o), lse, probs, s, C](const Tensor& g, const Needs&) {
+                  if (grad_enabled()) {  // the heads as (B, H, T, D) operands, recorded
+                    const int64_t B = qkv.size(0), T = qkv.size(1), H = s.H, D = s.D;
+                    const auto heads = [&](const Tensor& t) { return permute(reshape(t, {B, T, H, D}), {0, 2, 1, 3}); };
+                    const auto back = [&](const Tensor& t) { return reshape(permute(t, {0, 2, 1, 3}), {B, T, C}); };
+                    const Grads d = attention_grads_recorded(heads(narrow(qkv, 2, 0, C)), heads(narrow(qkv, 2, C, C)),
+                                                             heads(narrow(qkv, 2, 2 * C, C)), heads(g), true);
+                    return Grads{cat({back(d[0]), back(d[1]), back(d[2])}, 2)};
+                  }
                   // dq, dk, dv fill the three thirds of one (B, T, 3C) gradient.
                   Tensor d = empty_like(qkv);
                   dispatch(qkv.dtype(), [&](auto zero) {
@@ -116,7 +152,7 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t heads) {
                                           dp + C, dp + 2 * C, data_or_null<T_>(probs));
                   });
                   return Grads{d};
-                });
+                }, Backward::Differentiable);
 }
 
 }  // namespace normlab::autograd

@@ -24,6 +24,7 @@
 #include "autograd/kernels/reduce.h"
 #include "autograd/kernels/winograd.h"
 #include "autograd/parallel.h"
+#include "autograd/reduce.h"
 #include "base/thread_pool.h"
 
 namespace normlab::autograd {
@@ -206,6 +207,38 @@ void bias_grad(const ConvPlan& p, const T* dy, T* db) {
   k::reduce(k::ReduceOp::Sum, 1, p.n, p.o, per_image.data<T>(), db);
 }
 
+// The convolution is bilinear in (x, w), so its two gradients are bilinear too and, recorded as
+// ops (in a create_graph pass), each one's backward is made of the convolution and the two of them:
+//   dx = input_grad(dy, w):  <G, dx> = <conv(G, w), dy> = <w, weight_grad(dy, G)>
+//   dw = weight_grad(dy, x): <G, dw> = <conv(x, G), dy> = <x, input_grad(dy, G)>
+// (PyTorch's _convolution_double_backward). Differentiable to any order.
+Tensor weight_grad_op(const ConvPlan& p, const Conv2dOptions& o, const Tensor& dy, const Tensor& x, const Shape& ws);
+
+Tensor input_grad_op(const ConvPlan& p, const Conv2dOptions& o, const Tensor& dy, const Tensor& w, const Shape& xs) {
+  Tensor gx = empty(xs, dy.dtype());
+  if (gx.numel() > 0)
+    dispatch(dy.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      if (dy.numel() > 0) input_grad<T>(p, dy.data<T>(), w.data<T>(), gx.data<T>());
+      else fill_(gx, 0);
+    });
+  return record("ConvolutionBackwardInput", gx, {dy, w}, [p, o, dy, w, ws = w.shape()](const Tensor& g, const Needs& n) {
+    return Grads{n[0] ? conv2d(g, w, Tensor(), o) : Tensor(), n[1] ? weight_grad_op(p, o, dy, g, ws) : Tensor()};
+  }, Backward::Differentiable);
+}
+
+Tensor weight_grad_op(const ConvPlan& p, const Conv2dOptions& o, const Tensor& dy, const Tensor& x, const Shape& ws) {
+  Tensor gw = empty(ws, dy.dtype());
+  if (gw.numel() > 0)
+    dispatch(dy.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      weight_grad<T>(p, dy.data<T>(), x.data<T>(), gw.data<T>());
+    });
+  return record("ConvolutionBackwardWeight", gw, {dy, x}, [p, o, dy, x, xs = x.shape()](const Tensor& g, const Needs& n) {
+    return Grads{n[0] ? conv2d(x, g, Tensor(), o) : Tensor(), n[1] ? input_grad_op(p, o, dy, g, xs) : Tensor()};
+  }, Backward::Differentiable);
+}
+
 }  // namespace
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& o) {
@@ -258,8 +291,14 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
   // Saves x only if the weight needs a gradient, and the weight only if x does.
   return record("ConvolutionBackward0", out, {x, weight, bias},
                 [x = weight.requires_grad() ? saved(x) : Tensor(), w = x.requires_grad() ? saved(weight) : Tensor(),
-                 xs = x.shape(), ws = weight.shape(), dt = x.dtype(), p](const Tensor& dy, const Needs& n) {
+                 xs = x.shape(), ws = weight.shape(), dt = x.dtype(), p, o](const Tensor& dy, const Needs& n) {
                   Tensor gx, gw, gb;
+                  if (grad_enabled()) {  // a create_graph pass: the gradients as recorded ops
+                    if (n[0]) gx = input_grad_op(p, o, dy, w, xs);
+                    if (n[1]) gw = weight_grad_op(p, o, dy, x, ws);
+                    if (n[2]) gb = sum(dy, {0, 2, 3}, false);
+                    return Grads{gx, gw, gb};
+                  }
                   dispatch(dt, [&](auto zero) {
                     using T = decltype(zero);
                     if (n[0]) {
@@ -279,7 +318,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
                     }
                   });
                   return Grads{gx, gw, gb};
-                });
+                }, Backward::Differentiable);
 }
 
 }  // namespace normlab::autograd

@@ -59,15 +59,20 @@ Tensor embedding(const std::vector<int64_t>& ids, const Shape& ids_shape, const 
     for (int64_t i = 0; i < n; ++i)
       std::memcpy(y + i * row_bytes, w + ids[static_cast<size_t>(i)] * row_bytes, row_bytes);
   // The ids are copied into the node (the caller's vector may not outlive the graph).
+  // The backward is linear in g (a scatter-add by id) and its adjoint is the embedding itself, so in
+  // a create_graph pass it is recorded with embedding as its backward (any order).
   return record("EmbeddingBackward0", out, {weight},
-                [ids, V, D, dt = weight.dtype()](const Tensor& g, const Needs&) {
+                [ids, ids_shape, V, D, dt = weight.dtype()](const Tensor& g, const Needs&) {
                   Tensor gw = empty({V, D}, dt);
                   dispatch(dt, [&](auto zero) {
                     using T = decltype(zero);
                     embedding_backward<T>(ids, D, g.data<T>(), gw.data<T>(), V);
                   });
-                  return std::vector<Tensor>{gw};
-                });
+                  return std::vector<Tensor>{record("EmbeddingBackwardBackward0", gw, {g},
+                                                    [ids, ids_shape](const Tensor& gg, const Needs&) {
+                                                      return std::vector<Tensor>{embedding(ids, ids_shape, gg)};
+                                                    }, Backward::Differentiable)};
+                }, Backward::Differentiable);
 }
 
 }  // namespace normlab::autograd

@@ -6,8 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "autograd/elementwise.h"
 #include "autograd/engine.h"
 #include "autograd/kernels/lstm.h"
+#include "autograd/shape_ops.h"
 
 namespace normlab::autograd {
 
@@ -32,6 +34,23 @@ int64_t check_step(const Tensor& gates, const Tensor& c_prev, const std::string&
   return H;
 }
 
+// In a create_graph pass the steps' backward formulas (kernels/lstm.h) are computed again from the
+// saved inputs with recorded ops, so that their own derivatives flow on.
+struct GateActs {
+  Tensor i, f, g, o;  // each (B, H)
+};
+
+GateActs gate_acts(const Tensor& G, int64_t H) {
+  return {sigmoid(narrow(G, 1, 0, H)), sigmoid(narrow(G, 1, H, H)), tanh(narrow(G, 1, 2 * H, H)),
+          sigmoid(narrow(G, 1, 3 * H, H))};
+}
+
+// dG (B, 4H) from the gradients of the four activations: sigma' = s (1 - s), tanh' = 1 - t^2.
+Tensor gates_grad(const GateActs& a, const Tensor& di, const Tensor& df, const Tensor& dg, const Tensor& d_o) {
+  const auto dsig = [](const Tensor& d, const Tensor& s) { return mul(d, mul(s, rsub(1, s))); };
+  return cat({dsig(di, a.i), dsig(df, a.f), mul(dg, rsub(1, mul(a.g, a.g))), dsig(d_o, a.o)}, 1);
+}
+
 }  // namespace
 
 Tensor lstm_cell(const Tensor& gates, const Tensor& c_prev) {
@@ -44,7 +63,17 @@ Tensor lstm_cell(const Tensor& gates, const Tensor& c_prev) {
     k::lstm_cell_forward(B, H, gates.data<T>(), c_prev.data<T>(), acts.data<T>(), s + B * H, s);
   });
   return record("LstmCellBackward", state, {gates, c_prev},
-                [acts, cp = saved(c_prev), st = saved(state), B, H](const Tensor& g, const Needs& need) {
+                [acts, G = saved(gates), cp = saved(c_prev), st = saved_output(state), B, H](const Tensor& g,
+                                                                                           const Needs& need) {
+                  if (grad_enabled()) {  // the formulas of kernels/lstm.h, recorded
+                    const Tensor dh = select(g, 0, 0), dc = select(g, 0, 1);
+                    const GateActs a = gate_acts(G, H);
+                    const Tensor t = tanh(add(mul(a.f, cp), mul(a.i, a.g)));
+                    const Tensor dct = add(dc, mul(mul(dh, a.o), rsub(1, mul(t, t))));
+                    return std::vector<Tensor>{
+                        need[0] ? gates_grad(a, mul(dct, a.g), mul(dct, cp), mul(dct, a.i), mul(dh, t)) : Tensor(),
+                        need[1] ? mul(dct, a.f) : Tensor()};
+                  }
                   // g (2, B, H): dh then dc. dG is always computed (dc_prev needs the same pass).
                   Tensor dG = empty({B, 4 * H}, g.dtype()), dcp = need[1] ? empty({B, H}, g.dtype()) : Tensor();
                   dispatch(g.dtype(), [&](auto zero) {
@@ -54,7 +83,7 @@ Tensor lstm_cell(const Tensor& gates, const Tensor& c_prev) {
                                           st.data<T>() + B * H, dG.data<T>(), need[1] ? dcp.data<T>() : nullptr);
                   });
                   return std::vector<Tensor>{need[0] ? dG : Tensor(), dcp};
-                });
+                }, Backward::Differentiable);
 }
 
 Tensor lstm_gates(const Tensor& gates, const Tensor& c_prev) {
@@ -68,7 +97,14 @@ Tensor lstm_gates(const Tensor& gates, const Tensor& c_prev) {
     for (int64_t b = 0; b < B; ++b) std::copy(a + b * 4 * H + 3 * H, a + (b + 1) * 4 * H, s + b * H);  // o block
   });
   return record("LstmGatesBackward", state, {gates, c_prev},
-                [acts, cp = saved(c_prev), B, H](const Tensor& g, const Needs& need) {
+                [acts, G = saved(gates), cp = saved(c_prev), B, H](const Tensor& g, const Needs& need) {
+                  if (grad_enabled()) {  // the formulas of kernels/lstm.h, recorded
+                    const Tensor d_o = select(g, 0, 0), dc = select(g, 0, 1);
+                    const GateActs a = gate_acts(G, H);
+                    return std::vector<Tensor>{
+                        need[0] ? gates_grad(a, mul(dc, a.g), mul(dc, cp), mul(dc, a.i), d_o) : Tensor(),
+                        need[1] ? mul(dc, a.f) : Tensor()};
+                  }
                   // g (2, B, H): d o then dc.
                   Tensor dG = empty({B, 4 * H}, g.dtype()), dcp = need[1] ? empty({B, H}, g.dtype()) : Tensor();
                   dispatch(g.dtype(), [&](auto zero) {
@@ -78,7 +114,7 @@ Tensor lstm_gates(const Tensor& gates, const Tensor& c_prev) {
                                            need[1] ? dcp.data<T>() : nullptr);
                   });
                   return std::vector<Tensor>{need[0] ? dG : Tensor(), dcp};
-                });
+                }, Backward::Differentiable);
 }
 
 Tensor lstm_output(const Tensor& o, const Tensor& y) {
@@ -95,13 +131,17 @@ Tensor lstm_output(const Tensor& o, const Tensor& y) {
     k::lstm_output_forward(o.numel(), o.data<T>(), y.data<T>(), h.data<T>());
   });
   return record("LstmOutputBackward", h, {o, y}, [o = saved(o), y = saved(y)](const Tensor& g, const Needs&) {
+    if (grad_enabled()) {  // do = dh t, dy = dh o (1 - t^2), t = tanh(y), recorded
+      const Tensor t = tanh(y);
+      return std::vector<Tensor>{mul(g, t), mul(mul(g, o), rsub(1, mul(t, t)))};
+    }
     Tensor d_o = empty_like(o), dy = empty_like(y);
     dispatch(g.dtype(), [&](auto zero) {
       using T = decltype(zero);
       k::lstm_output_backward(o.numel(), g.data<T>(), o.data<T>(), y.data<T>(), d_o.data<T>(), dy.data<T>());
     });
     return std::vector<Tensor>{d_o, dy};
-  });
+  }, Backward::Differentiable);
 }
 
 }  // namespace normlab::autograd

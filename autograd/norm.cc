@@ -284,15 +284,27 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
     k::rms_norm_forward(rows, n, x.data<T>(), ptr<T>(weight), e, y.data<T>(), rstd.data<T>());
   });
   return record("RmsNormBackward", y, {x, weight},
-                [x = saved(x), w = saved(weight), rstd, rows, n](const Tensor& g, const Needs& need) {
+                [x = saved(x), w = saved(weight), rstd, rows, n, e, ns = normalized_shape](const Tensor& g,
+                                                                                         const Needs& need) {
+                  const auto kernel = [&](const Tensor& dx, const Tensor& dw, const Tensor&) {
+                    dispatch(x.dtype(), [&](auto zero) {
+                      using T = decltype(zero);
+                      k::rms_norm_backward(rows, n, g.data<T>(), x.data<T>(), rstd.data<T>(), ptr<T>(w), ptr<T>(dx),
+                                           ptr<T>(dw));
+                    });
+                  };
+                  if (grad_enabled()) {  // a create_graph pass: one recorded op, the formula its backward
+                    NormStats st;
+                    st.r = reshape(rstd, {rows, 1});
+                    st.eps = e;
+                    st.centered = false;
+                    const NormLayout layout{{rows, n}, {1}, {1, n}, {0}};
+                    return recorded_norm_backward("RmsNormBackwardBackward", layout, st, g, x, w, ns, need, kernel);
+                  }
                   Tensor dx = grad_buffer(need[0], x), dw = grad_buffer(need[1], w);
-                  dispatch(x.dtype(), [&](auto zero) {
-                    using T = decltype(zero);
-                    k::rms_norm_backward(rows, n, g.data<T>(), x.data<T>(), rstd.data<T>(), ptr<T>(w), ptr<T>(dx),
-                                         ptr<T>(dw));
-                  });
+                  kernel(dx, dw, Tensor());
                   return Grads{dx, dw};
-                });
+                }, Backward::Differentiable);
 }
 
 }  // namespace normlab::autograd

@@ -3,7 +3,7 @@
 // statistics). Each forward is one fused kernel call (autograd/kernels/norm.h) and its backward,
 // recorded right after it, one fused backward kernel call. In a create_graph pass that backward is
 // one recorded op whose own backward is the double-backward formula (autograd/norm_grad.h), for
-// layer_norm, batch_norm (training and eval) and group_norm; rms_norm's backward is first-order only.
+// layer_norm, batch_norm (training and eval), group_norm and rms_norm.
 #pragma once
 #include <cstdint>
 #include <optional>

@@ -30,17 +30,18 @@ std::vector<Tensor> norm_double_backward(const NormLayout& L, const NormStats& s
   const Tensor ggw = ggw_in.defined() ? reshape(ggw_in, L.param_view) : Tensor();
   const Tensor ggb = ggb_in.defined() ? reshape(ggb_in, L.param_view) : Tensor();
   Tensor mu = stats.mu, r = stats.r;
+  const bool centered = stats.centered;
   if (stats.batch_stats && grad_enabled()) {  // a pass through this formula: the statistics as functions of x
-    mu = mean_of(x);
-    const Tensor c = sub(x, mu);
+    const Tensor c = centered ? sub(x, mu = mean_of(x)) : x;
     r = pow(add(mean_of(mul(c, c)), stats.eps), -0.5);
   }
-  const Tensor xhat = mul(sub(x, mu), r);
+  const Tensor xhat = mul(centered ? sub(x, mu) : x, r);
   const Tensor h = s.defined() ? mul(g, s) : g;
   // F(u) = r (u - mean(u) - xhat mean(u xhat)): the vector-Jacobian product of xhat(x).
   const auto F = [&](const Tensor& u) {
     if (!stats.batch_stats) return mul(u, r);
-    return mul(sub(sub(u, mean_of(u)), mul(xhat, mean_of(mul(u, xhat)))), r);
+    const Tensor along = mul(xhat, mean_of(mul(u, xhat)));
+    return mul(centered ? sub(sub(u, mean_of(u)), along) : sub(u, along), r);
   };
   const Tensor Fa = a.defined() ? F(a) : Tensor();
   Tensor dg, dx, dw;
@@ -52,9 +53,15 @@ std::vector<Tensor> norm_double_backward(const NormLayout& L, const NormStats& s
   }
   if (need[1]) {
     if (a.defined() && stats.batch_stats) {
-      const Tensor ma = mean_of(a), mh = mean_of(h), qx = mean_of(mul(a, xhat)), rx = mean_of(mul(h, xhat));
-      const Tensor k = sub(add(mul(mul(rx, qx), 3.0), mul(ma, mh)), mean_of(mul(a, h)));
-      const Tensor bracket = sub(sub(mul(xhat, k), mul(qx, sub(h, mh))), mul(rx, sub(a, ma)));
+      const Tensor qx = mean_of(mul(a, xhat)), rx = mean_of(mul(h, xhat));
+      Tensor k = sub(mul(mul(rx, qx), 3.0), mean_of(mul(a, h))), hc = h, ac = a;
+      if (centered) {
+        const Tensor ma = mean_of(a), mh = mean_of(h);
+        k = add(k, mul(ma, mh));
+        hc = sub(h, mh);
+        ac = sub(a, ma);
+      }
+      const Tensor bracket = sub(sub(mul(xhat, k), mul(qx, hc)), mul(rx, ac));
       dx = mul(bracket, mul(r, r));
     }
     if (ggw.defined()) dx = plus(dx, F(mul(ggw, g)));
@@ -90,7 +97,9 @@ std::vector<Tensor> recorded_norm_backward(const char* name, const NormLayout& l
                                                 n);
                   },
                   Backward::Differentiable);
-  return {part(want_x, 0, xs), part(want_w, ow, param_shape), part(want_b, ob, param_shape)};
+  std::vector<Tensor> out{part(want_x, 0, xs), part(want_w, ow, param_shape), part(want_b, ob, param_shape)};
+  out.resize(need.size());  // RMSNorm has no bias
+  return out;
 }
 
 }  // namespace normlab::autograd

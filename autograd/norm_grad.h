@@ -17,6 +17,7 @@ namespace normlab::autograd {
 ///   LayerNorm: view (rows, n), stats over {1}, weight (1, n) summed over {0}.
 ///   BatchNorm: view (N, C, L), stats over {0, 2}, weight (1, C, 1) summed over {0, 2}.
 ///   GroupNorm: view (N, G, C/G, S), stats over {2, 3}, weight (1, G, C/G, 1) summed over {0, 3}.
+///   RMSNorm:   as LayerNorm, uncentered (NormStats::centered).
 struct NormLayout {
   Shape view;                       ///< x's shape as the formula sees it
   std::vector<int64_t> stat_dims;   ///< dims of one group (its statistics)
@@ -28,10 +29,12 @@ struct NormLayout {
 /// mean mu and rstd r = 1 / sqrt(var + eps). batch_stats: they are functions of x (LayerNorm,
 /// GroupNorm, BatchNorm in training), recomputed from x with eps when a pass differentiates the
 /// formula itself (third derivatives); otherwise constants (BatchNorm in eval, running statistics).
+/// centered = false is RMSNorm: no mean (mu undefined), r = 1 / sqrt(mean(x^2) + eps).
 struct NormStats {
   Tensor mu, r;
   bool batch_stats = true;
   double eps = 1e-5;
+  bool centered = true;
 };
 
 /// Writes the first derivatives into dx, dw, db (each undefined when not wanted): the fused kernel.
@@ -54,6 +57,7 @@ std::vector<Tensor> recorded_norm_backward(const char* name, const NormLayout& l
 ///   d/dw = sum over param_dims of g F(ggx)
 ///   d/dx = r^2 [xhat (3 mean(h xhat) mean(a xhat) - mean(a h) + mean(a) mean(h))
 ///               - mean(a xhat) (h - mean(h)) - mean(h xhat) (a - mean(a))] + F(ggw g),   a = ggx.
+/// Uncentered (RMSNorm: xhat = x r), the same with every mean(a), mean(h), mean(u) term dropped.
 /// With constant statistics (BatchNorm in eval): dx = h r, so d/dg = w ggx r + ggw xhat + ggb,
 /// d/dw = sum of g ggx r, d/dx = ggw g r. Shapes: g and ggx like x, w/ggw/ggb param_shape.
 std::vector<Tensor> norm_double_backward(const NormLayout& layout, const NormStats& stats, const Tensor& x,

@@ -217,6 +217,28 @@ void avg_backward(const PoolPlan& p, AvgKernel kernel, const WindowOf& window_of
   });
 }
 
+// The average pooling of x (N, C, H, W) by plan p, recorded; its backward is avg_pool_grad. Both
+// are linear, each the other's adjoint, so each one's backward is the other: differentiable to any
+// order.
+template <class WindowOf>
+Tensor avg_pool(const char* name, const Tensor& x, const PoolPlan& p, AvgKernel kernel, WindowOf window_of);
+
+// dx (of shape xs) = the adjoint of the average pooling applied to dy, recorded (in a create_graph
+// pass) with avg_pool as its backward.
+template <class WindowOf>
+Tensor avg_pool_grad(const char* name, const Tensor& dy, const PoolPlan& p, AvgKernel kernel, WindowOf window_of,
+                     const Shape& xs) {
+  Tensor dx = empty(xs, dy.dtype());
+  if (dx.numel() > 0)
+    dispatch(dy.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      avg_backward<T>(p, kernel, window_of, dy.data<T>(), dx.data<T>());
+    });
+  return record("AvgPoolBackwardBackward", dx, {dy}, [name, p, kernel, window_of](const Tensor& g, const Needs&) {
+    return Grads{avg_pool(name, g, p, kernel, window_of)};
+  }, Backward::Differentiable);
+}
+
 template <class WindowOf>
 Tensor avg_pool(const char* name, const Tensor& x, const PoolPlan& p, AvgKernel kernel, WindowOf window_of) {
   Tensor out = empty({x.size(0), x.size(1), p.oh, p.ow}, x.dtype());
@@ -225,15 +247,42 @@ Tensor avg_pool(const char* name, const Tensor& x, const PoolPlan& p, AvgKernel 
       using T = decltype(zero);
       avg_forward<T>(p, kernel, window_of, x.data<T>(), out.data<T>());
     });
-  return record(name, out, {x}, [p, kernel, window_of, xs = x.shape(), dt = x.dtype()](const Tensor& dy, const Needs&) {
-    Tensor dx = empty(xs, dt);
-    if (dx.numel() > 0)
-      dispatch(dt, [&](auto zero) {
-        using T = decltype(zero);
-        avg_backward<T>(p, kernel, window_of, dy.data<T>(), dx.data<T>());
-      });
-    return Grads{dx};
-  });
+  return record(name, out, {x}, [name, p, kernel, window_of, xs = x.shape()](const Tensor& dy, const Needs&) {
+    return Grads{avg_pool_grad(name, dy, p, kernel, window_of, xs)};
+  }, Backward::Differentiable);
+}
+
+// Max pooling's backward, dx = dy scattered to the argmax positions idx (int32 in a float32 buffer,
+// one per output), and its adjoint, y = gx gathered from them; recorded, each the other's backward.
+Tensor max_scatter(const PoolPlan& p, const Tensor& idx, const Shape& xs, const Tensor& dy);
+
+Tensor max_gather(const PoolPlan& p, const Tensor& idx, const Shape& xs, const Tensor& gx) {
+  Tensor y = empty({xs[0], xs[1], p.oh, p.ow}, gx.dtype());
+  const int64_t in = p.h * p.w, out = p.oh * p.ow;
+  const int32_t* at = static_cast<const int32_t*>(idx.raw_data());
+  if (y.numel() > 0)
+    dispatch(gx.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* g = gx.data<T>();
+      T* d = y.data<T>();
+      for (int64_t q = 0; q < p.planes; ++q)
+        for (int64_t i = 0; i < out; ++i) d[q * out + i] = g[q * in + at[q * out + i]];
+    });
+  return record("MaxPoolGatherBackward", y, {gx}, [p, idx, xs](const Tensor& dy, const Needs&) {
+    return Grads{max_scatter(p, idx, xs, dy)};
+  }, Backward::Differentiable);
+}
+
+Tensor max_scatter(const PoolPlan& p, const Tensor& idx, const Shape& xs, const Tensor& dy) {
+  Tensor dx = empty(xs, dy.dtype());
+  if (dx.numel() > 0)
+    dispatch(dy.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      max_backward<T>(p, dy.data<T>(), static_cast<const int32_t*>(idx.raw_data()), dx.data<T>());
+    });
+  return record("MaxPool2DWithIndicesBackwardBackward0", dx, {dy}, [p, idx, xs](const Tensor& g, const Needs&) {
+    return Grads{max_gather(p, idx, xs, g)};
+  }, Backward::Differentiable);
 }
 
 }  // namespace
@@ -252,16 +301,10 @@ Tensor max_pool2d(const Tensor& x, const Pool2dOptions& o) {
       using T = decltype(zero);
       max_forward<T>(p, x.data<T>(), out.data<T>(), at);
     });
-  return record("MaxPool2DWithIndicesBackward0", out, {x},
-                [p, idx, xs = x.shape(), dt = x.dtype()](const Tensor& dy, const Needs&) {
-                  Tensor dx = empty(xs, dt);
-                  if (dx.numel() > 0)
-                    dispatch(dt, [&](auto zero) {
-                      using T = decltype(zero);
-                      max_backward<T>(p, dy.data<T>(), static_cast<const int32_t*>(idx.raw_data()), dx.data<T>());
-                    });
-                  return Grads{dx};
-                });
+  // The argmax is constant almost everywhere: the backward is linear in dy (max_scatter).
+  return record("MaxPool2DWithIndicesBackward0", out, {x}, [p, idx, xs = x.shape()](const Tensor& dy, const Needs&) {
+    return Grads{max_scatter(p, idx, xs, dy)};
+  }, Backward::Differentiable);
 }
 
 Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& o) {

@@ -171,6 +171,80 @@ BOOST_AUTO_TEST_CASE(third_derivatives_of_the_normalizations) {
       second([](const Tensor& t) { return group_norm(t, 3); }), {x});
 }
 
+BOOST_AUTO_TEST_CASE(convolutions_on_every_target) {
+  // The direct (1x1), im2col and Winograd (3x3, stride 1, 8+ channels) paths, stride, padding,
+  // dilation and groups; squared outputs so that every second derivative is nonzero.
+  struct Case {
+    const char* name;
+    Shape x, w;
+    Conv2dOptions o;
+  };
+  const std::vector<Case> cases = {
+      {"3x3 pad 1", {2, 3, 5, 4}, {4, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},
+      {"stride 2, pad (0, 1)", {1, 2, 5, 6}, {3, 2, 3, 2}, {{2, 2}, {0, 1}, {1, 1}, 1}},
+      {"dilation 2", {1, 2, 6, 5}, {2, 2, 2, 2}, {{1, 1}, {1, 0}, {2, 2}, 1}},
+      {"groups 2", {1, 4, 4, 3}, {6, 2, 2, 2}, {{1, 1}, {0, 0}, {1, 1}, 2}},
+      {"1x1 (direct)", {2, 3, 3, 3}, {5, 3, 1, 1}, {}},
+      {"Winograd 3x3, 8 channels", {1, 8, 4, 4}, {8, 8, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 1}},
+  };
+  for_each_target([&] {
+    unsigned seed = 100;
+    for (const Case& c : cases) {
+      const Tensor x = random_input(c.x, ++seed), w = random_input(c.w, ++seed), b = random_input({c.w[0]}, ++seed);
+      const Conv2dOptions o = c.o;
+      expect_gradgradcheck(std::string("conv2d ") + c.name, [o](const In& v) {
+        const Tensor y = conv2d(v[0], v[1], v[2], o);
+        return mul(y, y);
+      }, {x, w, b});
+    }
+  });
+}
+
+BOOST_AUTO_TEST_CASE(pooling_and_embedding) {
+  const Tensor x = distinct_input({2, 2, 5, 4}, 120);  // no ties: the max is not at a kink
+  Pool2dOptions o;
+  o.kernel = {2, 2};
+  const auto sq = [](const Tensor& t) { return mul(t, t); };
+  expect_gradgradcheck("max_pool2d 2x2", [&](const In& v) { return sq(max_pool2d(v[0], o)); }, {x});
+  Pool2dOptions o3;
+  o3.kernel = {3, 2}, o3.stride = {1, 2}, o3.padding = {1, 1}, o3.dilation = {1, 1};
+  expect_gradgradcheck("max_pool2d 3x2 stride (1, 2) pad 1", [&](const In& v) { return sq(max_pool2d(v[0], o3)); }, {x});
+  expect_gradgradcheck("avg_pool2d 2x2", [&](const In& v) { return sq(avg_pool2d(v[0], o)); }, {x});
+  Pool2dOptions oa;
+  oa.kernel = {3, 3}, oa.stride = {2, 1}, oa.padding = {1, 1}, oa.count_include_pad = false;
+  expect_gradgradcheck("avg_pool2d 3x3 pad 1, count_include_pad false", [&](const In& v) {
+    return sq(avg_pool2d(v[0], oa));
+  }, {x});
+  for (std::array<int64_t, 2> size : {std::array<int64_t, 2>{1, 1}, {2, 2}, {3, 2}})
+    expect_gradgradcheck("adaptive_avg_pool2d " + std::to_string(size[0]) + "x" + std::to_string(size[1]),
+                         [&, size](const In& v) { return sq(adaptive_avg_pool2d(v[0], size)); }, {x});
+  const Tensor w = random_input({5, 3}, 121);
+  expect_gradgradcheck("embedding (repeated ids)", [&](const In& v) {
+    return sq(embedding({1, 4, 1, 0, 3, 1}, {2, 3}, v[0]));
+  }, {w});
+}
+
+BOOST_AUTO_TEST_CASE(rms_norm_attention_and_lstm_steps_on_every_target) {
+  for_each_target([] {
+    expect_gradgradcheck("rms_norm", [](const In& v) { return rms_norm(v[0], {7}, v[1]); },
+                         {random_input({3, 7}, 130), random_input({7}, 131)});
+    expect_gradgradcheck("rms_norm, no weight, eps 0.1", [](const In& v) { return rms_norm(v[0], {2, 3}, Tensor(), 0.1); },
+                         {random_input({2, 2, 3}, 132)});
+    const Tensor q = random_input({1, 2, 5, 3}, 133), k = random_input({1, 2, 5, 3}, 134), v = random_input({1, 2, 5, 3}, 135);
+    for (bool causal : {false, true})
+      expect_gradgradcheck(std::string("scaled_dot_product_attention causal ") + (causal ? "true" : "false"),
+                           [causal](const In& in) { return scaled_dot_product_attention(in[0], in[1], in[2], causal); },
+                           {q, k, v});
+    expect_gradgradcheck("causal_self_attention", [](const In& in) { return causal_self_attention(in[0], 2); },
+                         {random_input({2, 5, 12}, 136)});
+    const Tensor gates = random_input({3, 8}, 137, -2, 2), c = random_input({3, 2}, 138);
+    expect_gradgradcheck("lstm_cell", [](const In& in) { return lstm_cell(in[0], in[1]); }, {gates, c});
+    expect_gradgradcheck("lstm_gates", [](const In& in) { return lstm_gates(in[0], in[1]); }, {gates, c});
+    expect_gradgradcheck("lstm_output", [](const In& in) { return lstm_output(in[0], in[1]); },
+                         {random_input({3, 2}, 139, 0.1, 0.9), random_input({3, 2}, 140)});
+  });
+}
+
 BOOST_AUTO_TEST_CASE(gradgradcheck_catches_a_wrong_second_derivative) {
   // An op whose backward is right to first order but whose recorded gradient is wrong: gradcheck
   // passes, gradgradcheck must not.
