@@ -60,5 +60,6 @@ void register_train();
 void register_scaling();
 void register_conv();
 void register_seq();
+void register_second_order();  ///< gradient-penalty steps and Hessian-vector products (second_order_bench.cc)
 
 }  // namespace normlab::bench

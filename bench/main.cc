@@ -124,6 +124,7 @@ int main(int argc, char** argv) {
   normlab::bench::register_scaling();
   normlab::bench::register_conv();
   normlab::bench::register_seq();
+  normlab::bench::register_second_order();
   const size_t ran = benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   if (ran == 0) {

@@ -186,6 +186,69 @@ def workloads():
     out += scaling_workloads(g)
     out += conv_workloads(g)
     out += seq_workloads(g)
+    out += second_order_workloads(g)
+    return out
+
+
+def second_order_workloads(g):
+    """As bench/second_order_bench.cc: a gradient-penalty step (loss + 0.1 ||d loss / d x||^2 via
+    torch.autograd.grad(create_graph=True), backward, SGD) and a Hessian-vector product of the loss
+    with respect to every parameter (grad of <grad(loss, params, create_graph=True), v>), for the MLP
+    784-256-256-10 at batch 128 and the study's CNN at batch 32, no norm, BatchNorm and LayerNorm."""
+    nn, F = torch.nn, torch.nn.functional
+
+    def model_of(arch, norm):
+        torch.manual_seed(0)
+        if arch == "mlp":
+            layers = []
+            for i, o in ((784, 256), (256, 256)):
+                layers.append(nn.Linear(i, o))
+                if norm == "batch":
+                    layers.append(nn.BatchNorm1d(o))
+                elif norm == "layer":
+                    layers.append(nn.LayerNorm(o))
+                layers.append(nn.ReLU())
+            layers.append(nn.Linear(256, 10))
+            return nn.Sequential(*layers).train()
+
+        def n2d(c, hw):
+            return nn.BatchNorm2d(c) if norm == "batch" else nn.LayerNorm([c, hw, hw]) if norm == "layer" \
+                else nn.Identity()
+        return nn.Sequential(nn.Unflatten(1, (1, 28, 28)),
+                             nn.Conv2d(1, 32, 3, padding=1), n2d(32, 28), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Conv2d(32, 64, 3, padding=1), n2d(64, 14), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Flatten(), nn.Linear(3136, 10)).train()
+
+    def work(arch, batch, norm, hvp):
+        def setup():
+            model = model_of(arch, norm)
+            opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+            x0 = torch.randn(batch, 784, generator=g)
+            y = torch.randint(0, 10, (batch,), generator=g)
+            params = list(model.parameters())
+            v = [torch.randn(p.shape, generator=g) for p in params]
+
+            def step():
+                if hvp:
+                    loss = F.cross_entropy(model(x0), y)
+                    first = torch.autograd.grad(loss, params, create_graph=True)
+                    torch.autograd.grad(first, params, v)
+                else:
+                    x = x0.detach().requires_grad_(True)
+                    loss = F.cross_entropy(model(x), y)
+                    (gx,) = torch.autograd.grad(loss, [x], create_graph=True)
+                    opt.zero_grad()
+                    (loss + 0.1 * (gx * gx).sum()).backward()
+                    opt.step()
+            return step, 1.0, "step"
+        return setup
+
+    out = []
+    for arch, label, batch in (("mlp", "mlp 784-256-256-10", 128), ("cnn", "cnn", 32)):
+        for norm in ("none", "batch", "layer"):
+            for hvp in (False, True):
+                name = f"{'hvp' if hvp else 'penalty step'} {label} b{batch} {norm}"
+                out.append((name, work(arch, batch, norm, hvp)))
     return out
 
 
