@@ -346,11 +346,9 @@ void Pass::run(const std::vector<Node*>& roots, std::vector<Tensor> grads,
   std::vector<Node*> ready;
   ready.reserve(16);
   for (size_t i = 0; i < roots.size(); ++i) deliver(roots[i], std::move(grads[i]));
-  for (Node* r : nodes_) {
-    if (r->pass_ == pass_ && r->pending_ == 0 && r->needed_ &&
-        std::find(ready.begin(), ready.end(), r) == ready.end())
-      ready.push_back(r);
-  }
+  // Only a root can have no consumer; a root below another root waits for it.
+  for (Node* r : roots)
+    if (r->pending_ == 0 && r->needed_ && std::find(ready.begin(), ready.end(), r) == ready.end()) ready.push_back(r);
   // Run each node once all its consumers have given it their gradient.
   while (!ready.empty()) {
     Node* n = ready.back();
