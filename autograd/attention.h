@@ -3,7 +3,8 @@
 // straight out of the (B, T, 3C) output of its qkv projection and writes (B, T, C) with the heads
 // merged (no split, permute or copy). Each forward is one fused kernel call
 // (autograd/kernels/attention.h) that never builds the (T, T) score matrix; the backward recomputes
-// the probabilities from the saved per-row log-sum-exp. Second-order gradients are not supported.
+// the probabilities from the saved per-row log-sum-exp. In a create_graph pass the backward formula
+// is computed again with recorded ops (recomputing the probabilities), so it can be differentiated.
 #pragma once
 #include <cstdint>
 

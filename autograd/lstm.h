@@ -1,6 +1,7 @@
 // One LSTM time step as one differentiable op (the fused cell kernel, autograd/kernels/lstm.h):
 // nn::LSTM runs it once per step and layer. And the step in two halves, for cells that normalize c
-// before the output tanh (the LayerNorm LSTM). Second-order gradients are not supported.
+// before the output tanh (the LayerNorm LSTM). In a create_graph pass the backward formula is computed
+// again with recorded ops (from the gates' activations), so it can be differentiated.
 #pragma once
 #include "autograd/tensor.h"
 

@@ -118,7 +118,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                     st.mu = reshape(add(narrow(stats, 0, 1), narrow(stats, 1, 1)), {rows, 1});
                     st.r = reshape(narrow(stats, 2, 1), {rows, 1});
                     st.eps = eps;
-                    const NormLayout layout{{rows, n}, {1}, {1, n}, {0}};
+                    const NormLayout layout{NormKind::Rows, {rows, n}, {1}, {1, n}, {0}};
                     return recorded_norm_backward("LayerNormBackwardBackward", layout, st, g, x, w, ns, need,
                                                   kernel);
                   }
@@ -206,7 +206,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
                     st.r = reshape(narrow(stats, 1, 1), {1, C, 1});
                     st.batch_stats = training;
                     st.eps = eps;
-                    const NormLayout layout{{N, C, L}, {0, 2}, {1, C, 1}, {0, 2}};
+                    const NormLayout layout{NormKind::Channels, {N, C, L}, {0, 2}, {1, C, 1}, {0, 2}};
                     return recorded_norm_backward(training ? "BatchNormBackwardBackward" : "BatchNormEvalBackwardBackward",
                                                   layout, st, g, x, w, {C}, need, kernel);
                   }
@@ -260,7 +260,7 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
                     st.mu = reshape(add(mean, mean_lo), {N, G, 1, 1});
                     st.r = reshape(rstd, {N, G, 1, 1});
                     st.eps = eps;
-                    const NormLayout layout{{N, G, C / G, S}, {2, 3}, {1, G, C / G, 1}, {0, 3}};
+                    const NormLayout layout{NormKind::Groups, {N, G, C / G, S}, {2, 3}, {1, G, C / G, 1}, {0, 3}};
                     return recorded_norm_backward("GroupNormBackwardBackward", layout, st, g, x, w, {C}, need, kernel);
                   }
                   Tensor dx = grad_buffer(need[0], x), dw = grad_buffer(need[1], w), db = grad_buffer(need[2], b);
@@ -298,7 +298,7 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
                     st.r = reshape(rstd, {rows, 1});
                     st.eps = e;
                     st.centered = false;
-                    const NormLayout layout{{rows, n}, {1}, {1, n}, {0}};
+                    const NormLayout layout{NormKind::Rows, {rows, n}, {1}, {1, n}, {0}};
                     return recorded_norm_backward("RmsNormBackwardBackward", layout, st, g, x, w, ns, need, kernel);
                   }
                   Tensor dx = grad_buffer(need[0], x), dw = grad_buffer(need[1], w);

@@ -2,6 +2,9 @@
 // the double-backward formula of norm_grad.h, of recorded ops.
 #include "autograd/norm_grad.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "autograd/elementwise.h"
 #include "autograd/reduce.h"
 #include "autograd/shape_ops.h"
@@ -17,13 +20,136 @@ Tensor plus(const Tensor& a, const Tensor& b) {
   return add(a, b);
 }
 
+template <typename T>
+const T* ptr(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+
+using Allreduce = std::function<void(double*, int64_t)>;
+
+// t summed over the ranks (every rank calls it with the same shape): a recorded op whose backward is
+// the same sum of the output's gradient (each rank's copy of the sum feeds that rank's loss).
+Tensor summed_over_ranks(const Tensor& t, const Allreduce& allreduce_sum) {
+  std::vector<double> v(static_cast<size_t>(t.numel()));
+  Tensor out = empty_like(t);
+  dispatch(t.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    std::copy(t.data<T>(), t.data<T>() + t.numel(), v.begin());
+    allreduce_sum(v.data(), t.numel());
+    std::transform(v.begin(), v.end(), out.data<T>(), [](double d) { return static_cast<T>(d); });
+  });
+  return record("AllreduceSumBackward", out, {t},
+                [allreduce_sum](const Tensor& g, const Needs&) {
+                  return std::vector<Tensor>{summed_over_ranks(g, allreduce_sum)};
+                },
+                Backward::Differentiable);
+}
+
+// The fused double backward (grad mode off): x viewed as (O, P, I), the element (o, p, i) at
+// (o P + p) I + i. A group is one o (Rows, Groups) or one p (Channels); the parameter of (o, p, i)
+// is pbase + i pstride: Rows i, Channels p, Groups (o mod G) P + p.
+//   sweep 1, per group: sums of a, h, a xhat, h xhat, a h, u, u xhat   (h = g w, u = ggw g, a = ggx)
+//   sweep 2, per element, with the means m(.) of those sums over the group's count M:
+//     F(v)  = r (v - m(v) - xhat m(v xhat))                      (RMSNorm: no m(v) terms)
+//     dg    = w F(a) + ggw xhat + ggb
+//     dx    = r^2 [xhat (3 m(h xhat) m(a xhat) - m(a h) + m(a) m(h)) - m(a xhat) (h - m(h))
+//                  - m(h xhat) (a - m(a))] + F(u)
+//     dw[j] += g F(a)
+// With constant statistics (BatchNorm in eval) F(v) = r v, dx = r u, and no sweep 1.
+template <typename T>
+struct FusedIo {
+  const T *x, *g, *w, *a, *ggw, *ggb, *mu, *r;
+  T *dg, *dx;
+  double* dw;  // accumulated in double, numel(param) zeros on entry
+};
+
+template <typename T>
+void fused_double_backward(const NormLayout& L, const NormStats& st, const FusedIo<T>& io) {
+  const Shape& v = L.view;
+  int64_t O = v[0], P = 1, I = v[1], G = 1;
+  if (L.kind == NormKind::Channels) P = v[1], I = v[2];
+  if (L.kind == NormKind::Groups) O = v[0] * v[1], G = v[1], P = v[2], I = v[3];
+  const bool by_p = L.kind == NormKind::Channels, centered = st.centered, batch = st.batch_stats;
+  const int64_t groups = by_p ? P : O, local = by_p ? O * I : P * I;
+  const double M = st.allreduce_sum ? st.count : static_cast<double>(local);
+  // Visits every element in a fixed order: f(group, at, first parameter, parameter stride).
+  const auto each_segment = [&](auto&& f) {
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t p = 0; p < P; ++p) {
+        const int64_t pbase = L.kind == NormKind::Rows ? 0 : L.kind == NormKind::Channels ? p : (o % G) * P + p;
+        f(by_p ? p : o, (o * P + p) * I, pbase, L.kind == NormKind::Rows ? 1 : 0);
+      }
+  };
+  const auto xhat_of = [&](int64_t grp, int64_t at) {
+    return (static_cast<double>(io.x[at]) - (centered ? static_cast<double>(io.mu[grp]) : 0.0)) * io.r[grp];
+  };
+  std::vector<double> sums(static_cast<size_t>(7 * groups), 0.0);
+  if (batch) {
+    each_segment([&](int64_t grp, int64_t at, int64_t pb, int64_t ps) {
+      double s[7] = {0, 0, 0, 0, 0, 0, 0};
+      for (int64_t i = 0; i < I; ++i) {
+        const int64_t j = pb + i * ps;
+        const double xh = xhat_of(grp, at + i), gg = io.g[at + i], h = io.w ? gg * io.w[j] : gg;
+        const double a = io.a ? io.a[at + i] : 0.0, u = io.ggw ? io.ggw[j] * gg : 0.0;
+        s[0] += a, s[1] += h, s[2] += a * xh, s[3] += h * xh, s[4] += a * h, s[5] += u, s[6] += u * xh;
+      }
+      for (int k = 0; k < 7; ++k) sums[static_cast<size_t>(7 * grp + k)] += s[k];
+    });
+    if (st.allreduce_sum) st.allreduce_sum(sums.data(), 7 * groups);
+    for (double& s : sums) s /= M;
+    if (!centered)
+      for (int64_t grp = 0; grp < groups; ++grp)
+        for (int k : {0, 1, 5}) sums[static_cast<size_t>(7 * grp + k)] = 0;
+  }
+  each_segment([&](int64_t grp, int64_t at, int64_t pb, int64_t ps) {
+    const double* m = sums.data() + 7 * grp;
+    const double r = io.r[grp], ma = m[0], mh = m[1], qx = m[2], rx = m[3], mah = m[4], mu_u = m[5], mux = m[6];
+    const double k = 3 * rx * qx - mah + ma * mh;
+    for (int64_t i = 0; i < I; ++i) {
+      const int64_t j = pb + i * ps;
+      const double xh = xhat_of(grp, at + i), gg = io.g[at + i], w = io.w ? io.w[j] : 1.0, h = gg * w;
+      const double a = io.a ? io.a[at + i] : 0.0, u = io.ggw ? io.ggw[j] * gg : 0.0;
+      const double Fa = batch ? r * (a - ma - xh * qx) : r * a;
+      if (io.dg) io.dg[at + i] = static_cast<T>(w * Fa + (io.ggw ? io.ggw[j] * xh : 0.0) + (io.ggb ? io.ggb[j] : 0.0));
+      if (io.dx)
+        io.dx[at + i] = static_cast<T>(batch ? r * r * (xh * k - qx * (h - mh) - rx * (a - ma)) + r * (u - mu_u - xh * mux)
+                                             : r * u);
+      if (io.dw) io.dw[j] += gg * Fa;
+    }
+  });
+}
+
+// norm_double_backward with grad mode off: the fused kernel on contiguous buffers.
+std::vector<Tensor> fused(const NormLayout& L, const NormStats& st, const Tensor& x, const Tensor& g,
+                          const Tensor& w, const Tensor& ggx, const Tensor& ggw, const Tensor& ggb, const Needs& need) {
+  const bool any_x = ggx.defined() || ggw.defined();
+  Tensor dg = need[0] && (any_x || ggb.defined()) ? empty_like(g) : Tensor();
+  Tensor dx = need[1] && any_x ? empty_like(x) : Tensor();
+  Tensor dw = need.size() > 2 && need[2] && ggx.defined() ? empty_like(w) : Tensor();
+  dispatch(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    std::vector<double> dw_acc(dw.defined() ? static_cast<size_t>(dw.numel()) : 0, 0.0);
+    const FusedIo<T> io{x.data<T>(), g.data<T>(), ptr<T>(w), ptr<T>(ggx), ptr<T>(ggw), ptr<T>(ggb),
+                        st.centered ? st.mu.data<T>() : nullptr, st.r.data<T>(), dg.defined() ? dg.data<T>() : nullptr,
+                        dx.defined() ? dx.data<T>() : nullptr,
+                        dw.defined() ? dw_acc.data() : nullptr};
+    fused_double_backward(L, st, io);
+    if (dw.defined()) std::transform(dw_acc.begin(), dw_acc.end(), dw.data<T>(), [](double d) { return static_cast<T>(d); });
+  });
+  return {dg, dx, dw};
+}
+
 }  // namespace
 
 std::vector<Tensor> norm_double_backward(const NormLayout& L, const NormStats& stats, const Tensor& x_in,
                                          const Tensor& g_in, const Tensor& w_in, const Tensor& ggx_in,
                                          const Tensor& ggw_in, const Tensor& ggb_in, const Needs& need) {
+  if (!grad_enabled()) return fused(L, stats, x_in, g_in, w_in, ggx_in, ggw_in, ggb_in, need);
   const auto& dims = L.stat_dims;
-  const auto mean_of = [&dims](const Tensor& t) { return mean(t, dims, true); };
+  const auto mean_of = [&](const Tensor& t) {
+    if (!stats.allreduce_sum) return mean(t, dims, true);
+    return div(summed_over_ranks(sum(t, dims, true), stats.allreduce_sum), stats.count);
+  };
   const Tensor x = reshape(x_in, L.view), g = reshape(g_in, L.view);
   const Tensor a = ggx_in.defined() ? reshape(ggx_in, L.view) : Tensor();
   const Tensor s = w_in.defined() ? reshape(w_in, L.param_view) : Tensor();

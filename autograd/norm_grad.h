@@ -18,7 +18,11 @@ namespace normlab::autograd {
 ///   BatchNorm: view (N, C, L), stats over {0, 2}, weight (1, C, 1) summed over {0, 2}.
 ///   GroupNorm: view (N, G, C/G, S), stats over {2, 3}, weight (1, G, C/G, 1) summed over {0, 3}.
 ///   RMSNorm:   as LayerNorm, uncentered (NormStats::centered).
+/// Which of the three views a layout is (the fused double-backward kernel reads its sizes off view).
+enum class NormKind { Rows, Channels, Groups };
+
 struct NormLayout {
+  NormKind kind;                    ///< Rows: LayerNorm, RMSNorm; Channels: BatchNorm; Groups: GroupNorm
   Shape view;                       ///< x's shape as the formula sees it
   std::vector<int64_t> stat_dims;   ///< dims of one group (its statistics)
   Shape param_view;                 ///< the weight's shape as it broadcasts over view
@@ -35,6 +39,11 @@ struct NormStats {
   bool batch_stats = true;
   double eps = 1e-5;
   bool centered = true;
+  /// SyncBatchNorm: a group spans every rank's part of the batch. When set, every group mean in the
+  /// formula is a sum over the ranks (in place on `n` doubles, the same on every rank) divided by
+  /// `count`, the group's size over all ranks; the weight's gradient stays this rank's own.
+  std::function<void(double* values, int64_t n)> allreduce_sum;
+  double count = 0;
 };
 
 /// Writes the first derivatives into dx, dw, db (each undefined when not wanted): the fused kernel.
@@ -60,6 +69,9 @@ std::vector<Tensor> recorded_norm_backward(const char* name, const NormLayout& l
 /// Uncentered (RMSNorm: xhat = x r), the same with every mean(a), mean(h), mean(u) term dropped.
 /// With constant statistics (BatchNorm in eval): dx = h r, so d/dg = w ggx r + ggw xhat + ggb,
 /// d/dw = sum of g ggx r, d/dx = ggw g r. Shapes: g and ggx like x, w/ggw/ggb param_shape.
+/// With grad mode off (the pass that differentiates no further) one fused kernel computes all three
+/// (two sweeps over x: seven sums per group, then the outputs), the sums accumulated in double in a
+/// fixed order; with grad mode on, the formula of recorded ops above.
 std::vector<Tensor> norm_double_backward(const NormLayout& layout, const NormStats& stats, const Tensor& x,
                                          const Tensor& g, const Tensor& w, const Tensor& ggx, const Tensor& ggw,
                                          const Tensor& ggb, const Needs& need);

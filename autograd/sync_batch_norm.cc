@@ -8,9 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "autograd/elementwise.h"
 #include "autograd/engine.h"
 #include "autograd/kernels/norm.h"
 #include "autograd/norm.h"
+#include "autograd/norm_grad.h"
+#include "autograd/shape_ops.h"
 #include "base/format.h"
 
 namespace normlab::autograd {
@@ -92,42 +95,54 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor
   });
   return record(
       "SyncBatchNormBackward", y, {x, weight, bias},
-      [x = saved(xc), w = saved(weight), b = saved(bias), stats, N, C, L, M,
+      [x = saved(xc), w = saved(weight), b = saved(bias), stats, N, C, L, M, eps,
        allreduce_sum = ranks.allreduce_sum](const Tensor& grad, const Needs& need) {
-        Tensor dx = need[0] ? empty_like(x) : Tensor(), dw, db;
-        if (need[1]) dw = empty_like(w);
-        if (need[2]) db = empty_like(b);
-        const Tensor gc = grad;
-        dispatch(x.dtype(), [&](auto zero) {
-          using T = decltype(zero);
-          const T *mu = stats.data<T>(), *lo = mu + C, *r = lo + C;
-          // This rank's sum(dy xhat) and sum(dy) per channel (BatchNorm's backward sums)...
-          std::vector<T> sdyxh(C), sdy(C);
-          k::batch_norm_backward(N, C, L, gc.data<T>(), x.data<T>(), mu, lo, r, nullptr, false, nullptr,
-                                 sdyxh.data(), sdy.data());
-          if (dw.defined()) std::copy(sdyxh.begin(), sdyxh.end(), dw.data<T>());
-          if (db.defined()) std::copy(sdy.begin(), sdy.end(), db.data<T>());
-          if (!dx.defined()) return;
-          // ... summed over the ranks: dx = (gamma r / M)(M dy - sum dy - xhat sum(dy xhat)).
-          std::vector<double> sums(2 * C);
-          for (int64_t c = 0; c < C; ++c) sums[c] = sdy[c], sums[C + c] = sdyxh[c];
-          allreduce_sum(sums.data(), 2 * C);
-          const T* gamma = ptr<T>(w);
-          const T *dy = gc.data<T>(), *xp = x.data<T>();
-          T* out = dx.data<T>();
-          for (int64_t c = 0; c < C; ++c) {
-            const double rc = r[c], kc = (gamma ? gamma[c] : 1.0) * rc, a = sums[c] / M, bb = sums[C + c] / M;
-            const double mean = static_cast<double>(mu[c]) + lo[c];
-            for (int64_t i = 0; i < N; ++i)
-              for (int64_t l = 0; l < L; ++l) {
-                const int64_t at = (i * C + c) * L + l;
-                const double xhat = (xp[at] - mean) * rc;
-                out[at] = static_cast<T>(kc * (dy[at] - a - xhat * bb));
-              }
-          }
-        });
+        const auto kernel = [&](const Tensor& dx, const Tensor& dw, const Tensor& db) {
+          dispatch(x.dtype(), [&](auto zero) {
+            using T = decltype(zero);
+            const T *mu = stats.data<T>(), *lo = mu + C, *r = lo + C;
+            // This rank's sum(dy xhat) and sum(dy) per channel (BatchNorm's backward sums)...
+            std::vector<T> sdyxh(C), sdy(C);
+            k::batch_norm_backward(N, C, L, grad.data<T>(), x.data<T>(), mu, lo, r, nullptr, false, nullptr,
+                                   sdyxh.data(), sdy.data());
+            if (dw.defined()) std::copy(sdyxh.begin(), sdyxh.end(), dw.data<T>());
+            if (db.defined()) std::copy(sdy.begin(), sdy.end(), db.data<T>());
+            if (!dx.defined()) return;
+            // ... summed over the ranks: dx = (gamma r / M)(M dy - sum dy - xhat sum(dy xhat)).
+            std::vector<double> sums(2 * C);
+            for (int64_t c = 0; c < C; ++c) sums[c] = sdy[c], sums[C + c] = sdyxh[c];
+            allreduce_sum(sums.data(), 2 * C);
+            const T* gamma = ptr<T>(w);
+            const T *dy = grad.data<T>(), *xp = x.data<T>();
+            T* out = dx.data<T>();
+            for (int64_t c = 0; c < C; ++c) {
+              const double rc = r[c], kc = (gamma ? gamma[c] : 1.0) * rc, a = sums[c] / M, bb = sums[C + c] / M;
+              const double mean = static_cast<double>(mu[c]) + lo[c];
+              for (int64_t i = 0; i < N; ++i)
+                for (int64_t l = 0; l < L; ++l) {
+                  const int64_t at = (i * C + c) * L + l;
+                  const double xhat = (xp[at] - mean) * rc;
+                  out[at] = static_cast<T>(kc * (dy[at] - a - xhat * bb));
+                }
+            }
+          });
+        };
+        if (grad_enabled()) {  // a create_graph pass: one recorded op, the formula (global means) its backward
+          NormStats st;
+          st.mu = reshape(add(narrow(stats, 0, 1), narrow(stats, 1, 1)), {1, C, 1});
+          st.r = reshape(narrow(stats, 2, 1), {1, C, 1});
+          st.allreduce_sum = allreduce_sum;
+          st.count = M;
+          st.eps = eps;
+          const NormLayout layout{NormKind::Channels, {N, C, L}, {0, 2}, {1, C, 1}, {0, 2}};
+          return recorded_norm_backward("SyncBatchNormBackwardBackward", layout, st, grad, x, w, {C}, need, kernel);
+        }
+        Tensor dx = need[0] ? empty_like(x) : Tensor(), dw = need[1] ? empty_like(w) : Tensor(),
+               db = need[2] ? empty_like(b) : Tensor();
+        kernel(dx, dw, db);
         return std::vector<Tensor>{dx, dw, db};
-      });
+      },
+      Backward::Differentiable);
 }
 
 }  // namespace normlab::autograd

@@ -32,6 +32,9 @@ struct RankCollectives {
 /// and sum(dy xhat) over the ranks (ranks.allreduce_sum) for the input's gradient; the weight's and
 /// bias's gradients stay this rank's own, as in PyTorch (a data-parallel job averages them over
 /// ranks). ranks.allreduce_sum is copied into the backward: it must still work when that runs.
+/// The backward is differentiable (create_graph): BatchNorm's double backward with every group mean
+/// a sum over the ranks (the weight's second-order gradient, like its first, is this rank's part:
+/// only its sum over the ranks is the whole batch's).
 Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                        const Tensor& bias, double momentum, double eps, const RankCollectives& ranks);
 

@@ -1384,7 +1384,148 @@ def make_second_order():
     fx.write()
 
 
-MAKERS = {"second_order": make_second_order}
+def causal_attention(qkv, heads):
+    """nanoGPT's packed causal self-attention: qkv (B, T, 3C) -> (B, T, C)."""
+    B, T, C3 = qkv.shape
+    C = C3 // 3
+    q, k, v = qkv.split(C, dim=2)
+    q, k, v = (t.reshape(B, T, heads, C // heads).transpose(1, 2) for t in (q, k, v))
+    s = q @ k.transpose(-2, -1) / math.sqrt(C // heads)
+    s = s.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), float("-inf"))
+    return (torch.softmax(s, -1) @ v).transpose(1, 2).reshape(B, T, C)
+
+
+def lstm_step(G, c):
+    """One LSTM step from the summed pre-activations G (B, 4H), blocks [i | f | g | o]: (o, c')."""
+    i, f, g, o = G.chunk(4, 1)
+    return torch.sigmoid(o), torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+
+
+def module_forward(kind, p, x, target):
+    """The second-order module cases' losses (the C++ test builds the same)."""
+    if kind.startswith("cnn."):
+        norm = kind[4:]
+        h = F.conv2d(x, p["conv_w"], p["conv_b"], padding=1)
+        if norm == "batch":
+            h = F.batch_norm(h, None, None, p["norm_weight"], p["norm_bias"], training=True)
+        elif norm == "batch_eval":
+            h = F.batch_norm(h, p["running_mean"], p["running_var"], p["norm_weight"], p["norm_bias"], training=False)
+        elif norm == "layer":
+            h = F.layer_norm(h, [4, 6, 6], p["norm_weight"], p["norm_bias"])
+        elif norm == "group":
+            h = F.group_norm(h, 2, p["norm_weight"], p["norm_bias"])
+        elif norm == "instance":
+            h = F.group_norm(h, 4, p["norm_weight"], p["norm_bias"])
+        h = F.max_pool2d(torch.relu(h), 2).flatten(1)
+        return F.cross_entropy(F.linear(h, p["fc_w"], p["fc_b"]), target)
+    if kind == "rms":
+        h = F.linear(x, p["w1"], p["b1"])
+        h = h * torch.rsqrt((h * h).mean(-1, keepdim=True) + 1e-6) * p["norm_weight"]
+        return F.cross_entropy(F.linear(torch.relu(h), p["w2"], p["b2"]), target)
+    if kind == "attention":
+        y = causal_attention(F.linear(x, p["w_qkv"], p["b_qkv"]), 2)
+        return F.cross_entropy(F.linear(y, p["w_out"]).reshape(-1, 3), target)
+    # The LSTMs: x (T, B, I), h0 and c0 given, the last h into a linear head.
+    h, c = p["h0"], p["c0"]
+    for t in range(x.shape[0]):
+        if kind == "lstm":
+            o, c = lstm_step(F.linear(x[t], p["w_ih"], p["b_ih"]) + F.linear(h, p["w_hh"], p["b_hh"]), c)
+            h = o * torch.tanh(c)
+        elif kind == "ln_lstm":
+            G = (F.layer_norm(F.linear(x[t], p["w_ih"]), [24], p["ln_ih"]) +
+                 F.layer_norm(F.linear(h, p["w_hh"]), [24], p["ln_hh"]) + p["b"])
+            o, c = lstm_step(G, c)
+            h = o * torch.tanh(F.layer_norm(c, [6], p["ln_c_w"], p["ln_c_b"]))
+        else:  # bn_lstm: BatchNorm (batch statistics) on both projections and on c
+            G = (F.batch_norm(F.linear(x[t], p["w_ih"]), None, None, p["bn_ih"], None, training=True) +
+                 F.batch_norm(F.linear(h, p["w_hh"]), None, None, p["bn_hh"], None, training=True) + p["b"])
+            o, c = lstm_step(G, c)
+            h = o * torch.tanh(F.batch_norm(c, None, None, p["bn_c_w"], p["bn_c_b"], training=True))
+    return F.cross_entropy(F.linear(h, p["w_out"], p["b_out"]), target)
+
+
+def module_case(kind, g):
+    """(parameters that get gradients, constants, input, target) of one module case, float64."""
+    r = lambda *s, scale=1.0: torch.randn(*s, generator=g, dtype=torch.float64) * scale
+    one = lambda n: 1 + 0.3 * r(n)
+    if kind.startswith("cnn."):
+        norm = kind[4:]
+        p = {"conv_w": r(4, 2, 3, 3, scale=0.4), "conv_b": r(4, scale=0.2),
+             "fc_w": r(3, 36, scale=0.3), "fc_b": r(3, scale=0.2)}
+        if norm == "layer":
+            p.update(norm_weight=1 + 0.3 * r(4, 6, 6), norm_bias=r(4, 6, 6, scale=0.2))
+        elif norm != "none":
+            p.update(norm_weight=one(4), norm_bias=r(4, scale=0.2))
+        const = {"running_mean": r(4, scale=0.3), "running_var": 0.5 + torch.rand(4, generator=g,
+                 dtype=torch.float64)} if norm == "batch_eval" else {}
+        return p, const, r(4, 2, 6, 6), torch.randint(0, 3, (4,), generator=g)
+    if kind == "rms":
+        p = {"w1": r(6, 5, scale=0.6), "b1": r(6, scale=0.2), "norm_weight": one(6),
+             "w2": r(3, 6, scale=0.6), "b2": r(3, scale=0.2)}
+        return p, {}, r(8, 5), torch.randint(0, 3, (8,), generator=g)
+    if kind == "attention":
+        p = {"w_qkv": r(24, 8, scale=0.4), "b_qkv": r(24, scale=0.1), "w_out": r(3, 8, scale=0.4)}
+        return p, {}, r(2, 5, 8), torch.randint(0, 3, (10,), generator=g)
+    H, I = 6, 5
+    p = {"w_ih": r(4 * H, I, scale=0.4), "w_hh": r(4 * H, H, scale=0.4)}
+    if kind == "lstm":
+        p.update(b_ih=r(4 * H, scale=0.1), b_hh=r(4 * H, scale=0.1))
+    elif kind == "ln_lstm":
+        p.update(ln_ih=one(4 * H), ln_hh=one(4 * H), b=r(4 * H, scale=0.1), ln_c_w=one(H), ln_c_b=r(H, scale=0.1))
+    else:
+        p.update(bn_ih=one(4 * H), bn_hh=one(4 * H), b=r(4 * H, scale=0.1), bn_c_w=one(H), bn_c_b=r(H, scale=0.1))
+    p.update(w_out=r(3, H, scale=0.5), b_out=r(3, scale=0.1))
+    const = {"h0": r(4, H, scale=0.5), "c0": r(4, H, scale=0.5)}
+    return p, const, r(3, 4, I), torch.randint(0, 3, (4,), generator=g)
+
+
+SECOND_ORDER_MODULES = ["cnn.none", "cnn.batch", "cnn.batch_eval", "cnn.layer", "cnn.group", "cnn.instance",
+                        "rms", "attention", "lstm", "ln_lstm", "bn_lstm"]
+
+
+def make_second_order_modules():
+    """Per module case and dtype, as make_second_order: the gradient penalty's loss, d loss / d x,
+    the penalty and the gradients of loss + lambda ||d loss / d x||^2 (parameters and input), and
+    H v of the loss with respect to the parameters."""
+    fx = Fixture("second_order_modules")
+    g = torch.Generator().manual_seed(47)
+    names = {}
+    for kind in SECOND_ORDER_MODULES:
+        p64, const64, x64, target = module_case(kind, g)
+        vs = {k: torch.randn(v.shape, generator=g, dtype=torch.float64) for k, v in p64.items()}
+        names[kind] = list(p64)
+        fx.add(kind + ".target", target)
+        for dn, dt in DTYPES.items():
+            pre = f"{kind}.{dn}"
+            p = {k: leaf(v.to(dt)) for k, v in p64.items()}
+            p.update({k: v.to(dt) for k, v in const64.items()})
+            x = leaf(x64.to(dt))
+            for k, v in p.items():
+                fx.add(f"{pre}.{k}", v)
+            fx.add(pre + ".input", x)
+            loss = module_forward(kind, p, x, target)
+            (gx,) = torch.autograd.grad(loss, [x], create_graph=True)
+            penalty = (gx * gx).sum()
+            fx.add(pre + ".loss", loss)
+            fx.add(pre + ".grad_input", gx)
+            fx.add(pre + ".penalty", penalty)
+            gs = torch.autograd.grad(loss + PENALTY_LAMBDA * penalty, [p[k] for k in names[kind]] + [x])
+            for k, gk in zip(names[kind] + ["input"], gs):
+                fx.add(f"{pre}.penalty_grad.{k}", gk)
+            loss = module_forward(kind, p, x, target)
+            first = torch.autograd.grad(loss, [p[k] for k in names[kind]], create_graph=True)
+            v = [vs[k].to(dt) for k in names[kind]]
+            hv = torch.autograd.grad(first, [p[k] for k in names[kind]], v)
+            for k, vk, hk in zip(names[kind], v, hv):
+                fx.add(f"{pre}.hvp_v.{k}", vk)
+                fx.add(f"{pre}.hvp.{k}", hk)
+    fx.meta("cases", json.dumps(SECOND_ORDER_MODULES))
+    fx.meta("params", json.dumps(names))
+    fx.meta("lambda", repr(PENALTY_LAMBDA))
+    fx.write()
+
+
+MAKERS = {"second_order": make_second_order, "second_order_modules": make_second_order_modules}
 
 
 def main():
@@ -1424,6 +1565,7 @@ def main():
     make_gpt_steps()
     make_char_lstm_steps()
     make_second_order()
+    make_second_order_modules()
 
 
 if __name__ == "__main__":

@@ -153,19 +153,28 @@ BOOST_AUTO_TEST_CASE(only_the_part_of_the_graph_between_outputs_and_inputs_runs)
 }
 
 BOOST_AUTO_TEST_CASE(a_second_derivative_through_a_first_order_only_op_is_refused_by_name) {
-  // sync_batch_norm's backward is first-order only: its create_graph gradient carries a node that
-  // refuses a further backward, naming the op (never a silent zero), also when the further
-  // gradient is taken with respect to the op's input alone.
-  RankCollectives one;  // a world of one
-  one.allgather = [](const double* x, int64_t n) { return std::vector<double>(x, x + n); };
-  one.allreduce_sum = [](double*, int64_t) {};
+  // A user's op whose backward is first-order only (PyTorch's once_differentiable): y = x^2 with a
+  // backward of raw arithmetic. Its create_graph gradient carries a node that refuses a further
+  // backward, naming the op (never a silent zero), also when the further gradient is taken with
+  // respect to the op's input alone.
+  const auto square_op = [](const Tensor& x) {
+    Tensor y = empty_like(x);
+    for (int64_t i = 0; i < x.numel(); ++i) y.data<double>()[i] = x.data<double>()[i] * x.data<double>()[i];
+    return record("UserSquareBackward", y, {x}, [x = x.detach()](const Tensor& g, const Needs&) {
+      Tensor dx = empty_like(x);
+      for (int64_t i = 0; i < x.numel(); ++i) dx.data<double>()[i] = 2 * x.data<double>()[i] * g.data<double>()[i];
+      return std::vector<Tensor>{dx};
+    }, Backward::FirstOrder);
+  };
   const Tensor x = random_input({4, 3}, 9);
-  const auto f = [&] { return sum(mul(sync_batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), 0.1, 1e-5, one), x)); };
+  const auto f = [&] { return sum(mul(square_op(x), x)); };
   const Tensor gx = grad({f()}, {x}, {}, graph())[0];
   BOOST_TEST(gx.requires_grad());
-  expect_error([&] { grad({sum(gx)}, {x}); }, {"SyncBatchNormBackward", "first-order only"});
-  // Without create_graph the first derivative is as before.
-  BOOST_CHECK_NO_THROW(grad({f()}, {x}));
+  expect_error([&] { grad({sum(gx)}, {x}); }, {"UserSquareBackward", "first-order only"});
+  // Without create_graph the first derivative is as before: d/dx sum(x^3) = 3 x^2.
+  const Tensor g1 = grad({f()}, {x})[0];
+  for (int64_t i = 0; i < x.numel(); ++i)
+    BOOST_TEST(std::fabs(g1.data<double>()[i] - 3 * x.data<double>()[i] * x.data<double>()[i]) < 1e-12);
 }
 
 BOOST_AUTO_TEST_CASE(first_order_results_are_unchanged_by_create_graph) {

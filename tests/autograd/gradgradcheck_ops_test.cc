@@ -4,10 +4,13 @@
 // (LayerNorm, BatchNorm in training and eval, GroupNorm, InstanceNorm), with odd sizes that leave
 // SIMD tails, the kernel-backed ones on every Highway target.
 #include <boost/test/unit_test.hpp>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "tests/support/compare.h"
 #include "tests/support/targets.h"
 #include "tests/support/tensors.h"
 
@@ -149,7 +152,54 @@ BOOST_AUTO_TEST_CASE(normalizations_on_every_target) {
                          {random_input({2, 4, 3}, 73), random_input({4}, 74), random_input({4}, 75)});
     expect_gradgradcheck("instance norm (a group per channel)", [](const In& v) { return group_norm(v[0], 3, v[1]); },
                          {random_input({2, 3, 5}, 76), random_input({3}, 77)});
+    // sync_batch_norm in a world of one rank (over several ranks: tests/dist/syncbatchnorm_test.cc).
+    RankCollectives one;
+    one.allgather = [](const double* p, int64_t n) { return std::vector<double>(p, p + n); };
+    one.allreduce_sum = [](double*, int64_t) {};
+    expect_gradgradcheck("sync_batch_norm, one rank", [one](const In& v) {
+      return sync_batch_norm(v[0], Tensor(), Tensor(), v[1], v[2], 0.1, 1e-5, one);
+    }, {xb, wb, bb});
   });
+}
+
+BOOST_AUTO_TEST_CASE(the_fused_double_backward_equals_the_formula_of_recorded_ops) {
+  // The last backward of a gradient penalty (grad mode off) runs the fused double-backward kernel;
+  // the same pass under create_graph runs the formula of recorded ops (its reference, written as
+  // PyTorch's batchnorm_double_backward composes it). Both, for d/d(x, w, b) of
+  // sum((d sum(f(x) g) / d x)^2) + sum(d/dw ...)^2, agree to rounding in float64 and float32.
+  const auto penalty_grads = [](const std::function<Tensor(const In&)>& f, const In& in, bool formula) {
+    const Tensor y = f(in);
+    const Tensor g = random_input(y.shape(), 90).to(in[0].dtype()).detach();
+    const std::vector<Tensor> d = grad({sum(mul(y, g))}, in, {}, GradOptions{true, true, false});
+    Tensor p = sum(mul(d[0], d[0]));
+    for (size_t i = 1; i < d.size(); ++i) p = add(p, sum(mul(d[i], d[i])));
+    return grad({p}, in, {}, GradOptions{std::nullopt, formula, true});  // bias: unused
+  };
+  struct Case { const char* name; std::function<Tensor(const In&)> f; std::vector<Shape> shapes; };
+  const Tensor rm = random_input({3}, 91).detach(), rv = random_input({3}, 92, 0.5, 2).detach();
+  const std::vector<Case> cases{
+      {"layer_norm", [](const In& v) { return layer_norm(v[0], {7}, v[1], v[2]); }, {{5, 7}, {7}, {7}}},
+      {"batch_norm training", [](const In& v) { return batch_norm(v[0], Tensor(), Tensor(), v[1], v[2], true); },
+       {{4, 3, 5}, {3}, {3}}},
+      {"batch_norm eval", [rm, rv](const In& v) {
+         return mul(batch_norm(v[0], rm.to(v[0].dtype()), rv.to(v[0].dtype()), v[1], v[2], false), v[0]);
+       }, {{4, 3, 5}, {3}, {3}}},
+      {"group_norm", [](const In& v) { return group_norm(v[0], 2, v[1], v[2]); }, {{3, 4, 5}, {4}, {4}}},
+      {"rms_norm", [](const In& v) { return rms_norm(v[0], {7}, v[1]); }, {{5, 7}, {7}}}};
+  for (const Case& c : cases)
+    for (DType dtype : {DType::Float64, DType::Float32}) {
+      In in;
+      uint64_t seed = 93;
+      for (const Shape& s : c.shapes) in.push_back(random_input(s, seed++).to(dtype).detach().requires_grad_());
+      const std::vector<Tensor> fused = penalty_grads(c.f, in, false), formula = penalty_grads(c.f, in, true);
+      const double tol = dtype == DType::Float64 ? 1e-11 : 2e-4;
+      for (size_t i = 0; i < in.size(); ++i) {
+        BOOST_TEST_REQUIRE(fused[i].defined() == formula[i].defined(), c.name << " input " << i);
+        if (fused[i].defined())
+          normlab::test::expect_elements_close(std::string(c.name) + " input " + std::to_string(i),
+                                               fused[i].to_vector(), formula[i].to_vector(), tol, tol);
+      }
+    }
 }
 
 BOOST_AUTO_TEST_CASE(third_derivatives_of_the_normalizations) {

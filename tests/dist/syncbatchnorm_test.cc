@@ -1,7 +1,7 @@
 // SyncBatchNorm over the job's ranks (one process, or mpirun -np 2 and 3): each rank holds its
 // slice of one global batch; outputs, input gradients, summed weight gradients and running
 // statistics must equal BatchNorm's on the whole batch, and the input gradient must match central
-// differences of the sum of every rank's loss (float64).
+// differences of the sum of every rank's loss (float64); second and third derivatives too.
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
@@ -131,6 +131,53 @@ BOOST_AUTO_TEST_CASE(input_gradient_matches_central_differences_over_all_ranks) 
       if (dist::rank() == p)
         BOOST_TEST(std::fabs(analytic[i] - numeric) <= 1e-6 + 1e-5 * std::fabs(numeric),
                    "rank " << p << " element " << i << ": analytic " << analytic[i] << ", numeric " << numeric);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(second_and_third_derivatives_equal_batchnorms_on_the_global_batch) {
+  // A gradient penalty through SyncBatchNorm: loss_r = sum(tanh(y_r) g_r) on each rank, gx_r =
+  // d (sum of every rank's loss) / d x_r with create_graph, P_r = sum(gx_r^2), then d (sum of every
+  // rank's P) / d (x_r, weight, bias): the double backward, whose group means are sums over the
+  // ranks (the fused kernel). Then once more, d/dx of sum(d P / d x * c): the formula of recorded
+  // ops, its means summed over the ranks by a recorded op (third derivatives). The input's
+  // gradients equal BatchNorm's on the whole batch, row for row; the weight's and bias's summed over
+  // the ranks equal the whole batch's (each rank's own part differs: only the sum is defined).
+  for (const autograd::Shape& shape : {autograd::Shape{12, 3}, autograd::Shape{12, 2, 3, 2}})
+    BOOST_TEST_CONTEXT("input " << autograd::shape_str(shape) << ", rank " << dist::rank() << " of "
+                                << dist::world_size()) {
+      const int64_t C = shape[1];
+      const Batch b = make_batch(shape, DType::Float64, 31);
+      autograd::Generator wg(13);
+      const Tensor w = autograd::randn({C}, wg, 1, 0.3, DType::Float64).requires_grad_();
+      const Tensor bias = autograd::randn({C}, wg, 0, 0.3, DType::Float64).requires_grad_();
+      const Tensor c = autograd::randn(shape, wg, 0, 1, DType::Float64);
+      const autograd::GradOptions graph{.create_graph = true};
+      // {d P / d x, d P / d w, d P / d bias, d (sum(d P / d x * c)) / d x} for one side.
+      const auto derivatives = [&](const Tensor& x, const Tensor& g, const Tensor& cc, bool sync) {
+        const Tensor y = sync ? nn::sync_batch_norm(x, Tensor(), Tensor(), w, bias, 0.1, 1e-5)
+                              : autograd::batch_norm(x, Tensor(), Tensor(), w, bias, true, 0.1, 1e-5);
+        const Tensor loss = autograd::sum(autograd::mul(autograd::tanh(y), g));
+        const Tensor gx = autograd::grad({loss}, {x}, {}, graph)[0];
+        const Tensor P = autograd::sum(autograd::mul(gx, gx));
+        std::vector<Tensor> d = autograd::grad({P}, {x, w, bias}, {}, graph);
+        d.push_back(autograd::grad({autograd::sum(autograd::mul(d[0], cc))}, {x})[0]);
+        return d;
+      };
+      const Tensor xr = b.x.detach().requires_grad_();
+      const Tensor xs = autograd::narrow(b.x, b.begin, b.size).clone().requires_grad_();
+      const std::vector<Tensor> ref = derivatives(xr, b.g, c, false);
+      const std::vector<Tensor> mine = derivatives(xs, autograd::narrow(b.g, b.begin, b.size).clone(),
+                                                   autograd::narrow(c, b.begin, b.size).clone(), true);
+      normlab::test::expect_elements_close("d P / d x", mine[0].to_vector(), rows(ref[0], b.begin, b.size), 1e-10,
+                                           1e-11);
+      normlab::test::expect_elements_close("third derivative", mine[3].to_vector(), rows(ref[3], b.begin, b.size),
+                                           1e-10, 1e-11);
+      for (int k : {1, 2}) {
+        std::vector<double> sum = mine[k].to_vector();
+        dist::allreduce_sum(sum.data(), C);
+        normlab::test::expect_elements_close(k == 1 ? "summed d P / d weight" : "summed d P / d bias", sum,
+                                             ref[k].to_vector(), 1e-10, 1e-11);
+      }
     }
 }
 
