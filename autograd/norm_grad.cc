@@ -6,12 +6,15 @@
 #include <vector>
 
 #include "autograd/elementwise.h"
+#include "autograd/kernels/norm.h"
 #include "autograd/reduce.h"
 #include "autograd/shape_ops.h"
 
 namespace normlab::autograd {
 
 namespace {
+
+namespace k = kernels;
 
 // The sum of the defined terms (undefined when none is).
 Tensor plus(const Tensor& a, const Tensor& b) {
@@ -119,6 +122,58 @@ void fused_double_backward(const NormLayout& L, const NormStats& st, const Fused
   });
 }
 
+// BatchNorm's (Channels) double backward with grad mode off, vectorized: x (N, C, L). Three sweeps
+// of BatchNorm's backward sums give, per channel, S(g), S(g xhat), S(a), S(a xhat), S(a g) (over
+// the ranks for SyncBatchNorm; means m(.) = S(.) / M), and with h = w g, u = ggw g every gradient of
+// the formula above is a per-channel combination A a + B (x - mu) + G g + D, one channel_combine
+// sweep each (rx = w m(g xhat), qx = m(a xhat), k = 3 rx qx - w m(a g) + w m(a) m(g)):
+//   dg: A = w r, B = (ggw - w r qx) r, G = 0, D = ggb - w r m(a)
+//   dx: A = -r^2 rx, B = (r^2 k - r ggw m(g xhat)) r, G = r ggw - r^2 qx w,
+//       D = r^2 qx w m(g) + r^2 rx m(a) - r ggw m(g)
+//   dw = r (S(a g) - m(a) S(g) - qx S(g xhat)), with this rank's own sums S.
+// In eval: dg = w r a + ggw r (x - mu) + ggb, dx = r ggw g, dw = r S(a g).
+template <typename T>
+void fused_channels(const NormLayout& L, const NormStats& st, const FusedIo<T>& io) {
+  const int64_t N = L.view[0], C = L.view[1], Ls = L.view[2];
+  const bool batch = st.batch_stats;
+  const double M = st.allreduce_sum ? st.count : static_cast<double>(N * Ls);
+  const size_t Cs = static_cast<size_t>(C);
+  std::vector<T> zeros(Cs, T(0)), ones(Cs, T(1)), sums(5 * Cs, T(0)), coef(5 * Cs);
+  T *s_gx = sums.data(), *s_g = s_gx + C, *s_ax = s_g + C, *s_a = s_ax + C, *s_ag = s_a + C;
+  std::vector<T> unused(Cs);
+  if (batch) k::batch_norm_backward(N, C, Ls, io.g, io.x, io.mu, nullptr, io.r, nullptr, false, nullptr, s_gx, s_g);
+  if (batch && io.a)
+    k::batch_norm_backward(N, C, Ls, io.a, io.x, io.mu, nullptr, io.r, nullptr, false, nullptr, s_ax, s_a);
+  if (io.a && (batch || io.dw))  // S(a g): x = a, mean 0, rstd 1
+    k::batch_norm_backward(N, C, Ls, io.g, io.a, zeros.data(), nullptr, ones.data(), nullptr, false, nullptr, s_ag,
+                           unused.data());
+  std::vector<double> m(sums.begin(), sums.end());  // the means, over the ranks
+  if (st.allreduce_sum) st.allreduce_sum(m.data(), 5 * C);
+  for (double& v : m) v /= M;
+  const auto put = [&](T* at, double A, double B, double G, double D, int64_t c) {
+    at[c] = static_cast<T>(A), at[C + c] = static_cast<T>(B), at[2 * C + c] = static_cast<T>(G);
+    at[3 * C + c] = static_cast<T>(D), at[4 * C + c] = io.mu[c];
+  };
+  std::vector<T> coef_x(5 * Cs);
+  for (int64_t c = 0; c < C; ++c) {
+    const double r = io.r[c], w = io.w ? io.w[c] : 1.0, gw = io.ggw ? io.ggw[c] : 0.0, gb = io.ggb ? io.ggb[c] : 0.0;
+    const double mgx = m[c], mg = m[C + c], qx = m[2 * C + c], ma = m[3 * C + c], mag = m[4 * C + c];
+    if (!batch) {
+      put(coef.data(), w * r, gw * r, 0, gb, c);
+      put(coef_x.data(), 0, 0, r * gw, 0, c);
+      if (io.dw) io.dw[c] = r * static_cast<double>(s_ag[c]);
+      continue;
+    }
+    const double rx = w * mgx, k = 3 * rx * qx - w * mag + ma * w * mg, r2 = r * r;
+    put(coef.data(), w * r, (gw - w * r * qx) * r, 0, gb - w * r * ma, c);
+    put(coef_x.data(), -r2 * rx, (r2 * k - r * gw * mgx) * r, r * gw - r2 * qx * w,
+        r2 * qx * w * mg + r2 * rx * ma - r * gw * mg, c);
+    if (io.dw) io.dw[c] = r * (static_cast<double>(s_ag[c]) - ma * s_g[c] - qx * s_gx[c]);
+  }
+  if (io.dg) k::channel_combine(N, C, Ls, io.a, io.x, static_cast<const T*>(nullptr), coef.data(), io.dg);
+  if (io.dx) k::channel_combine(N, C, Ls, io.a, io.x, io.g, coef_x.data(), io.dx);
+}
+
 // norm_double_backward with grad mode off: the fused kernel on contiguous buffers.
 std::vector<Tensor> fused(const NormLayout& L, const NormStats& st, const Tensor& x, const Tensor& g,
                           const Tensor& w, const Tensor& ggx, const Tensor& ggw, const Tensor& ggb, const Needs& need) {
@@ -133,7 +188,10 @@ std::vector<Tensor> fused(const NormLayout& L, const NormStats& st, const Tensor
                         st.centered ? st.mu.data<T>() : nullptr, st.r.data<T>(), dg.defined() ? dg.data<T>() : nullptr,
                         dx.defined() ? dx.data<T>() : nullptr,
                         dw.defined() ? dw_acc.data() : nullptr};
-    fused_double_backward(L, st, io);
+    if (L.kind == NormKind::Channels)
+      fused_channels(L, st, io);
+    else
+      fused_double_backward(L, st, io);
     if (dw.defined()) std::transform(dw_acc.begin(), dw_acc.end(), dw.data<T>(), [](double d) { return static_cast<T>(d); });
   });
   return {dg, dx, dw};

@@ -750,6 +750,45 @@ void BatchNormBackward(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT dy
   });
 }
 
+// out = A_c a + B_c (x - mean_c) + G_c g + D_c, coef = [A | B | G | D | mean] (C each); a or g may
+// be null (their terms dropped). BatchNorm's double backward, second sweep (autograd/norm_grad.cc).
+template <typename T>
+void ChannelCombine(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT a, const T* HWY_RESTRICT x,
+                    const T* HWY_RESTRICT g, const T* coef, T* HWY_RESTRICT out) {
+  const T *A = coef, *B = A + C, *Gc = B + C, *D = Gc + C, *mean = D + C;
+  const bool stream = stream_output(N * C * L, sizeof(T));
+  ParallelRowsReversed(N, C * L, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      if (L == 1) {
+        const int64_t o = i * C;
+        // The pointers captured by value (see BatchNormNormalize).
+        const T *ar = a ? a + o : nullptr, *xr = x + o, *gr = g ? g + o : nullptr;
+        const T *pa = A, *pb = B, *pg = Gc, *pd = D, *pm = mean;
+        StoreRow<T>(C, out + o, stream, [ar, xr, gr, pa, pb, pg, pd, pm](auto d, int64_t c) {
+          auto v = hn::MulAdd(hn::Sub(hn::LoadU(d, xr + c), hn::LoadU(d, pm + c)), hn::LoadU(d, pb + c),
+                              hn::LoadU(d, pd + c));
+          if (ar) v = hn::MulAdd(hn::LoadU(d, ar + c), hn::LoadU(d, pa + c), v);
+          if (gr) v = hn::MulAdd(hn::LoadU(d, gr + c), hn::LoadU(d, pg + c), v);
+          return v;
+        });
+        continue;
+      }
+      for (int64_t c = 0; c < C; ++c) {
+        const int64_t off = (i * C + c) * L;
+        const T *ar = a ? a + off : nullptr, *xr = x + off, *gr = g ? g + off : nullptr;
+        const T ac = A[c], bc = B[c], gc = Gc[c], dc = D[c], mc = mean[c];
+        StoreRow<T>(L, out + off, stream, [ar, xr, gr, ac, bc, gc, dc, mc](auto d, int64_t l) {
+          auto v = hn::MulAdd(hn::Sub(hn::LoadU(d, xr + l), hn::Set(d, mc)), hn::Set(d, bc), hn::Set(d, dc));
+          if (ar) v = hn::MulAdd(hn::LoadU(d, ar + l), hn::Set(d, ac), v);
+          if (gr) v = hn::MulAdd(hn::LoadU(d, gr + l), hn::Set(d, gc), v);
+          return v;
+        });
+      }
+    }
+    if (stream) hwy::FlushStream();
+  });
+}
+
 }  // namespace normlab::autograd::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 

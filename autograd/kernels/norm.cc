@@ -45,6 +45,10 @@ namespace normlab::autograd::kernels::HWY_NAMESPACE {
                             const T* mean_lo, const T* rstd, const T* gamma, bool training, T* dx,         \
                             T* dgamma, T* dbeta) {                                                         \
     BatchNormBackward(N, C, L, dy, x, mean, mean_lo, rstd, gamma, training, dx, dgamma, dbeta);            \
+  }                                                                                                        \
+  void ChannelCombine##S(int64_t N, int64_t C, int64_t L, const T* a, const T* x, const T* g, const T* coef, \
+                         T* out) {                                                                         \
+    ChannelCombine(N, C, L, a, x, g, coef, out);                                                           \
   }
 NORMLAB_NORM_WRAPPERS(float, F32)
 NORMLAB_NORM_WRAPPERS(double, F64)
@@ -74,6 +78,8 @@ HWY_EXPORT(BatchNormNormalizeF32);
 HWY_EXPORT(BatchNormNormalizeF64);
 HWY_EXPORT(BatchNormBackwardF32);
 HWY_EXPORT(BatchNormBackwardF64);
+HWY_EXPORT(ChannelCombineF32);
+HWY_EXPORT(ChannelCombineF64);
 HWY_EXPORT(NormTargetId);
 
 #define NORMLAB_NORM_DISPATCH(T, S)                                                                          \
@@ -114,6 +120,10 @@ HWY_EXPORT(NormTargetId);
                            T* dgamma, T* dbeta) {                                                            \
     HWY_DYNAMIC_DISPATCH(BatchNormBackward##S)(N, C, L, dy, x, mean, mean_lo, rstd, gamma, training, dx,     \
                                                dgamma, dbeta);                                               \
+  }                                                                                                          \
+  void channel_combine(int64_t N, int64_t C, int64_t L, const T* a, const T* x, const T* g, const T* coef,    \
+                       T* out) {                                                                             \
+    HWY_DYNAMIC_DISPATCH(ChannelCombine##S)(N, C, L, a, x, g, coef, out);                                    \
   }
 NORMLAB_NORM_DISPATCH(float, F32)
 NORMLAB_NORM_DISPATCH(double, F64)

@@ -101,6 +101,14 @@ void batch_norm_backward(int64_t N, int64_t C, int64_t L, const double* dy, cons
                          const double* mean, const double* mean_lo, const double* rstd, const double* gamma,
                          bool training, double* dx, double* dgamma, double* dbeta);
 
+// out = A_c a + B_c (x - mean_c) + G_c g + D_c for a, x, g, out (N, C, L), coef = [A | B | G | D |
+// mean] (C each); a or g may be null (their terms dropped). The second sweep of BatchNorm's double
+// backward, whose gradients are such per-channel combinations (autograd/norm_grad.cc).
+void channel_combine(int64_t N, int64_t C, int64_t L, const float* a, const float* x, const float* g,
+                     const float* coef, float* out);
+void channel_combine(int64_t N, int64_t C, int64_t L, const double* a, const double* x, const double* g,
+                     const double* coef, double* out);
+
 // The name of the Highway target these kernels dispatch to now (e.g. "AVX2"), for tests.
 const char* norm_active_target();
 
@@ -295,6 +303,19 @@ void batch_norm_backward(int64_t N, int64_t C, int64_t L, const T* dy, const T* 
         dx[k] = static_cast<T>(training ? gm * r / m * (m * dy[k] - sdy - xh * sdyxh) : dy[k] * gm * r);
       }
   }
+}
+
+template <typename T>
+void channel_combine(int64_t N, int64_t C, int64_t L, const T* a, const T* x, const T* g, const T* coef, T* out) {
+  const T *A = coef, *B = A + C, *G = B + C, *D = G + C, *mean = D + C;
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t l = 0; l < L; ++l) {
+        const int64_t k = (i * C + c) * L + l;
+        out[k] = static_cast<T>((a ? static_cast<double>(A[c]) * a[k] : 0.0) +
+                                static_cast<double>(B[c]) * (static_cast<double>(x[k]) - mean[c]) +
+                                (g ? static_cast<double>(G[c]) * g[k] : 0.0) + D[c]);
+      }
 }
 
 }  // namespace ref

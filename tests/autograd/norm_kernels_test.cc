@@ -250,9 +250,39 @@ void test_batch_norm() {
   });
 }
 
+// channel_combine (the double backward's second sweep) against its reference: SIMD along C (L = 1)
+// and along L, with and without each optional input; the element past the end untouched.
+template <typename T>
+void test_channel_combine() {
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> cases;
+  for (int64_t c : tail_lengths()) cases.push_back({5, c, 1});
+  for (int64_t l : tail_lengths()) cases.push_back({3, 2, l});
+  for_each_target([&] {
+    for (const auto& [N, C, L] : cases)
+      for (int mode = 0; mode < 4; ++mode) {
+        const bool with_a = mode & 1, with_g = mode & 2;
+        BOOST_TEST_CONTEXT("N=" << N << " C=" << C << " L=" << L << " a=" << with_a << " g=" << with_g) {
+          const int64_t total = N * C * L;
+          auto x = random_vec<T>(total, -2, 2, 31 + C + L);
+          for (int64_t i = 0; i < total; i += 3) x[i] += T(30);
+          const auto a = random_vec<T>(total, -1, 1, 32 + C), g = random_vec<T>(total, -1, 1, 33 + L);
+          const auto coef = random_vec<T>(5 * C, -2, 2, 34 + C);
+          std::vector<T> out(total + 1, T(-7)), want(total);
+          k::channel_combine(N, C, L, opt(with_a, a), x.data(), opt(with_g, g), coef.data(), out.data());
+          k::ref::channel_combine(N, C, L, opt(with_a, a), x.data(), opt(with_g, g), coef.data(), want.data());
+          check_close(out, want, total, tol<T>(), tol<T>());
+          BOOST_TEST(out[total] == T(-7));
+        }
+      }
+  });
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(norm_kernels)
+
+BOOST_AUTO_TEST_CASE(channel_combine_f32) { test_channel_combine<float>(); }
+BOOST_AUTO_TEST_CASE(channel_combine_f64) { test_channel_combine<double>(); }
 
 BOOST_AUTO_TEST_CASE(layer_norm_forward_f32) { test_layer_norm_forward<float>(); }
 BOOST_AUTO_TEST_CASE(layer_norm_forward_f64) { test_layer_norm_forward<double>(); }
