@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/autograd.h"
@@ -293,6 +294,53 @@ BOOST_AUTO_TEST_CASE(rms_norm_attention_and_lstm_steps_on_every_target) {
     expect_gradgradcheck("lstm_output", [](const In& in) { return lstm_output(in[0], in[1]); },
                          {random_input({3, 2}, 139, 0.1, 0.9), random_input({3, 2}, 140)});
   });
+}
+
+BOOST_AUTO_TEST_CASE(third_derivatives_of_the_lstm_steps) {
+  // The steps' double backward under grad mode is lstm_grad.h's formula of recorded ops: gradcheck
+  // of the second derivative along fixed directions (as for the normalizations), float64.
+  const Tensor gates = random_input({3, 8}, 150, -2, 2), c = random_input({3, 2}, 151);
+  const Tensor v = random_input({2, 3, 2}, 152).detach(), u = random_input({3, 8}, 153).detach();
+  const auto second = [v, u](const std::function<Tensor(const In&)>& f) {
+    return [v, u, f](const In& in) {
+      const std::vector<Tensor> g = grad({f(in)}, in, {v}, GradOptions{true, true, false});
+      return grad({add(sum(mul(g[0], u)), sum(mul(g[1], g[1])))}, in, {}, GradOptions{true, true, false})[0];
+    };
+  };
+  normlab::test::expect_gradcheck("lstm_cell's third derivative",
+                                  second([](const In& in) { return lstm_cell(in[0], in[1]); }), {gates, c});
+  normlab::test::expect_gradcheck("lstm_gates's third derivative",
+                                  second([](const In& in) { return lstm_gates(in[0], in[1]); }), {gates, c});
+  const Tensor o = random_input({3, 2}, 154, 0.1, 0.9), y = random_input({3, 2}, 155);
+  const Tensor w = random_input({3, 2}, 156).detach();
+  normlab::test::expect_gradcheck("lstm_output's third derivative", [w](const In& in) {
+    const std::vector<Tensor> g = grad({lstm_output(in[0], in[1])}, in, {w}, GradOptions{true, true, false});
+    return grad({sum(mul(mul(g[0], g[1]), g[1]))}, in, {}, GradOptions{true, true, false})[1];
+  }, {o, y});
+}
+
+BOOST_AUTO_TEST_CASE(the_lstm_steps_fused_double_backward_equals_their_formula) {
+  // Grad mode off: the per-element double loop; on: the same formula of recorded ops (float64, and
+  // float32 against float64's values).
+  const auto penalty_grads = [](const std::function<Tensor(const In&)>& f, const In& in, bool formula) {
+    const Tensor y = f(in);
+    const Tensor w = random_input(y.shape(), 160).to(in[0].dtype()).detach();
+    const std::vector<Tensor> d = grad({sum(mul(y, w))}, in, {}, GradOptions{true, true, false});
+    return grad({add(sum(mul(d[0], d[0])), sum(mul(d[1], d[1])))}, in, {}, GradOptions{std::nullopt, formula, false});
+  };
+  const std::vector<std::pair<const char*, std::function<Tensor(const In&)>>> ops{
+      {"lstm_cell", [](const In& in) { return lstm_cell(in[0], in[1]); }},
+      {"lstm_gates", [](const In& in) { return lstm_gates(in[0], in[1]); }}};
+  for (const auto& [name, f] : ops)
+    for (DType dtype : {DType::Float64, DType::Float32}) {
+      const In in{random_input({5, 12}, 161, -2, 2).to(dtype).detach().requires_grad_(),
+                  random_input({5, 3}, 162).to(dtype).detach().requires_grad_()};
+      const std::vector<Tensor> fused = penalty_grads(f, in, false), formula = penalty_grads(f, in, true);
+      const double tol = dtype == DType::Float64 ? 1e-12 : 1e-5;
+      for (size_t i = 0; i < in.size(); ++i)
+        normlab::test::expect_elements_close(std::string(name) + " input " + std::to_string(i), fused[i].to_vector(),
+                                             formula[i].to_vector(), tol, tol);
+    }
 }
 
 BOOST_AUTO_TEST_CASE(gradgradcheck_catches_a_wrong_second_derivative) {
