@@ -96,6 +96,29 @@ std::vector<Tensor> recorded_step(const char* name, bool cell, const Tensor& G, 
   return {need[0] ? dG : Tensor(), need[1] ? dcp : Tensor()};
 }
 
+// lstm_output's gradients with respect to {o, y, g} from the cotangents (a_o, a_y) of its first
+// derivatives (d_o, dy): lstm_grad.h's formula, per element in double, or of recorded ops under grad mode.
+std::vector<Tensor> output_grads(const Tensor& o, const Tensor& y, const Tensor& g, const Tensor& a_o,
+                                 const Tensor& a_y, const Needs& need) {
+  Tensor g_o, g_y, g_dh;
+  if (grad_enabled()) {
+    lstm_grad::output_double_backward(o, y, g, a_o, a_y, g_o, g_y, g_dh);
+  } else {
+    g_o = empty_like(o), g_y = empty_like(o), g_dh = empty_like(o);
+    dispatch(o.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T *op = o.data<T>(), *yp = y.data<T>(), *gd = g.data<T>(), *ao = a_o.data<T>(), *ay = a_y.data<T>();
+      T *go = g_o.data<T>(), *gy = g_y.data<T>(), *gh = g_dh.data<T>();
+      for (int64_t i = 0; i < o.numel(); ++i) {
+        double r_o, r_y, r_dh;
+        lstm_grad::output_double_backward<double>(op[i], yp[i], gd[i], ao[i], ay[i], r_o, r_y, r_dh);
+        go[i] = static_cast<T>(r_o), gy[i] = static_cast<T>(r_y), gh[i] = static_cast<T>(r_dh);
+      }
+    });
+  }
+  return {need[0] ? g_o : Tensor(), need[1] ? g_y : Tensor(), need[2] ? g_dh : Tensor()};
+}
+
 }  // namespace
 
 Tensor lstm_cell(const Tensor& gates, const Tensor& c_prev) {
@@ -191,28 +214,9 @@ Tensor lstm_output(const Tensor& o, const Tensor& y) {
       kernel(d_o, dy);
     }
     packed = record("LstmOutputBackwardBackward", packed, {o, y, g},
-                    [o, y, g = saved(g), parts, n](const Tensor& gp, const Needs& nd) {
+                    [o, y, g = saved(g), parts](const Tensor& gp, const Needs& nd) {
                       const auto [a_o, a_y] = parts(gp);
-                      Tensor g_o, g_y, g_dh;
-                      if (grad_enabled()) {
-                        lstm_grad::output_double_backward(o, y, g, a_o, a_y, g_o, g_y, g_dh);
-                      } else {
-                        g_o = empty_like(o), g_y = empty_like(o), g_dh = empty_like(o);
-                        dispatch(o.dtype(), [&](auto zero) {
-                          using T = decltype(zero);
-                          const T *op = o.data<T>(), *yp = y.data<T>(), *gd = g.data<T>(), *ao = a_o.data<T>(),
-                                  *ay = a_y.data<T>();
-                          T *go = g_o.data<T>(), *gy = g_y.data<T>(), *gh = g_dh.data<T>();
-                          for (int64_t i = 0; i < n; ++i) {
-                            double r_o, r_y, r_dh;
-                            lstm_grad::output_double_backward<double>(op[i], yp[i], gd[i], ao[i], ay[i], r_o, r_y,
-                                                                      r_dh);
-                            go[i] = static_cast<T>(r_o), gy[i] = static_cast<T>(r_y), gh[i] = static_cast<T>(r_dh);
-                          }
-                        });
-                      }
-                      return std::vector<Tensor>{nd[0] ? g_o : Tensor(), nd[1] ? g_y : Tensor(),
-                                                 nd[2] ? g_dh : Tensor()};
+                      return output_grads(o, y, g, a_o, a_y, nd);
                     },
                     Backward::Differentiable);
     const auto [d_o, dy] = parts(packed);
