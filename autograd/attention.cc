@@ -39,24 +39,60 @@ T_* data_or_null(const Tensor& t) {
   return t.defined() ? t.data<T_>() : nullptr;
 }
 
-// In a create_graph pass: {dq, dk, dv} for q, k, v (B, H, T, D) and dO g, computed again with
-// recorded ops from the attention's definition, so that their own derivatives flow on:
-//   S = q k^T s (+ -inf above the diagonal when causal), P = softmax(S), O = P v, s = 1/sqrt(D);
-//   dv = P^T g,  dP = g v^T,  dS = P (dP - rowsum(dP P)),  dq = dS k s,  dk = dS^T q s.
-Grads attention_grads_recorded(const Tensor& q, const Tensor& kt, const Tensor& v, const Tensor& g, bool causal) {
+// P = softmax(q k^T s + mask) (B, H, T, T), s = 1/sqrt(D), the mask -inf above the diagonal when
+// causal: of ops, recorded when grad mode is on.
+Tensor probabilities(const Tensor& q, const Tensor& kt, bool causal) {
   const int64_t T = q.size(2), D = q.size(3);
-  const double scale = 1 / std::sqrt(static_cast<double>(D));
-  Tensor scores = mul(matmul(q, transpose(kt, -1, -2)), scale);
+  Tensor scores = mul(matmul(q, transpose(kt, -1, -2)), 1 / std::sqrt(static_cast<double>(D)));
   if (causal) {
     Tensor mask = zeros({T, T}, q.dtype());
     for (int64_t i = 0; i < T; ++i)
       for (int64_t j = i + 1; j < T; ++j) mask.set_flat(i * T + j, -std::numeric_limits<double>::infinity());
     scores = add(scores, mask);
   }
-  const Tensor p = softmax(scores, -1);
-  const Tensor dp = matmul(g, transpose(v, -1, -2));
-  const Tensor ds = mul(p, sub(dp, sum(mul(dp, p), {-1}, true)));
-  return {mul(matmul(ds, kt), scale), mul(matmul(transpose(ds, -1, -2), q), scale), matmul(transpose(p, -1, -2), g)};
+  return softmax(scores, -1);
+}
+
+// The attention's double backward, written out. The first derivatives for q, k, v (B, H, T, D)
+// and the output's gradient g are (P as above, A^T the transpose of the last two dims)
+//   dP = g v^T,  delta = rowsum(dP P),  dS = P (dP - delta),
+//   dq = s dS k,  dk = s dS^T q,  dv = P^T g.
+// The gradients of L = <aq, dq> + <ak, dk> + <av, dv> with respect to q, k, v, g, by the chain rule
+// through dS (then dP and P) and P (then S = s q k^T):
+//   Abar = s (aq k^T + q ak^T)                        (dL/d dS)
+//   gam  = rowsum(Abar P),  E = P (Abar - gam)        (dL/d dP)
+//   Pi   = g av^T + Abar (dP - delta) - gam dP        (dL/dP)
+//   Sig  = P (Pi - rowsum(Pi P))                      (dL/dS, the softmax's backward)
+//   d/dq = s (dS ak + Sig k),  d/dk = s (dS^T aq + Sig^T q),  d/dv = E^T g,  d/dg = P av + E v.
+// Of ops: unrecorded with grad mode off, recorded with it on (third derivatives).
+Grads attention_double_backward(const Tensor& q, const Tensor& kt, const Tensor& v, const Tensor& g, const Tensor& aq,
+                                const Tensor& ak, const Tensor& av, bool causal, const Needs& need) {
+  const double s = 1 / std::sqrt(static_cast<double>(q.size(3)));
+  const auto tr = [](const Tensor& t) { return transpose(t, -1, -2); };
+  const auto rowsum = [](const Tensor& t) { return sum(t, {-1}, true); };
+  const Tensor p = probabilities(q, kt, causal), dp = matmul(g, tr(v));
+  const Tensor dp_c = sub(dp, rowsum(mul(dp, p))), ds = mul(p, dp_c);
+  const Tensor abar = mul(add(matmul(aq, tr(kt)), matmul(q, tr(ak))), s);
+  const Tensor gam = rowsum(mul(abar, p)), e = mul(p, sub(abar, gam));
+  const Tensor pi = sub(add(matmul(g, tr(av)), mul(abar, dp_c)), mul(gam, dp));
+  const Tensor sig = mul(p, sub(pi, rowsum(mul(pi, p))));
+  return {need[0] ? mul(add(matmul(ds, ak), matmul(sig, kt)), s) : Tensor(),
+          need[1] ? mul(add(matmul(tr(ds), aq), matmul(tr(sig), q)), s) : Tensor(),
+          need[2] ? matmul(tr(e), g) : Tensor(), need[3] ? add(matmul(p, av), matmul(e, v)) : Tensor()};
+}
+
+// causal_self_attention's double backward: the heads of qkv (B, T, 3C), of the output's gradient g
+// (B, T, C) and of the cotangent gp (B, T, 3C) of its first derivative as (B, H, T, D) operands
+// (views, permuted), attention_double_backward, and the results laid out as qkv and g again.
+Grads packed_double_backward(const Tensor& qkv, const Tensor& g, const Tensor& gp, int64_t H, int64_t C,
+                             const Needs& need) {
+  const int64_t B = qkv.size(0), T = qkv.size(1), D = C / H;
+  const auto heads = [&](const Tensor& t) { return permute(reshape(t, {B, T, H, D}), {0, 2, 1, 3}); };
+  const auto back = [&](const Tensor& t) { return reshape(permute(t, {0, 2, 1, 3}), {B, T, C}); };
+  const auto third = [&](const Tensor& t, int64_t i) { return heads(narrow(t, 2, i * C, C)); };
+  const Grads d = attention_double_backward(third(qkv, 0), third(qkv, 1), third(qkv, 2), heads(g), third(gp, 0),
+                                            third(gp, 1), third(gp, 2), true, {need[0], need[0], need[0], need[1]});
+  return {need[0] ? cat({back(d[0]), back(d[1]), back(d[2])}, 2) : Tensor(), need[1] ? back(d[3]) : Tensor()};
 }
 
 }  // namespace
@@ -91,16 +127,29 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& kt, const Ten
   return record("ScaledDotProductAttentionBackward", o, {q, kt, v},
                 [q = saved(q), kt = saved(kt), v = saved(v), o_ = saved_output(o), lse, p, s](const Tensor& g,
                                                                                        const Needs&) {
-                  if (grad_enabled()) return attention_grads_recorded(q, kt, v, g, s.causal);
-                  // The kernel makes all three gradients at once.
-                  Tensor dq = empty_like(q), dk = empty_like(q), dv = empty_like(q);
-                  dispatch(q.dtype(), [&](auto zero) {
-                    using T_ = decltype(zero);
-                    k::attention_backward(s, q.data<T_>(), kt.data<T_>(), v.data<T_>(), o_.data<T_>(), g.data<T_>(),
-                                          lse.data<T_>(), dq.data<T_>(), dk.data<T_>(), dv.data<T_>(),
-                                          data_or_null<T_>(p));
-                  });
-                  return Grads{dq, dk, dv};
+                  const int64_t n = q.numel();
+                  Tensor packed = empty({3 * n}, q.dtype());  // dq, dk, dv one after another
+                  const auto parts = [n, shape = q.shape()](const Tensor& t) {
+                    return Grads{reshape(narrow(t, 0, n), shape), reshape(narrow(t, n, n), shape),
+                                 reshape(narrow(t, 2 * n, n), shape)};
+                  };
+                  {  // The kernel makes all three gradients at once.
+                    const Grads d = parts(packed);
+                    dispatch(q.dtype(), [&](auto zero) {
+                      using T_ = decltype(zero);
+                      k::attention_backward(s, q.data<T_>(), kt.data<T_>(), v.data<T_>(), o_.data<T_>(), g.data<T_>(),
+                                            lse.data<T_>(), d[0].data<T_>(), d[1].data<T_>(), d[2].data<T_>(),
+                                            data_or_null<T_>(p));
+                    });
+                  }
+                  if (grad_enabled())  // a create_graph pass: one recorded op, the written-out formula its backward
+                    packed = record("ScaledDotProductAttentionBackwardBackward", packed, {q, kt, v, g},
+                                    [q, kt, v, g = saved(g), parts, causal = s.causal](const Tensor& gp, const Needs& nd) {
+                                      const Grads a = parts(gp);
+                                      return attention_double_backward(q, kt, v, g, a[0], a[1], a[2], causal, nd);
+                                    },
+                                    Backward::Differentiable);
+                  return parts(packed);
                 }, Backward::Differentiable);
 }
 
@@ -134,14 +183,6 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t heads) {
   });
   return record("CausalSelfAttentionBackward", o, {qkv},
                 [qkv = saved(qkv), o_ = saved_output(o), lse, probs, s, C](const Tensor& g, const Needs&) {
-                  if (grad_enabled()) {  // the heads as (B, H, T, D) operands, recorded
-                    const int64_t B = qkv.size(0), T = qkv.size(1), H = s.H, D = s.D;
-                    const auto heads = [&](const Tensor& t) { return permute(reshape(t, {B, T, H, D}), {0, 2, 1, 3}); };
-                    const auto back = [&](const Tensor& t) { return reshape(permute(t, {0, 2, 1, 3}), {B, T, C}); };
-                    const Grads d = attention_grads_recorded(heads(narrow(qkv, 2, 0, C)), heads(narrow(qkv, 2, C, C)),
-                                                             heads(narrow(qkv, 2, 2 * C, C)), heads(g), true);
-                    return Grads{cat({back(d[0]), back(d[1]), back(d[2])}, 2)};
-                  }
                   // dq, dk, dv fill the three thirds of one (B, T, 3C) gradient.
                   Tensor d = empty_like(qkv);
                   dispatch(qkv.dtype(), [&](auto zero) {
@@ -151,6 +192,12 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t heads) {
                     k::attention_backward(s, p, p + C, p + 2 * C, o_.data<T_>(), g.data<T_>(), lse.data<T_>(), dp,
                                           dp + C, dp + 2 * C, data_or_null<T_>(probs));
                   });
+                  if (grad_enabled())  // a create_graph pass: one recorded op, the written-out formula its backward
+                    d = record("CausalSelfAttentionBackwardBackward", d, {qkv, g},
+                               [qkv, g = saved(g), H = s.H, C](const Tensor& gp, const Needs& nd) {
+                                 return packed_double_backward(qkv, g, gp, H, C, nd);
+                               },
+                               Backward::Differentiable);
                   return Grads{d};
                 }, Backward::Differentiable);
 }

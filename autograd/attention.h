@@ -3,8 +3,9 @@
 // straight out of the (B, T, 3C) output of its qkv projection and writes (B, T, C) with the heads
 // merged (no split, permute or copy). Each forward is one fused kernel call
 // (autograd/kernels/attention.h) that never builds the (T, T) score matrix; the backward recomputes
-// the probabilities from the saved per-row log-sum-exp. In a create_graph pass the backward formula
-// is computed again with recorded ops (recomputing the probabilities), so it can be differentiated.
+// the probabilities from the saved per-row log-sum-exp. In a create_graph pass the kernel's gradients
+// are one recorded op whose backward is the double backward written out (autograd/attention.cc), of
+// ops recorded in their turn when a pass differentiates it again.
 #pragma once
 #include <cstdint>
 

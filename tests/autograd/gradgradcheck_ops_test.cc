@@ -4,7 +4,9 @@
 // (LayerNorm, BatchNorm in training and eval, GroupNorm, InstanceNorm), with odd sizes that leave
 // SIMD tails, the kernel-backed ones on every Highway target.
 #include <boost/test/unit_test.hpp>
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -341,6 +343,56 @@ BOOST_AUTO_TEST_CASE(the_lstm_steps_fused_double_backward_equals_their_formula) 
         normlab::test::expect_elements_close(std::string(name) + " input " + std::to_string(i), fused[i].to_vector(),
                                              formula[i].to_vector(), tol, tol);
     }
+}
+
+BOOST_AUTO_TEST_CASE(attention_double_backward_equals_the_composition_of_primitives) {
+  // The written-out double backward of scaled_dot_product_attention and causal_self_attention against
+  // attention built of primitives (matmul, a -inf mask, softmax), whose second derivatives the engine
+  // composes: the gradients of a penalty sum((d <y, w> / d inputs)^2), float64. And its third
+  // derivative (the formula of recorded ops) by gradcheck.
+  const auto composed = [](const Tensor& q, const Tensor& k, const Tensor& v, bool causal) {
+    const int64_t T = q.size(2);
+    Tensor s = mul(matmul(q, transpose(k, -1, -2)), 1 / std::sqrt(static_cast<double>(q.size(3))));
+    if (causal) {
+      Tensor mask = zeros({T, T}, q.dtype());
+      for (int64_t i = 0; i < T; ++i)
+        for (int64_t j = i + 1; j < T; ++j) mask.set_flat(i * T + j, -std::numeric_limits<double>::infinity());
+      s = add(s, mask);
+    }
+    return matmul(softmax(s, -1), v);
+  };
+  const auto penalty_grads = [](const std::function<Tensor(const In&)>& f, const In& in) {
+    const Tensor y = f(in), w = random_input(y.shape(), 170).detach();
+    const std::vector<Tensor> d = grad({sum(mul(y, w))}, in, {}, GradOptions{true, true, false});
+    Tensor p = sum(mul(d[0], d[0]));
+    for (size_t i = 1; i < d.size(); ++i) p = add(p, sum(mul(d[i], d[i])));
+    return grad({p}, in);
+  };
+  const In qkv{random_input({2, 2, 5, 3}, 171), random_input({2, 2, 5, 3}, 172), random_input({2, 2, 5, 3}, 173)};
+  for (bool causal : {false, true}) {
+    const std::vector<Tensor> mine = penalty_grads(
+        [causal](const In& in) { return scaled_dot_product_attention(in[0], in[1], in[2], causal); }, qkv);
+    const std::vector<Tensor> want =
+        penalty_grads([&, causal](const In& in) { return composed(in[0], in[1], in[2], causal); }, qkv);
+    for (size_t i = 0; i < 3; ++i)
+      normlab::test::expect_elements_close("sdpa causal " + std::to_string(causal) + " input " + std::to_string(i),
+                                           mine[i].to_vector(), want[i].to_vector(), 1e-11, 1e-12);
+  }
+  const Tensor packed = random_input({2, 5, 12}, 174);
+  const auto heads = [](const Tensor& t, int64_t i) {
+    return permute(reshape(narrow(t, 2, 4 * i, 4), {2, 5, 2, 2}), {0, 2, 1, 3});
+  };
+  const std::vector<Tensor> mine = penalty_grads([](const In& in) { return causal_self_attention(in[0], 2); }, {packed});
+  const std::vector<Tensor> want = penalty_grads([&](const In& in) {
+    return reshape(permute(composed(heads(in[0], 0), heads(in[0], 1), heads(in[0], 2), true), {0, 2, 1, 3}), {2, 5, 4});
+  }, {packed});
+  normlab::test::expect_elements_close("causal_self_attention", mine[0].to_vector(), want[0].to_vector(), 1e-11, 1e-12);
+  const Tensor u = random_input({2, 2, 5, 3}, 175).detach(), w = random_input({2, 2, 5, 3}, 176).detach();
+  normlab::test::expect_gradcheck("scaled_dot_product_attention's third derivative", [u, w](const In& in) {
+    const std::vector<Tensor> g = grad({scaled_dot_product_attention(in[0], in[1], in[2], true)}, in, {w},
+                                       GradOptions{true, true, false});
+    return grad({add(sum(mul(g[0], u)), sum(mul(g[2], g[1])))}, in, {}, GradOptions{true, true, false})[1];
+  }, qkv);
 }
 
 BOOST_AUTO_TEST_CASE(gradgradcheck_catches_a_wrong_second_derivative) {
