@@ -19,18 +19,8 @@
 namespace normlab::autograd {
 
 namespace k = kernels;
-using Grads = std::vector<Tensor>;
 
 namespace {
-
-// Data pointer of an optional tensor (null when undefined).
-template <typename T>
-T* ptr(const Tensor& t) {
-  return t.defined() ? t.data<T>() : nullptr;
-}
-
-// A fresh gradient buffer like t when `need`, else an undefined tensor (the kernel skips it).
-Tensor grad_buffer(bool need, const Tensor& t) { return need && t.defined() ? empty_like(t) : Tensor(); }
 
 void check_input(const Tensor& x, const char* op) {
   check(x.defined(), [&] { return std::string(op) + ": the input is an undefined tensor"; });
@@ -122,9 +112,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                     return recorded_norm_backward("LayerNormBackwardBackward", layout, st, g, x, w, ns, need,
                                                   kernel);
                   }
-                  Tensor dx = grad_buffer(need[0], x), dw = grad_buffer(need[1], w), db = grad_buffer(need[2], b);
-                  kernel(dx, dw, db);
-                  return Grads{dx, dw, db};
+                  return norm_backward_into_buffers(need, x, w, b, kernel);
                 }, Backward::Differentiable);
 }
 
@@ -210,9 +198,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
                     return recorded_norm_backward(training ? "BatchNormBackwardBackward" : "BatchNormEvalBackwardBackward",
                                                   layout, st, g, x, w, {C}, need, kernel);
                   }
-                  Tensor dx = grad_buffer(need[0], x), dw = grad_buffer(need[1], w), db = grad_buffer(need[2], b);
-                  kernel(dx, dw, db);
-                  return Grads{dx, dw, db};
+                  return norm_backward_into_buffers(need, x, w, b, kernel);
                 }, Backward::Differentiable);
 }
 
@@ -263,9 +249,7 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
                     const NormLayout layout{NormKind::Groups, {N, G, C / G, S}, {2, 3}, {1, G, C / G, 1}, {0, 3}};
                     return recorded_norm_backward("GroupNormBackwardBackward", layout, st, g, x, w, {C}, need, kernel);
                   }
-                  Tensor dx = grad_buffer(need[0], x), dw = grad_buffer(need[1], w), db = grad_buffer(need[2], b);
-                  kernel(dx, dw, db);
-                  return Grads{dx, dw, db};
+                  return norm_backward_into_buffers(need, x, w, b, kernel);
                 }, Backward::Differentiable);
 }
 
@@ -301,9 +285,7 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
                     const NormLayout layout{NormKind::Rows, {rows, n}, {1}, {1, n}, {0}};
                     return recorded_norm_backward("RmsNormBackwardBackward", layout, st, g, x, w, ns, need, kernel);
                   }
-                  Tensor dx = grad_buffer(need[0], x), dw = grad_buffer(need[1], w);
-                  kernel(dx, dw, Tensor());
-                  return Grads{dx, dw};
+                  return norm_backward_into_buffers(need, x, w, Tensor(), kernel);
                 }, Backward::Differentiable);
 }
 

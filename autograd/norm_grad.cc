@@ -23,11 +23,6 @@ Tensor plus(const Tensor& a, const Tensor& b) {
   return add(a, b);
 }
 
-template <typename T>
-const T* ptr(const Tensor& t) {
-  return t.defined() ? t.data<T>() : nullptr;
-}
-
 using Allreduce = std::function<void(double*, int64_t)>;
 
 // t summed over the ranks (every rank calls it with the same shape): a recorded op whose backward is
@@ -254,6 +249,17 @@ std::vector<Tensor> norm_double_backward(const NormLayout& L, const NormStats& s
   if (need.size() > 2 && need[2] && Fa.defined()) dw = reshape(sum(mul(g, Fa), L.param_dims, true), w_in.shape());
   return {dg.defined() ? reshape(dg, g_in.shape()) : Tensor(), dx.defined() ? reshape(dx, x_in.shape()) : Tensor(),
           dw};
+}
+
+std::vector<Tensor> norm_backward_into_buffers(const Needs& need, const Tensor& x, const Tensor& w,
+                                               const Tensor& b, const NormBackwardKernel& kernel) {
+  const auto buffer = [&need](size_t i, const Tensor& t) {
+    return i < need.size() && need[i] && t.defined() ? empty_like(t) : Tensor();
+  };
+  std::vector<Tensor> out{buffer(0, x), buffer(1, w), buffer(2, b)};
+  kernel(out[0], out[1], out[2]);
+  out.resize(need.size());
+  return out;
 }
 
 std::vector<Tensor> recorded_norm_backward(const char* name, const NormLayout& layout, const NormStats& stats,

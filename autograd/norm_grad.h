@@ -49,6 +49,17 @@ struct NormStats {
 /// Writes the first derivatives into dx, dw, db (each undefined when not wanted): the fused kernel.
 using NormBackwardKernel = std::function<void(const Tensor& dx, const Tensor& dw, const Tensor& db)>;
 
+/// Data pointer of an optional tensor (null when undefined), for the kernels' optional arguments.
+template <typename T>
+T* ptr(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+
+/// The first-order backward of a normalization: fresh buffers for the gradients `need` asks for
+/// of {x, w, b} (b undefined and need of size 2 for RMSNorm), filled by kernel.
+std::vector<Tensor> norm_backward_into_buffers(const Needs& need, const Tensor& x, const Tensor& w,
+                                               const Tensor& b, const NormBackwardKernel& kernel);
+
 /// The gradients {dx, dweight, dbias} of a normalization y = xhat * w + b in a create_graph pass:
 /// computed by `kernel` (the first-order values, bit for bit), recorded as one node `name` of inputs
 /// {g, x, w} whose backward is norm_double_backward. param_shape: the weight's (or bias's) shape.

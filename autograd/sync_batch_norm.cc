@@ -22,11 +22,6 @@ namespace k = kernels;
 
 namespace {
 
-template <typename T>
-const T* ptr(const Tensor& t) {
-  return t.defined() ? t.data<T>() : nullptr;
-}
-
 // One channel's count, mean and M2, combined over the ranks in rank order (Chan, Golub & LeVeque):
 //   n = na + nb,  delta = mean_b - mean_a,  mean = mean_a + delta nb / n,  M2 = M2a + M2b + delta^2 na nb / n.
 struct Moments {
@@ -137,10 +132,7 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor
           const NormLayout layout{NormKind::Channels, {N, C, L}, {0, 2}, {1, C, 1}, {0, 2}};
           return recorded_norm_backward("SyncBatchNormBackwardBackward", layout, st, grad, x, w, {C}, need, kernel);
         }
-        Tensor dx = need[0] ? empty_like(x) : Tensor(), dw = need[1] ? empty_like(w) : Tensor(),
-               db = need[2] ? empty_like(b) : Tensor();
-        kernel(dx, dw, db);
-        return std::vector<Tensor>{dx, dw, db};
+        return norm_backward_into_buffers(need, x, w, b, kernel);
       },
       Backward::Differentiable);
 }
