@@ -100,9 +100,10 @@ def summary(values, fmt):
     return med if len(values) == 1 else f"{med} ({fmt(min(values))}-{fmt(max(values))})"
 
 
-# The performance targets: (what, numerator row, denominator row, threshold), where a row is
-# (workload, threads, side, "time" or "rate") and the value of a round is numerator / denominator.
-# Besides these, every row with both sides must be at least 1.0x PyTorch (target_lines).
+# The performance targets: (what, numerator row, denominator row, threshold[, "at most"]), where a
+# row is (workload, threads, side, "time" or "rate") and the value of a round is numerator /
+# denominator, met when at least the threshold (at most it, for a cost). Besides these, every row
+# with both sides must be at least 1.0x PyTorch (target_lines).
 def _vs_pytorch(what, workload, threads, x):
     return (f"{what}: >= {x:g}x PyTorch", (workload, threads, "pytorch", "time"), (workload, threads, "normlab", "time"), x)
 
@@ -150,6 +151,14 @@ TARGETS += [_vs_pytorch(f"attention causal b16 h4 d32 T{t} forward+backward",
 TARGETS += [_vs_pytorch(f"train step GPT L4 C128 H4 T64 b16 {norm}", f"train step gpt L4 C128 H4 T64 b16 {norm}",
                         None, 1.5) for norm in ("none", "layer", "rms", "batch")]
 TARGETS += [_vs_pytorch("generate GPT L4 C128 kv-cache 64 tokens", "generate gpt L4 C128 kv-cache 64 tokens", None, 2.0)]
+# Second derivatives (bench/second_order_bench.cc): the gradient-penalty step and the Hessian-vector
+# product 1.5x PyTorch at 1 thread, and BatchNorm's cost at most 1.5x no norm's (normlab's times).
+_SECOND_ORDER = [(kind, model) for kind in ("penalty step", "hvp")
+                 for model in ("mlp 784-256-256-10 b128", "cnn b32")]
+TARGETS += [_vs_pytorch(f"{kind} {model} {norm}, 1 thread", f"{kind} {model} {norm}", 1, 1.5)
+            for kind, model in _SECOND_ORDER for norm in ("none", "batch", "layer")]
+TARGETS += [(f"{kind} {model}: BatchNorm <= 1.5x no norm", (f"{kind} {model} batch", 1, "normlab", "time"),
+             (f"{kind} {model} none", 1, "normlab", "time"), 1.5, "at most") for kind, model in _SECOND_ORDER]
 
 
 def target_lines(rows):
@@ -158,7 +167,8 @@ def target_lines(rows):
     Then, per thread count, "every row >= 1.0x PyTorch" and a "not met" line for each row below it."""
     out = []
     thread_counts = sorted({t for _, t in rows})
-    for what, num, den, threshold in TARGETS:
+    for what, num, den, threshold, *at_most in TARGETS:
+        meets = (lambda v: v <= threshold) if at_most else (lambda v: v >= threshold)
         fixed = num[1] is not None or den[1] is not None
         for t in [None] if fixed else thread_counts:
             def series(row):
@@ -169,8 +179,8 @@ def target_lines(rows):
             values = [x / y for x, y in zip(series(num), series(den)) if x is not None and y]
             if not values:
                 continue
-            met = sum(v >= threshold for v in values)
-            verdict = "met" if statistics.median(values) >= threshold else "not met"
+            met = sum(meets(v) for v in values)
+            verdict = "met" if meets(statistics.median(values)) else "not met"
             out.append((what, "-" if fixed else str(t), summary(values, lambda v: f"{v:.2f}x"), verdict, met,
                         len(values)))
     for t in thread_counts:
