@@ -77,9 +77,10 @@ fuzz: fuzz-build
 	FUZZ_SECONDS=$(FUZZ_SECONDS) bash fuzz/run.sh $(FUZZ_DIR)
 
 # The whole test suite under AddressSanitizer and UndefinedBehaviorSanitizer: the sanitize preset
-# (CMakePresets.json: -O1 with debug info, in build-sanitize; Highway compiles its SCALAR, AVX2 and
-# AVX3 targets only (HWY_DISABLED_TARGETS=6144 drops SSSE3 and SSE4, whose kernels the release
-# suite still checks), for a shorter build; the debug preset has every target at -O0).
+# (CMakePresets.json: -O1 with line tables only (-g1: the reports' file:line, and a build about half
+# as long as with -g), in build-sanitize; Highway compiles its SCALAR, AVX2 and AVX3 targets only
+# (HWY_DISABLED_TARGETS=6144 drops SSSE3 and SSE4, whose kernels the release suite still checks),
+# for a shorter build; the debug preset has every target at -O0 with full debug info).
 sanitize: deps
 	@cmake --preset sanitize >/dev/null
 	@cmake --build --preset sanitize -j $(JOBS)
