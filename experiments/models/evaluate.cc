@@ -9,6 +9,7 @@
 #include "data/loader.h"
 #include "nn/batchnorm.h"
 #include "nn/bn_lstm.h"
+#include "nn/noisy_batchnorm.h"
 
 namespace normlab::experiments {
 
@@ -153,9 +154,30 @@ double precise_bn_accuracy(nn::Sequential& model, const data::Splits& s, int64_t
   return acc;
 }
 
+namespace {
+
+// A noisy BatchNorm's noise turned off while it lives (evaluation: BatchNorm's, without noise).
+class QuietNoise {
+ public:
+  explicit QuietNoise(nn::Sequential& model) {
+    for (nn::BatchNorm* bn : batchnorms(model))
+      if (auto* noisy = dynamic_cast<nn::NoisyBatchNorm*>(bn); noisy && noisy->noise_enabled())
+        noisy->set_noise_enabled(false), quiet_.push_back(noisy);
+  }
+  ~QuietNoise() {
+    for (nn::NoisyBatchNorm* n : quiet_) n->set_noise_enabled(true);
+  }
+
+ private:
+  std::vector<nn::NoisyBatchNorm*> quiet_;
+};
+
+}  // namespace
+
 double batch_stats_accuracy(nn::Sequential& model, const data::Splits& s, int64_t batch) {
   CacheTrim trim;
   const SavedBuffers saved(model);
+  const QuietNoise quiet(model);
   ScoreMeter score;
   NoGradGuard no_grad;
   model.train();

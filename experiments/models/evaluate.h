@@ -47,7 +47,8 @@ double precise_bn_accuracy(nn::Sequential& model, const data::Splits& s, int64_t
                            uint64_t seed, int64_t eval_batch);
 
 // The test score with each test batch normalized by its own statistics (batches of `batch`; a
-// trailing batch of one sample is left out, as BatchNorm cannot normalize it). Buffers restored.
+// trailing batch of one sample is left out, as BatchNorm cannot normalize it; a noisy BatchNorm adds
+// no noise). Buffers restored.
 double batch_stats_accuracy(nn::Sequential& model, const data::Splits& s, int64_t batch);
 
 }  // namespace normlab::experiments

@@ -242,7 +242,10 @@ class Builder {
   void normalize(const Token& t) {
     if (layer_ < 0) token_error(t, "a norm must follow a conv or linear layer");
     if (norm_.is_identity()) return;
-    const LayerSpec ls{.features = shape_[0], .groups = s_.groups, .shape = shape_};
+    // A norm's seed from the model's generator, without drawing from it (every other layer's
+    // initial weights stay what they are without such a norm).
+    const uint64_t seed = gen_ ? autograd::Generator(*gen_).next_u64() : 0;
+    const LayerSpec ls{.features = shape_[0], .groups = s_.groups, .shape = shape_, .seed = seed};
     if (norm_.check) {
       try {
         norm_.check(ls);

@@ -10,6 +10,7 @@
 #include "nn/groupnorm.h"
 #include "nn/instancenorm.h"
 #include "nn/layernorm.h"
+#include "nn/noisy_batchnorm.h"
 #include "nn/rmsnorm.h"
 #include "nn/syncbatchnorm.h"
 
@@ -73,6 +74,23 @@ NormEntry sync_batch_norm() {
           .plot_point = 15};
 }
 
+// BatchNorm with a random per-unit scale and shift drawn at every training step (nn::NoisyBatchNorm):
+// the control that trains like BatchNorm while its layers' inputs are anything but stable.
+NormEntry noisy_batch_norm() {
+  return {.name = "noisybatch",
+          .display = "noisy BatchNorm",
+          .batch_statistics = true,
+          .note = "noisy BatchNorm is BatchNorm whose output, per unit, is multiplied by a scale drawn from "
+                  "U[0.5, 2) and shifted by an offset drawn from U[-0.5, 1.5) anew at every training step "
+                  "(identity at evaluation): its layers' inputs change their mean and variance at every step.",
+          .archs = {"mlp", "cnn"},
+          .make = [](const LayerSpec& s) -> std::shared_ptr<nn::Module> {
+            return std::make_shared<nn::NoisyBatchNorm>(s.features, s.image(), s.seed);
+          },
+          .plot_color = 8,  // grey, open circle (the colour of no other norm)
+          .plot_point = 6};
+}
+
 std::vector<NormEntry> builtin_norms() {
   std::vector<NormEntry> n;
   n.push_back({.name = "none", .display = "no norm", .plot_color = 7, .plot_point = 6,  // black, open circle
@@ -121,6 +139,7 @@ std::vector<NormEntry> builtin_norms() {
                .plot_point = 11});
   n.push_back(sync_batch_norm());
   n.push_back(batch_shared_norm());
+  n.push_back(noisy_batch_norm());
   return n;
 }
 

@@ -21,6 +21,7 @@ struct LayerSpec {
   int64_t features = 0;        // C: the channels (the width of a hidden Linear, or a Conv2d's outputs)
   int64_t groups = 8;          // GroupNorm's num_groups (--groups)
   std::vector<int64_t> shape;  // one sample's activations: {C} (after a Linear) or {C, H, W} (a Conv2d)
+  uint64_t seed = 0;           // for a norm that draws random numbers (noisybatch): the model's seed for it
   bool image() const { return shape.size() == 3; }
 };
 

@@ -1,0 +1,158 @@
+// NoisyBatchNorm: its output is BatchNorm's times a per-unit scale plus a per-unit shift, drawn from
+// the stated distributions anew at each training step and repeated exactly when its buffers are put
+// back; evaluation is BatchNorm's; its names, repr, errors and gradients.
+#include <boost/test/unit_test.hpp>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "autograd/autograd.h"
+#include "nn/batchnorm.h"
+#include "nn/noisy_batchnorm.h"
+#include "tests/support/compare.h"
+#include "tests/support/tensors.h"
+
+using namespace normlab::autograd;
+using namespace normlab::nn;
+using normlab::test::expect_error;
+using normlab::test::random_input;
+
+namespace {
+
+// The per-channel (scale, shift) that turn BatchNorm's output y into the noisy one z = s y + m,
+// recovered from two samples of each channel: s = (z1 - z0) / (y1 - y0), m = z0 - s y0.
+std::vector<std::pair<double, double>> recovered_noise(const Tensor& y, const Tensor& z) {
+  const int64_t C = y.size(1), L = y.numel() / (y.size(0) * C);
+  std::vector<std::pair<double, double>> out;
+  for (int64_t c = 0; c < C; ++c) {
+    const int64_t i0 = c * L, i1 = (C + c) * L;  // sample 0 and sample 1, first position
+    const double s = (z.flat(i1) - z.flat(i0)) / (y.flat(i1) - y.flat(i0));
+    out.emplace_back(s, z.flat(i0) - s * y.flat(i0));
+  }
+  return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(noisy_batchnorm)
+
+BOOST_AUTO_TEST_CASE(output_is_batchnorm_scaled_and_shifted_per_unit_within_the_bounds) {
+  for (bool image : {false, true}) {
+    NoisyBatchNorm noisy(5, image, 42);
+    BatchNorm1d plain1(5);
+    BatchNorm2d plain2(5);
+    BatchNorm& plain = image ? static_cast<BatchNorm&>(plain2) : plain1;
+    const Tensor x = image ? random_input({6, 5, 3, 2}, 1).to(DType::Float32) : random_input({6, 5}, 1).to(DType::Float32);
+    std::vector<std::vector<std::pair<double, double>>> steps;
+    for (int step = 0; step < 3; ++step) {
+      const Tensor y = plain(x), z = noisy(x);
+      const auto noise = recovered_noise(y, z);
+      for (const auto& [s, m] : noise) {
+        BOOST_TEST(s >= 0.5 - 1e-4);
+        BOOST_TEST(s < 2.0 + 1e-4);
+        BOOST_TEST(m >= -0.5 - 1e-4);
+        BOOST_TEST(m < 1.5 + 1e-4);
+      }
+      // Every value of a channel gets the same scale and shift: z = s y + m everywhere.
+      const int64_t C = 5, L = x.numel() / (6 * C);
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const auto [s, m] = noise[static_cast<size_t>((i / L) % C)];
+        BOOST_TEST(std::abs(z.flat(i) - (s * y.flat(i) + m)) < 1e-4);
+      }
+      steps.push_back(noise);
+      // The running statistics are BatchNorm's: the noise comes after the normalization.
+      normlab::test::expect_elements_close("running_mean", noisy.running_mean().to_vector(),
+                                           plain.running_mean().to_vector(), 0, 0);
+      normlab::test::expect_elements_close("running_var", noisy.running_var().to_vector(),
+                                           plain.running_var().to_vector(), 0, 0);
+    }
+    // New noise at every step, in every unit.
+    for (size_t c = 0; c < 5; ++c) {
+      BOOST_TEST(steps[0][c].first != steps[1][c].first);
+      BOOST_TEST(steps[1][c].second != steps[2][c].second);
+    }
+    BOOST_TEST(noisy.state_dict().back().first == "noise_step");
+    BOOST_TEST(noisy.state_dict().back().second.item() == 3.0);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_noise_has_the_stated_moments) {
+  // 4000 steps of 8 units: the scale's mean 1.25 and variance 0.1875, the shift's 0.5 and 1/3.
+  NoisyBatchNorm noisy(8, false, 7);
+  BatchNorm1d plain(8);
+  const Tensor x = random_input({4, 8}, 2).to(DType::Float32);
+  const Tensor y = plain(x);
+  double ss = 0, ss2 = 0, sm = 0, sm2 = 0;
+  int64_t n = 0;
+  NoGradGuard no_grad;
+  for (int step = 0; step < 4000; ++step)
+    for (const auto& [s, m] : recovered_noise(y, noisy(x))) ss += s, ss2 += s * s, sm += m, sm2 += m * m, ++n;
+  const double ms = ss / n, mm = sm / n;
+  BOOST_TEST(std::abs(ms - 1.25) < 0.01);
+  BOOST_TEST(std::abs(ss2 / n - ms * ms - 0.1875) < 0.01);
+  BOOST_TEST(std::abs(mm - 0.5) < 0.02);
+  BOOST_TEST(std::abs(sm2 / n - mm * mm - 1.0 / 3) < 0.02);
+}
+
+BOOST_AUTO_TEST_CASE(restoring_the_buffers_repeats_the_step_exactly) {
+  NoisyBatchNorm noisy(4, false, 3);
+  const Tensor x = random_input({5, 4}, 3).to(DType::Float32);
+  noisy(x);
+  NamedTensors saved;
+  for (const auto& [name, t] : noisy.state_dict()) saved.emplace_back(name, t.detach().clone());
+  const std::vector<double> first = noisy(x).to_vector();
+  BOOST_TEST(noisy(x).to_vector() != first);  // the next step's noise differs
+  noisy.load_state_dict(saved);
+  const std::vector<double> again = noisy(x).to_vector();
+  BOOST_TEST(again == first, boost::test_tools::per_element());
+  // Another seed, another noise.
+  NoisyBatchNorm other(4, false, 4);
+  other.load_state_dict(saved);
+  BOOST_TEST(other(x).to_vector() != first);
+}
+
+BOOST_AUTO_TEST_CASE(evaluation_is_batchnorm_with_its_running_statistics) {
+  NoisyBatchNorm noisy(3, true, 9);
+  BatchNorm2d plain(3);
+  const Tensor x = random_input({4, 3, 2, 2}, 4).to(DType::Float32);
+  for (int i = 0; i < 3; ++i) noisy(x), plain(x);
+  noisy.eval(), plain.eval();
+  const Tensor t = random_input({2, 3, 2, 2}, 5).to(DType::Float32);
+  BOOST_TEST(noisy(t).to_vector() == plain(t).to_vector(), boost::test_tools::per_element());
+  BOOST_TEST(noisy.state_dict().back().second.item() == 3.0);  // evaluation draws no noise
+}
+
+BOOST_AUTO_TEST_CASE(repr_names_and_errors) {
+  NoisyBatchNorm noisy(4, false, 0);
+  BOOST_TEST(noisy.repr() == "NoisyBatchNorm(4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True, "
+                             "scale=U[0.5, 2.0), shift=U[-0.5, 1.5))");
+  std::vector<std::string> names;
+  for (const auto& [n, t] : noisy.state_dict()) names.push_back(n);
+  BOOST_TEST(names == (std::vector<std::string>{"weight", "bias", "running_mean", "running_var", "num_batches_tracked",
+                                                "noise_step"}),
+             boost::test_tools::per_element());
+  expect_error([] { NoisyBatchNorm(4, false, 0, {.scale_lo = 2, .scale_hi = 1}); },
+               {"NoisyBatchNorm: the scale's bounds must be finite with lo < hi, got [2.0, 1.0)"});
+  expect_error([] { NoisyBatchNorm(4, false, 0, {.shift_lo = 0, .shift_hi = INFINITY}); }, {"the shift's bounds"});
+  expect_error([] { NoisyBatchNorm(0, false, 0); }, {"num_features must be positive"});
+  expect_error([&] { noisy(zeros({2, 4, 3, 3})); }, {"NoisyBatchNorm: expected 2D or 3D input (got 4D input"});
+  expect_error([&] { noisy(zeros({2, 3})); }, {"NoisyBatchNorm(4): expected input of shape (N, 4) or (N, 4, L)"});
+  NoisyBatchNorm image(2, true, 0);
+  expect_error([&] { image(zeros({2, 2})); }, {"NoisyBatchNorm: expected 4D input (got 2D input"});
+}
+
+BOOST_AUTO_TEST_CASE(gradcheck_with_the_noise_of_one_step) {
+  // float64; each evaluation puts the step count back, so that every one has the same noise.
+  NoisyBatchNorm noisy(3, false, 5);
+  noisy.to(DType::Float64);
+  const Tensor step = noisy.state_dict().back().second;
+  const Tensor x = random_input({4, 3, 2}, 6);
+  std::vector<Tensor> in{x};
+  for (const Tensor& p : noisy.parameters()) in.push_back(p);
+  BOOST_TEST(gradcheck([&](const std::vector<Tensor>&) {
+    step.set_flat(0, 0);
+    return noisy(x);
+  }, in));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
