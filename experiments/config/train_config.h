@@ -33,6 +33,17 @@ struct TrainConfig {
   uint64_t seed = 0;
   int64_t loss_every = 1;         // record the training loss every this many steps
   int64_t stats_every = 0;        // activation stats and gradient norms every this many steps (0: off)
+  // The landscape probes (run/landscape.h): internal covariate shift per layer and the loss and
+  // gradient along -g at lr x {0.25, 0.5, 1, 2, 4} every probe_every steps (0: off); the Hessian's
+  // top eigenvalue (power iteration: at most curvature_iters products, relative change below
+  // curvature_tol) and trace (Hutchinson, trace_samples draws) of the loss of the first
+  // curvature_samples training samples, before the first step, at a quarter, a half and after the
+  // last step (0: off).
+  int64_t probe_every = 0;
+  int64_t curvature_samples = 0;
+  int64_t curvature_iters = 100;
+  double curvature_tol = 1e-3;
+  int64_t trace_samples = 100;
   bool bn_three_ways = false;     // BatchNorm: also evaluate with precise stats and test-batch stats
   int64_t precise_bn_samples = 10000;
   int64_t eval_batch = 1000;

@@ -46,6 +46,10 @@ nlohmann::json to_json(const TrainConfig& c) {
           {"eval_batch", c.eval_batch}};
   if (!c.init_from.empty()) j["init_from"] = c.init_from;
   if (c.eval_every > 0) j["eval_every"] = c.eval_every;
+  if (c.probe_every > 0) j["probe_every"] = c.probe_every;
+  if (c.curvature_samples > 0)
+    j["curvature"] = {{"samples", c.curvature_samples}, {"iters", c.curvature_iters}, {"tol", c.curvature_tol},
+                      {"trace_samples", c.trace_samples}};
   if (c.early_stopping > 0) j["early_stopping"] = c.early_stopping;
   if (c.clip_grad_norm > 0) j["clip_grad_norm"] = c.clip_grad_norm;
   if (c.task != data::Task::Classification) j["task"] = task_name(c.task);
@@ -77,6 +81,21 @@ nlohmann::json records_json(const RunResult& r) {
     for (const auto& e : r.evals)
       evals.push_back({e.step, e.epoch, num(e.val_loss), num(e.val_acc), num(e.test_loss), num(e.test_acc)});
     j["evals"] = evals;
+  }
+  if (!r.shifts.empty() || !r.landscape.empty()) {
+    nlohmann::json shifts = nlohmann::json::array(), land = nlohmann::json::array();
+    for (const auto& x : r.shifts) shifts.push_back({x.step, x.layer, x.name, num(x.ics), num(x.relative), num(x.cosine)});
+    for (const auto& x : r.landscape)
+      land.push_back({x.step, num(x.multiplier), num(x.eta), num(x.loss), num(x.grad_change), num(x.grad_norm),
+                      num(x.loss_variation), num(x.grad_predictiveness), num(x.beta_smoothness)});
+    j["shifts"] = shifts, j["landscape"] = land;
+  }
+  if (!r.curvature.empty()) {
+    nlohmann::json c = nlohmann::json::array();
+    for (const auto& x : r.curvature)
+      c.push_back({x.step, x.point, num(x.eigenvalue), x.iterations, x.converged, num(x.trace), num(x.trace_se),
+                   x.trace_samples});
+    j["curvature"] = c;
   }
   return j;
 }
@@ -212,6 +231,15 @@ std::optional<RunResult> stored_run(const nlohmann::json& j, const TrainConfig& 
     if (j.contains("evals"))
       for (const auto& e : j.at("evals"))
         r.evals.push_back({e[0], e[1], val(e[2]), val(e[3]), val(e[4]), val(e[5])});
+    if (j.contains("shifts"))
+      for (const auto& x : j.at("shifts")) r.shifts.push_back({x[0], x[1], x[2], val(x[3]), val(x[4]), val(x[5])});
+    if (j.contains("landscape"))
+      for (const auto& x : j.at("landscape"))
+        r.landscape.push_back({x[0], val(x[1]), val(x[2]), val(x[3]), val(x[4]), val(x[5]), val(x[6]), val(x[7]),
+                               val(x[8])});
+    if (j.contains("curvature"))
+      for (const auto& x : j.at("curvature"))
+        r.curvature.push_back({x[0], x[1], val(x[2]), x[3], x[4], val(x[5]), val(x[6]), x[7]});
     r.diverged = j.at("diverged");
     r.diverged_step = j.at("diverged_step");
     r.total_steps = j.at("total_steps");

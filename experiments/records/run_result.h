@@ -74,6 +74,34 @@ struct InputGradNorm {
   double norm;
 };
 
+// The internal covariate shift of one layer at a probed step (run/landscape.h's LayerShift): the
+// layer's index in forward order and its weight's name.
+struct ShiftRecord {
+  int64_t step;
+  int layer;
+  std::string name;
+  double ics, relative, cosine;
+};
+
+// The landscape along -g at a probed step: one row per eta (eta = lr x multiplier), and the step's
+// summaries repeated on each (max - min of the losses, the largest gradient change, beta).
+struct LandscapeRecord {
+  int64_t step;
+  double multiplier, eta, loss, grad_change;
+  double grad_norm, loss_variation, grad_predictiveness, beta_smoothness;
+};
+
+// The curvature at one of the four points ("init", "quarter", "half", "end"; step: the steps done).
+struct CurvatureRecord {
+  int64_t step;
+  std::string point;
+  double eigenvalue;
+  int64_t iterations;
+  bool converged;
+  double trace, trace_se;
+  int64_t trace_samples;
+};
+
 struct RunResult {
   TrainConfig config;
   std::vector<StepRecord> steps;
@@ -82,6 +110,9 @@ struct RunResult {
   std::vector<ActivationStat> activations;
   std::vector<GradNorm> grad_norms;
   std::vector<InputGradNorm> input_grads;  // sequence models, every config.stats_every steps
+  std::vector<ShiftRecord> shifts;         // every config.probe_every steps
+  std::vector<LandscapeRecord> landscape;  // every config.probe_every steps
+  std::vector<CurvatureRecord> curvature;  // with config.curvature_samples
   bool diverged = false;
   int64_t diverged_step = -1;
   bool interrupted = false;  // Ctrl-C stopped the run before its last step (interrupt.h)
@@ -95,7 +126,7 @@ struct RunResult {
   double cpu_seconds = 0;        // processor time of the process during the run (all threads)
   double step_seconds = 0;       // training steps: forward, loss, backward, optimizer
   double data_seconds = 0;       // copying the training batches out of the data set
-  double stats_seconds = 0;      // activation statistics and gradient norms
+  double stats_seconds = 0;      // activation statistics, gradient norms and the landscape probes
   double eval_seconds = 0;       // validation and test evaluation
   double bn_eval_seconds = 0;    // BatchNorm: precise statistics and test-batch statistics
   std::shared_ptr<nn::Sequential> model;

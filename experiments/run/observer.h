@@ -68,6 +68,14 @@ std::unique_ptr<Observer> grad_norms();
 // A sequence model's input gradient per time step (InputGradNorm) every config.stats_every steps;
 // nothing for a model of an arch without time steps.
 std::unique_ptr<Observer> input_grad_norms();
+// The landscape probes (landscape.h) every config.probe_every steps: each layer's internal
+// covariate shift and the loss and gradient along -g at lr x {0.25, 0.5, 1, 2, 4}, on the step's
+// batch from the weights and buffers the step started from; and with config.curvature_samples the
+// curvature of the loss of the first that many training samples before the first step, before
+// steps total/4 and total/2, and after the last. Each puts the model back bit for bit, so that a
+// run trains exactly as it would without them. Must come after activation_stats (whose hooks must
+// be off while the probes' forward passes run).
+std::unique_ptr<Observer> landscape_probes();
 // Validation and test loss and accuracy after each epoch (only the last config.eval_last epochs
 // when set) and every config.eval_every steps (RunResult::evals), marking the run diverged if the test loss is not finite; and for a norm with batch
 // statistics under config.bn_three_ways, the precise and test-batch accuracies at the same epochs

@@ -52,6 +52,16 @@ void validate(const TrainConfig& c, const Splits& s) {
   if (c.warmup_steps < 0) throw Error("warmup steps must be >= 0");
   if (c.eval_batch <= 0) throw Error("the evaluation batch must be at least 1");
   if (c.eval_every < 0) throw Error("--eval-every must be 0 (off) or a number of steps");
+  if (c.probe_every < 0) throw Error("--probe-every must be 0 (off) or a number of steps");
+  if (c.curvature_samples < 0) throw Error("--curvature-samples must be 0 (off) or a number of training samples");
+  if (c.curvature_samples > n)
+    throw Error("--curvature-samples " + std::to_string(c.curvature_samples) + " is more than the training set's " +
+                std::to_string(n) + " samples");
+  if (c.curvature_samples > 0 && (c.curvature_iters < 1 || !(c.curvature_tol > 0) || c.trace_samples < 1))
+    throw Error("the curvature needs at least one power iteration, a tolerance above 0 and at least one trace sample");
+  if (c.distributed && (c.probe_every > 0 || c.curvature_samples > 0))
+    throw Error("the landscape probes (--probe-every, --curvature-samples) measure one process's model: not with "
+                "--distributed");
   if (c.early_stopping < 0) throw Error("--early-stopping must be 0 (off) or a number of epochs");
   if (c.early_stopping > 0 && s.validation.size() == 0)
     throw Error("--early-stopping watches the validation loss, and there is no validation set: give --val-fraction "
@@ -300,6 +310,7 @@ RunPosition resume_from(const std::filesystem::path& dir, RunResult& r, nn::Modu
   r.steps = std::move(kept->steps), r.epochs = std::move(kept->epochs);
   r.activations = std::move(kept->activations), r.grad_norms = std::move(kept->grad_norms);
   r.evals = std::move(kept->evals);
+  r.shifts = std::move(kept->shifts), r.landscape = std::move(kept->landscape), r.curvature = std::move(kept->curvature);
   nn::load_module(ck.model.string(), net);
   sched.set_step(optim::load_optimizer(ck.optimizer.string(), opt));
   return ck.position;
@@ -357,6 +368,7 @@ RunResult train_run(const CheckedRun& run, const Splits& s, const StepCallback& 
     Observers obs;
     obs.push_back(loss_log());
     obs.push_back(activation_stats(st));
+    obs.push_back(landscape_probes());  // after activation_stats: its hooks are off when the probes run
     obs.push_back(grad_norms());
     obs.push_back(input_grad_norms());
     obs.push_back(evaluation());
