@@ -45,15 +45,20 @@ void NoisyBatchNorm::check_input(const Tensor& x) const {
 
 Tensor NoisyBatchNorm::forward(const Tensor& x) {
   const Tensor y = BatchNorm::forward(x);
-  if (!is_training() || !noise_enabled_) return y;
-  // Step k's noise, from a generator seeded by (seed, k) alone: s_c ~ U[scale), m_c ~ U[shift).
-  const auto k = static_cast<uint64_t>(step_.item());
-  autograd::Generator gen(seed_ ^ (0x9E3779B97F4A7C15ull * (k + 1)));
   const int64_t c = num_features();
   std::vector<double> s(static_cast<size_t>(c)), m(static_cast<size_t>(c));
-  for (double& v : s) v = gen.uniform(noise_.scale_lo, noise_.scale_hi);
-  for (double& v : m) v = gen.uniform(noise_.shift_lo, noise_.shift_hi);
-  step_.set_flat(0, static_cast<double>(k + 1));
+  if (is_training() && noise_enabled_) {
+    // Step k's noise, from a generator seeded by (seed, k) alone: s_c ~ U[scale), m_c ~ U[shift).
+    const auto k = static_cast<uint64_t>(step_.item());
+    autograd::Generator gen(seed_ ^ (0x9E3779B97F4A7C15ull * (k + 1)));
+    for (double& v : s) v = gen.uniform(noise_.scale_lo, noise_.scale_hi);
+    for (double& v : m) v = gen.uniform(noise_.shift_lo, noise_.shift_hi);
+    step_.set_flat(0, static_cast<double>(k + 1));
+  } else {
+    // Evaluation: the noise's expectation, the transform the next layer saw on average in training.
+    for (double& v : s) v = 0.5 * (noise_.scale_lo + noise_.scale_hi);
+    for (double& v : m) v = 0.5 * (noise_.shift_lo + noise_.shift_hi);
+  }
   // (C) viewed as (1, C, 1, ...): it broadcasts over the batch and the positions.
   autograd::Shape view(static_cast<size_t>(x.dim()), 1);
   view[1] = c;

@@ -3,7 +3,10 @@
 // from "BatchNorm changes the optimization". In training, every forward pass draws for each unit
 // (channel) c a scale s_c ~ U[scale_lo, scale_hi) and a shift m_c ~ U[shift_lo, shift_hi), anew at
 // every step, and returns s_c BN(x)_c + m_c: the layer's output has a mean and a variance that move
-// at every step and are not 0 and 1. Evaluation is BatchNorm's (running statistics), no noise.
+// at every step and are not 0 and 1. Evaluation draws no noise: BatchNorm with its running
+// statistics, times the scale's expectation plus the shift's (1.25 BN(x) + 0.5 by default), the
+// transform the next layer saw on average in training (as Dropout's evaluation is its average;
+// BatchNorm's output alone would shift every next layer's input by -0.5 at evaluation).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -32,7 +35,8 @@ class NoisyBatchNorm : public BatchNorm {
   /// BatchNorm's defaults (eps 1e-5, momentum 0.1, affine, running statistics); throws for noise
   /// bounds that are not finite or not ordered (lo < hi), and as BatchNorm does.
   NoisyBatchNorm(int64_t num_features, bool image, uint64_t seed, NoiseOptions noise = {});
-  /// Training: s_c BN(x)_c + m_c with this step's noise (then the step count moves on); eval: BN(x).
+  /// Training: s_c BN(x)_c + m_c with this step's noise (then the step count moves on); eval (or
+  /// the noise off): E[s] BN(x) + E[m].
   Tensor forward(const Tensor& x) override;
   /// "NoisyBatchNorm(4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True,
   /// scale=U[0.5, 2.0), shift=U[-0.5, 1.5))".
@@ -41,8 +45,8 @@ class NoisyBatchNorm : public BatchNorm {
   const NoiseOptions& noise() const { return noise_; }  ///< The noise's distributions.
   uint64_t seed() const { return seed_; }               ///< The noise's seed.
   bool image() const { return image_; }                 ///< (N, C, H, W) inputs.
-  /// Turns the noise off (training mode is then plain BatchNorm, drawing nothing) or back on: for an
-  /// evaluation that normalizes test batches with their own statistics.
+  /// Turns the noise off (training mode then draws nothing and applies the noise's expectation, as
+  /// evaluation does) or back on: for an evaluation that normalizes test batches with their own statistics.
   void set_noise_enabled(bool on) { noise_enabled_ = on; }
   bool noise_enabled() const { return noise_enabled_; }  ///< Whether training mode adds the noise.
 

@@ -148,6 +148,16 @@ void TrainingCommand::add_train_flags(CLI::App& a) {
                  "as fine as N steps, instead of an epoch")
         ->check(whole(1, kMaxInt))
         ->default_str("");
+    a.add_option("--probe-every", t.probe_every,
+                 "every N steps, why a norm helps: each layer's internal covariate shift (shifts.csv) and the "
+                 "loss and gradient at w - eta g for eta = lr x 0.25, 0.5, 1, 2, 4 (landscape.csv)")
+        ->check(whole(1, kMaxInt))
+        ->default_str("");
+    a.add_option("--curvature-samples", t.curvature_samples,
+                 "the Hessian's top eigenvalue and trace of the loss of the first N training samples, before "
+                 "the first step, at a quarter, a half and after the last (curvature.csv)")
+        ->check(whole(1, kMaxInt))
+        ->default_str("");
     preset_default(a.add_option("--early-stopping", t.early_stopping,
                                 "stop after N epochs without a lower validation loss and keep the best epoch's "
                                 "weights (needs --val-fraction above 0)")
@@ -255,6 +265,10 @@ void TrainingCommand::check(const Given& given) {
   if (given("--csv") && !given("--dataset")) o_.data.name = "csv";  // --csv FILE alone names the data set
   dataset(o_.data.name);  // an unknown name is an error before anything else
   if (on_text()) {  // --dataset text: a language model (text_training.h, text_compare.h)
+    for (const char* flag : {"--probe-every", "--curvature-samples"})
+      if (given(flag))
+        throw Error(std::string(flag) + " probes a classifier's training (--arch mlp, cnn or lstm), not yet a "
+                    "language model's (--dataset text)");
     text_flow_->presets(o_, given);
     check_applicable(given);
     check_optimizer(given);

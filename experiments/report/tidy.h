@@ -38,7 +38,9 @@ class RunTable {
 // The per-run records as tidy tables: steps.csv, epochs.csv, activations.csv and grad_norms.csv
 // in `dir` (epochs.csv with validation columns when `validation`), and evals.csv with the
 // evaluations every --eval-every steps when there are any, and input_grad_norms.csv with a sequence
-// model's gradient reaching each time step's input (InputGradNorm) when there are any.
+// model's gradient reaching each time step's input (InputGradNorm) when there are any; with the
+// landscape probes, shifts.csv (each layer's ICS), landscape.csv (the points along -g) and
+// curvature.csv (the Hessian's top eigenvalue and trace at the four points).
 void write_run_records(const std::vector<RunResult>& runs, const std::string& dataset, bool validation,
                        const std::filesystem::path& dir);
 
