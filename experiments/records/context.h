@@ -48,6 +48,9 @@ struct Report {
   // run that diverged) in sweep order. The character GPT's sweep: its variants' final validation
   // bits per character (lower is better).
   std::map<std::string, std::vector<std::pair<double, std::vector<double>>>> sweep_accuracy;
+  // A comparison's landscape probes: norm -> measure -> the seeds' values (report/why.h why_values:
+  // "ics", "beta_smoothness", ...); empty without probes.
+  std::map<std::string, std::map<std::string, std::vector<double>>> why;
 };
 
 }  // namespace normlab::experiments

@@ -16,6 +16,7 @@
 #include "experiments/report/report.h"
 #include "experiments/report/stats.h"
 #include "experiments/report/tidy.h"
+#include "experiments/report/why.h"
 #include "experiments/run/runs.h"
 #include "experiments/studies/study.h"
 #include "experiments/studies/study_runs.h"
@@ -129,6 +130,7 @@ void write_tables(const CompareConfig& cfg, const std::vector<RunResult>& runs, 
   runs_csv.write(ctx.out / "runs.csv");
   write_run_records(runs, ctx.dataset, use_val, ctx.out);
   summary.write(ctx.out / "summary.csv");
+  write_why_tables(runs, cfg.norms, ctx.dataset, ctx.out);
 }
 
 // The loss curve (binned to about 100 points per run) and the test accuracy per epoch of one
@@ -183,6 +185,16 @@ std::vector<std::string> compare_plots(const CompareConfig& cfg, const std::vect
     plots.push_back("grad_norms");
   for (const auto& [stem, spec] : input_grad_plots(runs, cfg.norms))  // a sequence model's
     if (render_plot(spec, ctx.out, stem)) plots.push_back(stem);
+  return plots;
+}
+
+// The landscape probes' plots (report/why.h); returns those written.
+std::vector<std::string> why_plots_written(const CompareConfig& cfg, const std::vector<RunResult>& runs,
+                                           const StudyContext& ctx) {
+  if (!gnuplot_available()) return {};
+  std::vector<std::string> plots;
+  for (const WhyPlot& p : why_plots(runs, cfg.norms))
+    if (render_panels(p.title, p.panels, p.cols, ctx.out, p.stem)) plots.push_back(p.stem);
   return plots;
 }
 
@@ -274,7 +286,7 @@ std::string reading(const CompareConfig& cfg, const std::vector<RunResult>& runs
 
 std::string compare_markdown(const CompareConfig& cfg, const std::vector<RunResult>& runs,
                              const std::map<std::string, Agg>& agg, const StudyContext& ctx, bool use_val,
-                             const std::vector<std::string>& plots) {
+                             const std::vector<std::string>& plots, const std::vector<std::string>& why) {
   const TrainConfig& b = cfg.base;
   const ScoreText sc = score_text(b);
   const auto pct = [&](double v) { return sc.format(v); };
@@ -299,6 +311,8 @@ std::string compare_markdown(const CompareConfig& cfg, const std::vector<RunResu
        << mean_or_dash(a.epochs_to, 3) << " | " << mean_or_dash(a.steps_to, 5) << " | " << a.diverged << " |\n";
   }
   md << "\n" << image_links(plots) << reading(cfg, runs, agg);
+  const std::string why_md = why_markdown(runs, cfg.norms, why, cfg.seeds.size());
+  if (!why_md.empty()) md << "\n" << why_md;
   return md.str();
 }
 
@@ -336,14 +350,18 @@ Report run_compare(const CompareConfig& cfg, const std::vector<CheckedRun>& conf
   const auto agg = aggregate(cfg, runs.results, use_val);
   write_tables(cfg, runs.results, agg, ctx, use_val);
   const auto plots = compare_plots(cfg, runs.results, steps_per_run(cfg.base, data), ctx);
+  const auto why = why_plots_written(cfg, runs.results, ctx);
   std::string title = "Convergence: ";
   for (size_t i = 0; i < cfg.norms.size(); ++i) title += (i ? " vs " : "") + display_name(cfg.norms[i]);
   const nlohmann::json man = manifest(ctx,
                                       {{"study", "compare"}, {"base", to_json(cfg.base)}, {"norms", cfg.norms},
                                        {"seeds", cfg.seeds}, {"target_accuracy", cfg.target_accuracy}},
                                       runs.wall_seconds);
-  return write_study_report(ctx, runs, "compare", {title, compare_markdown(cfg, runs.results, agg, ctx, use_val, plots)},
-                            man);
+  Report rep = write_study_report(
+      ctx, runs, "compare", {title, compare_markdown(cfg, runs.results, agg, ctx, use_val, plots, why)}, man);
+  if (has_probes(runs.results))
+    for (const std::string& n : cfg.norms) rep.why[n] = why_values(runs.results, n);
+  return rep;
 }
 
 }  // namespace normlab::experiments::studies
