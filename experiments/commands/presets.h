@@ -143,6 +143,16 @@ struct StudyOptions {
   std::vector<std::string> gpt_norms{"layer", "batch", "none"};
   std::vector<int64_t> gpt_batch_sizes{2, 16};
   int64_t gpt_tokens = 160000, gpt_layers = 2, gpt_width = 64, gpt_heads = 4, gpt_block = 64;
+  // The Why part: the MLP protocol of the landscape probes, shrunk (plain SGD at why_lr, batch
+  // 128, a constant rate, why_epochs on why_train_limit images, probes every why_probe_every
+  // steps, the curvature of why_curvature_samples images with why_trace_samples Hutchinson
+  // draws), and the LSTM comparison probed every lstm_probe_every steps (no curvature: an LSTM's
+  // Hessian-vector products cost too much for the budget).
+  bool no_why = false;
+  std::vector<std::string> why_norms{"none", "batch", "noisybatch", "layer"};
+  int64_t why_train_limit = 3000, why_epochs = 2, why_probe_every = 10, why_curvature_samples = 500;
+  int64_t why_trace_samples = 20, lstm_probe_every = 25;
+  double why_lr = 0.1;
 };
 
 // Before preset_tables (the study's own presets): --quick's sweep, Fashion-MNIST's sizes.
@@ -159,6 +169,11 @@ TrainConfig study_cnn_base(const TrainConfig& mlp, const StudyOptions& s, const 
 TrainConfig study_cnn_compare(const TrainConfig& base, const StudyOptions& s, int64_t train_size);
 // Its sweep: 1 epoch, no activation statistics.
 TrainConfig study_cnn_sweep(const TrainConfig& base);
+
+// The Why part's comparison, from the MLP's settings: the landscape probes' protocol shrunk
+// (StudyOptions' why_* fields): plain SGD (no momentum, no weight decay) at --why-lr, constant,
+// no warmup, batch 128, --why-epochs, no activation statistics.
+TrainConfig study_why_compare(const TrainConfig& mlp, const StudyOptions& s);
 
 // The LSTM part's sweep runs: the study's LSTM (the arch's default width) on rows of pixels, Adam
 // with the gradient norm clipped to 1 and lr = --lstm-lr at batch 128, --lstm-epochs; its warmup

@@ -60,6 +60,16 @@ TrainConfig study_cnn_sweep(const TrainConfig& base) {
   return sweep;
 }
 
+TrainConfig study_why_compare(const TrainConfig& mlp, const StudyOptions& s) {
+  TrainConfig c = mlp;
+  c.optimizer = "sgd", c.momentum = 0, c.nesterov = false, c.weight_decay = 0;
+  c.lr = s.why_lr, c.schedule = "none", c.warmup_steps = 0, c.batch_size = 128;
+  c.epochs = s.why_epochs, c.stats_every = 0, c.eval_every = 0, c.early_stopping = 0;
+  c.probe_every = s.why_probe_every;
+  c.curvature_samples = s.why_curvature_samples, c.trace_samples = s.why_trace_samples;
+  return c;
+}
+
 TrainConfig study_lstm_sweep(const TrainConfig& mlp, const StudyOptions& s, int64_t train_size, const Given& given) {
   TrainConfig base = mlp;
   const ArchEntry& a = arch("lstm");

@@ -48,6 +48,25 @@ class StudyCommand : public TrainingCommand {
                    study_help("--sweep-train-limit"));
     add_cnn_part_flags(a);
     add_sequence_part_flags(a);
+    add_why_part_flags(a);
+  }
+
+  // The study's Why part (Fashion-MNIST without --quick).
+  void add_why_part_flags(CLI::App& a) {
+    a.add_flag("--no-why", s_.no_why,
+               "leave out the Why part: the MLP's landscape probes and the LSTM comparison's (Fashion-MNIST without "
+               "--quick only)");
+    a.add_option("--why-train-limit", s_.why_train_limit, "the Why part trains on a random subset of N training images")
+        ->check(whole(128, kMaxInt))
+        ->capture_default_str();
+    a.add_option("--why-epochs", s_.why_epochs, "epochs of the Why part (plain SGD, batch 128, a constant rate)")
+        ->check(whole(1, 1000))
+        ->capture_default_str();
+    a.add_option("--why-lr", s_.why_lr, "the Why part's SGD learning rate")->check(real(1e-12, 1e6))->capture_default_str();
+    a.add_option("--why-norms", s_.why_norms, "norms of the Why part")
+        ->delimiter(',')
+        ->check(norm_name())
+        ->capture_default_str();
   }
 
   // The study's CNN part (Fashion-MNIST without --quick).
@@ -139,6 +158,7 @@ class StudyCommand : public TrainingCommand {
   bool cnn_part() const { return !o_.quick && !s_.no_cnn && o_.data.name == "fashion-mnist"; }
   bool lstm_part() const { return !o_.quick && !s_.no_lstm && o_.data.name == "fashion-mnist"; }
   bool gpt_part() const { return !o_.quick && !s_.no_gpt && o_.data.name == "fashion-mnist"; }
+  bool why_part() const { return !o_.quick && !s_.no_why && o_.data.name == "fashion-mnist"; }
 
   std::vector<DataSource> own_data_sources() const override {
     if (!gpt_part()) return {};
@@ -152,6 +172,7 @@ class StudyCommand : public TrainingCommand {
       all.insert(all.end(), s_.cnn_sweep_norms.begin(), s_.cnn_sweep_norms.end());
     }
     if (lstm_part()) all.insert(all.end(), s_.lstm_norms.begin(), s_.lstm_norms.end());
+    if (why_part()) all.insert(all.end(), s_.why_norms.begin(), s_.why_norms.end());
     return all;
   }
 
@@ -189,6 +210,13 @@ class StudyCommand : public TrainingCommand {
     }
     st.gpt = gpt_part();
     if (st.gpt) st.gpt_sweep = gpt_sweep_config();
+    st.why = why_part();
+    if (st.why) {
+      st.why_compare = CompareConfig{.base = study_why_compare(o_.train, s_), .norms = s_.why_norms, .seeds = s_.seeds,
+                                     .target_accuracy = s_.target};
+      st.why_train_limit = s_.why_train_limit;
+      if (st.lstm) st.lstm_compare.base.probe_every = s_.lstm_probe_every;  // the sequence family's probes
+    }
     plan_ = plan_study(st, data);
   }
 
@@ -255,7 +283,8 @@ class StudyCommand : public TrainingCommand {
           "--lstm-norms"}},
         {"GPT", "--no-gpt", gpt_part(),
          {"--gpt-text", "--gpt-norms", "--gpt-batch-sizes", "--gpt-train-tokens", "--gpt-layers", "--gpt-width", "--gpt-heads",
-          "--gpt-block-size"}}};
+          "--gpt-block-size"}},
+        {"Why", "--no-why", why_part(), {"--why-train-limit", "--why-epochs", "--why-lr", "--why-norms"}}};
     for (const Part& p : parts) {
       if (p.runs) continue;
       const std::string why = given(p.no_flag) ? p.no_flag + " leaves it out"

@@ -8,6 +8,7 @@
 
 #include "experiments/report/report.h"
 #include "experiments/report/stats.h"
+#include "experiments/report/why.h"
 #include "experiments/support/output.h"
 
 namespace normlab::experiments::studies {
@@ -71,17 +72,39 @@ Loss loss_at(const FamilySweep& f, const Points& p, double b) {
   return l;
 }
 
-// The first table: per family its metric, batch sizes and the norms tied for the best at the
-// largest and the smallest batch.
+// A probed family's verdicts of one claim against no norm, per norm: "BatchNorm reversed; LayerNorm
+// not distinguishable" (report/why.h: verdict; lower_holds: the claim is a lower value); "-" for a
+// family without probes.
+std::string claim_cell(const FamilySweep& f, const std::string& key, bool lower_holds) {
+  if (!f.why || f.why->why.empty()) return "-";
+  const auto none = f.why->why.find("none");
+  if (none == f.why->why.end() || !none->second.count(key)) return "no `none` to test against";
+  std::vector<std::string> parts;
+  for (const auto& [n, values] : f.why->why) {
+    const auto v = values.find(key);
+    if (n == "none" || v == values.end()) continue;
+    parts.push_back(f.display(n) + " " + verdict(v->second, none->second.at(key), lower_holds));
+  }
+  std::string cell;
+  for (const std::string& x : parts) cell += (cell.empty() ? "" : "; ") + x;
+  return parts.empty() ? "-" : cell;
+}
+
+// The first table: per family its metric, batch sizes, the norms tied for the best at the largest
+// and the smallest batch, and (where its comparison was probed) the verdicts of "reduces internal
+// covariate shift" and "a smoother landscape" against no norm.
 std::string best_table(const std::vector<FamilySweep>& fs) {
   std::ostringstream md;
-  md << "| family | metric | batch sizes | best at the largest batch | best at the smallest batch |\n|---|---|---|---|---|\n";
+  md << "| family | metric | batch sizes | best at the largest batch | best at the smallest batch | \"reduces "
+        "internal covariate shift\" (‖G − G′‖, against no norm) | \"a smoother landscape\" (β-smoothness, against no "
+        "norm) |\n|---|---|---|---|---|---|---|\n";
   for (const FamilySweep& f : fs) {
     const std::vector<double> x = batches_of(*f.sweep);
     std::string list;
     for (double b : x) list += (list.empty() ? "" : ", ") + fmt(b);
     md << "| " << f.family << " | " << f.metric << " | " << list << " | " << fmt(x.back()) << ": "
-       << tied_cell(f, x.back()) << " | " << fmt(x.front()) << ": " << tied_cell(f, x.front()) << " |\n";
+       << tied_cell(f, x.back()) << " | " << fmt(x.front()) << ": " << tied_cell(f, x.front()) << " | "
+       << claim_cell(f, "ics", true) << " | " << claim_cell(f, "beta_smoothness", true) << " |\n";
   }
   return md.str();
 }
@@ -158,6 +181,9 @@ std::string families_section(const std::vector<FamilySweep>& all) {
         "character of the GPT (lower is better); mean ± 95% CI over seeds. The best norms at a batch size are the one "
         "with the best mean and every norm not distinguishable from it (Welch's t-test over seeds, 95%).\n\n"
      << best_table(fs)
+     << "\nThe last two columns: where the family's comparison carried the landscape probes (its Why section), each "
+        "norm's verdict against no norm from Welch's t-test over seeds (holds, not distinguishable, reversed); - where "
+        "it did not.\n"
      << "\nWhat each norm loses at its family's smallest batch size against its own best batch size (points of "
         "accuracy lost, or bits per character gained; positive is worse), with the 95% interval of the difference "
         "(Welch); \"beyond the seeds' spread\" when that interval excludes 0:\n\n"

@@ -20,6 +20,7 @@ struct FamilySweep {
   bool lower_is_better = false;   // bits per character: lower is better
   report::Units units;
   std::function<std::string(const std::string&)> display;  // a norm's name in the text
+  const Report* why = nullptr;  // a comparison with the landscape probes (its why values), if any
 };
 
 // The batch sizes a sweep ran (the keys of its sweep_accuracy), smallest first, each once.

@@ -143,7 +143,7 @@ void into_part(StudyContext& part, const StudyContext& ctx, const std::string& s
 
 // The reports of the study's parts (empty for a part that is off).
 struct Parts {
-  Report compare, sweep, cnn_compare, cnn_sweep, lstm_compare, lstm_sweep, gpt_sweep;
+  Report compare, sweep, cnn_compare, cnn_sweep, lstm_compare, lstm_sweep, gpt_sweep, why;
 };
 
 // Runs each part of the plan in its subfolder.
@@ -172,6 +172,10 @@ Parts run_parts(const StudyPlan& plan, const DataSpec& spec, const Splits& data,
     prepare_output_dir(part.out);
     p.gpt_sweep = run_lm_sweep(cfg.gpt_sweep, plan.gpt_sweep, part);
   }
+  if (cfg.why) {
+    into_part(part, ctx, "why", describe(spec, plan.why_data));
+    p.why = run_compare(cfg.why_compare, plan.why_compare, plan.why_data, part);
+  }
   return p;
 }
 
@@ -194,6 +198,28 @@ std::string mlp_and_cnn_markdown(const StudyPlan& plan, const DataSpec& spec, co
         subset + ") and the same test set.\n\n";
   p.cnn_compare.title = "CNN: " + p.cnn_compare.title, p.cnn_sweep.title = "CNN: " + p.cnn_sweep.title;
   return md + section(p.cnn_compare, "cnn-compare/") + section(p.cnn_sweep, "cnn-sweep/") + side_by_side(p.sweep, p.cnn_sweep);
+}
+
+// The Why part's section: the shrunk MLP protocol of the landscape probes, its comparison's report.
+std::string why_part_markdown(const StudyPlan& plan, Parts p) {
+  const StudyConfig& cfg = plan.config;
+  if (!cfg.why) return "";
+  const TrainConfig& b = cfg.why_compare.base;
+  std::string md =
+      "**Why a norm helps.** The seed documents explain normalization by \"internal covariate shift\" and by "
+      "\"more even steps\"; this part measures both on the MLP (" + describe(b.model) + ") with the landscape probes, "
+      "on a random subset of " + std::to_string(plan.why_data.train.size()) + " training images (`--why-train-limit`, "
+      "the first of the shuffled training split) and the test set: plain SGD (no momentum, no weight decay) at a "
+      "constant learning rate " + fmt(b.lr) + " (`--why-lr`), batch 128, " + count_of(b.epochs, "epoch") +
+      " (`--why-epochs`), noisy BatchNorm as the control (BatchNorm whose every unit gets a random scale and shift "
+      "at each step). `normlab compare` with `--probe-every` and `--curvature-samples` runs the complete protocol "
+      "(docs/studies.md).";
+  if (cfg.lstm && cfg.lstm_compare.base.probe_every > 0)
+    md += " The LSTM comparison above carries the same step probes (every " +
+          count_of(cfg.lstm_compare.base.probe_every, "step") + ", no curvature), in its own Why section.";
+  const std::string convergence = "Convergence: ";  // the comparison's title: "Convergence: A vs B"
+  if (p.why.title.rfind(convergence, 0) == 0) p.why.title = "Why a norm helps: " + p.why.title.substr(convergence.size());
+  return md + "\n\n" + section(p.why, "why/");
 }
 
 // The LSTM's and the GPT's sections, and the table of the families side by side (with two or more).
@@ -219,10 +245,13 @@ std::string sequence_markdown(const StudyPlan& plan, const DataSpec& spec, Parts
   }
   std::vector<FamilySweep> families;
   const auto registered = [](const std::string& n) { return norm(n).display; };
-  families.push_back({"MLP", "test accuracy, %", &p.sweep, false, kPercent, registered});
+  families.push_back({"MLP", "test accuracy, %", &p.sweep, false, kPercent, registered, cfg.why ? &p.why : nullptr});
   if (cfg.cnn) families.push_back({"CNN", "test accuracy, %", &p.cnn_sweep, false, kPercent, registered});
-  if (cfg.lstm) families.push_back({"LSTM", "test accuracy, %", &p.lstm_sweep, false, kPercent, registered});
+  if (cfg.lstm)
+    families.push_back({"LSTM", "test accuracy, %", &p.lstm_sweep, false, kPercent, registered,
+                        p.lstm_compare.why.empty() ? nullptr : &p.lstm_compare});
   if (cfg.gpt) families.push_back({"GPT", "validation bits/char", &p.gpt_sweep, true, kBitsUnits, variant_display});
+  md += why_part_markdown(plan, p);
   return families.size() > 1 ? md + families_section(families) : md;
 }
 
@@ -246,6 +275,10 @@ StudyPlan plan_study(const StudyConfig& cfg, const Splits& data) {
     p.lstm_sweep = sweep_runs(cfg.lstm_sweep, p.lstm_sweep_data);
   }
   if (cfg.gpt) p.gpt_sweep = lm_sweep_runs(cfg.gpt_sweep);
+  if (cfg.why) {
+    p.why_data = sweep_only(part_data(data, cfg.why_train_limit));
+    p.why_compare = compare_runs(cfg.why_compare, p.why_data);
+  }
   return p;
 }
 
@@ -256,7 +289,7 @@ Report run_study(const StudyPlan& plan, const DataSpec& spec, const Splits& data
   const Parts p = run_parts(plan, spec, data, ctx);
   Report rep{"normlab study: BatchNorm vs LayerNorm", "", false, false, 0, 0};
   for (const Report* r :
-       {&p.compare, &p.sweep, &p.cnn_compare, &p.cnn_sweep, &p.lstm_compare, &p.lstm_sweep, &p.gpt_sweep}) {
+       {&p.compare, &p.sweep, &p.cnn_compare, &p.cnn_sweep, &p.lstm_compare, &p.lstm_sweep, &p.gpt_sweep, &p.why}) {
     rep.interrupted = rep.interrupted || r->interrupted;
     rep.runs_done += r->runs_done, rep.runs_total += r->runs_total;
   }
@@ -273,6 +306,7 @@ Report run_study(const StudyPlan& plan, const DataSpec& spec, const Splits& data
   if (cfg.lstm)
     parts.push_back("lstm-compare"), parts.push_back("lstm-sweep"), man["lstm_train_limit"] = cfg.lstm_train_limit;
   if (cfg.gpt) parts.push_back("gpt-sweep"), man["gpt_train_tokens"] = cfg.gpt_sweep.tokens;
+  if (cfg.why) parts.push_back("why"), man["why_train_limit"] = cfg.why_train_limit;
   man["parts"] = parts;
   man["runs_total"] = rep.runs_total;
   man["runs_finished"] = rep.runs_done;

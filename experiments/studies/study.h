@@ -102,6 +102,13 @@ struct StudyConfig {
   // same number of training tokens at every batch size; off when gpt is false.
   bool gpt = false;
   LmSweepConfig gpt_sweep;
+  // The Why part (make run on Fashion-MNIST): a comparison of the MLP with the landscape probes
+  // (internal covariate shift, the loss along -g, the curvature) on a random subset of
+  // why_train_limit training images, scored on the test set; off when why is false. The LSTM
+  // comparison's base then carries its own probes (probe_every).
+  bool why = false;
+  CompareConfig why_compare;
+  int64_t why_train_limit = 0;
 };
 
 // The runs of a comparison (each norm, each seed), each checked: throws normlab::Error for
@@ -126,7 +133,8 @@ struct StudyPlan {
   // The sweep's and the CNN part's data (the test set the same); the sweeps' without the
   // validation split, which they do not evaluate.
   Splits sweep_data, cnn_data, cnn_sweep_data, lstm_sweep_data;  // the LSTM's comparison uses its sweep's
-  std::vector<CheckedRun> compare, sweep, cnn_compare, cnn_sweep, lstm_compare, lstm_sweep;
+  Splits why_data;
+  std::vector<CheckedRun> compare, sweep, cnn_compare, cnn_sweep, lstm_compare, lstm_sweep, why_compare;
   std::vector<LmRunSpec> gpt_sweep;
 };
 StudyPlan plan_study(const StudyConfig& config, const Splits& data);

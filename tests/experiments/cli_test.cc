@@ -200,23 +200,27 @@ BOOST_AUTO_TEST_CASE(study_on_images_adds_the_cnn_part) {
                                    "--seeds", "0", "--batch-sizes", "4,32", "--sweep-train-limit", "500",
                                    "--cnn-train-limit", "300", "--cnn-epochs", "1", "--cnn-batch-sizes", "4,32",
                                    "--cnn-norms", "none,batch,instance", "--cnn-sweep-norms", "batch,group", "--no-lstm",
-                                   "--no-gpt", "--out", t.path().string()}),
+                                   "--no-gpt", "--why-epochs", "1", "--why-norms", "none,noisybatch", "--out",
+                                   t.path().string()}),
                       0);
-  for (const char* part : {"compare", "sweep", "cnn-compare", "cnn-sweep"})
+  for (const char* part : {"compare", "sweep", "cnn-compare", "cnn-sweep", "why"})
     BOOST_TEST(fs::exists(t.path() / part / "summary.csv"), part << "/summary.csv is missing");
   const std::string report = read_file(t.path() / "report.md");
   for (const char* s : {"## CNN: Convergence", "## CNN: Batch-size sensitivity", "## MLP and CNN side by side",
-                        "| GroupNorm |", "InstanceNorm"})
+                        "| GroupNorm |", "InstanceNorm", "## Why a norm helps: no norm vs noisy BatchNorm",
+                        "### Why: internal covariate shift and the landscape"})
     BOOST_TEST(report.find(s) != std::string::npos, "report.md lacks " << s);
   const auto man = nlohmann::json::parse(read_file(t.path() / "manifest.json"));
-  BOOST_TEST(man["parts"].size() == 4u);
+  BOOST_TEST(man["parts"].size() == 5u);
+  BOOST_TEST(fs::exists(t.path() / "why" / "why_claims.csv"));
   // --no-cnn leaves it out; study refuses --arch cnn (it runs both architectures itself).
   TempDir u;
   BOOST_REQUIRE_EQUAL(run_normlab({"study", "--quiet", "--train-limit", "500", "--test-limit", "100", "--epochs", "1",
                                    "--seeds", "0", "--batch-sizes", "32", "--sweep-train-limit", "200", "--no-cnn",
-                                   "--no-lstm", "--no-gpt", "--out", u.path().string()}),
+                                   "--no-lstm", "--no-gpt", "--no-why", "--out", u.path().string()}),
                       0);
   BOOST_TEST(!fs::exists(u.path() / "cnn-compare"));
+  BOOST_TEST(!fs::exists(u.path() / "why"));
   expect_error({"study", "--arch", "cnn", "--out", u.path().string()}, "study runs its MLP and its CNN parts itself");
 }
 

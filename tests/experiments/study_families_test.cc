@@ -97,7 +97,7 @@ BOOST_AUTO_TEST_CASE(study_on_images_adds_the_lstm_and_gpt_parts) {
   TempDir t;
   const std::string sample = std::string(NORMLAB_SOURCE_DIR) + "/tests/data/fixtures/text_sample.txt";
   BOOST_REQUIRE_EQUAL(run_normlab({"study", "--quiet", "--train-limit", "600", "--test-limit", "100", "--epochs", "1",
-                                   "--seeds", "0,1", "--batch-sizes", "8,32", "--sweep-train-limit", "200", "--no-cnn",
+                                   "--seeds", "0,1", "--batch-sizes", "8,32", "--sweep-train-limit", "200", "--no-cnn", "--no-why",
                                    "--lstm-train-limit", "64", "--lstm-test-limit", "40", "--lstm-batch-sizes", "8,32",
                                    "--lstm-batch-size", "16",
                                    "--lstm-norms", "none,layer,batch",
