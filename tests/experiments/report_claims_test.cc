@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/csv.h"
 #include "tests/support/files.h"
 #include "tests/support/process.h"
 
@@ -21,24 +22,12 @@ using normlab::test::run_normlab_quiet;
 
 namespace {
 
-// The cells of one CSV line, quotes honoured ("a, b" is one cell).
-std::vector<std::string> cells(const std::string& line) {
-  std::vector<std::string> out(1);
-  bool quoted = false;
-  for (char c : line) {
-    if (c == '"') quoted = !quoted;
-    else if (c == ',' && !quoted) out.emplace_back();
-    else out.back() += c;
-  }
-  return out;
-}
-
 // norm -> the seeds' values of `column` in a runs.csv.
 std::map<std::string, std::vector<double>> by_norm(const std::string& csv, const std::string& column) {
   std::istringstream in(csv);
   std::string line;
   std::getline(in, line);
-  const auto header = cells(line);
+  const auto header = normlab::test::csv_cells(line);
   size_t norm = 0, col = 0;
   for (size_t i = 0; i < header.size(); ++i) {
     if (header[i] == "norm") norm = i;
@@ -46,7 +35,7 @@ std::map<std::string, std::vector<double>> by_norm(const std::string& csv, const
   }
   std::map<std::string, std::vector<double>> v;
   while (std::getline(in, line)) {
-    const auto c = cells(line);
+    const auto c = normlab::test::csv_cells(line);
     v[c[norm]].push_back(std::stod(c[col]));
   }
   return v;

@@ -12,6 +12,7 @@
 
 #include "experiments/report/stats.h"
 #include "experiments/report/why.h"
+#include "tests/support/csv.h"
 #include "tests/support/files.h"
 #include "tests/support/process.h"
 
@@ -42,27 +43,15 @@ RunResult run_of(const std::string& norm, double ics, double beta, double eigenv
   return r;
 }
 
-// The cells of one CSV line, quotes honoured.
-std::vector<std::string> cells(const std::string& line) {
-  std::vector<std::string> out(1);
-  bool quoted = false;
-  for (char c : line) {
-    if (c == '"') quoted = !quoted;
-    else if (c == ',' && !quoted) out.emplace_back();
-    else out.back() += c;
-  }
-  return out;
-}
-
 // A CSV file as rows of column -> cell.
 std::vector<std::map<std::string, std::string>> rows(const std::string& csv) {
   std::istringstream in(csv);
   std::string line;
   std::getline(in, line);
-  const auto header = cells(line);
+  const auto header = normlab::test::csv_cells(line);
   std::vector<std::map<std::string, std::string>> out;
   while (std::getline(in, line)) {
-    const auto c = cells(line);
+    const auto c = normlab::test::csv_cells(line);
     BOOST_REQUIRE_EQUAL(c.size(), header.size());
     std::map<std::string, std::string> row;
     for (size_t i = 0; i < c.size(); ++i) row[header[i]] = c[i];
