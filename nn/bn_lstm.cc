@@ -77,6 +77,10 @@ BatchNormLSTM::BatchNormLSTM(int64_t input_size, int64_t hidden_size, Generator&
     l.bn_hh = register_module("bn_hh" + s, std::make_shared<StepBatchNorm>(4 * H, slots(), false, o.gamma_init, o.dtype));
     l.bn_c = register_module("bn_c" + s, std::make_shared<StepBatchNorm>(H, slots(), true, o.gamma_init, o.dtype));
   }
+  if (o.noise) {
+    check_noise(*o.noise, "BatchNormLSTM");
+    noise_step_ = register_buffer("noise_step", autograd::scalar(0, o.dtype));
+  }
 }
 
 Tensor BatchNormLSTM::forward(const Tensor& x) { return forward_with_state(x).output; }
@@ -91,20 +95,32 @@ LSTMOutput BatchNormLSTM::forward_with_state(const Tensor& x, const Tensor& h0, 
   const int64_t last = is_training() ? slots() - 1
                                      : std::clamp<int64_t>(static_cast<int64_t>(trained_steps_.item()) - 1, 0,
                                                            slots() - 1);
+  // The noise of this forward (with options.noise): per layer, BN_ih's, BN_hh's and BN_c's scale
+  // and shift, (1, C) over the batch; drawn in training, their expectations in eval.
+  const bool draw = o_.noise && is_training();
+  const auto noise_step = o_.noise ? static_cast<uint64_t>(noise_step_.item()) : 0;
+  std::vector<NoiseAffine> nz;  // layer k's three: BN_ih, BN_hh, BN_c
+  const auto noisy = [&](const Tensor& y, size_t which) { return o_.noise ? y * nz[which].scale + nz[which].shift : y; };
   Tensor seq = xt;
   std::vector<Tensor> h_last, c_last, hs(T);
   for (int64_t k = 0; k < o_.num_layers; ++k) {
     const Layer& l = layers_[k];
+    nz.clear();
+    for (int64_t j = 0; o_.noise && j < 3; ++j) {
+      const int64_t units = j < 2 ? 4 * H : H;
+      const uint64_t seed = o_.noise_seed ^ (0xD1B54A32D192ED03ull * static_cast<uint64_t>(3 * k + j + 1));
+      nz.push_back(noise_affine(*o_.noise, units, seed, noise_step, draw, {1, units}, l.w_ih.dtype()));
+    }
     const Tensor wx = reshape(linear(reshape(seq, {T * B, seq.size(2)}), l.w_ih), {T, B, 4 * H});
     Tensor h = h0.defined() ? select(h0, 0, k) : zeros({B, H}, x.dtype());
     Tensor c = c0.defined() ? select(c0, 0, k) : zeros({B, H}, x.dtype());
     for (int64_t t = 0; t < T; ++t) {
       const int64_t slot = std::min(t, last);
-      const Tensor G = l.bn_ih->forward_step(select(wx, 0, t), slot, o_.momentum, o_.eps) +
-                       l.bn_hh->forward_step(linear(h, l.w_hh), slot, o_.momentum, o_.eps) + l.b;
+      const Tensor G = noisy(l.bn_ih->forward_step(select(wx, 0, t), slot, o_.momentum, o_.eps), 0) +
+                       noisy(l.bn_hh->forward_step(linear(h, l.w_hh), slot, o_.momentum, o_.eps), 1) + l.b;
       const Tensor st = lstm_gates(G, c);  // (2, B, H): o, c
       c = select(st, 0, 1);
-      h = lstm_output(select(st, 0, 0), l.bn_c->forward_step(c, slot, o_.momentum, o_.eps));
+      h = lstm_output(select(st, 0, 0), noisy(l.bn_c->forward_step(c, slot, o_.momentum, o_.eps), 2));
       hs[t] = h;
     }
     seq = stack(hs, 0);
@@ -115,6 +131,7 @@ LSTMOutput BatchNormLSTM::forward_with_state(const Tensor& x, const Tensor& h0, 
     const double trained = std::max(trained_steps_.item(), static_cast<double>(std::min(T, slots())));
     NoGradGuard no_grad;
     fill_(trained_steps_, trained);
+    if (draw) fill_(noise_step_, static_cast<double>(noise_step + 1));
   }
   return {o_.batch_first ? transpose(seq, 0, 1) : seq, stack(h_last, 0), stack(c_last, 0)};
 }
@@ -135,6 +152,9 @@ std::string BatchNormLSTM::repr() const {
   if (o_.batch_first) r += ", batch_first=True";
   r += ", max_steps=" + std::to_string(o_.max_steps);
   if (o_.shared_statistics) r += ", shared_statistics=True";
+  if (o_.noise)
+    r += ", noise=(scale=U[" + base::py_float(o_.noise->scale_lo) + ", " + base::py_float(o_.noise->scale_hi) +
+         "), shift=U[" + base::py_float(o_.noise->shift_lo) + ", " + base::py_float(o_.noise->shift_hi) + "))";
   return r + ")";
 }
 

@@ -6,8 +6,11 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
 #include "nn/lstm.h"
 #include "nn/module.h"
+#include "nn/noisy_batchnorm.h"
 
 namespace normlab::nn {
 
@@ -51,6 +54,12 @@ struct BatchNormLSTMOptions {
   double eps = 1e-5;  ///< added to the variances
   double gamma_init = 0.1;  ///< the BN gains' start (1 saturates the gates, the paper says)
   DType dtype = DType::Float32;  ///< the parameters' dtype
+  /// The noisy variant (NoisyBatchNorm's control, for the recurrent cell): each of the three
+  /// BatchNorms' outputs, per unit, times a scale and plus a shift drawn from these distributions
+  /// anew at every training forward (the same at every time step of it), their expectations in
+  /// eval. Unset: no noise.
+  std::optional<NoiseOptions> noise;
+  uint64_t noise_seed = 0;  ///< the noise's seed (step k's draws are a function of it and k alone)
 };
 
 /// An LSTM with BatchNorm on both gate projections and on the cell state, statistics per time step.
@@ -68,7 +77,9 @@ struct BatchNormLSTMOptions {
 /// Parameters of layer k: weight_ih_l{k} (4H, input_size or H), weight_hh_l{k} (4H, H), bias_l{k}
 /// (4H), U(-1/sqrt(H), 1/sqrt(H)) in that order as nn::LSTM's; then the children bn_ih_l{k},
 /// bn_hh_l{k} (weight (4H)) and bn_c_l{k} (weight, bias (H)), each with running_mean and
-/// running_var (slots, C).
+/// running_var (slots, C). With options.noise, BN_ih(.), BN_hh(.) and BN_c(.) above are each
+/// s BN(.) + m with that BatchNorm's noise of the step (NoisyBatchNorm's rule), and one more buffer,
+/// noise_step (rank 0): the noisy training forwards so far.
 class BatchNormLSTM : public Module {
  public:
   BatchNormLSTM(int64_t input_size, int64_t hidden_size, Generator& gen, const BatchNormLSTMOptions& o = {});  ///< Parameters drawn from gen (see the class); throws for sizes below 1.
@@ -101,6 +112,7 @@ class BatchNormLSTM : public Module {
   BatchNormLSTMOptions o_;
   std::vector<Layer> layers_;
   Tensor trained_steps_;  // buffer: rank 0
+  Tensor noise_step_;     // buffer with options.noise: rank 0
 };
 
 }  // namespace normlab::nn

@@ -34,17 +34,6 @@ class Container : public Module {
   std::string kind_;
 };
 
-// ln_f: the blocks' norm over the C features of a token (as TransformerBlock makes ln_1 and ln_2).
-std::shared_ptr<Module> make_final_norm(BlockNorm norm, int64_t width, DType dtype) {
-  switch (norm) {
-    case BlockNorm::Layer: return std::make_shared<LayerNorm>(Shape{width}, 1e-5, true, true, dtype);
-    case BlockNorm::RMS: return std::make_shared<RMSNorm>(Shape{width}, std::nullopt, true, dtype);
-    case BlockNorm::Batch: return std::make_shared<TokenBatchNorm>(width, dtype);
-    case BlockNorm::None: return std::make_shared<Identity>();
-  }
-  throw Error("GPT: unknown norm");
-}
-
 std::string config_str(const GPTConfig& c) {
   return "GPT(vocab_size=" + std::to_string(c.vocab_size) + ", block_size=" + std::to_string(c.block_size) +
          ", n_layer=" + std::to_string(c.n_layer) + ", n_head=" + std::to_string(c.n_head) +
@@ -137,7 +126,7 @@ GPT::GPT(const GPTConfig& config, Generator& gen, DType dtype) : config_(config)
   for (int64_t l = 0; l < c.n_layer; ++l)
     blocks_.push_back(h->add(std::to_string(l), std::make_shared<TransformerBlock>(
                                                     c.width, c.n_head, c.norm, c.position, gen, c.n_layer, dtype)));
-  ln_f_ = transformer->add("ln_f", make_final_norm(c.norm, c.width, dtype));
+  ln_f_ = transformer->add("ln_f", make_block_norm(c.norm, c.width, dtype, Generator(gen).next_u64()));
   lm_head_ = register_module("lm_head", std::make_shared<Linear>(c.width, c.vocab_size, gen, false));
   gpt_init_linear(*lm_head_, gen);
   to(dtype);
@@ -229,8 +218,8 @@ void GPT::check_cached_call(const std::vector<int64_t>& ids, int64_t n, int64_t 
     throw Error(what + ": positions [" + std::to_string(start) + ", " + std::to_string(start + n) +
                 ") go beyond block_size=" + std::to_string(Tmax) +
                 " (--block-size): crop the context first (GPTDecoder does)");
-  if (config_.norm == BlockNorm::Batch && is_training())
-    throw Error(what + ": with BlockNorm::Batch the model must be in eval mode (in training mode the batch "
+  if (has_batch_statistics(config_.norm) && is_training())
+    throw Error(what + ": with a BatchNorm (batch, noisybatch) the model must be in eval mode (in training mode the batch "
                 "statistics mix every token of the sequence, which the cache cannot)");
 }
 

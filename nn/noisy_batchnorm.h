@@ -26,6 +26,18 @@ struct NoiseOptions {
   double shift_hi = 1.5;   ///< its upper bound (excluded)
 };
 
+/// One step's noise for C units: scale s_c ~ U[scale_lo, scale_hi) and shift m_c ~ U[shift_lo,
+/// shift_hi), from a generator seeded by (seed, step) alone; with draw false, their expectations
+/// (the transform of evaluation). Returned as (C) viewed as `view` (e.g. (1, C, 1, 1)) in dtype.
+struct NoiseAffine {
+  Tensor scale, shift;
+};
+NoiseAffine noise_affine(const NoiseOptions& noise, int64_t c, uint64_t seed, uint64_t step, bool draw,
+                         const autograd::Shape& view, DType dtype);
+
+/// Throws for noise bounds that are not finite or not ordered (lo < hi); who: the module's name.
+void check_noise(const NoiseOptions& noise, const std::string& who);
+
 /// x (N, C) or (N, C, L) (image = false, as BatchNorm1d) or (N, C, H, W) (image = true, as
 /// BatchNorm2d) -> the same shape. BatchNorm's parameters and buffers under PyTorch's names, and one
 /// more buffer, "noise_step": the noisy forwards so far (rank 0, float32, like num_batches_tracked).
@@ -34,7 +46,8 @@ class NoisyBatchNorm : public BatchNorm {
  public:
   /// BatchNorm's defaults (eps 1e-5, momentum 0.1, affine, running statistics); throws for noise
   /// bounds that are not finite or not ordered (lo < hi), and as BatchNorm does.
-  NoisyBatchNorm(int64_t num_features, bool image, uint64_t seed, NoiseOptions noise = {});
+  NoisyBatchNorm(int64_t num_features, bool image, uint64_t seed, NoiseOptions noise = {},
+                 DType dtype = DType::Float32);
   /// Training: s_c BN(x)_c + m_c with this step's noise (then the step count moves on); eval (or
   /// the noise off): E[s] BN(x) + E[m].
   Tensor forward(const Tensor& x) override;

@@ -20,14 +20,17 @@ std::string block_norm_name(BlockNorm norm) {
     case BlockNorm::RMS: return "rms";
     case BlockNorm::Batch: return "batch";
     case BlockNorm::None: return "none";
+    case BlockNorm::NoisyBatch: return "noisybatch";
   }
   return "?";
 }
 
+bool has_batch_statistics(BlockNorm norm) { return norm == BlockNorm::Batch || norm == BlockNorm::NoisyBatch; }
+
 BlockNorm parse_block_norm(const std::string& name) {
-  for (BlockNorm n : {BlockNorm::Layer, BlockNorm::RMS, BlockNorm::Batch, BlockNorm::None})
+  for (BlockNorm n : {BlockNorm::Layer, BlockNorm::RMS, BlockNorm::Batch, BlockNorm::None, BlockNorm::NoisyBatch})
     if (block_norm_name(n) == name) return n;
-  throw Error("unknown block norm '" + name + "': expected layer, rms, batch or none");
+  throw Error("unknown block norm '" + name + "': expected layer, rms, batch, none or noisybatch");
 }
 
 std::string norm_position_name(NormPosition position) { return position == NormPosition::Pre ? "pre" : "post"; }
@@ -50,6 +53,18 @@ Tensor TokenBatchNorm::forward(const Tensor& x) {
   const Shape shape = x.shape();
   // (B, T, C) -> (B T, C): the tokens are BatchNorm1d's batch.
   return autograd::reshape(BatchNorm1d::forward(autograd::reshape(x, {shape[0] * shape[1], shape[2]})), shape);
+}
+
+TokenNoisyBatchNorm::TokenNoisyBatchNorm(int64_t num_features, uint64_t seed, DType dtype)
+    : NoisyBatchNorm(num_features, false, seed, {}, dtype) {}
+
+Tensor TokenNoisyBatchNorm::forward(const Tensor& x) {
+  const Shape& shape = x.shape();
+  if (x.dim() != 3 || shape[2] != num_features())
+    throw Error("TokenNoisyBatchNorm(" + std::to_string(num_features()) + "): expected input of shape (B, T, " +
+                std::to_string(num_features()) + "), got " + shape_str(shape));
+  // (B, T, C) -> (B T, C): the tokens are the batch.
+  return autograd::reshape(NoisyBatchNorm::forward(autograd::reshape(x, {shape[0] * shape[1], shape[2]})), shape);
 }
 
 // ---- TransformerMLP ----------------------------------------------------------------------------
@@ -84,27 +99,26 @@ Tensor TransformerMLP::project(const Tensor& h, const Tensor& residual) {
 
 // ---- TransformerBlock -----------------------------------------------------------------------------
 
-namespace {
-
-std::shared_ptr<Module> make_norm(BlockNorm norm, int64_t width, DType dtype) {
+std::shared_ptr<Module> make_block_norm(BlockNorm norm, int64_t width, DType dtype, uint64_t seed) {
   switch (norm) {
     case BlockNorm::Layer: return std::make_shared<LayerNorm>(Shape{width}, 1e-5, true, true, dtype);
     case BlockNorm::RMS: return std::make_shared<RMSNorm>(Shape{width}, std::nullopt, true, dtype);
     case BlockNorm::Batch: return std::make_shared<TokenBatchNorm>(width, dtype);
     case BlockNorm::None: return std::make_shared<Identity>();
+    case BlockNorm::NoisyBatch: return std::make_shared<TokenNoisyBatchNorm>(width, seed, dtype);
   }
   throw Error("TransformerBlock: unknown norm");
 }
 
-}  // namespace
-
 TransformerBlock::TransformerBlock(int64_t width, int64_t heads, BlockNorm norm, NormPosition position,
                                    Generator& gen, int64_t n_layer, DType dtype)
     : width_(width), norm_(norm), position_(position) {
-  // nanoGPT's order: ln_1, attn, ln_2, mlp (the state_dict's order too).
-  ln_1_ = register_module("ln_1", make_norm(norm, width, dtype));
+  // nanoGPT's order: ln_1, attn, ln_2, mlp (the state_dict's order too). A noisy norm's seeds come
+  // from a copy of gen: the weights are drawn as with any other norm.
+  const uint64_t seed = Generator(gen).next_u64();
+  ln_1_ = register_module("ln_1", make_block_norm(norm, width, dtype, seed));
   attn_ = register_module("attn", std::make_shared<CausalSelfAttention>(width, heads, gen, n_layer, dtype));
-  ln_2_ = register_module("ln_2", make_norm(norm, width, dtype));
+  ln_2_ = register_module("ln_2", make_block_norm(norm, width, dtype, seed ^ 0x94D049BB133111EBull));
   mlp_ = register_module("mlp", std::make_shared<TransformerMLP>(width, gen, n_layer, dtype));
 }
 

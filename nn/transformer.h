@@ -10,6 +10,7 @@
 #include "nn/batchnorm.h"
 #include "nn/linear.h"
 #include "nn/module.h"
+#include "nn/noisy_batchnorm.h"
 
 namespace normlab::nn {
 
@@ -17,13 +18,17 @@ namespace normlab::nn {
 ///   Layer: LayerNorm(C) (eps 1e-5), weight and bias;
 ///   RMS:   RMSNorm(C) (eps: the dtype's machine epsilon, PyTorch's default), weight;
 ///   Batch: TokenBatchNorm(C), BatchNorm over the B x T tokens, weight, bias and running statistics;
-///   None:  Identity, no parameters.
-enum class BlockNorm { Layer, RMS, Batch, None };
+///   None:  Identity, no parameters;
+///   NoisyBatch: TokenNoisyBatchNorm(C), TokenBatchNorm with NoisyBatchNorm's random per-feature
+///          scale and shift at every training step (the control of "stable input distributions").
+enum class BlockNorm { Layer, RMS, Batch, None, NoisyBatch };
+/// Whether the norm normalizes with batch statistics (Batch, NoisyBatch): not causal in training mode.
+bool has_batch_statistics(BlockNorm norm);
 /// Pre: x = x + attn(ln_1(x)); x = x + mlp(ln_2(x))   (GPT-2, nanoGPT)
 /// Post: x = ln_1(x + attn(x)); x = ln_2(x + mlp(x))  (the original Transformer)
 enum class NormPosition { Pre, Post };
 
-/// "layer", "rms", "batch", "none"; "pre", "post". The parse functions throw normlab::Error naming
+/// "layer", "rms", "batch", "none", "noisybatch"; "pre", "post". The parse functions throw normlab::Error naming
 /// the accepted words for anything else.
 std::string block_norm_name(BlockNorm norm);
 BlockNorm parse_block_norm(const std::string& name);  ///< The BlockNorm named name.
@@ -44,6 +49,19 @@ class TokenBatchNorm : public BatchNorm1d {
   /// x (B, T, C) -> (B, T, C).
   Tensor forward(const Tensor& x) override;
 };
+
+/// NoisyBatchNorm(C) over the tokens of x (B, T, C), as TokenBatchNorm: each training forward
+/// draws one scale and one shift per feature, the same for every token of the batch.
+class TokenNoisyBatchNorm : public NoisyBatchNorm {
+ public:
+  TokenNoisyBatchNorm(int64_t num_features, uint64_t seed, DType dtype = DType::Float32);  ///< noise seeded by seed
+  /// x (B, T, C) -> (B, T, C).
+  Tensor forward(const Tensor& x) override;
+};
+
+/// A block's norm over the C features of a token (ln_1, ln_2, and the GPT's ln_f); seed: the noise's
+/// (NoisyBatch only).
+std::shared_ptr<Module> make_block_norm(BlockNorm norm, int64_t width, DType dtype, uint64_t seed);
 
 /// nanoGPT's MLP (printed "MLP"): x (*, C) -> c_proj(gelu(c_fc(x))), c_fc = Linear(C, 4C), c_proj = Linear(4C, C).
 /// GELU is normlab's (nn::GELU: the tanh approximation, GPT-2's; nanoGPT's nn.GELU() is the exact erf

@@ -22,8 +22,8 @@ class CompareCommand : public TrainingCommand {
   void add_own_flags(CLI::App& a) override {
     a.add_option("--norms", cfg_.norms,
                  "norms to compare: " + norm_names() + "; with --dataset text (--arch gpt): " +
-                     "layer, layer-post, rms, rms-post, batch (BatchNorm over the tokens), batch-post, none (-post: "
-                     "post-norm, else pre-norm; default: layer,layer-post,rms,batch,none)")
+                     "layer, layer-post, rms, rms-post, batch (BatchNorm over the tokens), batch-post, none, noisybatch, "
+                     "noisybatch-post (-post: post-norm, else pre-norm; default: layer,layer-post,rms,batch,none)")
         ->delimiter(',')
         ->check(norm_or_gpt_variant());
     a.add_option("--seeds", cfg_.seeds, "seeds")->delimiter(',')->check(seed_value());

@@ -52,8 +52,8 @@ class SweepCommand : public TrainingCommand {
                    sweep_help("--lr-scaling"));
     a.add_option("--norms", s_.norms,
                  "norms to compare: " + norm_names() + "; with --dataset text (--arch gpt): layer, layer-post, rms, "
-                 "rms-post, batch (BatchNorm over the tokens), batch-post, none (-post: post-norm, else pre-norm; "
-                 "default: layer,layer-post,rms,batch,none)")
+                 "rms-post, batch (BatchNorm over the tokens), batch-post, none, noisybatch, noisybatch-post (-post: "
+                 "post-norm, else pre-norm; default: layer,layer-post,rms,batch,none)")
         ->delimiter(',')
         ->check(norm_or_gpt_variant());
     preset_default(a.add_option("--seeds", s_.seeds, "seeds")->delimiter(',')->check(seed_value()),

@@ -141,9 +141,10 @@ void TextTraining::plan(const TrainingOptions& o) {
   p.config.steps = f_.steps;
   p.config.clip_grad_norm = f_.clip_grad_norm;
   check_lm_config(p.config);
-  if (p.config.model.arch == "gpt" && p.config.model.gpt.norm == nn::BlockNorm::Batch &&
+  check_lm_probes(p.config, p.corpus);
+  if (p.config.model.arch == "gpt" && nn::has_batch_statistics(p.config.model.gpt.norm) &&
       o.train.batch_size * f_.block_size < 2)
-    throw Error("--norm batch normalizes over the --batch-size x --block-size tokens: a batch of 1 x 1 token has no "
+    throw Error("--norm " + nn::block_norm_name(p.config.model.gpt.norm) + " normalizes over the --batch-size x --block-size tokens: a batch of 1 x 1 token has no "
                 "variance (give --block-size 2 or more)");
   plan_ = std::move(p);
 }

@@ -154,8 +154,8 @@ void TrainingCommand::add_train_flags(CLI::App& a) {
         ->check(whole(1, kMaxInt))
         ->default_str("");
     a.add_option("--curvature-samples", t.curvature_samples,
-                 "the Hessian's top eigenvalue and trace of the loss of the first N training samples, before "
-                 "the first step, at a quarter, a half and after the last (curvature.csv)")
+                 "the Hessian's top eigenvalue and trace of the loss of the first N training samples (--dataset "
+                 "text: windows), before the first step, at a quarter, a half and after the last (curvature.csv)")
         ->check(whole(1, kMaxInt))
         ->default_str("");
     preset_default(a.add_option("--early-stopping", t.early_stopping,
@@ -265,10 +265,6 @@ void TrainingCommand::check(const Given& given) {
   if (given("--csv") && !given("--dataset")) o_.data.name = "csv";  // --csv FILE alone names the data set
   dataset(o_.data.name);  // an unknown name is an error before anything else
   if (on_text()) {  // --dataset text: a language model (text_training.h, text_compare.h)
-    for (const char* flag : {"--probe-every", "--curvature-samples"})
-      if (given(flag))
-        throw Error(std::string(flag) + " probes a classifier's training (--arch mlp, cnn or lstm), not yet a "
-                    "language model's (--dataset text)");
     text_flow_->presets(o_, given);
     check_applicable(given);
     check_optimizer(given);

@@ -29,7 +29,7 @@ ArchEntry gpt_arch() {
             throw Error("--arch gpt is a character language model: it trains on --dataset text "
                         "(normlab train --arch gpt --dataset text [--text FILE])");
           },
-          .norms = {"layer", "rms", "batch", "none"},
+          .norms = {"layer", "rms", "batch", "none", "noisybatch"},
           .norm_positions = true};
 }
 

@@ -25,6 +25,13 @@ class LastStep : public nn::Module {
 
 std::shared_ptr<nn::Module> make_cell(const std::string& norm, int64_t inputs, int64_t hidden, int64_t layers,
                                       int64_t steps, autograd::Generator& gen) {
+  // noisybatch: the recurrent BatchNorm LSTM with NoisyBatchNorm's noise on its three BatchNorms,
+  // seeded from the model's generator (a copy: the weights are those of "batch").
+  if (norm == "noisybatch")
+    return std::make_shared<nn::BatchNormLSTM>(
+        inputs, hidden, gen,
+        nn::BatchNormLSTMOptions{.num_layers = layers, .batch_first = true, .max_steps = steps,
+                                 .noise = nn::NoiseOptions{}, .noise_seed = autograd::Generator(gen).next_u64()});
   if (norm == "layer")
     return std::make_shared<nn::LayerNormLSTM>(inputs, hidden, gen,
                                                nn::LayerNormLSTMOptions{.num_layers = layers, .batch_first = true});
@@ -38,13 +45,14 @@ std::shared_ptr<nn::Module> make_cell(const std::string& norm, int64_t inputs, i
 
 }  // namespace
 
-const char* lstm_norm_names() { return "none, layer, batch or batch-shared"; }
+const char* lstm_norm_names() { return "none, layer, batch, batch-shared or noisybatch"; }
 
 void build_lstm(const ModelSpec& s, autograd::Generator* gen, Model* m) {
-  if (s.norm != "none" && s.norm != "layer" && s.norm != "batch" && s.norm != "batch-shared")
+  if (s.norm != "none" && s.norm != "layer" && s.norm != "batch" && s.norm != "batch-shared" && s.norm != "noisybatch")
     throw Error("--arch lstm: --norm " + s.norm + " is not a norm of an LSTM cell (expected " + lstm_norm_names() +
                 ": none is PyTorch's nn.LSTM, layer the LayerNorm LSTM, batch the recurrent BatchNorm LSTM with "
-                "statistics per time step, batch-shared the same with one set of statistics for all steps)");
+                "statistics per time step, batch-shared the same with one set of statistics for all steps, noisybatch "
+                "the recurrent BatchNorm LSTM with a random scale and shift after each BatchNorm at every step)");
   if (s.image.size() != 3 || s.image[0] != 1)
     throw Error("--arch lstm reads each image as a sequence of its rows, so it needs images of 1 channel (C,H,W = "
                 "1,H,W), got --image-shape " + shape_text(s.image));

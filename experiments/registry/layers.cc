@@ -83,12 +83,12 @@ NormEntry noisy_batch_norm() {
           .note = "noisy BatchNorm is BatchNorm whose output, per unit, is multiplied by a scale drawn from "
                   "U[0.5, 2) and shifted by an offset drawn from U[-0.5, 1.5) anew at every training step "
                   "(at evaluation: their means, 1.25 and 0.5): its layers' inputs change their mean and variance at every step.",
-          .archs = {"mlp", "cnn"},
           .make = [](const LayerSpec& s) -> std::shared_ptr<nn::Module> {
             return std::make_shared<nn::NoisyBatchNorm>(s.features, s.image(), s.seed);
           },
           .plot_color = 8,  // grey, open circle (the colour of no other norm)
-          .plot_point = 6};
+          .plot_point = 6,
+          .block_norm = nn::BlockNorm::NoisyBatch};
 }
 
 std::vector<NormEntry> builtin_norms() {

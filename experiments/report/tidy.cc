@@ -59,12 +59,7 @@ void write_run_records(const std::vector<RunResult>& runs, const std::string& da
   eval_cols.insert(eval_cols.end(), {"test_loss", "test_" + score});
   RunTable evals(eval_cols, dataset);
   RunTable inputs({"step", "time_step", "input_grad_norm"}, dataset);
-  RunTable shifts({"step", "layer", "weight", "ics", "ics_relative", "cosine"}, dataset);
-  RunTable land({"step", "lr_multiplier", "eta", "loss", "grad_change", "grad_norm", "loss_variation",
-                 "grad_predictiveness", "beta_smoothness"}, dataset);
-  RunTable curv({"step", "point", "top_eigenvalue", "power_iterations", "converged", "trace", "trace_se",
-                 "trace_samples"}, dataset);
-  bool any_evals = false, any_inputs = false, any_probes = false, any_curvature = false;
+  bool any_evals = false, any_inputs = false;
   for (const RunResult& r : runs) {
     for (const auto& e : r.evals) {
       std::vector<std::string> c{std::to_string(e.step), std::to_string(e.epoch)};
@@ -80,16 +75,6 @@ void write_run_records(const std::vector<RunResult>& runs, const std::string& da
     for (const auto& g : r.grad_norms) grads.add(r, {std::to_string(g.step), g.param, fmt(g.norm)});
     for (const auto& g : r.input_grads)
       inputs.add(r, {std::to_string(g.step), std::to_string(g.time_step), fmt(g.norm)}), any_inputs = true;
-    for (const auto& x : r.shifts)
-      shifts.add(r, {std::to_string(x.step), std::to_string(x.layer), x.name, fmt(x.ics), fmt(x.relative), fmt(x.cosine)});
-    for (const auto& x : r.landscape)
-      land.add(r, {std::to_string(x.step), fmt(x.multiplier), fmt(x.eta), fmt(x.loss), fmt(x.grad_change),
-                   fmt(x.grad_norm), fmt(x.loss_variation), fmt(x.grad_predictiveness), fmt(x.beta_smoothness)});
-    any_probes = any_probes || !r.shifts.empty() || !r.landscape.empty();
-    for (const auto& x : r.curvature)
-      curv.add(r, {std::to_string(x.step), x.point, fmt(x.eigenvalue), std::to_string(x.iterations),
-                   x.converged ? "true" : "false", fmt(x.trace), fmt(x.trace_se), std::to_string(x.trace_samples)}),
-          any_curvature = true;
   }
   steps.write(dir / "steps.csv");
   epochs.write(dir / "epochs.csv");
@@ -97,6 +82,35 @@ void write_run_records(const std::vector<RunResult>& runs, const std::string& da
   grads.write(dir / "grad_norms.csv");
   if (any_evals) evals.write(dir / "evals.csv");
   if (any_inputs) inputs.write(dir / "input_grad_norms.csv");
+  write_probe_records(runs, settings_header(), [&](const RunResult& r) { return settings_cells(r.config, dataset); },
+                      dir);
+}
+
+void write_probe_records(const std::vector<RunResult>& runs, const std::vector<std::string>& lead_columns,
+                         const std::function<std::vector<std::string>(const RunResult&)>& lead,
+                         const std::filesystem::path& dir) {
+  CsvTable shifts(concat(lead_columns, {"step", "layer", "weight", "ics", "ics_relative", "cosine"}));
+  CsvTable land(concat(lead_columns, {"step", "lr_multiplier", "eta", "loss", "grad_change", "grad_norm",
+                                      "loss_variation", "grad_predictiveness", "beta_smoothness"}));
+  CsvTable curv(concat(lead_columns, {"step", "point", "top_eigenvalue", "power_iterations", "converged", "trace",
+                                      "trace_se", "trace_samples"}));
+  bool any_probes = false, any_curvature = false;
+  for (const RunResult& r : runs) {
+    const std::vector<std::string> l = lead(r);
+    for (const auto& x : r.shifts)
+      shifts.add_row(concat(l, {std::to_string(x.step), std::to_string(x.layer), x.name, fmt(x.ics), fmt(x.relative),
+                                fmt(x.cosine)}));
+    for (const auto& x : r.landscape)
+      land.add_row(concat(l, {std::to_string(x.step), fmt(x.multiplier), fmt(x.eta), fmt(x.loss), fmt(x.grad_change),
+                              fmt(x.grad_norm), fmt(x.loss_variation), fmt(x.grad_predictiveness),
+                              fmt(x.beta_smoothness)}));
+    any_probes = any_probes || !r.shifts.empty() || !r.landscape.empty();
+    for (const auto& x : r.curvature)
+      curv.add_row(concat(l, {std::to_string(x.step), x.point, fmt(x.eigenvalue), std::to_string(x.iterations),
+                              x.converged ? "true" : "false", fmt(x.trace), fmt(x.trace_se),
+                              std::to_string(x.trace_samples)})),
+          any_curvature = true;
+  }
   if (any_probes) shifts.write(dir / "shifts.csv"), land.write(dir / "landscape.csv");
   if (any_curvature) curv.write(dir / "curvature.csv");
 }

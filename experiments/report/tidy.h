@@ -2,6 +2,7 @@
 // then the columns of what it records (one row per run, step, epoch, ...).
 #pragma once
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -43,5 +44,12 @@ class RunTable {
 // curvature.csv (the Hessian's top eigenvalue and trace at the four points).
 void write_run_records(const std::vector<RunResult>& runs, const std::string& dataset, bool validation,
                        const std::filesystem::path& dir);
+
+// The landscape probes' records alone: shifts.csv, landscape.csv (when a run has step probes) and
+// curvature.csv (when one has curvature) in dir, each row led by lead(r)'s cells under
+// lead_columns (the classifiers' settings columns; a GPT study's norm and seed).
+void write_probe_records(const std::vector<RunResult>& runs, const std::vector<std::string>& lead_columns,
+                         const std::function<std::vector<std::string>(const RunResult&)>& lead,
+                         const std::filesystem::path& dir);
 
 }  // namespace normlab::experiments::report

@@ -46,15 +46,27 @@ Units units_for(const std::string& key, const std::vector<std::vector<double>>& 
   return Units{1, std::clamp(2 - static_cast<int>(std::floor(std::log10(m))), 0, 10), ""};
 }
 
+// The norm a run compares: its variant (a GPT's "layer-post") or its model's norm.
+const std::string& norm_of(const RunResult& r) { return r.variant.empty() ? r.config.model.norm : r.variant; }
+
+std::string shown(const WhyLook& look, const std::string& n) { return look.display ? look.display(n) : display_name(n); }
+
 bool probed(const RunResult& r) { return !r.shifts.empty() || !r.landscape.empty() || !r.curvature.empty(); }
 
 // The number of layers the runs' ICS was measured over, and their names for the plots: the
-// model's weighted layers when they match one to one (MLP, CNN), else "layer k of n".
+// model's weighted layers when they match one to one (MLP, CNN), the records' own names when
+// they are words, not a parameter's name (a GPT's "block 2"), else "layer k of n".
 std::vector<std::string> layer_names(const std::vector<RunResult>& runs) {
   int n = 0;
   for (const RunResult& r : runs)
     for (const ShiftRecord& s : r.shifts) n = std::max(n, s.layer + 1);
-  std::vector<std::string> names;
+  std::vector<std::string> names(static_cast<size_t>(n));
+  for (const RunResult& r : runs)
+    for (const ShiftRecord& s : r.shifts) names[static_cast<size_t>(s.layer)] = s.name;
+  if (n > 0 && std::none_of(names.begin(), names.end(),
+                            [](const std::string& x) { return x.empty() || x.find('.') != std::string::npos; }))
+    return names;
+  names.clear();
   try {
     if (!runs.empty()) names = weight_names(runs.front().config.model);
   } catch (const Error&) {
@@ -66,9 +78,9 @@ std::vector<std::string> layer_names(const std::vector<RunResult>& runs) {
 }
 
 // Per step, the values of every run of `norm` (one per seed): the mean over the seeds, its band.
-Series band(const std::string& norm, const std::map<int64_t, std::vector<double>>& by_step) {
-  Series s{display_name(norm)};
-  s.style = norm_style(norm);
+Series band(const std::string& norm, const std::map<int64_t, std::vector<double>>& by_step, const WhyLook& look) {
+  Series s{shown(look, norm)};
+  s.style = look.style ? look.style(norm) : norm_style(norm);
   for (const auto& [step, v] : by_step) add_mean_point(s, double(step), v);
   return s;
 }
@@ -119,7 +131,7 @@ bool has_probes(const std::vector<RunResult>& runs) {
 std::map<std::string, std::vector<double>> why_values(const std::vector<RunResult>& runs, const std::string& norm) {
   std::map<std::string, std::vector<double>> v;
   for (const RunResult& r : runs) {
-    if (r.config.model.norm != norm || r.diverged || !probed(r)) continue;
+    if (norm_of(r) != norm || r.diverged || !probed(r)) continue;
     const RunWhy w = summarize_probes(r);
     if (!r.shifts.empty())
       v["ics"].push_back(w.ics), v["ics_relative"].push_back(w.relative), v["cosine"].push_back(w.cosine);
@@ -129,11 +141,13 @@ std::map<std::string, std::vector<double>> why_values(const std::vector<RunResul
     for (const CurvatureRecord& c : r.curvature)
       v["eigenvalue_" + c.point].push_back(std::fabs(c.eigenvalue)), v["trace_" + c.point].push_back(c.trace);
     if (!r.epochs.empty()) v["final_score"].push_back(final_epoch(r).test_acc);
+    else if (const EvalRecord* e = final_eval(r)) v["final_score"].push_back(e->val_loss / std::log(2.0));  // bits
   }
   return v;
 }
 
-std::vector<WhyPlot> why_plots(const std::vector<RunResult>& runs, const std::vector<std::string>& norms) {
+std::vector<WhyPlot> why_plots(const std::vector<RunResult>& runs, const std::vector<std::string>& norms,
+                               const WhyLook& look) {
   std::vector<WhyPlot> plots;
   const std::vector<std::string> names = layer_names(runs);
   WhyPlot ics{"why_ics", "Internal covariate shift per layer, ‖G − G′‖ (left) and cosine(G, G′) (right)", {}, 2};
@@ -146,10 +160,10 @@ std::vector<WhyPlot> why_plots(const std::vector<RunResult>& runs, const std::ve
       for (const std::string& n : norms) {
         std::map<int64_t, std::vector<double>> by_step;
         for (const RunResult& r : runs)
-          if (r.config.model.norm == n)
+          if (norm_of(r) == n)
             for (const ShiftRecord& s : r.shifts)
               if (s.layer == layer) by_step[s.step].push_back(cosine ? s.cosine : s.ics);
-        if (!by_step.empty()) p.series.push_back(band(n, by_step));
+        if (!by_step.empty()) p.series.push_back(band(n, by_step, look));
       }
       if (!p.series.empty()) ics.panels.push_back(p);
     }
@@ -170,9 +184,9 @@ std::vector<WhyPlot> why_plots(const std::vector<RunResult>& runs, const std::ve
     for (const std::string& n : norms) {
       std::map<int64_t, std::vector<double>> by_step;
       for (const RunResult& r : runs)
-        if (r.config.model.norm == n)
+        if (norm_of(r) == n)
           for (const auto& [step, l] : landscape_steps(r)) by_step[step].push_back(l->*k.field);
-      if (!by_step.empty()) p.series.push_back(band(n, by_step));
+      if (!by_step.empty()) p.series.push_back(band(n, by_step, look));
     }
     if (!p.series.empty()) land.panels.push_back(p);
   }
@@ -186,10 +200,10 @@ std::vector<WhyPlot> why_plots(const std::vector<RunResult>& runs, const std::ve
     for (const std::string& n : norms) {
       std::map<int64_t, std::vector<double>> by_step;
       for (const RunResult& r : runs)
-        if (r.config.model.norm == n)
+        if (norm_of(r) == n)
           for (const CurvatureRecord& c : r.curvature)
             by_step[c.step].push_back(trace ? c.trace : std::fabs(c.eigenvalue));
-      if (!by_step.empty()) p.series.push_back(band(n, by_step));
+      if (!by_step.empty()) p.series.push_back(band(n, by_step, look));
     }
     if (!p.series.empty()) curv.panels.push_back(p);
   }
@@ -198,7 +212,7 @@ std::vector<WhyPlot> why_plots(const std::vector<RunResult>& runs, const std::ve
 }
 
 void write_why_tables(const std::vector<RunResult>& runs, const std::vector<std::string>& norms,
-                      const std::string& dataset, const std::filesystem::path& dir) {
+                      const std::string& dataset, const std::filesystem::path& dir, const WhyLook& look) {
   if (!has_probes(runs)) return;
   std::vector<std::string> keys;
   for (const Measure& m : kStepMeasures) keys.push_back(m.key);
@@ -238,7 +252,8 @@ void write_why_tables(const std::vector<RunResult>& runs, const std::vector<std:
     for (const char* p : kPoints) add_claim("lowers the top eigenvalue", n, "none", std::string("eigenvalue_") + p, true);
   }
   if (values.count("noisybatch") && values.count("batch")) {
-    add_claim("noisy BatchNorm trains as well as BatchNorm", "noisybatch", "batch", "final_score", false);
+    add_claim("noisy BatchNorm trains as well as BatchNorm", "noisybatch", "batch", "final_score",
+              look.score_lower_is_better);
     add_claim("noisy BatchNorm has the larger internal covariate shift", "noisybatch", "batch", "ics", false);
   }
   table.write(dir / "why.csv");
@@ -246,7 +261,7 @@ void write_why_tables(const std::vector<RunResult>& runs, const std::vector<std:
 }
 
 std::string why_markdown(const std::vector<RunResult>& runs, const std::vector<std::string>& norms,
-                         const std::vector<std::string>& plots, size_t seeds) {
+                         const std::vector<std::string>& plots, size_t seeds, const WhyLook& look) {
   if (!has_probes(runs)) return "";
   const TrainConfig& c = runs.front().config;
   std::map<std::string, std::map<std::string, std::vector<double>>> values;
@@ -259,7 +274,8 @@ std::string why_markdown(const std::vector<RunResult>& runs, const std::vector<s
   if (steps)
     md << "Probed every " << count_of(c.probe_every, "step") << " on that step's batch (a BatchNorm in training mode "
        << "with the batch's statistics). **Internal covariate shift** (Santurkar et al. 2018, Definition 2.1): for "
-          "each layer i (a weight layer with the norm after it: its weight, bias and the norm's scale and shift), "
+          "each layer i ("
+       << look.layers << "), "
           "G is the gradient of the batch loss with respect to the layer's parameters and G′ the same after only the "
           "layers before it took the step's update; ICS = ‖G − G′‖, also divided by ‖G‖ and as the cosine of G and "
           "G′ (1: no shift), averaged over the layers that have one before them (the first has none: 0). **The "
@@ -277,7 +293,7 @@ std::string why_markdown(const std::vector<RunResult>& runs, const std::vector<s
     for (const std::string& n : norms) {
       const auto& v = values[n];
       const auto it = v.find("ics");
-      md << "| " << display_name(n) << " | " << (it == v.end() ? 0 : it->second.size()) << " |";
+      md << "| " << shown(look, n) << " | " << (it == v.end() ? 0 : it->second.size()) << " |";
       for (const Measure& m : kStepMeasures) {
         std::vector<std::vector<double>> all;
         for (const std::string& o : norms) all.push_back(values[o][m.key]);
@@ -304,7 +320,7 @@ std::string why_markdown(const std::vector<RunResult>& runs, const std::vector<s
     };
     for (const std::string& n : norms) {
       if (n == "none") continue;
-      md << "| " << display_name(n) << " | " << cell(n, "ics", true) << " | " << cell(n, "cosine", false) << " | "
+      md << "| " << shown(look, n) << " | " << cell(n, "ics", true) << " | " << cell(n, "cosine", false) << " | "
          << cell(n, "loss_variation", true) << " | " << cell(n, "beta_smoothness", true) << " |\n";
     }
     md << "\n";
@@ -318,9 +334,11 @@ std::string why_markdown(const std::vector<RunResult>& runs, const std::vector<s
     const auto& ba = values["batch"]["final_score"];
     const auto& ni = values["noisybatch"]["ics"];
     const auto& bi = values["batch"]["ics"];
-    const std::string as_well = verdict(na, ba, false);
-    md << "**Noisy BatchNorm against BatchNorm.** Final test " << sc.name << " noisy − plain: "
-       << difference_text(na, ba, sc.percent ? kPercent : Units{1, 4, ""}) << "; ";
+    const std::string as_well = verdict(na, ba, look.score_lower_is_better);
+    md << "**Noisy BatchNorm against BatchNorm.** "
+       << (look.score.empty() ? "Final test " + sc.name : capitalized(look.score)) << " noisy − plain: "
+       << difference_text(na, ba, !look.score.empty() ? look.score_units : sc.percent ? kPercent : Units{1, 4, ""})
+       << "; ";
     if (as_well == "not distinguishable" || as_well == "holds")
       md << "it trains as well as BatchNorm" << (as_well == "holds" ? " (better)" : " (not distinguishable)");
     else if (as_well == "reversed")
@@ -348,15 +366,15 @@ std::string why_markdown(const std::vector<RunResult>& runs, const std::vector<s
     for (const RunResult& r : runs)
       for (const CurvatureRecord& k : r.curvature) {
         ++records, not_converged += !k.converged, iterations.push_back(double(k.iterations));
-        auto& [neg, all] = negative[r.config.model.norm];
+        auto& [neg, all] = negative[norm_of(r)];
         neg += k.eigenvalue < 0, ++all;
       }
     std::vector<std::string> with_negative;
     for (const std::string& n : norms)
       if (negative[n].first > 0)
-        with_negative.push_back(display_name(n) + " " + std::to_string(negative[n].first) + " of " +
+        with_negative.push_back(shown(look, n) + " " + std::to_string(negative[n].first) + " of " +
                                 std::to_string(negative[n].second));
-    md << "**Curvature** of the loss of the first " << c.curvature_samples << " training samples (BatchNorm with their "
+    md << "**Curvature** of the loss of the first " << c.curvature_samples << " " << look.samples << " (BatchNorm with their "
        << "statistics), before the first step, at a quarter, a half and the end of training: the Hessian's eigenvalue "
           "of largest magnitude, as PyHessian reports it (power iteration on exact Hessian-vector products; stopped "
           "when the relative change falls below "
@@ -374,7 +392,7 @@ std::string why_markdown(const std::vector<RunResult>& runs, const std::vector<s
     for (int i = 0; i < 8; ++i) md << "---|";
     md << "\n";
     for (const std::string& n : norms) {
-      md << "| " << display_name(n) << " |";
+      md << "| " << shown(look, n) << " |";
       for (const char* kind : {"eigenvalue_", "trace_"})
         for (const char* p : kPoints) {
           const std::string key = std::string(kind) + p;
@@ -394,7 +412,7 @@ std::string why_markdown(const std::vector<RunResult>& runs, const std::vector<s
         const auto& a = values[n]["eigenvalue_end"];
         const auto& b = values["none"]["eigenvalue_end"];
         if (a.empty() || b.empty()) continue;
-        md << (first ? "" : "; ") << display_name(n) << " " << verdict(a, b, true) << ", "
+        md << (first ? "" : "; ") << shown(look, n) << " " << verdict(a, b, true) << ", "
            << difference_text(a, b, units_for("eigenvalue_end", {a, b}));
         first = false;
       }

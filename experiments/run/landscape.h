@@ -9,9 +9,13 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
 #include "autograd/curvature.h"
 #include "autograd/tensor.h"
+#include "experiments/config/train_config.h"
 #include "experiments/models/built_model.h"
+#include "experiments/records/run_result.h"
 #include "nn/module.h"
 
 namespace normlab::experiments {
@@ -99,5 +103,33 @@ struct Curvature {
 };
 Curvature measure_curvature(nn::Module& module, const std::vector<autograd::Tensor>& params, const BatchLoss& loss,
                             const autograd::PowerIterationOptions& power, const autograd::TraceOptions& trace);
+
+// The probes of one run as its training loop drives them, the same for every family: the step
+// measures every config.probe_every steps (on the step's batch, from the state the step started
+// from) and, with config.curvature_samples, the curvature of a fixed probe batch's loss before the
+// first step, before step total/4 and total/2, and after the last, all recorded in a RunResult
+// (shifts, landscape, curvature; their time in stats_seconds). Diverged steps are not probed.
+class RunProbes {
+ public:
+  // layers: the model's ICS layers (param_layers, or a family's own); curvature_loss: the probe
+  // batch's loss at the current parameters (used only with curvature_samples > 0).
+  RunProbes(nn::Module& net, std::vector<ParamLayer> layers, const TrainConfig& c, int64_t total_steps,
+            BatchLoss curvature_loss);
+  // Before step `step` (from 0) runs its forward pass: the curvature points and the state to probe.
+  void step_begin(int64_t step, RunResult& r);
+  // After its update (the model at w_{t+1}): lr the step's learning rate, loss its loss (a
+  // non-finite one is not probed), batch_loss the loss of the step's batch at the current parameters.
+  void step_end(int64_t step, double lr, double loss, const BatchLoss& batch_loss, RunResult& r);
+
+ private:
+  void curvature(int64_t step, const char* point, RunResult& r);
+
+  nn::Module& net_;
+  std::vector<ParamLayer> layers_;
+  const TrainConfig& c_;
+  int64_t total_;
+  BatchLoss curvature_loss_;
+  std::optional<ModuleState> before_;
+};
 
 }  // namespace normlab::experiments

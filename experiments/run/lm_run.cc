@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
+#include <regex>
 
 #include "autograd/loss.h"
 #include "autograd/shape_ops.h"
@@ -12,6 +14,7 @@
 #include "experiments/models/language_model.h"
 #include "experiments/models/size_limits.h"
 #include "experiments/registry/optimizers.h"
+#include "experiments/run/landscape.h"
 #include "experiments/run/loop.h"
 #include "experiments/run/step.h"
 #include "experiments/run/trainer.h"
@@ -33,8 +36,12 @@ struct LmStepTask {
   CharModel& m;
   int64_t vocab_size;
   std::vector<StepRecord>& steps;  // every step's record, a diverged one too
+  RunProbes* probes = nullptr;     // the landscape probes, when the run has them
+  RunResult* result = nullptr;     // where they record
 
-  void step_begin() {}
+  void step_begin() {
+    if (probes) probes->step_begin(static_cast<int64_t>(steps.size()), *result);
+  }
   Forward forward(const data::TextBatch& b) {
     const int64_t bt = b.batch_size * b.block_size;
     const Tensor logits = m.forward(b.x, {b.batch_size, b.block_size});
@@ -42,8 +49,10 @@ struct LmStepTask {
   }
   double loss_value(const Forward& f) const { return f.loss.item(); }
   void after_backward() {}
-  void step_end(const data::TextBatch&, const Forward&, const StepOutcome& s) {
-    steps.push_back({static_cast<int64_t>(steps.size()), 1, s.lr, s.loss, s.grad_norm});  // one epoch of steps
+  void step_end(const data::TextBatch& b, const Forward&, const StepOutcome& s) {
+    const auto step = static_cast<int64_t>(steps.size());
+    steps.push_back({step, 1, s.lr, s.loss, s.grad_norm});  // one epoch of steps
+    if (probes) probes->step_end(step, s.lr, s.loss, [&] { return forward(b).loss; }, *result);
   }
 };
 
@@ -62,6 +71,22 @@ Optimization lm_optimization(const TrainConfig& c, const nn::Module& m, int64_t 
   return make_optimization(std::move(groups), schedule_of(c, steps), params, clip, /*measure_norm=*/true);
 }
 
+// The GPT's layers of the internal covariate shift: the embeddings (wte, wpe), each transformer
+// block with its norms (attention, MLP, ln_1, ln_2), and the final norm with the output head.
+std::vector<ParamLayer> gpt_layers(const nn::Module& m) {
+  std::vector<ParamLayer> layers;
+  const std::regex block(R"(transformer\.h\.(\d+)\..*)");
+  for (const auto& [name, t] : m.named_parameters()) {
+    std::smatch k;
+    const std::string layer = std::regex_match(name, k, block)   ? "block " + std::to_string(std::stoi(k[1]) + 1)
+                              : name.rfind("transformer.w", 0) == 0 ? "embeddings"
+                                                                      : "final norm and head";
+    if (layers.empty() || layers.back().name != layer) layers.push_back({layer, {}});
+    layers.back().params.push_back(t);
+  }
+  return layers;
+}
+
 // One evaluation after `step` steps over the first max_windows windows (0: every one).
 EvalRecord evaluate(CharModel& m, const LmRunSpec& s, const LmRunRules& rules, int64_t step, int64_t max_windows) {
   const LmTrainConfig& c = s.config;
@@ -72,7 +97,7 @@ EvalRecord evaluate(CharModel& m, const LmRunSpec& s, const LmRunRules& rules, i
   e.windows = max_windows > 0 ? std::min(all, max_windows) : all;
   e.all = e.windows == all;
   e.val_loss = window_loss(m, ids, c.model.block_size, c.train.batch_size, max_windows);
-  if (rules.train_mode_eval && c.model.gpt.norm == nn::BlockNorm::Batch)
+  if (rules.train_mode_eval && nn::has_batch_statistics(c.model.gpt.norm))
     e.val_loss_train_mode = train_mode_window_loss(m, ids, c.model.block_size, c.train.batch_size, max_windows);
   return e;
 }
@@ -137,6 +162,17 @@ RunResult train_lm_run(const LmRunSpec& s, const LmRunRules& rules,
   Optimization opt = lm_optimization(c.train, m->module(), c.steps, c.clip_grad_norm);
   const bool has_val = !s.corpus->validation.empty();
   LmLoopRun run{s, rules, {*m, c.model.vocab_size, r.steps}, r, on_step, has_val ? rules.eval_every : 0};
+  // The landscape probes: the probe batch of the curvature is the training split's first
+  // curvature_samples windows (sequential_batch 0).
+  std::optional<data::TextBatch> probe_batch;
+  std::optional<RunProbes> probes;
+  if (c.train.probe_every > 0 || c.train.curvature_samples > 0) {
+    if (c.train.curvature_samples > 0)
+      probe_batch = data::sequential_batch(s.corpus->train, c.train.curvature_samples, c.model.block_size, 0);
+    probes.emplace(m->module(), gpt_layers(m->module()), c.train, c.steps,
+                   [&] { return run.step.forward(*probe_batch).loss; });
+    run.step.probes = &*probes, run.step.result = &r;
+  }
   LoopPosition p;
   const LoopEnd end = run_loop(run, opt, p);
   r.diverged = end == LoopEnd::Diverged;
@@ -153,6 +189,22 @@ RunResult train_lm_run(const LmRunSpec& s, const LmRunRules& rules,
 double train_mode_window_loss(CharModel& m, const std::vector<int64_t>& ids, int64_t block_size, int64_t batch,
                               int64_t max_windows) {
   return window_loss(m, ids, block_size, batch, max_windows, /*train_mode=*/true);
+}
+
+void check_lm_probes(const LmTrainConfig& c, const data::TextCorpus& corpus) {
+  const TrainConfig& t = c.train;
+  if (t.probe_every < 0) throw Error("--probe-every must be 0 (off) or a number of steps");
+  if (t.curvature_samples < 0) throw Error("--curvature-samples must be 0 (off) or a number of training windows");
+  if (t.probe_every == 0 && t.curvature_samples == 0) return;
+  if (c.model.arch != "gpt")
+    throw Error("the landscape probes (--probe-every, --curvature-samples) of a language model measure the GPT's "
+                "blocks: give --arch gpt, not --arch " + c.model.arch);
+  const int64_t windows = data::sequential_windows(static_cast<int64_t>(corpus.train.size()), c.model.block_size);
+  if (t.curvature_samples > windows)
+    throw Error("--curvature-samples " + std::to_string(t.curvature_samples) + " is more than the training split's " +
+                std::to_string(windows) + " windows of --block-size " + std::to_string(c.model.block_size));
+  if (t.curvature_samples > 0 && (t.curvature_iters < 1 || !(t.curvature_tol > 0) || t.trace_samples < 1))
+    throw Error("the curvature needs at least one power iteration, a tolerance above 0 and at least one trace sample");
 }
 
 void check_lm_config(const LmTrainConfig& c, const CharModelFlags& flags) {

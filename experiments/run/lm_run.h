@@ -61,4 +61,11 @@ double train_mode_window_loss(CharModel& m, const std::vector<int64_t>& ids, int
 // naming the flags the sizes were typed with.
 void check_lm_config(const LmTrainConfig& c, const CharModelFlags& flags = {});
 
+// Throws normlab::Error for landscape probes (config.train.probe_every, curvature_samples) that
+// cannot run: negative, on a model other than the GPT, or a probe batch of more windows than the
+// corpus's training split has. The probes of a GPT run: every probe_every steps the step
+// measures of landscape.h with the embeddings, each block and the final norm with the head as its
+// layers; the curvature on the training split's first curvature_samples windows.
+void check_lm_probes(const LmTrainConfig& c, const data::TextCorpus& corpus);
+
 }  // namespace normlab::experiments

@@ -10,6 +10,8 @@
 #include "experiments/records/records.h"
 #include "experiments/report/report.h"
 #include "experiments/report/stats.h"
+#include "experiments/report/tidy.h"
+#include "experiments/report/why.h"
 #include "experiments/studies/lm_outputs.h"
 #include "experiments/studies/lm_runs.h"
 #include "experiments/studies/study_runs.h"
@@ -142,8 +144,38 @@ std::string batch_reading(const LmCompareConfig& cfg, const std::vector<RunResul
   return md.str();
 }
 
+// How the Why section names the GPT's variants and scores its runs (report/why.h).
+WhyLook gpt_why_look() {
+  WhyLook look;
+  look.display = variant_display;
+  look.style = variant_style;
+  look.score_lower_is_better = true;
+  look.score = "final validation loss (bits per character)";
+  look.score_units = kBitsUnits;
+  look.layers = "the embeddings; a transformer block with its norms; the final norm with the output head";
+  look.samples = "training windows";
+  return look;
+}
+
+// The landscape probes' records, tables and plots (with --probe-every, --curvature-samples);
+// returns the Why section ("" without probes).
+std::string why_outputs(const LmCompareConfig& cfg, const std::vector<RunResult>& results, const StudyContext& ctx) {
+  if (!has_probes(results)) return "";
+  const WhyLook look = gpt_why_look();
+  write_probe_records(results, {"norm", "seed"},
+                      [](const RunResult& r) { return std::vector<std::string>{r.variant, std::to_string(r.config.seed)}; },
+                      ctx.out);
+  write_why_tables(results, cfg.variants, cfg.corpus->name, ctx.out, look);
+  std::vector<std::string> plots;
+  if (gnuplot_available())
+    for (const WhyPlot& p : why_plots(results, cfg.variants, look))
+      if (render_panels(p.title, p.panels, p.cols, ctx.out, p.stem)) plots.push_back(p.stem);
+  return why_markdown(results, cfg.variants, plots, cfg.seeds.size(), look);
+}
+
 std::string compare_markdown(const LmCompareConfig& cfg, const std::vector<RunResult>& results,
-                             const std::vector<NgramBaseline>& baselines, const std::vector<std::string>& plots) {
+                             const std::vector<NgramBaseline>& baselines, const std::vector<std::string>& plots,
+                             const std::string& why) {
   const TrainConfig& t = cfg.base.train;
   std::ostringstream md;
   md << lm_setup_markdown(cfg.base, *cfg.corpus) << "- Runs: " << cfg.base.steps << " steps of batch " << t.batch_size
@@ -158,7 +190,8 @@ std::string compare_markdown(const LmCompareConfig& cfg, const std::vector<RunRe
      << results_table(cfg, results) << "\n" << image_links(plots) << "**Reading.** "
      << best_reading(cfg, results, baselines) << batch_reading(cfg, results)
      << (cfg.seeds.size() > 1 ? "Differences are tested with Welch's t-test over seeds. " : "") << "\n\n"
-     << baselines_sentence(baselines) << "\n\n" << samples_markdown(results, "its first seed's model");
+     << baselines_sentence(baselines) << "\n\n" << (why.empty() ? "" : why + "\n")
+     << samples_markdown(results, "its first seed's model");
   return md.str();
 }
 
@@ -193,13 +226,18 @@ Report run_lm_compare(const LmCompareConfig& cfg, const std::vector<LmRunSpec>& 
   write_summary_csv(cfg, runs.results, ctx.out / "summary.csv");
   write_baselines_csv(baselines, ctx.out / "baselines.csv");
   const auto plots = compare_plots(cfg, runs.results, baselines, ctx.out);
+  const std::string why = why_outputs(cfg, runs.results, ctx);
   std::string title = "Character GPT: ";
   for (size_t i = 0; i < cfg.variants.size(); ++i) title += (i ? " vs " : "") + variant_display(cfg.variants[i]);
   const nlohmann::json man = manifest(ctx, {{"study", "compare"}, {"arch", "gpt"}, {"corpus", cfg.corpus->name},
                                       {"steps", cfg.base.steps}, {"model", lm_sizes(cfg.base.model)}, {"base", to_json(cfg.base.train)},
                                       {"norms", cfg.variants}, {"seeds", cfg.seeds}},
                                 runs.wall_seconds);
-  return write_study_report(ctx, runs, "compare", {title, compare_markdown(cfg, runs.results, baselines, plots)}, man);
+  Report rep =
+      write_study_report(ctx, runs, "compare", {title, compare_markdown(cfg, runs.results, baselines, plots, why)}, man);
+  if (has_probes(runs.results))
+    for (const std::string& v : cfg.variants) rep.why[v] = why_values(runs.results, v);
+  return rep;
 }
 
 }  // namespace normlab::experiments::studies

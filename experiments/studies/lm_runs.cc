@@ -64,7 +64,7 @@ std::string variant_display(const std::string& name) {
   const NormChoice c = choice_of(name);
   const nn::BlockNorm norm = *c.entry->block_norm;
   if (norm == nn::BlockNorm::None) return report::display_name(c.entry->name);
-  return report::display_name(c.entry->name) + (norm == nn::BlockNorm::Batch ? " over tokens" : "") + " (" +
+  return report::display_name(c.entry->name) + (nn::has_batch_statistics(norm) ? " over tokens" : "") + " (" +
          nn::norm_position_name(c.position) + "-norm)";
 }
 
@@ -75,12 +75,13 @@ report::Style variant_style(const std::string& name) {
   return s;
 }
 
-bool variant_has_batch_statistics(const std::string& name) { return *choice_of(name).entry->block_norm == nn::BlockNorm::Batch; }
+bool variant_has_batch_statistics(const std::string& name) { return nn::has_batch_statistics(*choice_of(name).entry->block_norm); }
 
 void check_lm_run(const LmRunSpec& s, const LmRunFlags& flags) {
   check_lm_config(s.config, flags);
+  check_lm_probes(s.config, *s.corpus);
   const int64_t tokens = s.config.train.batch_size * s.config.model.block_size;
-  if (s.config.model.gpt.norm == nn::BlockNorm::Batch && tokens < 2)
+  if (nn::has_batch_statistics(s.config.model.gpt.norm) && tokens < 2)
     throw Error(flags.norms + " " + s.variant + " normalizes over the batch x block tokens: a batch of " +
                 std::to_string(s.config.train.batch_size) + " x " + std::to_string(s.config.model.block_size) +
                 " token has no variance (give " + flags.block + " 2 or more)");

@@ -225,7 +225,7 @@ BOOST_AUTO_TEST_CASE(unknown_and_misplaced_norm_names_are_refused) {
 // the gpt arch: the names --norms takes, what each stands for, and the messages that list them.
 BOOST_AUTO_TEST_CASE(gpt_norms_are_registry_entries_with_the_arch_positions) {
   namespace ex = experiments;
-  const std::vector<std::string> names{"layer", "layer-post", "rms", "rms-post", "batch", "batch-post", "none"};
+  const std::vector<std::string> names{"layer", "layer-post", "rms", "rms-post", "batch", "batch-post", "none", "noisybatch", "noisybatch-post"};
   BOOST_TEST(ex::studies::gpt_variant_names() == names, boost::test_tools::per_element());
   BOOST_TEST(ex::norm_choice_names(ex::arch("gpt")) == names, boost::test_tools::per_element());
   for (const std::string& n : names) {
@@ -246,12 +246,12 @@ BOOST_AUTO_TEST_CASE(gpt_norms_are_registry_entries_with_the_arch_positions) {
   BOOST_TEST(!ex::studies::variant_has_batch_statistics("rms"));
   BOOST_CHECK_EXCEPTION(ex::studies::gpt_variant("group"), Error, [](const Error& e) {
     return std::string(e.what()) ==
-           "--norms group: a GPT takes the norms layer, layer-post, rms, rms-post, batch, batch-post, none "
+           "--norms group: a GPT takes the norms layer, layer-post, rms, rms-post, batch, batch-post, none, noisybatch, noisybatch-post "
            "(the block norm, pre-norm unless it ends in -post)";
   });
   BOOST_CHECK_EXCEPTION(ex::gpt_norm("group"), Error, [](const Error& e) {
     return std::string(e.what()) ==
-           "--norm group (GroupNorm) does not fit a GPT: --arch gpt takes --norm layer, rms, batch or none";
+           "--norm group (GroupNorm) does not fit a GPT: --arch gpt takes --norm layer, rms, batch, none or noisybatch";
   });
   BOOST_TEST((ex::gpt_norm("rms") == nn::BlockNorm::RMS));
 }

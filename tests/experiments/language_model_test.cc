@@ -263,7 +263,7 @@ BOOST_AUTO_TEST_CASE(train_refuses_what_a_language_model_cannot_take) {
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   };
-  expect_error(with({"--norm", "group"}), {"--norm group", "GroupNorm", "--arch gpt takes --norm layer, rms, batch or none"});
+  expect_error(with({"--norm", "group"}), {"--norm group", "GroupNorm", "--arch gpt takes --norm layer, rms, batch, none or noisybatch"});
   expect_error(with({"--epochs", "2"}), {"--epochs does not apply to --dataset text", "--steps"});
   expect_error(with({"--hidden", "8"}), {"--hidden goes with --arch", "gpt"});
   expect_error(with({"--arch", "lstm", "--heads", "2"}), {"--heads goes with --arch gpt, not --arch lstm"});

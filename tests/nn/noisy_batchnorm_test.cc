@@ -1,14 +1,19 @@
 // NoisyBatchNorm: its output is BatchNorm's times a per-unit scale plus a per-unit shift, drawn from
 // the stated distributions anew at each training step and repeated exactly when its buffers are put
 // back; evaluation is BatchNorm's times the noise's expectation; its names, repr, errors and gradients.
+// The same noise after each BatchNorm of the recurrent BatchNorm LSTM and over a GPT's tokens.
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "base/error.h"
 #include "nn/batchnorm.h"
+#include "nn/bn_lstm.h"
 #include "nn/noisy_batchnorm.h"
+#include "nn/transformer.h"
 #include "tests/support/compare.h"
 #include "tests/support/tensors.h"
 
@@ -71,8 +76,7 @@ BOOST_AUTO_TEST_CASE(output_is_batchnorm_scaled_and_shifted_per_unit_within_the_
       BOOST_TEST(steps[0][c].first != steps[1][c].first);
       BOOST_TEST(steps[1][c].second != steps[2][c].second);
     }
-    BOOST_TEST(noisy.state_dict().back().first == "noise_step");
-    BOOST_TEST(noisy.state_dict().back().second.item() == 3.0);
+      BOOST_TEST(noisy.state_dict().back().second.item() == 3.0);
   }
 }
 
@@ -159,6 +163,108 @@ BOOST_AUTO_TEST_CASE(gradcheck_with_the_noise_of_one_step) {
     step.set_flat(0, 0);
     return noisy(x);
   }, in));
+}
+
+// A BatchNormLSTM (float64, 2 layers) with or without the noise, its weights drawn from seed 7.
+BatchNormLSTM bn_lstm(std::optional<NoiseOptions> noise) {
+  Generator gen(7);
+  return BatchNormLSTM(3, 4, gen, {.num_layers = 2, .batch_first = true, .max_steps = 5, .gamma_init = 0.5,
+                                   .dtype = DType::Float64, .noise = noise, .noise_seed = 11});
+}
+
+// The noise step buffer of a noisy cell.
+Tensor noise_step(const Module& m) {
+  for (const auto& [name, t] : m.state_dict())
+    if (name == "noise_step") return t;
+  throw normlab::Error("no noise_step");
+}
+
+// Adds `add` to, and multiplies by `mul`, every value of the parameters whose names contain `part`.
+void edit(Module& m, const std::string& part, double mul, double add) {
+  for (const auto& [name, t] : m.named_parameters())
+    if (name.find(part) != std::string::npos)
+      for (int64_t i = 0; i < t.numel(); ++i) t.set_flat(i, t.flat(i) * mul + add);
+}
+
+BOOST_AUTO_TEST_CASE(the_recurrent_variant_scales_and_shifts_each_of_its_three_batchnorms) {
+  const Tensor x = random_input({4, 5, 3}, 8);
+  // A scale of (almost exactly) 2 on every unit: the plain cell with every BatchNorm's gain and
+  // BN_c's shift doubled.
+  for (bool training : {true, false}) {
+    BOOST_TEST_CONTEXT((training ? "training" : "eval")) {
+      BatchNormLSTM noisy = bn_lstm(NoiseOptions{.scale_lo = 2, .scale_hi = 2 + 1e-13, .shift_lo = 0, .shift_hi = 1e-13});
+      BatchNormLSTM plain = bn_lstm(std::nullopt);
+      edit(plain, "bn_", 2, 0);
+      noisy.train(training), plain.train(training);
+      normlab::test::expect_elements_close("scale 2", noisy(x).to_vector(), plain(x).to_vector(), 1e-10, 1e-12);
+      // A shift of 0.5 on every unit: the gates get 0.5 from BN_ih and 0.5 from BN_hh (the bias
+      // plus 1), BN_c's output 0.5 more.
+      BatchNormLSTM shifted = bn_lstm(NoiseOptions{.scale_lo = 1, .scale_hi = 1 + 1e-13, .shift_lo = 0.5,
+                                                   .shift_hi = 0.5 + 1e-13});
+      BatchNormLSTM moved = bn_lstm(std::nullopt);
+      edit(moved, "bias_l", 1, 1.0);
+      edit(moved, "bn_c_l0.bias", 1, 0.5);
+      edit(moved, "bn_c_l1.bias", 1, 0.5);
+      shifted.train(training), moved.train(training);
+      normlab::test::expect_elements_close("shift 0.5", shifted(x).to_vector(), moved(x).to_vector(), 1e-10, 1e-12);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_recurrent_variant_draws_anew_each_step_and_repeats_when_restored) {
+  const Tensor x = random_input({4, 5, 3}, 9);
+  BatchNormLSTM noisy = bn_lstm(NoiseOptions{});
+  BatchNormLSTM plain = bn_lstm(std::nullopt);
+  BOOST_TEST(noisy.state_dict().size() == plain.state_dict().size() + 1);  // noise_step
+  std::vector<std::vector<double>> buffers;
+  for (const auto& [name, t] : noisy.state_dict()) buffers.push_back(t.to_vector());
+  const std::vector<double> first = noisy(x).to_vector();
+  const std::vector<double> second = noisy(x).to_vector();
+  BOOST_TEST(first != second);                  // the noise moved on
+  BOOST_TEST(first != plain(x).to_vector());    // and it is not the plain cell
+  BOOST_TEST(noise_step(noisy).item() == 2.0);
+  size_t i = 0;
+  for (const auto& [name, t] : noisy.state_dict()) {
+    const std::vector<double>& v = buffers[i++];
+    for (int64_t k = 0; k < t.numel(); ++k) t.set_flat(k, v[static_cast<size_t>(k)]);
+  }
+  BOOST_TEST(noisy(x).to_vector() == first);  // the same step again
+  noisy.eval();
+  const std::vector<double> e1 = noisy(x).to_vector();
+  BOOST_TEST(noisy(x).to_vector() == e1);  // eval draws nothing
+  BOOST_TEST(noise_step(noisy).item() == 1.0);  // one training forward since the restore
+  BOOST_TEST(noisy.repr().find("noise=(scale=U[0.5, 2.0), shift=U[-0.5, 1.5))") != std::string::npos, noisy.repr());
+  expect_error([] { bn_lstm(NoiseOptions{.scale_lo = 1, .scale_hi = 1}); },
+               {"BatchNormLSTM: the scale's bounds must be finite with lo < hi, got [1.0, 1.0)"});
+}
+
+BOOST_AUTO_TEST_CASE(gradcheck_of_the_recurrent_variant_with_the_noise_of_one_step) {
+  BatchNormLSTM noisy = bn_lstm(NoiseOptions{});
+  const Tensor step = noise_step(noisy);
+  const Tensor x = random_input({3, 4, 3}, 10);
+  std::vector<Tensor> in{x};
+  for (const Tensor& p : noisy.parameters()) in.push_back(p);
+  BOOST_TEST(gradcheck([&](const std::vector<Tensor>&) {
+    step.set_flat(0, 0);
+    return noisy(x);
+  }, in));
+}
+
+BOOST_AUTO_TEST_CASE(the_token_variant_is_noisy_batchnorm_over_the_b_t_tokens) {
+  const Tensor x = random_input({2, 3, 4}, 12);  // (B, T, C)
+  TokenNoisyBatchNorm tokens(4, 13);
+  NoisyBatchNorm flat(4, false, 13);
+  tokens.to(DType::Float64), flat.to(DType::Float64);
+  for (bool training : {true, true, false}) {
+    tokens.train(training), flat.train(training);
+    const Tensor y = tokens(x);
+    BOOST_TEST(y.shape() == x.shape());
+    BOOST_TEST(y.to_vector() == reshape(flat(reshape(x, {6, 4})), {2, 3, 4}).to_vector());
+  }
+  BOOST_TEST(block_norm_name(parse_block_norm("noisybatch")) == "noisybatch");
+  BOOST_TEST(has_batch_statistics(BlockNorm::NoisyBatch));
+  BOOST_TEST(!has_batch_statistics(BlockNorm::Layer));
+  expect_error([&] { tokens(zeros({6, 4})); }, {"TokenNoisyBatchNorm(4): expected input of shape (B, T, 4)"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

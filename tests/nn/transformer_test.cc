@@ -276,7 +276,7 @@ BOOST_AUTO_TEST_CASE(errors) {
   expect_error([&] { a(zeros({2, 3, 6})); }, {"CausalSelfAttention", "(B, T, 8)", "[2, 3, 6]"});
   TransformerBlock b(8, 2, BlockNorm::Batch, NormPosition::Post, gen);
   expect_error([&] { b(zeros({3, 8})); }, {"TransformerBlock", "(B, T, 8)", "[3, 8]"});
-  expect_error([&] { parse_block_norm("group"); }, {"group", "layer, rms, batch or none"});
+  expect_error([&] { parse_block_norm("group"); }, {"group", "layer, rms, batch, none or noisybatch"});
   expect_error([&] { parse_norm_position("middle"); }, {"middle", "pre or post"});
   for (BlockNorm n : kNorms) BOOST_TEST((parse_block_norm(block_norm_name(n)) == n));
   for (NormPosition p : kPositions) BOOST_TEST((parse_norm_position(norm_position_name(p)) == p));
