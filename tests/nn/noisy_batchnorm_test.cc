@@ -37,6 +37,25 @@ std::vector<std::pair<double, double>> recovered_noise(const Tensor& y, const Te
   return out;
 }
 
+// The noise step buffer of a noisy module.
+Tensor noise_step(const Module& m) {
+  for (const auto& [name, t] : m.state_dict())
+    if (name == "noise_step") return t;
+  throw normlab::Error("no noise_step");
+}
+
+// gradcheck of a noisy module (float64) in x and its parameters, every evaluation with the noise
+// of step 0 (the step count put back first).
+bool gradcheck_one_step(Module& noisy, const Tensor& x) {
+  const Tensor step = noise_step(noisy);
+  std::vector<Tensor> in{x};
+  for (const Tensor& p : noisy.parameters()) in.push_back(p);
+  return gradcheck([&](const std::vector<Tensor>&) {
+    step.set_flat(0, 0);
+    return noisy(x);
+  }, in);
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(noisy_batchnorm)
@@ -155,14 +174,7 @@ BOOST_AUTO_TEST_CASE(gradcheck_with_the_noise_of_one_step) {
   // float64; each evaluation puts the step count back, so that every one has the same noise.
   NoisyBatchNorm noisy(3, false, 5);
   noisy.to(DType::Float64);
-  const Tensor step = noisy.state_dict().back().second;
-  const Tensor x = random_input({4, 3, 2}, 6);
-  std::vector<Tensor> in{x};
-  for (const Tensor& p : noisy.parameters()) in.push_back(p);
-  BOOST_TEST(gradcheck([&](const std::vector<Tensor>&) {
-    step.set_flat(0, 0);
-    return noisy(x);
-  }, in));
+  BOOST_TEST(gradcheck_one_step(noisy, random_input({4, 3, 2}, 6)));
 }
 
 // A BatchNormLSTM (float64, 2 layers) with or without the noise, its weights drawn from seed 7.
@@ -170,13 +182,6 @@ BatchNormLSTM bn_lstm(std::optional<NoiseOptions> noise) {
   Generator gen(7);
   return BatchNormLSTM(3, 4, gen, {.num_layers = 2, .batch_first = true, .max_steps = 5, .gamma_init = 0.5,
                                    .dtype = DType::Float64, .noise = noise, .noise_seed = 11});
-}
-
-// The noise step buffer of a noisy cell.
-Tensor noise_step(const Module& m) {
-  for (const auto& [name, t] : m.state_dict())
-    if (name == "noise_step") return t;
-  throw normlab::Error("no noise_step");
 }
 
 // Adds `add` to, and multiplies by `mul`, every value of the parameters whose names contain `part`.
@@ -240,14 +245,7 @@ BOOST_AUTO_TEST_CASE(the_recurrent_variant_draws_anew_each_step_and_repeats_when
 
 BOOST_AUTO_TEST_CASE(gradcheck_of_the_recurrent_variant_with_the_noise_of_one_step) {
   BatchNormLSTM noisy = bn_lstm(NoiseOptions{});
-  const Tensor step = noise_step(noisy);
-  const Tensor x = random_input({3, 4, 3}, 10);
-  std::vector<Tensor> in{x};
-  for (const Tensor& p : noisy.parameters()) in.push_back(p);
-  BOOST_TEST(gradcheck([&](const std::vector<Tensor>&) {
-    step.set_flat(0, 0);
-    return noisy(x);
-  }, in));
+  BOOST_TEST(gradcheck_one_step(noisy, random_input({3, 4, 3}, 10)));
 }
 
 BOOST_AUTO_TEST_CASE(the_token_variant_is_noisy_batchnorm_over_the_b_t_tokens) {
