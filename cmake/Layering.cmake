@@ -59,4 +59,4 @@ endfunction()
 # and measure the kernels themselves. examples/ and fuzz/ use normlab as its users do: the public
 # headers of every library (experiments/ too) and their own folder's.
 set(NORMLAB_UNCHECKED_FOLDERS tests bench)
-set(NORMLAB_USER_FOLDERS examples fuzz)
+set(NORMLAB_USER_FOLDERS examples fuzz python)

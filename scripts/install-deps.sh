@@ -31,6 +31,8 @@ PACKAGES=(
   dataset-fashion-mnist              # the Fashion-MNIST data set
   fortunes                           # fortune-mod's English fortunes (BSD): the default text corpus
   libopenmpi-dev openmpi-bin         # OpenMPI: data-parallel jobs (dist/, SyncBatchNorm) and their tests
+  python3-dev pybind11-dev           # the Python package (python/): its extension module
+  python3-numpy python3-pytest       # NumPy in and out of it, and its pytest suite
 )
 
 BENCH_PACKAGES=(
