@@ -71,6 +71,14 @@ int64_t normalize_dim(int64_t dim, int64_t rank, std::string_view op) {
 void check_shape(const Shape& s, std::string_view op) {
   for (int64_t d : s)
     if (d < 0) throw Error(std::string(op) + ": negative size in shape " + shape_str(s));
+  // The element count, and its bytes at 8 per element, must fit in int64_t: beyond 2^60 elements
+  // the product would wrap and the allocation be asked for a wrong size.
+  for (int64_t d : s)
+    if (d == 0) return;  // no elements, whatever the other sizes
+  int64_t n = 1;
+  for (int64_t d : s)
+    if (__builtin_mul_overflow(n, d, &n) || n > (int64_t{1} << 60))
+      throw Error(std::string(op) + ": shape " + shape_str(s) + " has more than 2^60 elements");
 }
 
 }  // namespace normlab::autograd

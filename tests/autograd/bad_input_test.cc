@@ -21,6 +21,13 @@ BOOST_AUTO_TEST_CASE(elementwise_shape_mismatch) {
   expect_error([&] { a + b; }, {"add", "[2, 3]", "[2, 4]"});
 }
 
+BOOST_AUTO_TEST_CASE(shapes_too_large_to_count_are_refused_before_allocating) {
+  expect_error([] { empty({10000000000, 10000000000}); },
+               {"empty: shape [10000000000, 10000000000] has more than 2^60 elements"});
+  expect_error([] { zeros({int64_t{1} << 31, int64_t{1} << 31, 4}); }, {"more than 2^60 elements"});
+  BOOST_TEST(empty({0, int64_t{1} << 62}).numel() == 0);  // an empty tensor of any other sizes is fine
+}
+
 BOOST_AUTO_TEST_CASE(shapes_that_do_not_broadcast) {
   // (3, 2) against (2, 3, 4): aligned from the right, 2 meets 4.
   expect_error([] { mul(zeros({3, 2}), zeros({2, 3, 4})); }, {"mul", "[3, 2]", "[2, 3, 4]", "broadcast"});
