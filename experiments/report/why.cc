@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "experiments/models/archs.h"
+#include "experiments/models/language_model.h"
 #include "experiments/registry/layers.h"
 #include "experiments/report/claims.h"
 #include "experiments/report/report.h"
@@ -141,7 +142,7 @@ std::map<std::string, std::vector<double>> why_values(const std::vector<RunResul
     for (const CurvatureRecord& c : r.curvature)
       v["eigenvalue_" + c.point].push_back(std::fabs(c.eigenvalue)), v["trace_" + c.point].push_back(c.trace);
     if (!r.epochs.empty()) v["final_score"].push_back(final_epoch(r).test_acc);
-    else if (const EvalRecord* e = final_eval(r)) v["final_score"].push_back(e->val_loss / std::log(2.0));  // bits
+    else if (const EvalRecord* e = final_eval(r)) v["final_score"].push_back(bits(e->val_loss));
   }
   return v;
 }

@@ -37,6 +37,22 @@ DType parse_dtype(const py::object& o, DType fallback) {
   throw py::type_error("dtype must be float32 or float64, got " + s);
 }
 
+// The array's values into t (of T, t.numel() of them), NumPy converting type and layout first.
+template <typename T>
+void copy_in(const py::array& a, const Tensor& t) {
+  const auto c = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(a);
+  if (!c) throw py::type_error("normlab.tensor: the array cannot be read as " + std::string(py::str(py::dtype::of<T>())));
+  std::memcpy(t.data<T>(), c.data(), static_cast<size_t>(t.numel()) * sizeof(T));
+}
+
+// A new array of T with a copy of t's values.
+template <typename T>
+py::array copy_out(const Tensor& t) {
+  py::array_t<T> a(std::vector<py::ssize_t>(t.shape().begin(), t.shape().end()));
+  if (t.numel()) std::memcpy(a.mutable_data(), t.data<T>(), static_cast<size_t>(t.numel()) * sizeof(T));
+  return a;
+}
+
 // A tensor holding a copy of the array's values (any layout: NumPy makes it C-contiguous first),
 // float64 arrays as float64 and every other numeric array as float32 unless dtype says otherwise.
 Tensor from_array(const py::array& a, const py::object& dtype_obj) {
@@ -52,15 +68,8 @@ Tensor from_array(const py::array& a, const py::object& dtype_obj) {
   }
   Tensor t = ag::empty(shape, dt);
   if (t.numel() == 0) return t;
-  if (dt == DType::Float32) {
-    const auto c = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(a);
-    if (!c) throw py::type_error("normlab.tensor: the array cannot be read as float32");
-    std::memcpy(t.data<float>(), c.data(), static_cast<size_t>(t.numel()) * sizeof(float));
-  } else {
-    const auto c = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(a);
-    if (!c) throw py::type_error("normlab.tensor: the array cannot be read as float64");
-    std::memcpy(t.data<double>(), c.data(), static_cast<size_t>(t.numel()) * sizeof(double));
-  }
+  if (dt == DType::Float32) copy_in<float>(a, t);
+  else copy_in<double>(a, t);
   return t;
 }
 
@@ -80,17 +89,7 @@ Tensor make_tensor(const py::object& data, const py::object& dtype, bool require
 }
 
 // A NumPy array with a copy of the tensor's values (the tensor is contiguous: the copy is one memcpy).
-py::array to_array(const Tensor& t) {
-  std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
-  if (t.dtype() == DType::Float32) {
-    py::array_t<float> a(shape);
-    if (t.numel()) std::memcpy(a.mutable_data(), t.data<float>(), static_cast<size_t>(t.numel()) * sizeof(float));
-    return a;
-  }
-  py::array_t<double> a(shape);
-  if (t.numel()) std::memcpy(a.mutable_data(), t.data<double>(), static_cast<size_t>(t.numel()) * sizeof(double));
-  return a;
-}
+py::array to_array(const Tensor& t) { return t.dtype() == DType::Float32 ? copy_out<float>(t) : copy_out<double>(t); }
 
 // A Python operand of a binary op: a Tensor, or a number (broadcast as a scalar of the tensor's dtype).
 Tensor operand(const py::object& o, const Tensor& like) {
