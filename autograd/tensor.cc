@@ -406,4 +406,15 @@ void copy_(const Tensor& dst, const Tensor& src) {
   std::memmove(dst.raw_data(), src.raw_data(), dst.numel() * dtype_size(dst.dtype()));
 }
 
+void convert_(const Tensor& t, DType dtype) {
+  if (!t.defined() || t.dtype() == dtype) return;
+  NoGradGuard no_grad;
+  Tensor c = t.detach().to(dtype);
+  TensorImpl& impl = t.impl();
+  impl.storage = c.impl().storage;
+  impl.offset = c.impl().offset;
+  impl.dtype = dtype;
+  if (impl.grad) impl.grad = Tensor(impl.grad).to(dtype).impl_ptr();
+}
+
 }  // namespace normlab::autograd

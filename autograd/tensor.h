@@ -158,5 +158,8 @@ void check_inplace(const Tensor& t, const std::string& op);
 void fill_(const Tensor& t, double value);
 /// dst = src (same shape and dtype).
 void copy_(const Tensor& dst, const Tensor& src);
+/// Converts t (and its gradient) to dtype in place: the storage inside the shared TensorImpl is
+/// swapped, so every handle to t sees the new dtype (model.double(), model.float()).
+void convert_(const Tensor& t, DType dtype);
 
 }  // namespace normlab::autograd

@@ -33,8 +33,8 @@ Tensor Linear::forward(const Tensor& x) {
                 "), got " + shape_str(x.shape()));
   if (x.dtype() != weight_.dtype())
     throw Error("Linear: the input is " + dtype_name(x.dtype()) + " but the parameters are " +
-                dtype_name(weight_.dtype()) + " (convert the module with to(DType::" +
-                (x.dtype() == DType::Float64 ? "Float64" : "Float32") + "))");
+                dtype_name(weight_.dtype()) + " (convert the input, or the module with to(" +
+                dtype_name(x.dtype()) + "))");
   return autograd::linear(x, weight_, bias_);
 }
 

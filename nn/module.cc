@@ -107,19 +107,8 @@ void Module::zero_grad() {
 }
 
 Module& Module::to(DType dtype) {
-  autograd::NoGradGuard no_grad;
-  // Swaps the storage inside the shared TensorImpl, so every handle to it sees the conversion.
-  auto convert = [dtype](const Tensor& t) {
-    if (!t.defined() || t.dtype() == dtype) return;
-    Tensor c = t.detach().to(dtype);
-    autograd::TensorImpl& impl = t.impl();
-    impl.storage = c.impl().storage;
-    impl.offset = c.impl().offset;
-    impl.dtype = dtype;
-    if (impl.grad) impl.grad = Tensor(impl.grad).to(dtype).impl_ptr();
-  };
-  for (auto& [n, p] : named_parameters()) convert(p);
-  for (auto& [n, b] : named_buffers()) convert(b);
+  for (auto& [n, p] : named_parameters()) autograd::convert_(p, dtype);
+  for (auto& [n, b] : named_buffers()) autograd::convert_(b, dtype);
   return *this;
 }
 

@@ -1,0 +1,113 @@
+// Conversions the bindings share (convert.h): dtype names, NumPy arrays to and from tensors, the
+// ops' Python operands, shapes and dims.
+#include "python/bindings/convert.h"
+
+#include <cstring>
+#include <string>
+
+namespace normlab::python {
+
+namespace ag = normlab::autograd;
+
+namespace {
+
+// The array's values into t (of T, t.numel() of them), NumPy converting type and layout first.
+template <typename T>
+void copy_in(const py::array& a, const Tensor& t) {
+  const auto c = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(a);
+  if (!c) throw py::type_error("normlab.tensor: the array cannot be read as " + std::string(py::str(py::dtype::of<T>())));
+  std::memcpy(t.data<T>(), c.data(), static_cast<size_t>(t.numel()) * sizeof(T));
+}
+
+// A new array of T with a copy of t's values.
+template <typename T>
+py::array copy_out(const Tensor& t) {
+  py::array_t<T> a(std::vector<py::ssize_t>(t.shape().begin(), t.shape().end()));
+  if (t.numel()) std::memcpy(a.mutable_data(), t.data<T>(), static_cast<size_t>(t.numel()) * sizeof(T));
+  return a;
+}
+
+}  // namespace
+
+const char* py_dtype_name(DType d) { return d == DType::Float32 ? "float32" : "float64"; }
+
+DType parse_dtype(const py::object& o, DType fallback) {
+  if (o.is_none()) return fallback;
+  const std::string s = py::str(o);
+  if (s == "float32" || s == "normlab.float32" || s == "<class 'numpy.float32'>") return DType::Float32;
+  if (s == "float64" || s == "normlab.float64" || s == "<class 'numpy.float64'>") return DType::Float64;
+  throw py::type_error("dtype must be float32 or float64, got " + s);
+}
+
+
+// A tensor holding a copy of the array's values (any layout: NumPy makes it C-contiguous first),
+// float64 arrays as float64 and every other numeric array as float32 unless dtype says otherwise.
+Tensor from_array(const py::array& a, const py::object& dtype_obj) {
+  if (a.dtype().kind() != 'f' && a.dtype().kind() != 'i' && a.dtype().kind() != 'u' && a.dtype().kind() != 'b')
+    throw py::type_error("normlab.tensor: expected a numeric array, got dtype " + std::string(py::str(a.dtype())));
+  const DType dt = parse_dtype(dtype_obj, a.dtype().is(py::dtype::of<double>()) ? DType::Float64 : DType::Float32);
+  Shape shape;
+  int64_t n = 1;
+  for (py::ssize_t i = 0; i < a.ndim(); ++i) {
+    shape.push_back(static_cast<int64_t>(a.shape(i)));
+    n *= std::max<int64_t>(1, static_cast<int64_t>(a.shape(i)));
+    if (n > kMaxElements) throw py::value_error("normlab.tensor: the array is too large (more than 2^40 elements)");
+  }
+  Tensor t = ag::empty(shape, dt);
+  if (t.numel() == 0) return t;
+  if (dt == DType::Float32) copy_in<float>(a, t);
+  else copy_in<double>(a, t);
+  return t;
+}
+
+// normlab.tensor(data): an array, a nested list or a number.
+Tensor make_tensor(const py::object& data, const py::object& dtype, bool requires_grad) {
+  if (py::isinstance<Tensor>(data)) {
+    Tensor t = data.cast<Tensor>().detach().clone();
+    if (!dtype.is_none()) t = t.to(parse_dtype(dtype, t.dtype()));
+    if (requires_grad) t.requires_grad_(true);
+    return t;
+  }
+  const py::array a = py::array::ensure(data);
+  if (!a) throw py::type_error("normlab.tensor: expected an array, a list of numbers or a number");
+  // As PyTorch: a NumPy array keeps float64; a list or a number becomes the default float32.
+  const bool is_array = py::isinstance<py::array>(data);
+  Tensor t = from_array(a, dtype.is_none() && !is_array ? py::str("float32") : dtype);
+  if (requires_grad) t.requires_grad_(true);
+  return t;
+}
+
+// A NumPy array with a copy of the tensor's values (the tensor is contiguous: the copy is one memcpy).
+py::array to_array(const Tensor& t) { return t.dtype() == DType::Float32 ? copy_out<float>(t) : copy_out<double>(t); }
+
+// A Python operand of a binary op: a Tensor, or a number (broadcast as a scalar of the tensor's dtype).
+Tensor operand(const py::object& o, const Tensor& like) {
+  if (py::isinstance<Tensor>(o)) return o.cast<Tensor>();
+  if (py::isinstance<py::float_>(o) || py::isinstance<py::int_>(o) || py::isinstance<py::bool_>(o))
+    return ag::scalar(o.cast<double>(), like.dtype());
+  const py::array a = py::array::ensure(o);
+  if (a) return from_array(a, py::str(py_dtype_name(like.dtype())));
+  throw py::type_error("unsupported operand of type " + std::string(py::str(py::type::of(o))) +
+                       ": expected a Tensor, a number or an array");
+}
+
+std::vector<int64_t> dims_of(const py::object& dim) {
+  if (dim.is_none()) return {};
+  if (py::isinstance<py::int_>(dim)) return {dim.cast<int64_t>()};
+  return dim.cast<std::vector<int64_t>>();
+}
+
+std::vector<int64_t> shape_of(const py::args& args) {
+  if (args.size() == 1 && !py::isinstance<py::int_>(args[0])) return args[0].cast<std::vector<int64_t>>();
+  std::vector<int64_t> s;
+  for (const auto& a : args) s.push_back(a.cast<int64_t>());
+  return s;
+}
+
+
+// The shape as a Python tuple.
+py::tuple shape_tuple(const Tensor& x) {
+  return py::tuple(py::cast(std::vector<int64_t>(x.shape().begin(), x.shape().end())));
+}
+
+}  // namespace normlab::python

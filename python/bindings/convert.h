@@ -1,0 +1,46 @@
+// Conversions the bindings share: dtype names, NumPy arrays to and from tensors (copies), Python
+// operands of the ops, and shapes and dims given as Python arguments.
+#pragma once
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>  // every file of the module sees the same casters
+
+#include <cstdint>
+#include <vector>
+
+#include "autograd/autograd.h"
+
+namespace normlab::python {
+
+namespace py = pybind11;
+using autograd::DType;
+using autograd::Shape;
+using autograd::NamedTensors;
+using autograd::Tensor;
+
+/// The largest tensor a NumPy array may become (elements): beyond it, a clear error before any
+/// allocation (2^40 float64 values are 8 TiB).
+constexpr int64_t kMaxElements = int64_t{1} << 40;
+
+/// "float32" or "float64".
+const char* py_dtype_name(DType d);
+/// A dtype given from Python ("float32", normlab.float64, numpy.float32, ...); None is fallback.
+/// Anything else is a TypeError.
+DType parse_dtype(const py::object& o, DType fallback);
+/// A tensor holding a copy of the array's values (any layout: NumPy makes it C-contiguous first),
+/// float64 arrays as float64 and every other numeric array as float32 unless dtype says otherwise.
+Tensor from_array(const py::array& a, const py::object& dtype);
+/// normlab.tensor(data): an array, a nested list, a number or a Tensor (copied).
+Tensor make_tensor(const py::object& data, const py::object& dtype, bool requires_grad);
+/// A NumPy array with a copy of the tensor's values.
+py::array to_array(const Tensor& t);
+/// A Python operand of a binary op: a Tensor, a number (a scalar of like's dtype) or an array.
+Tensor operand(const py::object& o, const Tensor& like);
+/// dim=None (every dim), an int or a sequence of ints.
+std::vector<int64_t> dims_of(const py::object& dim);
+/// A shape given as f(2, 3) or f((2, 3)).
+std::vector<int64_t> shape_of(const py::args& args);
+/// The shape as a Python tuple.
+py::tuple shape_tuple(const Tensor& x);
+
+}  // namespace normlab::python
