@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "autograd/allocator.h"
+#include "base/format.h"
 #include "autograd/engine.h"
 #include "autograd/elementwise.h"
 
@@ -329,12 +330,19 @@ Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype()); }
 Tensor empty_like(const Tensor& t) { return empty(t.shape(), t.dtype()); }
 
 Tensor arange(double start, double end, double step, DType dtype) {
+  if (!std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step))
+    throw Error("arange: start, end and step must be finite numbers, got start " + base::py_float(start) + ", end " +
+                base::py_float(end) + ", step " + base::py_float(step));
   if (step == 0) throw Error("arange: step must be nonzero");
   if ((end - start) * step < 0)
     throw Error("arange: upper bound and larger bound inconsistent with step sign (start " +
                 std::to_string(start) + ", end " + std::to_string(end) + ", step " +
                 std::to_string(step) + ")");
-  const int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
+  const double count = std::ceil((end - start) / step);
+  if (!(count < 0x1p60))
+    throw Error("arange: " + base::py_float(count) + " values from start " + base::py_float(start) + " to end " +
+                base::py_float(end) + " by step " + base::py_float(step) + " are more than 2^60");
+  const int64_t n = static_cast<int64_t>(count);
   Tensor t = empty({n}, dtype);
   for (int64_t i = 0; i < n; ++i) t.set_flat(i, start + i * step);
   return t;

@@ -2,6 +2,7 @@
 // ops' Python operands, shapes and dims.
 #include "python/bindings/convert.h"
 
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -85,10 +86,37 @@ Tensor operand(const py::object& o, const Tensor& like) {
   if (py::isinstance<Tensor>(o)) return o.cast<Tensor>();
   if (py::isinstance<py::float_>(o) || py::isinstance<py::int_>(o) || py::isinstance<py::bool_>(o))
     return ag::scalar(o.cast<double>(), like.dtype());
-  const py::array a = py::array::ensure(o);
-  if (a) return from_array(a, py::str(py_dtype_name(like.dtype())));
+  if (py::isinstance<py::array>(o) || py::isinstance<py::list>(o) || py::isinstance<py::tuple>(o))
+    return from_array(py::array::ensure(o), py::str(py_dtype_name(like.dtype())));
   throw py::type_error("unsupported operand of type " + std::string(py::str(py::type::of(o))) +
                        ": expected a Tensor, a number or an array");
+}
+
+std::vector<int64_t> class_indices(const py::object& target, const char* who) {
+  std::vector<int64_t> y;
+  if (py::isinstance<Tensor>(target)) {
+    const Tensor t = target.cast<Tensor>();
+    if (t.dim() != 1)
+      throw py::value_error(std::string(who) + ": expected class indices of shape (N), got a tensor of shape " +
+                            ag::shape_str(t.shape()));
+    for (double v : t.to_vector()) {
+      if (!std::isfinite(v) || std::floor(v) != v || std::fabs(v) >= 0x1p62)
+        throw py::value_error(std::string(who) + ": expected class indices that are whole numbers, got " +
+                              std::to_string(v));
+      y.push_back(static_cast<int64_t>(v));
+    }
+    return y;
+  }
+  const py::array a = py::array::ensure(target);
+  if (!a || (a.dtype().kind() != 'i' && a.dtype().kind() != 'u'))
+    throw py::type_error(std::string(who) + ": expected class indices as integers (an integer array, a list of ints "
+                         "or a Tensor), got " + std::string(py::str(a ? py::object(a.dtype()) : py::type::of(target))));
+  if (a.ndim() != 1)
+    throw py::value_error(std::string(who) + ": expected class indices of shape (N), got an array of " +
+                          std::to_string(a.ndim()) + " dims");
+  const auto c = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+  if (!c) throw py::type_error(std::string(who) + ": the class indices cannot be read as int64");
+  return std::vector<int64_t>(c.data(), c.data() + c.size());
 }
 
 std::vector<int64_t> dims_of(const py::object& dim) {
@@ -97,11 +125,22 @@ std::vector<int64_t> dims_of(const py::object& dim) {
   return dim.cast<std::vector<int64_t>>();
 }
 
+std::vector<int64_t> int_list(const py::handle& o, const char* what) {
+  if (py::isinstance<py::int_>(o) && !py::isinstance<py::bool_>(o)) return {o.cast<int64_t>()};
+  if (!py::isinstance<py::sequence>(o) || py::isinstance<py::str>(o))
+    throw py::type_error(std::string(what) + " must be an int or a sequence of ints, got " + std::string(py::repr(o)));
+  std::vector<int64_t> v;
+  for (const auto& e : o.cast<py::sequence>()) {
+    if (!py::isinstance<py::int_>(e) || py::isinstance<py::bool_>(e))
+      throw py::type_error(std::string(what) + " must hold ints, got " + std::string(py::repr(o)));
+    v.push_back(e.cast<int64_t>());
+  }
+  return v;
+}
+
 std::vector<int64_t> shape_of(const py::args& args) {
-  if (args.size() == 1 && !py::isinstance<py::int_>(args[0])) return args[0].cast<std::vector<int64_t>>();
-  std::vector<int64_t> s;
-  for (const auto& a : args) s.push_back(a.cast<int64_t>());
-  return s;
+  if (args.size() == 1) return int_list(args[0], "the shape");
+  return int_list(args, "the shape");
 }
 
 

@@ -36,8 +36,13 @@ Tensor make_tensor(const py::object& data, const py::object& dtype, bool require
 py::array to_array(const Tensor& t);
 /// A Python operand of a binary op: a Tensor, a number (a scalar of like's dtype) or an array.
 Tensor operand(const py::object& o, const Tensor& like);
+/// Class indices (N) from a 1-d integer array or list, or a 1-d Tensor of whole numbers; anything
+/// else is a TypeError or ValueError naming `who`.
+std::vector<int64_t> class_indices(const py::object& target, const char* who);
 /// dim=None (every dim), an int or a sequence of ints.
 std::vector<int64_t> dims_of(const py::object& dim);
+/// An int or a sequence of ints (not bools) as a vector; anything else a TypeError naming `what`.
+std::vector<int64_t> int_list(const py::handle& o, const char* what);
 /// A shape given as f(2, 3) or f((2, 3)).
 std::vector<int64_t> shape_of(const py::args& args);
 /// The shape as a Python tuple.

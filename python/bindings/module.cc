@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <string>
 
 #include "base/error.h"
 #include "python/bindings/bindings.h"
@@ -29,6 +30,9 @@ PYBIND11_MODULE(_normlab, m) {
       if (p) std::rethrow_exception(p);
     } catch (const normlab::Error& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (const py::cast_error& e) {
+      // An argument of a type the function does not take (pybind11 says RuntimeError).
+      PyErr_SetString(PyExc_TypeError, (std::string("wrong argument type: ") + e.what()).c_str());
     }
   });
   m.def("manual_seed", [](uint64_t seed) { normlab::python::default_generator().seed(seed); }, py::arg("seed"),

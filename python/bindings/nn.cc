@@ -27,19 +27,15 @@ using ModulePtr = std::shared_ptr<Module>;
 
 // A kernel size, stride or padding given as an int or a pair (h, w).
 nn::Size2d size2d(const py::object& o, const char* what) {
-  if (py::isinstance<py::int_>(o)) return nn::Size2d(o.cast<int64_t>());
-  if (py::isinstance<py::tuple>(o) || py::isinstance<py::list>(o)) {
-    const auto v = o.cast<std::vector<int64_t>>();
-    if (v.size() == 2) return nn::Size2d(v[0], v[1]);
-  }
-  throw py::type_error(std::string(what) + " must be an int or a pair of ints, got " + std::string(py::repr(o)));
+  const bool single = py::isinstance<py::int_>(o);
+  const std::vector<int64_t> v = int_list(o, what);
+  if (single) return nn::Size2d(v[0]);
+  if (v.size() != 2) throw py::type_error(std::string(what) + " must be an int or a pair of ints, got " + std::string(py::repr(o)));
+  return nn::Size2d(v[0], v[1]);
 }
 
 // normalized_shape given as an int or a sequence of ints.
-Shape shape_arg(const py::object& o) {
-  if (py::isinstance<py::int_>(o)) return {o.cast<int64_t>()};
-  return o.cast<std::vector<int64_t>>();
-}
+Shape shape_arg(const py::object& o) { return int_list(o, "normalized_shape"); }
 
 // The module in dtype (a module built in float32 and converted, as model.double() does).
 ModulePtr in_dtype(ModulePtr m, const py::object& dtype) {
@@ -53,8 +49,11 @@ template <typename L>
 py::tuple lstm_forward(L& lstm, const Tensor& x, const py::object& hx) {
   Tensor h0, c0;
   if (!hx.is_none()) {
-    const auto pair = hx.cast<std::pair<Tensor, Tensor>>();
-    h0 = pair.first, c0 = pair.second;
+    const bool pair = (py::isinstance<py::tuple>(hx) || py::isinstance<py::list>(hx)) && py::len(hx) == 2 &&
+                      py::isinstance<Tensor>(hx[py::int_(0)]) && py::isinstance<Tensor>(hx[py::int_(1)]);
+    if (!pair)
+      throw py::type_error(lstm.repr() + ": hx must be a pair (h_0, c_0) of Tensors, got " + std::string(py::repr(hx)));
+    h0 = hx[py::int_(0)].cast<Tensor>(), c0 = hx[py::int_(1)].cast<Tensor>();
   }
   nn::LSTMOutput out;
   {

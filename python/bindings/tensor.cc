@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -39,9 +40,15 @@ std::string repr(const Tensor& t) {
 // which every handle to x sees. Refused for a tensor that requires grad while grad mode is on (as
 // PyTorch refuses in-place updates of a leaf that requires grad), and when broadcasting would change
 // x's shape.
+void check_inplace(const Tensor& x, const char* name) {
+  if (ag::grad_enabled() && x.requires_grad())
+    throw std::runtime_error(std::string(name) + ": a tensor that requires grad cannot be modified in place while "
+                             "grad mode is on; do it under `with normlab.no_grad():`");
+}
+
 template <typename Op>
 Tensor inplace(const Tensor& x, const py::object& other, const char* name, Op op) {
-  ag::check_inplace(x, name);
+  check_inplace(x, name);
   Tensor r;
   {
     ag::NoGradGuard no_grad;
@@ -80,8 +87,8 @@ void bind_tensor(py::module_& m) {
       .def("__isub__", [](const Tensor& x, const py::object& o) { return inplace(x, o, "sub_", [](const Tensor& a, const Tensor& b) { return ag::sub(a, b); }); })
       .def("__imul__", [](const Tensor& x, const py::object& o) { return inplace(x, o, "mul_", [](const Tensor& a, const Tensor& b) { return ag::mul(a, b); }); })
       .def("__itruediv__", [](const Tensor& x, const py::object& o) { return inplace(x, o, "div_", [](const Tensor& a, const Tensor& b) { return ag::div(a, b); }); })
-      .def("zero_", [](const Tensor& x) { ag::check_inplace(x, "zero_"); ag::fill_(x, 0); return x; })
-      .def("fill_", [](const Tensor& x, double v) { ag::check_inplace(x, "fill_"); ag::fill_(x, v); return x; }, py::arg("value"));
+      .def("zero_", [](const Tensor& x) { check_inplace(x, "zero_"); ag::fill_(x, 0); return x; })
+      .def("fill_", [](const Tensor& x, double v) { check_inplace(x, "fill_"); ag::fill_(x, v); return x; }, py::arg("value"));
   t.def_property_readonly("shape", &shape_tuple)
       .def("size", [](const Tensor& x, const py::object& d) -> py::object {
         if (d.is_none()) return shape_tuple(x);
@@ -97,7 +104,12 @@ void bind_tensor(py::module_& m) {
       .def_property("grad", [](const Tensor& x) -> py::object {
         const Tensor g = x.grad();
         return g.defined() ? py::cast(g) : py::none();
-      }, [](const Tensor& x, const py::object& g) { x.set_grad(g.is_none() ? Tensor() : g.cast<Tensor>()); })
+      }, [](const Tensor& x, const py::object& g) {
+        if (!g.is_none() && !py::isinstance<Tensor>(g))
+          throw py::type_error("assigned grad expected to be a Tensor or None but got grad of type " +
+                               std::string(py::str(py::type::of(g).attr("__name__"))));
+        x.set_grad(g.is_none() ? Tensor() : g.cast<Tensor>());
+      })
       .def_property_readonly("is_leaf", &Tensor::is_leaf)
       .def("retain_grad", &Tensor::retain_grad)
       .def("backward", [](const Tensor& x, const py::object& gradient, const py::object& retain_graph, bool create_graph) {
@@ -209,12 +221,7 @@ void bind_tensor(py::module_& m) {
   m.def("log_softmax", [](const Tensor& x, int64_t dim) { return ag::log_softmax(x, dim); }, py::arg("input"),
         py::arg("dim"));
   m.def("cross_entropy", [](const Tensor& logits, const py::object& target) {
-    std::vector<int64_t> y;
-    if (py::isinstance<Tensor>(target)) {
-      for (double v : target.cast<Tensor>().to_vector()) y.push_back(static_cast<int64_t>(v));
-    } else {
-      y = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(target).cast<std::vector<int64_t>>();
-    }
+    const std::vector<int64_t> y = class_indices(target, "cross_entropy");
     return ag::cross_entropy(logits, y);
   }, py::arg("input"), py::arg("target"), "Mean cross-entropy of logits (N, C) against class indices (N).");
   m.def("mse_loss", [](const Tensor& a, const Tensor& b) { return ag::mse_loss(a, b); }, py::arg("input"), py::arg("target"));
@@ -238,7 +245,13 @@ void bind_tensor(py::module_& m) {
   m.def("gradcheck", [](const py::function& fn, const std::vector<Tensor>& inputs, double eps, double atol, double rtol) {
     ag::GradcheckOptions o;
     o.eps = eps, o.atol = atol, o.rtol = rtol;
-    return ag::gradcheck([&](const std::vector<Tensor>& xs) { return fn(*py::cast(xs)).cast<Tensor>(); }, inputs, o);
+    return ag::gradcheck([&](const std::vector<Tensor>& xs) {
+      const py::object out = fn(*py::cast(xs));
+      if (!py::isinstance<Tensor>(out))
+        throw py::type_error("gradcheck: func must return a Tensor, got " +
+                             std::string(py::str(py::type::of(out).attr("__name__"))));
+      return out.cast<Tensor>();
+    }, inputs, o);
   }, py::arg("func"), py::arg("inputs"), py::arg("eps") = 1e-6, py::arg("atol") = 1e-5, py::arg("rtol") = 1e-3);
 }
 

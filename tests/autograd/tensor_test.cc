@@ -1,10 +1,13 @@
 // Tensor basics: factories, the seeded Generator, element access, detach/clone/to semantics,
 // 64-byte alignment, ranks 0 to 6, in-place helpers.
 #include <boost/test/unit_test.hpp>
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include "autograd/autograd.h"
@@ -53,6 +56,20 @@ BOOST_AUTO_TEST_CASE(arange_integer_and_fractional_steps) {
   // float32, torch.arange(0, 0.5, 0.1): [0, 0.1f, 0.2f, 0.3f, 0.4f]
   check_tensor(arange(0, 0.5, 0.1), {0.0, 0.10000000149011612, 0.20000000298023224, 0.30000001192092896,
                                      0.4000000059604645}, 0, 0);
+}
+
+BOOST_AUTO_TEST_CASE(arange_refuses_non_finite_bounds_and_too_many_values) {
+  // Each is an error naming the problem before anything is allocated (a NaN or an infinite count
+  // would otherwise become an arbitrary size).
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  for (const auto& [start, end, step] : std::vector<std::array<double, 3>>{{0, nan, 1}, {nan, 1, 1}, {0, 1, nan},
+                                                                          {0, inf, 1}, {-inf, 0, 1}})
+    BOOST_CHECK_EXCEPTION(arange(start, end, step), normlab::Error,
+                          [](const normlab::Error& e) { return std::string(e.what()).find("must be finite") != std::string::npos; });
+  BOOST_CHECK_EXCEPTION(arange(0, 1e300, 1), normlab::Error,
+                        [](const normlab::Error& e) { return std::string(e.what()).find("more than 2^60") != std::string::npos; });
+  BOOST_CHECK_EXCEPTION(arange(0, 1, 1e-300), normlab::Error,
+                        [](const normlab::Error& e) { return std::string(e.what()).find("more than 2^60") != std::string::npos; });
 }
 
 BOOST_AUTO_TEST_CASE(tensor_from_values) {

@@ -18,7 +18,8 @@ def _build(who, make, *args, **kwargs):
     try:
         return make(*args, **kwargs)
     except RuntimeError as e:
-        raise ValueError(f"{who}: {e}") from None
+        message = str(e)
+        raise ValueError(message if message.startswith(who) else f"{who}: {message}") from None
 
 
 class _NativeModule(Module):

@@ -44,7 +44,8 @@ def _make(who, fn, *args):
     try:
         return fn(*args)
     except RuntimeError as e:
-        raise ValueError(f"{who}: {e}") from None
+        message = str(e)
+        raise ValueError(message if message.startswith(who) else f"{who}: {message}") from None
 
 
 class StepLR(LRScheduler):
