@@ -105,7 +105,8 @@ install(FILES ${PROJECT_BINARY_DIR}/normlab.pc DESTINATION ${CMAKE_INSTALL_LIBDI
 # `make deb` (cpack -G DEB in the build folder): one Debian package, normlab_<version>_<arch>.deb,
 # of everything above under /usr. Depends: the shared libraries the command links (libhwy1,
 # libopenmpi3, zlib1g, libstdc++6, ..., found by dpkg-shlibdeps). Recommends: what the command
-# uses at run time (gnuplot for the plots, the Fashion-MNIST data set and the fortunes corpus) and
+# uses at run time (gnuplot for the plots, the Fashion-MNIST data set and the fortunes corpus,
+# python3 and python3-numpy for the Python package in /usr/lib/python3/dist-packages) and
 # what a program built against the libraries and headers needs (the dependencies' -dev packages,
 # CLI11 for normlab::experiments, pkg-config).
 set(CPACK_GENERATOR DEB)
@@ -116,11 +117,12 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "from-scratch C++ training framework and n
 set(CPACK_PACKAGE_DESCRIPTION "normlab trains toy models (MLPs, CNNs, LSTMs, GPTs) with BatchNorm,
 LayerNorm, GroupNorm, RMSNorm and friends and reports how they compare. The normlab command runs
 the studies; the static libraries (autograd, nn, optim, data, serialize, dist, experiments), their
-headers, a CMake package (find_package(normlab)) and normlab.pc let C++ programs use them.")
+headers, a CMake package (find_package(normlab)) and normlab.pc let C++ programs use them; the
+Python package normlab (NumPy in and out, normlab.nn, normlab.optim) lets Python programs.")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "gnuplot-nox, dataset-fashion-mnist, fortunes, libhwy-dev, \
-nlohmann-json3-dev, zlib1g-dev, libopenmpi-dev, libcli11-dev, pkg-config")
+nlohmann-json3-dev, zlib1g-dev, libopenmpi-dev, libcli11-dev, pkg-config, python3, python3-numpy")
 include(CPack)

@@ -7,7 +7,9 @@
 #     (apt-get install --simulate ./normlab_*.deb);
 #   - unpacked (dpkg-deb -x) into a scratch root: that root's usr/bin/normlab --version and
 #     `normlab study --quick` run, and examples/consumer builds against its usr/ with
-#     find_package(normlab CONFIG) (the package's files find their prefix from their own place).
+#     find_package(normlab CONFIG) (the package's files find their prefix from their own place);
+#   - the Python package imported from that root's usr/lib/python3/dist-packages (where python3
+#     finds it once the package is installed) and examples/consumer/consumer.py run.
 # Usage: test-deb.sh BUILD_DIR SOURCE_DIR SCRATCH_DIR CXX [EXTRA_FLAGS]
 set -euo pipefail
 if [ $# -lt 4 ]; then
@@ -59,3 +61,19 @@ CXXFLAGS="$extra" LDFLAGS="$extra" cmake -S "$source/examples/consumer" -B "$scr
   || { cat "$scratch/configure.log"; exit 1; }
 cmake --build "$scratch/consumer" >"$scratch/build.log" || { cat "$scratch/build.log"; exit 1; }
 "$scratch/consumer/consumer" | tail -n 3
+
+# The Python package, when the build has it (pybind11-dev and python3-dev installed): imported by
+# Debian's python3 from the unpacked usr/, and examples/consumer/consumer.py run. In a sanitizer build python3
+# needs the ASan runtime preloaded (NORMLAB_PYTHON_PRELOAD, set by CTest).
+if compgen -G "$build/python/normlab/_normlab*.so" >/dev/null; then
+  echo "== the Python package from the unpacked usr/"
+  site=$root/usr/lib/python3/dist-packages
+  test -f "$site/normlab/__init__.py" && test -f "$site/normlab/nn/module.py"
+  (cd "$scratch" && env ${NORMLAB_PYTHON_PRELOAD:+LD_PRELOAD=$NORMLAB_PYTHON_PRELOAD} ASAN_OPTIONS=detect_leaks=0 \
+     PYTHONPATH="$site" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 "$source/examples/consumer/consumer.py") | tail -n 3
+  case "$(cd "$scratch" && env ${NORMLAB_PYTHON_PRELOAD:+LD_PRELOAD=$NORMLAB_PYTHON_PRELOAD} ASAN_OPTIONS=detect_leaks=0 \
+          PYTHONPATH="$site" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -c 'import normlab; print(normlab.__file__)')" in
+    "$site"/*) ;;
+    *) echo "python3 imported normlab from elsewhere than $site" >&2; exit 1 ;;
+  esac
+fi

@@ -3,7 +3,8 @@
 # would. `cmake --install` (copies the built files, builds nothing), then
 #   - the installed `normlab --version` runs; no internal kernel header is installed;
 #   - examples/consumer built with CMake's find_package(normlab CONFIG), and run;
-#   - the same main.cc built with `pkg-config --cflags --libs normlab`, and run.
+#   - the same main.cc built with `pkg-config --cflags --libs normlab`, and run;
+#   - the Python package imported from the prefix and examples/consumer/consumer.py run.
 # The consumer trains a small model and gradchecks a custom op; it fails when either goes wrong.
 # Usage: test-install.sh BUILD_DIR SOURCE_DIR SCRATCH_DIR CXX [EXTRA_FLAGS]
 # EXTRA_FLAGS: compile and link flags the libraries need from their users (a sanitizer build's).
@@ -45,3 +46,19 @@ echo "pkg-config --cflags --libs normlab: $flags"
 # shellcheck disable=SC2086  # the flags are words
 "$cxx" -std=c++20 $extra "$source/examples/consumer/main.cc" -o "$scratch/consumer-pkg-config" $flags
 "$scratch/consumer-pkg-config"
+
+# The Python package, when the build has it (pybind11-dev and python3-dev installed): imported by
+# Debian's python3 from the prefix, and examples/consumer/consumer.py run. In a sanitizer build python3
+# needs the ASan runtime preloaded (NORMLAB_PYTHON_PRELOAD, set by CTest).
+if compgen -G "$build/python/normlab/_normlab*.so" >/dev/null; then
+  echo "== the Python package from the prefix"
+  site=$prefix/lib/python3/dist-packages
+  test -f "$site/normlab/__init__.py" && test -f "$site/normlab/nn/module.py"
+  (cd "$scratch" && env ${NORMLAB_PYTHON_PRELOAD:+LD_PRELOAD=$NORMLAB_PYTHON_PRELOAD} ASAN_OPTIONS=detect_leaks=0 \
+     PYTHONPATH="$site" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 "$source/examples/consumer/consumer.py") | tail -n 3
+  case "$(cd "$scratch" && env ${NORMLAB_PYTHON_PRELOAD:+LD_PRELOAD=$NORMLAB_PYTHON_PRELOAD} ASAN_OPTIONS=detect_leaks=0 \
+          PYTHONPATH="$site" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -c 'import normlab; print(normlab.__file__)')" in
+    "$site"/*) ;;
+    *) echo "python3 imported normlab from elsewhere than $site" >&2; exit 1 ;;
+  esac
+fi
