@@ -33,6 +33,8 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin         # OpenMPI: data-parallel jobs (dist/, SyncBatchNorm) and their tests
   python3-dev pybind11-dev           # the Python package (python/): its extension module
   python3-numpy python3-pytest       # NumPy in and out of it, and its pytest suite
+  jupyter-nbconvert python3-ipykernel  # the notebooks (examples/notebooks/), executed by the tests
+  python3-matplotlib                 # their plots
 )
 
 BENCH_PACKAGES=(
