@@ -9,7 +9,7 @@ if [ $# -ne 3 ]; then
   echo "usage: $0 NOTEBOOK PYTHON_DIR SCRATCH_DIR" >&2
   exit 2
 fi
-notebook=$1 python_dir=$2 scratch=$3
+notebook=$1 python_dir=$(cd "$2" && pwd) scratch=$3
 rm -rf "$scratch"
 mkdir -p "$scratch"
 cp "$notebook" "$scratch/"
