@@ -8,6 +8,7 @@
 #include <exception>
 #include <string>
 
+#include "autograd/parallel.h"
 #include "base/error.h"
 #include "python/bindings/bindings.h"
 
@@ -37,6 +38,9 @@ PYBIND11_MODULE(_normlab, m) {
   });
   m.def("manual_seed", [](uint64_t seed) { normlab::python::default_generator().seed(seed); }, py::arg("seed"),
         "Re-seeds the generator new modules draw their initial weights from (seed 0 at import).");
+  m.def("set_num_threads", [](int n) { normlab::autograd::set_num_threads(n); }, py::arg("n"),
+        "The worker threads of normlab's kernels (torch.set_num_threads); results do not depend on it.");
+  m.def("get_num_threads", &normlab::autograd::num_threads, "The worker threads of normlab's kernels.");
   normlab::python::bind_tensor(m);
   normlab::python::bind_nn(m);
   normlab::python::bind_optim(m);

@@ -11,9 +11,9 @@ reverse-mode autograd, modules (normlab.nn) and optimizers (normlab.optim), on n
 Tensors are float32 or float64 (float64 arrays stay float64; other arrays become float32).
 normlab.tensor, normlab.from_numpy and Tensor.numpy() copy the values.
 """
-from ._normlab import (Tensor, arange, manual_seed, cross_entropy, exp, float32, float64, from_numpy, is_grad_enabled,
-                       layer_norm, log, log_softmax, matmul, mse_loss, ones, relu, set_grad_enabled, sigmoid,
-                       softmax, tanh, tensor, zeros)
+from ._normlab import (Tensor, arange, cross_entropy, exp, float32, float64, from_numpy, get_num_threads,
+                       is_grad_enabled, layer_norm, log, log_softmax, manual_seed, matmul, mse_loss, ones, relu,
+                       set_grad_enabled, set_num_threads, sigmoid, softmax, tanh, tensor, zeros)
 from . import autograd
 from .grad_mode import enable_grad, no_grad
 from .safetensors import load_file, save_file
@@ -21,7 +21,8 @@ from . import nn, optim
 
 __all__ = ["Tensor", "tensor", "from_numpy", "zeros", "ones", "arange", "matmul", "exp", "log", "relu", "tanh",
            "sigmoid", "softmax", "log_softmax", "cross_entropy", "mse_loss", "layer_norm", "float32", "float64",
-           "no_grad", "enable_grad", "is_grad_enabled", "set_grad_enabled", "autograd", "manual_seed", "save_file", "load_file", "nn", "optim"]
+           "no_grad", "enable_grad", "is_grad_enabled", "set_grad_enabled", "autograd", "manual_seed",
+           "set_num_threads", "get_num_threads", "save_file", "load_file", "nn", "optim"]
 
 
 Tensor.T = property(lambda self: self.transpose(0, 1) if self.ndim == 2 else self,

@@ -126,6 +126,7 @@ CASES = [
     ("gradcheck of a raising function",
      lambda: normlab.autograd.gradcheck(lambda t: 1 / 0, [T(np.array([1.0]), requires_grad=True)]), ZeroDivisionError,
      ""),
+    ("set_num_threads of 0", lambda: normlab.set_num_threads(0), RuntimeError, "1"),
     ("set_grad_enabled of a string", lambda: normlab.set_grad_enabled("yes"), TypeError, ""),
     # ---- modules: construction --------------------------------------------------------------
     ("Linear with a negative size", lambda: nn.Linear(-1, 2), ValueError, "Linear"),
