@@ -8,7 +8,7 @@ JOBS ?= $(shell nproc)
 FUZZ_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps bench-deps fuzz-deps docs-deps configure build run test deb docs demo bench bench-dist fuzz-build fuzz sanitize clean
+.PHONY: all deps bench-deps fuzz-deps docs-deps configure build run test deb docs demo bench bench-python bench-dist fuzz-build fuzz sanitize clean
 
 all: build
 
@@ -58,6 +58,13 @@ docs: docs-deps
 bench: bench-deps
 	@$(MAKE) --no-print-directory build
 	BUILD_DIR=$(BUILD_DIR) bash bench/run.sh
+
+# The Python overhead benchmark (bench/python_bench.py): the MLP training step driven from Python
+# with normlab's package and with PyTorch eager, beside the same step in C++ (THREADS=1 by default).
+bench-python: bench-deps
+	@$(MAKE) --no-print-directory build
+	PYTHONPATH=$(BUILD_DIR)/python /usr/bin/python3 bench/python_bench.py --threads $${THREADS:-1} \
+	  --bench-kernels $(BUILD_DIR)/bench/bench_kernels $${MARKDOWN:+--markdown}
 
 # The data-parallel benchmark (bench/dist/run.sh): gradient allreduce and the training step over
 # mpirun -np 2 beside PyTorch's gloo DistributedDataParallel, and the distributed sweep's wall time.

@@ -2,8 +2,10 @@
 // ops' Python operands, shapes and dims.
 #include "python/bindings/convert.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <string>
 
 namespace normlab::python {
@@ -80,6 +82,23 @@ Tensor make_tensor(const py::object& data, const py::object& dtype, bool require
 
 // A NumPy array with a copy of the tensor's values (the tensor is contiguous: the copy is one memcpy).
 py::array to_array(const Tensor& t) { return t.dtype() == DType::Float32 ? copy_out<float>(t) : copy_out<double>(t); }
+
+py::array share_array(const Tensor& t) {
+  // The capsule holds a reference to the storage: the buffer lives as long as the array does,
+  // whatever happens to the tensor.
+  auto* keep = new std::shared_ptr<ag::Storage>(t.impl().storage);
+  py::capsule owner(keep, [](void* p) { delete static_cast<std::shared_ptr<ag::Storage>*>(p); });
+  const size_t es = t.dtype() == DType::Float32 ? sizeof(float) : sizeof(double);
+  std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end()), strides(shape.size());
+  py::ssize_t stride = static_cast<py::ssize_t>(es);
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= std::max<py::ssize_t>(1, shape[i]);
+  }
+  void* data = static_cast<char*>(t.impl().storage->data) + t.impl().offset * static_cast<int64_t>(es);
+  if (t.dtype() == DType::Float32) return py::array_t<float>(shape, strides, static_cast<float*>(data), owner);
+  return py::array_t<double>(shape, strides, static_cast<double*>(data), owner);
+}
 
 // A Python operand of a binary op: a Tensor, or a number (broadcast as a scalar of the tensor's dtype).
 Tensor operand(const py::object& o, const Tensor& like) {

@@ -34,6 +34,9 @@ Tensor from_array(const py::array& a, const py::object& dtype);
 Tensor make_tensor(const py::object& data, const py::object& dtype, bool requires_grad);
 /// A NumPy array with a copy of the tensor's values.
 py::array to_array(const Tensor& t);
+/// A NumPy array over the tensor's own values (no copy: writes through either are seen by both;
+/// the array keeps the buffer alive), as torch.Tensor.numpy().
+py::array share_array(const Tensor& t);
 /// A Python operand of a binary op: a Tensor, a number (a scalar of like's dtype) or an array.
 Tensor operand(const py::object& o, const Tensor& like);
 /// Class indices (N) from a 1-d integer array or list, or a 1-d Tensor of whole numbers; anything

@@ -125,7 +125,7 @@ void bind_tensor(py::module_& m) {
       .def("numpy", [](const Tensor& x) {
         if (x.requires_grad())
           throw py::value_error("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.");
-        return to_array(x);
+        return share_array(x);
       })
       .def("__array__", [](const Tensor& x, const py::object&) { return to_array(x.detach()); },
            py::arg("dtype") = py::none())

@@ -9,7 +9,7 @@ reverse-mode autograd, modules (normlab.nn) and optimizers (normlab.optim), on n
     x.grad.numpy()        # array([[2., 4.], [6., 8.]])
 
 Tensors are float32 or float64 (float64 arrays stay float64; other arrays become float32).
-normlab.tensor, normlab.from_numpy and Tensor.numpy() copy the values.
+normlab.tensor and normlab.from_numpy copy the values; Tensor.numpy() shares them, as in PyTorch.
 """
 from ._normlab import (Tensor, arange, cross_entropy, exp, float32, float64, from_numpy, get_num_threads,
                        is_grad_enabled, layer_norm, log, log_softmax, manual_seed, matmul, mse_loss, ones, relu,

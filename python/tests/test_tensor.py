@@ -10,6 +10,25 @@ import normlab
 from normlab import autograd
 
 
+def test_numpy_shares_the_tensors_memory_and_keeps_it_alive():
+    t = normlab.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    a = t.numpy()
+    assert a.dtype == np.float32 and a.shape == (2, 3) and a.flags.c_contiguous and a.flags.writeable
+    a[0, 1] = 42.0  # as torch.Tensor.numpy(): the tensor sees it
+    assert t[0].tolist() == [0.0, 42.0, 2.0]
+    with normlab.no_grad():
+        t.mul_(2.0)
+    assert a[0, 1] == 84.0
+    row = t[1].numpy()  # a select is a view of the same storage at an offset, or a copy: either way right
+    np.testing.assert_array_equal(row, [6.0, 8.0, 10.0])
+    del t
+    import gc
+    gc.collect()
+    assert a.sum() == 0 + 84 + 4 + 6 + 8 + 10  # the buffer outlives the tensor
+    assert normlab.zeros(0, 3).numpy().shape == (0, 3)
+    assert normlab.tensor(np.array(3.0)).numpy().shape == ()
+
+
 def test_numpy_round_trip_keeps_values_dtype_and_shape_and_copies():
     a = np.arange(24, dtype=np.float64).reshape(2, 3, 4)
     t = normlab.tensor(a)

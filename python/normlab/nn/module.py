@@ -249,8 +249,8 @@ class Module:
             return tensors
         out = OrderedDict()
         for name, t in tensors.items():
-            a = t.detach().numpy()
-            out[name] = a.astype(np.int64) if name.endswith("num_batches_tracked") else a
+            a = t.detach().numpy()  # shares the tensor's memory: copied below
+            out[name] = a.astype(np.int64) if name.endswith("num_batches_tracked") else a.copy()
         return out
 
     def load_state_dict(self, state_dict, strict=True):
