@@ -22,18 +22,34 @@ void on_sigint(int) {
   (void)n;
 }
 
+// Installs on_sigint; the previous action into *old unless null.
+void install(struct sigaction* old) {
+  struct sigaction sa {};
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, old);
+}
+
 }  // namespace
 
 void install_interrupt_handler() {
   static const bool done = [] {
-    struct sigaction sa {};
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGINT, &sa, nullptr);
+    install(nullptr);
     return true;
   }();
   (void)done;
+}
+
+struct InterruptScope::Saved {
+  struct sigaction old {};
+};
+
+InterruptScope::InterruptScope() : saved_(new Saved) { install(&saved_->old); }
+
+InterruptScope::~InterruptScope() {
+  sigaction(SIGINT, &saved_->old, nullptr);
+  delete saved_;
 }
 
 bool interrupted() { return g_signals.load(std::memory_order_relaxed) > 0; }

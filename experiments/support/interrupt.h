@@ -7,6 +7,19 @@ namespace normlab::experiments {
 
 // Installs the SIGINT handler (once per process).
 void install_interrupt_handler();
+// For a command run inside another program (the Python package): installs the SIGINT handler
+// for the scope's lifetime and puts the program's own handler back at its end.
+class InterruptScope {
+ public:
+  InterruptScope();
+  ~InterruptScope();
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+
+ private:
+  struct Saved;
+  Saved* saved_;
+};
 // True once an interruption was asked for.
 bool interrupted();
 // Forgets an interruption (before a new command in the same process, e.g. in tests).

@@ -13,6 +13,8 @@ void bind_tensor(pybind11::module_& m);
 void bind_nn(pybind11::module_& m);
 /// normlab._normlab._optim: SGD, Adam, AdamW and the learning-rate schedules (optim.cc).
 void bind_optim(pybind11::module_& m);
+/// normlab._normlab._experiments: the normlab command in-process (experiments.cc).
+void bind_experiments(pybind11::module_& m);
 
 /// The generator new modules draw their weights from (normlab.manual_seed re-seeds it; seed 0 at
 /// import, so a script gives the same weights at every run). Used with the GIL held.

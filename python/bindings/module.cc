@@ -44,4 +44,5 @@ PYBIND11_MODULE(_normlab, m) {
   normlab::python::bind_tensor(m);
   normlab::python::bind_nn(m);
   normlab::python::bind_optim(m);
+  normlab::python::bind_experiments(m);
 }
