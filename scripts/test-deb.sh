@@ -63,17 +63,9 @@ cmake --build "$scratch/consumer" >"$scratch/build.log" || { cat "$scratch/build
 "$scratch/consumer/consumer" | tail -n 3
 
 # The Python package, when the build has it (pybind11-dev and python3-dev installed): imported by
-# Debian's python3 from the unpacked usr/, and examples/consumer/consumer.py run. In a sanitizer build python3
-# needs the ASan runtime and libstdc++ preloaded (NORMLAB_PYTHON_PRELOAD, set by CTest).
+# Debian's python3 from the unpacked usr/,
+# and examples/consumer/consumer.py run (scripts/test-python-package.sh).
 if compgen -G "$build/python/normlab/_normlab*.so" >/dev/null; then
   echo "== the Python package from the unpacked usr/"
-  site=$root/usr/lib/python3/dist-packages
-  test -f "$site/normlab/__init__.py" && test -f "$site/normlab/nn/module.py"
-  (cd "$scratch" && env ${NORMLAB_PYTHON_PRELOAD:+"LD_PRELOAD=$NORMLAB_PYTHON_PRELOAD"} ASAN_OPTIONS=detect_leaks=0 \
-     PYTHONPATH="$site" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 "$source/examples/consumer/consumer.py") | tail -n 3
-  case "$(cd "$scratch" && env ${NORMLAB_PYTHON_PRELOAD:+"LD_PRELOAD=$NORMLAB_PYTHON_PRELOAD"} ASAN_OPTIONS=detect_leaks=0 \
-          PYTHONPATH="$site" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -c 'import normlab; print(normlab.__file__)')" in
-    "$site"/*) ;;
-    *) echo "python3 imported normlab from elsewhere than $site" >&2; exit 1 ;;
-  esac
+  bash "$source/scripts/test-python-package.sh" "$root/usr/lib/python3/dist-packages" "$source" "$scratch"
 fi

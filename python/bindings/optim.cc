@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -58,22 +59,20 @@ void bind_optim(py::module_& parent) {
     return std::make_shared<optim::SGD>(std::move(params), o);
   }, py::arg("params"), py::arg("lr"), py::arg("momentum") = 0.0, py::arg("dampening") = 0.0,
      py::arg("weight_decay") = 0.0, py::arg("nesterov") = false, py::arg("maximize") = false);
-  m.def("adam", [](std::vector<Tensor> params, double lr, const std::pair<double, double>& betas, double eps,
-                   double weight_decay, bool amsgrad, bool maximize) -> std::shared_ptr<Optimizer> {
-    optim::AdamOptions o;
-    o.lr = lr, o.betas = betas_of(betas), o.eps = eps, o.weight_decay = weight_decay;
-    o.amsgrad = amsgrad, o.maximize = maximize;
-    return std::make_shared<optim::Adam>(std::move(params), o);
-  }, py::arg("params"), py::arg("lr") = 1e-3, py::arg("betas") = std::make_pair(0.9, 0.999), py::arg("eps") = 1e-8,
-     py::arg("weight_decay") = 0.0, py::arg("amsgrad") = false, py::arg("maximize") = false);
-  m.def("adamw", [](std::vector<Tensor> params, double lr, const std::pair<double, double>& betas, double eps,
-                    double weight_decay, bool amsgrad, bool maximize) -> std::shared_ptr<Optimizer> {
-    optim::AdamWOptions o;
-    o.lr = lr, o.betas = betas_of(betas), o.eps = eps, o.weight_decay = weight_decay;
-    o.amsgrad = amsgrad, o.maximize = maximize;
-    return std::make_shared<optim::AdamW>(std::move(params), o);
-  }, py::arg("params"), py::arg("lr") = 1e-3, py::arg("betas") = std::make_pair(0.9, 0.999), py::arg("eps") = 1e-8,
-     py::arg("weight_decay") = 1e-2, py::arg("amsgrad") = false, py::arg("maximize") = false);
+  // Adam and AdamW: the same arguments, AdamW's weight decay 1e-2 by default (PyTorch's).
+  auto adam_like = [&m](const char* name, auto options, double weight_decay) {
+    using Options = decltype(options);
+    m.def(name, [](std::vector<Tensor> params, double lr, const std::pair<double, double>& betas, double eps,
+                   double wd, bool amsgrad, bool maximize) -> std::shared_ptr<Optimizer> {
+      Options o;
+      o.lr = lr, o.betas = betas_of(betas), o.eps = eps, o.weight_decay = wd, o.amsgrad = amsgrad, o.maximize = maximize;
+      if constexpr (std::is_same_v<Options, optim::AdamOptions>) return std::make_shared<optim::Adam>(std::move(params), o);
+      else return std::make_shared<optim::AdamW>(std::move(params), o);
+    }, py::arg("params"), py::arg("lr") = 1e-3, py::arg("betas") = std::make_pair(0.9, 0.999), py::arg("eps") = 1e-8,
+       py::arg("weight_decay") = weight_decay, py::arg("amsgrad") = false, py::arg("maximize") = false);
+  };
+  adam_like("adam", optim::AdamOptions{}, 0.0);
+  adam_like("adamw", optim::AdamWOptions{}, 1e-2);
 
   // Schedules: t, base_lr -> lr (pure), combined with sequential(); applied by LRScheduler.
   py::class_<optim::Schedule>(m, "Schedule")
