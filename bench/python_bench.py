@@ -77,9 +77,10 @@ def name_of(widths, batch, norm):
     return f"train step mlp {'-'.join(map(str, widths))} b{batch} {norm}"
 
 
-def normlab_step(widths, batch, norm):
-    nn = normlab.nn
-    normlab.manual_seed(0)
+def mlp(nn, widths, norm):
+    """Linear -> [BatchNorm1d | LayerNorm] -> ReLU per hidden layer, then the classifier Linear, of
+    either package's nn (normlab.nn and torch.nn have the same names and arguments); as
+    bench/pytorch_bench.py's train_step and bench_kernels' rows."""
     layers = []
     for i, o in zip(widths[:-2], widths[1:-1]):
         layers.append(nn.Linear(i, o))
@@ -89,7 +90,12 @@ def normlab_step(widths, batch, norm):
             layers.append(nn.LayerNorm(o))
         layers.append(nn.ReLU())
     layers.append(nn.Linear(widths[-2], widths[-1]))
-    model = nn.Sequential(*layers).train()
+    return nn.Sequential(*layers).train()
+
+
+def normlab_step(widths, batch, norm):
+    normlab.manual_seed(0)
+    model = mlp(normlab.nn, widths, norm)
     opt = normlab.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     rng = np.random.default_rng(0)
     x = normlab.tensor(rng.normal(size=(batch, widths[0])).astype(np.float32))
@@ -105,16 +111,7 @@ def normlab_step(widths, batch, norm):
 
 def torch_step(widths, batch, norm):
     torch.manual_seed(0)
-    layers = []
-    for i, o in zip(widths[:-2], widths[1:-1]):
-        layers.append(torch.nn.Linear(i, o))
-        if norm == "batch":
-            layers.append(torch.nn.BatchNorm1d(o))
-        elif norm == "layer":
-            layers.append(torch.nn.LayerNorm(o))
-        layers.append(torch.nn.ReLU())
-    layers.append(torch.nn.Linear(widths[-2], widths[-1]))
-    model = torch.nn.Sequential(*layers).train()
+    model = mlp(torch.nn, widths, norm)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     g = torch.Generator().manual_seed(0)
     x = torch.randn(batch, widths[0], generator=g)
@@ -159,7 +156,8 @@ def cxx_times(names):
     scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
     out = {}
     for b in data["benchmarks"]:
-        if b.get("aggregate_name") == "median":
+        # one repetition has no aggregates: its single run is the median
+        if b.get("aggregate_name") == "median" or (args.repetitions == 1 and b.get("run_type") == "iteration"):
             out[b["run_name"].replace("/real_time", "")] = b["real_time"] * scale[b["time_unit"]]
     missing = [n for n in names if n not in out]
     if missing:
