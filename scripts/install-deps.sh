@@ -35,6 +35,7 @@ PACKAGES=(
   python3-numpy python3-pytest       # NumPy in and out of it, and its pytest suite
   jupyter-nbconvert python3-ipykernel  # the notebooks (examples/notebooks/), executed by the tests
   python3-matplotlib                 # their plots
+  python3-pandas                     # normlab.experiments' results as DataFrames, and its test
 )
 
 BENCH_PACKAGES=(

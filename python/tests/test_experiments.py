@@ -68,3 +68,11 @@ def test_ctrl_c_stops_the_run_and_raises_keyboard_interrupt(tmp_path):
     assert (tmp_path / "stopped" / "report.md").is_file()  # the finished runs were written
     # Python's own Ctrl-C handling is back afterwards.
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_results_as_a_pandas_dataframe(tmp_path):
+    pandas = pytest.importorskip("pandas")
+    res = experiments.compare(quick=True, norms=["none", "layer"], seeds=[0], epochs=1, out=tmp_path / "c")
+    df = res.dataframe("runs")
+    assert isinstance(df, pandas.DataFrame) and list(df["norm"]) == ["none", "layer"]
+    assert df["final_test_acc"].tolist() == pytest.approx([r["final_test_acc"] for r in res.runs])
