@@ -242,17 +242,33 @@ void bind_tensor(py::module_& m) {
     return ag::grad(outputs, inputs, grad_outputs, o);
   }, py::arg("outputs"), py::arg("inputs"), py::arg("grad_outputs") = std::vector<Tensor>{},
      py::arg("retain_graph") = py::none(), py::arg("create_graph") = false);
-  m.def("gradcheck", [](const py::function& fn, const std::vector<Tensor>& inputs, double eps, double atol, double rtol) {
-    ag::GradcheckOptions o;
-    o.eps = eps, o.atol = atol, o.rtol = rtol;
-    return ag::gradcheck([&](const std::vector<Tensor>& xs) {
+  // A Python function of tensors as autograd's GradcheckFn (a TypeError when it returns no Tensor).
+  const auto as_fn = [](const py::function& fn, const char* who) {
+    return [fn, who](const std::vector<Tensor>& xs) {
       const py::object out = fn(*py::cast(xs));
       if (!py::isinstance<Tensor>(out))
-        throw py::type_error("gradcheck: func must return a Tensor, got " +
+        throw py::type_error(std::string(who) + ": func must return a Tensor, got " +
                              std::string(py::str(py::type::of(out).attr("__name__"))));
       return out.cast<Tensor>();
-    }, inputs, o);
+    };
+  };
+  m.def("gradcheck", [as_fn](const py::function& fn, const std::vector<Tensor>& inputs, double eps, double atol,
+                             double rtol) {
+    ag::GradcheckOptions o;
+    o.eps = eps, o.atol = atol, o.rtol = rtol;
+    return ag::gradcheck(as_fn(fn, "gradcheck"), inputs, o);
   }, py::arg("func"), py::arg("inputs"), py::arg("eps") = 1e-6, py::arg("atol") = 1e-5, py::arg("rtol") = 1e-3);
+  m.def("gradgradcheck", [as_fn](const py::function& fn, const std::vector<Tensor>& inputs, const py::object& grad_outputs,
+                                 double eps, double atol, double rtol) {
+    ag::GradcheckOptions o;
+    o.eps = eps, o.atol = atol, o.rtol = rtol;
+    if (grad_outputs.is_none()) {
+      ag::Generator gen(default_generator().next_u64());
+      return ag::gradgradcheck(as_fn(fn, "gradgradcheck"), inputs, gen, o);
+    }
+    return ag::gradgradcheck(as_fn(fn, "gradgradcheck"), inputs, grad_outputs.cast<Tensor>(), o);
+  }, py::arg("func"), py::arg("inputs"), py::arg("grad_outputs") = py::none(), py::arg("eps") = 1e-6,
+     py::arg("atol") = 1e-5, py::arg("rtol") = 1e-3);
 }
 
 }  // namespace normlab::python

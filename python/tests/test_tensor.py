@@ -200,3 +200,18 @@ def test_values_and_gradients_match_pytorch():
     ty.backward()
     np.testing.assert_allclose(y.item(), ty.item(), rtol=1e-12)
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-9, atol=1e-13)
+
+
+def test_gradgradcheck_of_second_derivatives():
+    rng = np.random.default_rng(4)
+    x = normlab.tensor(rng.normal(size=(3, 4)), requires_grad=True)
+    w = normlab.tensor(rng.normal(size=4), requires_grad=True)
+    b = normlab.tensor(rng.normal(size=4), requires_grad=True)
+    assert autograd.gradgradcheck(lambda a, g, c: normlab.layer_norm(a, [4], g, c), [x, w, b])
+    assert autograd.gradgradcheck(lambda a: (a.tanh() * a).sum(dim=1), [x])
+    v = normlab.tensor(rng.normal(size=(3, 4)))
+    assert autograd.gradgradcheck(lambda a: a.softmax(dim=1), [x], grad_outputs=v)
+    with pytest.raises(TypeError, match="must return a Tensor"):
+        autograd.gradgradcheck(lambda a: 1.0, [x])
+    with pytest.raises(RuntimeError, match="float64"):
+        autograd.gradgradcheck(lambda a: a * a, [normlab.tensor([1.0], requires_grad=True)])
