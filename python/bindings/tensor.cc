@@ -1,5 +1,5 @@
-// normlab.Tensor and the functions on tensors: NumPy in and out (copies), the common ops with
-// PyTorch's names and broadcasting, in-place updates under no_grad, reverse-mode autograd
+// normlab.Tensor and the functions on tensors: NumPy in and out, the common ops with PyTorch's
+// names and broadcasting, indexing (indexing.cc), in-place updates under no_grad, reverse-mode autograd
 // (backward, .grad, autograd.grad, grad mode) and gradcheck.
 #include <pybind11/functional.h>
 #include <pybind11/numpy.h>
@@ -14,21 +14,13 @@
 #include "autograd/autograd.h"
 #include "python/bindings/bindings.h"
 #include "python/bindings/convert.h"
+#include "python/bindings/indexing.h"
 
 namespace normlab::python {
 
 namespace ag = normlab::autograd;
 
 namespace {
-
-// Python's index of dim d into a tensor of rank n (negative from the end), as an IndexError when
-// out of range.
-int64_t wrap_index(int64_t i, int64_t size) {
-  if (i < -size || i >= size)
-    throw py::index_error("index " + std::to_string(i) + " is out of bounds for dimension 0 with size " +
-                          std::to_string(size));
-  return i < 0 ? i + size : i;
-}
 
 std::string repr(const Tensor& t) {
   std::string s = t.str();
@@ -142,10 +134,8 @@ void bind_tensor(py::module_& m) {
         if (x.dim() == 0) throw py::type_error("len() of a 0-d tensor");
         return x.size(0);
       })
-      .def("__getitem__", [](const Tensor& x, int64_t i) {
-        if (x.dim() == 0) throw py::index_error("invalid index of a 0-dim tensor");
-        return ag::select(x, 0, wrap_index(i, x.size(0)));
-      })
+      .def("__getitem__", &getitem, py::arg("key"))
+      .def("__setitem__", &setitem, py::arg("key"), py::arg("value"))
       .def("__repr__", repr)
       .def("__str__", repr)
       // Arithmetic with broadcasting; a number on either side.

@@ -1,8 +1,10 @@
 // Hessian-vector and Jacobian-vector products, the top eigenvalue and the Hutchinson trace, on
 // functions whose Hessian is known in closed form (quadratics, a linear model with softmax
 // cross-entropy) and on a small MLP against the Hessian built column by column from central
-// differences of float64 gradients.
+// differences of float64 gradients; power iteration and Hutchinson against the spectrum (Jacobi
+// rotations) and trace of a small MLP's Hessian assembled from its columns.
 #include <boost/test/unit_test.hpp>
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -36,6 +38,37 @@ Tensor symmetric_matrix(const std::vector<double>& lambda) {
 Tensor quadratic(const Tensor& a, const Tensor& b, const Tensor& x) {
   const Tensor col = reshape(x, {-1, 1});
   return add(mul(sum(mul(col, matmul(a, col))), 0.5), sum(mul(b, x)));
+}
+
+
+// The eigenvalues of a symmetric n x n matrix (row-major) by cyclic Jacobi rotations: each
+// rotation zeroes one off-diagonal pair; sweeps until the off-diagonal mass is below 1e-26.
+std::vector<double> jacobi_eigenvalues(std::vector<double> a, int64_t n) {
+  for (int sweep = 0; sweep < 100; ++sweep) {
+    double off = 0;
+    for (int64_t p = 0; p < n; ++p)
+      for (int64_t q = p + 1; q < n; ++q) off += a[p * n + q] * a[p * n + q];
+    if (off < 1e-26) break;
+    for (int64_t p = 0; p < n; ++p)
+      for (int64_t q = p + 1; q < n; ++q) {
+        if (a[p * n + q] == 0) continue;
+        // theta = (a_qq - a_pp) / (2 a_pq); t = tan of the rotation angle, the smaller root.
+        const double theta = (a[q * n + q] - a[p * n + p]) / (2 * a[p * n + q]);
+        const double t = (theta >= 0 ? 1.0 : -1.0) / (std::fabs(theta) + std::sqrt(theta * theta + 1));
+        const double c = 1 / std::sqrt(t * t + 1), s = t * c;
+        for (int64_t k = 0; k < n; ++k) {  // columns p, q of A J
+          const double akp = a[k * n + p], akq = a[k * n + q];
+          a[k * n + p] = c * akp - s * akq, a[k * n + q] = s * akp + c * akq;
+        }
+        for (int64_t k = 0; k < n; ++k) {  // rows p, q of J^T (A J)
+          const double apk = a[p * n + k], aqk = a[q * n + k];
+          a[p * n + k] = c * apk - s * aqk, a[q * n + k] = s * apk + c * aqk;
+        }
+      }
+  }
+  std::vector<double> d(n);
+  for (int64_t i = 0; i < n; ++i) d[i] = a[i * n + i];
+  return d;
 }
 
 }  // namespace
@@ -166,6 +199,65 @@ BOOST_AUTO_TEST_CASE(top_eigenvalue_and_trace_of_a_known_spectrum) {
   const TraceResult exact = hessian_trace(HessianOperator(quadratic(diag, zeros({3}, DType::Float64), x3), {x3}), to);
   BOOST_TEST(std::fabs(exact.trace - 6.0) < 1e-12);
   BOOST_TEST(exact.standard_error < 1e-12);
+}
+
+BOOST_AUTO_TEST_CASE(power_iteration_and_hutchinson_on_a_small_models_hessian) {
+  // The tanh MLP's Hessian (28 x 28) assembled column by column (H e_k) in float64, its spectrum by
+  // Jacobi rotations: power iteration finds the eigenvalue of largest magnitude with its sign, and
+  // Hutchinson's estimate approaches the exact trace as the draws grow.
+  const Tensor x = random_input({6, 3}, 40).detach();
+  const Tensor w1 = random_input({4, 3}, 41), b1 = random_input({4}, 42), w2 = random_input({3, 4}, 43);
+  const std::vector<Tensor> params{w1, b1, w2};
+  const Tensor loss = cross_entropy(linear(tanh(linear(x, params[0], params[1])), params[2]), {0, 2, 1, 1, 0, 2});
+  const HessianOperator h(loss, params);
+  int64_t n = 0;
+  for (const Tensor& p : params) n += p.numel();
+  BOOST_REQUIRE(n == 28);
+  std::vector<double> dense(n * n);
+  int64_t col = 0;
+  for (size_t i = 0; i < params.size(); ++i)
+    for (int64_t k = 0; k < params[i].numel(); ++k, ++col) {
+      std::vector<Tensor> e;
+      for (const Tensor& p : params) e.push_back(zeros(p.shape(), DType::Float64));
+      e[i].set_flat(k, 1.0);
+      const std::vector<Tensor> hc = h.apply(e);
+      int64_t row = 0;
+      for (const Tensor& c : hc)
+        for (int64_t q = 0; q < c.numel(); ++q, ++row) dense[row * n + col] = c.flat(q);
+    }
+  double exact_trace = 0, asym = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    exact_trace += dense[i * n + i];
+    for (int64_t j = 0; j < n; ++j) asym = std::max(asym, std::fabs(dense[i * n + j] - dense[j * n + i]));
+  }
+  BOOST_TEST(asym < 1e-12);  // a Hessian is symmetric
+  const std::vector<double> spectrum = jacobi_eigenvalues(dense, n);
+  double top = 0, second = 0, sum = 0;
+  for (const double l : spectrum) {
+    sum += l;
+    if (std::fabs(l) > std::fabs(top)) second = top, top = l;
+    else if (std::fabs(l) > std::fabs(second)) second = l;
+  }
+  BOOST_TEST(std::fabs(sum - exact_trace) < 1e-10);  // Jacobi keeps the trace
+  BOOST_REQUIRE(std::fabs(second) < 0.9 * std::fabs(top));  // a gap power iteration can use
+  PowerIterationOptions po;
+  po.tol = 1e-12;
+  po.max_iters = 2000;
+  const EigenResult e = top_eigenvalue(h, po);
+  BOOST_TEST(e.converged);
+  BOOST_TEST(std::fabs(e.eigenvalue - top) < 1e-6 * std::fabs(top), e.eigenvalue << " vs " << top);
+  // Hutchinson: the error shrinks with the draws and stays within 4 standard errors.
+  double previous_se = 1e300;
+  for (const int64_t samples : {100, 1600}) {
+    TraceOptions to;
+    to.samples = samples;
+    to.seed = 7;
+    const TraceResult tr = hessian_trace(h, to);
+    BOOST_TEST(std::fabs(tr.trace - exact_trace) < 4 * tr.standard_error,
+               samples << " draws: " << tr.trace << " vs " << exact_trace << " (se " << tr.standard_error << ")");
+    BOOST_TEST(tr.standard_error < previous_se);
+    previous_se = tr.standard_error;
+  }
 }
 
 BOOST_AUTO_TEST_CASE(jvp_by_the_double_vjp_trick) {
