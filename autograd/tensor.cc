@@ -21,7 +21,12 @@ Storage::Storage(size_t n) : bytes(n) {
   if (!data) throw Error("out of memory: could not allocate " + std::to_string(n) + " bytes");
 }
 
-Storage::~Storage() { detail::free_storage(data, bytes); }
+Storage::Storage(void* d, size_t n, std::function<void()> r) : data(d), bytes(n), release(std::move(r)) {}
+
+Storage::~Storage() {
+  if (release) release();
+  else detail::free_storage(data, bytes);
+}
 
 TensorImpl& Tensor::impl() const {
   if (!impl_) throw Error("this tensor is undefined (a default-constructed Tensor)");

@@ -1,6 +1,7 @@
 // Tensor: an N-dimensional float32/float64 array with autograd, a cheap handle sharing its storage.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -26,11 +27,16 @@ struct BackwardOptions {
 /// A contiguous, SIMD-aligned (64-byte) buffer, shared by the tensors that view it.
 struct Storage {
   explicit Storage(size_t bytes);  ///< An aligned buffer of bytes bytes (from the caching allocator).
-  ~Storage();  ///< Frees the buffer (back to the cache).
+  /// A buffer owned elsewhere (a NumPy array's, for Python's from_numpy), not allocated or freed
+  /// here: `release` runs once, when the last tensor lets go of it. The kernels load and store
+  /// unaligned, so data needs only its element type's alignment.
+  Storage(void* data, size_t bytes, std::function<void()> release);
+  ~Storage();  ///< Frees the buffer (back to the cache), or calls release for a borrowed one.
   Storage(const Storage&) = delete;  ///< Not copyable: tensors share a storage through a shared_ptr.
   Storage& operator=(const Storage&) = delete;  ///< Not copyable.
   void* data = nullptr;  ///< the buffer
   size_t bytes = 0;  ///< its size in bytes
+  std::function<void()> release;  ///< set for a borrowed buffer
 };
 
 /// What a Tensor handle points to. Storage is always row-major contiguous from `offset`.

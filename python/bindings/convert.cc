@@ -63,6 +63,34 @@ Tensor from_array(const py::array& a, const py::object& dtype_obj) {
   return t;
 }
 
+Tensor borrow_array(const py::array& a) {
+  const bool f32 = a.dtype().is(py::dtype::of<float>()), f64 = a.dtype().is(py::dtype::of<double>());
+  const int flags = a.flags();
+  const bool shareable = (f32 || f64) && (flags & py::array::c_style) && (flags & py::detail::npy_api::NPY_ARRAY_ALIGNED_) &&
+                         (flags & py::detail::npy_api::NPY_ARRAY_WRITEABLE_);
+  if (!shareable) return from_array(a, py::none());
+  Shape shape;
+  int64_t n = 1;
+  for (py::ssize_t i = 0; i < a.ndim(); ++i) {
+    shape.push_back(static_cast<int64_t>(a.shape(i)));
+    n *= std::max<int64_t>(1, static_cast<int64_t>(a.shape(i)));
+    if (n > kMaxElements) throw py::value_error("normlab.from_numpy: the array is too large (more than 2^40 elements)");
+  }
+  // The storage holds a reference to the array, dropped (with the GIL) when the last tensor lets go
+  // of it; at interpreter shutdown it is left to the exiting process.
+  auto* keep = new py::object(a);
+  const auto release = [keep] {
+    if (!Py_IsInitialized() || _Py_IsFinalizing()) return;
+    py::gil_scoped_acquire gil;
+    delete keep;
+  };
+  auto impl = std::make_shared<ag::TensorImpl>();
+  impl->shape = shape;
+  impl->dtype = f32 ? DType::Float32 : DType::Float64;
+  impl->storage = std::make_shared<ag::Storage>(py::array(a).mutable_data(), static_cast<size_t>(a.nbytes()), release);
+  return Tensor(impl);
+}
+
 // normlab.tensor(data): an array, a nested list or a number.
 Tensor make_tensor(const py::object& data, const py::object& dtype, bool requires_grad) {
   if (py::isinstance<Tensor>(data)) {

@@ -1,4 +1,4 @@
-// Conversions the bindings share: dtype names, NumPy arrays to and from tensors (copies), Python
+// Conversions the bindings share: dtype names, NumPy arrays to and from tensors, Python
 // operands of the ops, and shapes and dims given as Python arguments.
 #pragma once
 #include <pybind11/numpy.h>
@@ -30,6 +30,10 @@ DType parse_dtype(const py::object& o, DType fallback);
 /// A tensor holding a copy of the array's values (any layout: NumPy makes it C-contiguous first),
 /// float64 arrays as float64 and every other numeric array as float32 unless dtype says otherwise.
 Tensor from_array(const py::array& a, const py::object& dtype);
+/// normlab.from_numpy(a): a tensor over the array's own memory (writes through either are seen by
+/// both; the tensor keeps the array alive) when it is float32 or float64, C-contiguous, aligned and
+/// writeable; otherwise a copy, as from_array.
+Tensor borrow_array(const py::array& a);
 /// normlab.tensor(data): an array, a nested list, a number or a Tensor (copied).
 Tensor make_tensor(const py::object& data, const py::object& dtype, bool requires_grad);
 /// A NumPy array with a copy of the tensor's values.

@@ -189,8 +189,10 @@ void bind_tensor(py::module_& m) {
   m.def("tensor", &make_tensor, py::arg("data"), py::arg("dtype") = py::none(), py::arg("requires_grad") = false,
         "A tensor with a copy of data (an array, a nested list or a number): float64 data stays float64, "
         "anything else becomes float32 unless dtype says otherwise.");
-  m.def("from_numpy", [](const py::array& a) { return from_array(a, py::none()); }, py::arg("ndarray"),
-        "A tensor with a copy of the array's values (float64 stays float64, other arrays become float32).");
+  m.def("from_numpy", &borrow_array, py::arg("ndarray"),
+        "A tensor over the array's memory (as torch.from_numpy: writes through either are seen by both) when the "
+        "array is float32 or float64, C-contiguous, aligned and writeable; otherwise a copy (other dtypes become "
+        "float32).");
   m.def("zeros", [](const py::args& shape, const py::object& dtype) { return ag::zeros(shape_of(shape), parse_dtype(dtype, DType::Float32)); },
         py::kw_only(), py::arg("dtype") = py::none());
   m.def("ones", [](const py::args& shape, const py::object& dtype) { return ag::ones(shape_of(shape), parse_dtype(dtype, DType::Float32)); },

@@ -9,7 +9,8 @@ reverse-mode autograd, modules (normlab.nn) and optimizers (normlab.optim), on n
     x.grad.numpy()        # array([[2., 4.], [6., 8.]])
 
 Tensors are float32 or float64 (float64 arrays stay float64; other arrays become float32).
-normlab.tensor and normlab.from_numpy copy the values; Tensor.numpy() shares them, as in PyTorch.
+normlab.tensor copies the values; normlab.from_numpy and Tensor.numpy() share them, as in PyTorch
+(from_numpy copies an array it cannot share: read-only, not C-contiguous, or not float32/float64).
 """
 from ._normlab import (Tensor, arange, cross_entropy, exp, float32, float64, from_numpy, get_num_threads,
                        is_grad_enabled, layer_norm, log, log_softmax, manual_seed, matmul, mse_loss, ones, relu,

@@ -36,8 +36,6 @@ def test_numpy_round_trip_keeps_values_dtype_and_shape_and_copies():
     np.testing.assert_array_equal(t.numpy(), a)
     a[0, 0, 0] = 100.0  # a copy: the tensor does not see the change
     assert t.numpy()[0, 0, 0] == 0.0
-    f = normlab.from_numpy(np.ones((3,), dtype=np.float32))
-    assert f.dtype == "float32"
     assert normlab.tensor([[1, 2], [3, 4]]).dtype == "float32"  # ints and lists: float32
     assert normlab.tensor(np.ones(2), dtype="float32").dtype == "float32"
     # A non-contiguous view is read in its logical order.
@@ -45,6 +43,57 @@ def test_numpy_round_trip_keeps_values_dtype_and_shape_and_copies():
     np.testing.assert_array_equal(normlab.tensor(v).numpy(), v)
     assert normlab.tensor(np.zeros((0, 3))).shape == (0, 3)
     assert normlab.tensor(2.5).item() == 2.5
+
+
+def test_from_numpy_shares_the_arrays_memory_where_it_can():
+    import gc
+    import sys
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    refs = sys.getrefcount(a)
+    t = normlab.from_numpy(a)
+    assert t.dtype == "float32" and t.shape == (2, 3)
+    assert sys.getrefcount(a) == refs + 1  # the tensor holds the array
+    a[1, 2] = 50.0  # as torch.from_numpy: the tensor sees the array's writes...
+    assert t[1, 2].item() == 50.0
+    with normlab.no_grad():
+        t.add_(1.0)  # ...and the array sees the tensor's
+    assert a[0, 0] == 1.0 and a[1, 2] == 51.0
+    assert np.shares_memory(t.numpy(), a)
+    y = (t * 2).sum()  # ops read the borrowed memory
+    assert y.item() == 2 * float(a.sum())
+    w = normlab.from_numpy(np.ones(4))  # float64 stays float64, shared
+    assert w.dtype == "float64"
+    view = t[1]
+    del t
+    gc.collect()
+    assert sys.getrefcount(a) == refs + 1  # a view of it keeps the array too
+    del view
+    gc.collect()
+    assert sys.getrefcount(a) == refs  # released with the last tensor
+    # Arrays it cannot share are copied: strided, read-only, other dtypes.
+    for other in (np.arange(12.0).reshape(3, 4)[:, ::2], np.arange(4.0).reshape(2, 2).T,
+                  np.frombuffer(b"\0" * 16, dtype=np.float32), np.arange(3), np.array([True, False])):
+        c = normlab.from_numpy(other)
+        np.testing.assert_array_equal(c.numpy(), other.astype(c.numpy().dtype))
+        assert not np.shares_memory(c.numpy(), other)
+    assert normlab.from_numpy(np.arange(3)).dtype == "float32"
+    z = normlab.from_numpy(np.zeros((0, 3), dtype=np.float32))
+    assert z.shape == (0, 3) and z.sum().item() == 0.0
+
+
+def test_a_borrowed_array_freed_inside_backward_is_released_with_the_gil():
+    # The graph holds the only tensor over the array; backward (which runs without the GIL) frees
+    # it, and the release takes the GIL to drop the array: no deadlock, no crash.
+    import sys
+    a = np.linspace(-1, 1, 8)
+    refs = sys.getrefcount(a)
+    w = normlab.tensor(np.ones(8), requires_grad=True)
+    y = (normlab.from_numpy(a) * w).sum()
+    assert sys.getrefcount(a) == refs + 1
+    y.backward()
+    np.testing.assert_allclose(w.grad.numpy(), a)
+    del y
+    assert sys.getrefcount(a) == refs
 
 
 def test_ops_match_numpy_with_broadcasting():

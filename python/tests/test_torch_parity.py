@@ -97,3 +97,24 @@ def test_the_schedules_give_pytorchs_learning_rates():
         t_opt.step()
         o.step()
         t.step()
+
+
+def test_indexing_matches_pytorch():
+    # The keys of test_indexing.py and the int-and-array case where PyTorch and NumPy differ: the
+    # same values, shapes and input gradients as torch's indexing.
+    from test_indexing import A, KEYS
+    keys = KEYS + [(0, slice(None), np.array([[0, 1], [3, 3]])), (slice(None), 1, [3, 1, 0])]
+    for key in keys:
+        tkey = tuple(torch.from_numpy(k) if isinstance(k, np.ndarray) and k.ndim > 0 else k
+                     for k in (key if isinstance(key, tuple) else (key,)))
+        theirs = torch.tensor(A, requires_grad=True)
+        ours = normlab.tensor(A, requires_grad=True)
+        t_out, o_out = theirs[tkey if isinstance(key, tuple) else tkey[0]], ours[key]
+        assert o_out.shape == tuple(t_out.shape), key
+        np.testing.assert_array_equal(o_out.detach().numpy(), t_out.detach().numpy())
+        if t_out.numel() == 0:
+            continue
+        w = np.random.default_rng(2).standard_normal(tuple(t_out.shape))
+        (t_out * torch.from_numpy(w)).sum().backward()
+        (o_out * normlab.tensor(w)).sum().backward()
+        np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=0, atol=1e-12)

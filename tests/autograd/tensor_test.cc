@@ -262,4 +262,30 @@ BOOST_AUTO_TEST_CASE(leaf_and_requires_grad_flags) {
   BOOST_TEST(!Tensor().defined());
 }
 
+BOOST_AUTO_TEST_CASE(a_borrowed_buffer_is_read_written_and_released_once) {
+  // A Storage over memory the tensor does not own (an odd offset: only float alignment), as
+  // Python's from_numpy makes: ops read it, in-place updates write it, views share it, and release
+  // runs once, when the last tensor (here a view) lets go.
+  std::vector<float> outside(7, 0.0f);
+  for (int i = 0; i < 7; ++i) outside[i] = static_cast<float>(i);
+  int released = 0;
+  Tensor view;
+  {
+    auto impl = std::make_shared<TensorImpl>();
+    impl->shape = {2, 3};
+    impl->storage = std::make_shared<Storage>(outside.data() + 1, 6 * sizeof(float), [&released] { ++released; });
+    const Tensor t(impl);
+    BOOST_TEST(sum(t).item() == 1 + 2 + 3 + 4 + 5 + 6);
+    fill_(narrow(t, 1, 1), 9.0);  // rows 1..1 share the storage
+    BOOST_TEST(outside[4] == 9.0f);
+    BOOST_TEST(outside[6] == 9.0f);
+    view = select(t, 0, 0);
+  }
+  BOOST_TEST(released == 0);
+  BOOST_TEST(view.to_vector() == std::vector<double>({1, 2, 3}), boost::test_tools::per_element());
+  view = Tensor();
+  BOOST_TEST(released == 1);
+  BOOST_TEST(outside[0] == 0.0f);  // nothing outside the buffer was touched
+}
+
 BOOST_AUTO_TEST_SUITE_END()
