@@ -13,6 +13,8 @@ void bind_tensor(pybind11::module_& m);
 void bind_nn(pybind11::module_& m);
 /// normlab._normlab._optim: SGD, Adam, AdamW and the learning-rate schedules (optim.cc).
 void bind_optim(pybind11::module_& m);
+/// normlab._normlab._dist: rank, world size and collectives of a data-parallel job (distributed.cc).
+void bind_distributed(pybind11::module_& m);
 /// normlab._normlab._experiments: the normlab command in-process (experiments.cc).
 void bind_experiments(pybind11::module_& m);
 

@@ -44,5 +44,6 @@ PYBIND11_MODULE(_normlab, m) {
   normlab::python::bind_tensor(m);
   normlab::python::bind_nn(m);
   normlab::python::bind_optim(m);
+  normlab::python::bind_distributed(m);
   normlab::python::bind_experiments(m);
 }

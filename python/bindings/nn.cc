@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "nn/nn.h"
+#include "nn/noisy_batchnorm.h"
+#include "nn/syncbatchnorm.h"
 #include "serialize/safetensors.h"
 #include "python/bindings/bindings.h"
 #include "python/bindings/convert.h"
@@ -135,6 +137,19 @@ void bind_nn(py::module_& parent) {
     return std::make_shared<nn::BatchNorm2d>(n, eps, momentum, affine, track, d);
   }, py::arg("dims"), py::arg("num_features"), py::arg("eps") = 1e-5, py::arg("momentum") = 0.1,
      py::arg("affine") = true, py::arg("track_running_stats") = true, py::arg("dtype") = py::none());
+  m.def("sync_batch_norm", [](int64_t n, double eps, const std::optional<double>& momentum, bool affine, bool track,
+                              const py::object& dtype) -> ModulePtr {
+    return std::make_shared<nn::SyncBatchNorm>(n, eps, momentum, affine, track, parse_dtype(dtype, DType::Float32));
+  }, py::arg("num_features"), py::arg("eps") = 1e-5, py::arg("momentum") = 0.1, py::arg("affine") = true,
+     py::arg("track_running_stats") = true, py::arg("dtype") = py::none());
+  m.def("noisy_batch_norm", [&gen](bool image, int64_t n, const py::object& seed, double scale_lo, double scale_hi,
+                                   double shift_lo, double shift_hi, const py::object& dtype) -> ModulePtr {
+    nn::NoiseOptions noise;
+    noise.scale_lo = scale_lo, noise.scale_hi = scale_hi, noise.shift_lo = shift_lo, noise.shift_hi = shift_hi;
+    const uint64_t s = seed.is_none() ? gen.next_u64() : seed.cast<uint64_t>();
+    return std::make_shared<nn::NoisyBatchNorm>(n, image, s, noise, parse_dtype(dtype, DType::Float32));
+  }, py::arg("image"), py::arg("num_features"), py::arg("seed") = py::none(), py::arg("scale_lo") = 0.5,
+     py::arg("scale_hi") = 2.0, py::arg("shift_lo") = -0.5, py::arg("shift_hi") = 1.5, py::arg("dtype") = py::none());
   m.def("layer_norm", [](const py::object& shape, double eps, bool affine, bool bias, const py::object& dtype) -> ModulePtr {
     return std::make_shared<nn::LayerNorm>(shape_arg(shape), eps, affine, bias, parse_dtype(dtype, DType::Float32));
   }, py::arg("normalized_shape"), py::arg("eps") = 1e-5, py::arg("elementwise_affine") = true, py::arg("bias") = true,

@@ -18,12 +18,13 @@ from ._normlab import (Tensor, arange, cross_entropy, exp, float32, float64, fro
 from . import autograd
 from .grad_mode import enable_grad, no_grad
 from .safetensors import load_file, save_file
-from . import experiments, nn, optim
+from . import distributed, experiments, nn, optim
 
 __all__ = ["Tensor", "tensor", "from_numpy", "zeros", "ones", "arange", "matmul", "exp", "log", "relu", "tanh",
            "sigmoid", "softmax", "log_softmax", "cross_entropy", "mse_loss", "layer_norm", "float32", "float64",
            "no_grad", "enable_grad", "is_grad_enabled", "set_grad_enabled", "autograd", "manual_seed",
-           "set_num_threads", "get_num_threads", "save_file", "load_file", "nn", "optim", "experiments"]
+           "set_num_threads", "get_num_threads", "save_file", "load_file", "nn", "optim", "experiments",
+           "distributed"]
 
 
 Tensor.T = property(lambda self: self.transpose(0, 1) if self.ndim == 2 else self,

@@ -9,8 +9,8 @@ from .._normlab import Tensor, _nn, tensor
 from .module import Module
 
 __all__ = ["Linear", "Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d", "BatchNorm2d",
-           "LayerNorm", "GroupNorm", "InstanceNorm2d", "RMSNorm", "Embedding", "ReLU", "Tanh", "Sigmoid", "GELU",
-           "Identity", "Dropout", "Flatten", "LSTM", "LayerNormLSTM", "BatchNormLSTM", "TransformerBlock", "GPT"]
+           "SyncBatchNorm", "NoisyBatchNorm1d", "NoisyBatchNorm2d", "LayerNorm", "GroupNorm", "InstanceNorm2d",
+           "RMSNorm", "Embedding", "ReLU", "Tanh", "Sigmoid", "GELU", "Identity", "Dropout", "Flatten", "LSTM", "LayerNormLSTM", "BatchNormLSTM", "TransformerBlock", "GPT"]
 
 
 def _build(who, make, *args, **kwargs):
@@ -120,6 +120,7 @@ class BatchNorm1d(_NativeModule):
         super().__init__(_build("BatchNorm1d", _nn.batch_norm, 1, num_features, eps, momentum, affine,
                                 track_running_stats, dtype))
         self.num_features = num_features
+        self._args = dict(eps=eps, momentum=momentum, affine=affine, track_running_stats=track_running_stats)
 
 
 class BatchNorm2d(_NativeModule):
@@ -129,6 +130,74 @@ class BatchNorm2d(_NativeModule):
         super().__init__(_build("BatchNorm2d", _nn.batch_norm, 2, num_features, eps, momentum, affine,
                                 track_running_stats, dtype))
         self.num_features = num_features
+        self._args = dict(eps=eps, momentum=momentum, affine=affine, track_running_stats=track_running_stats)
+
+
+class SyncBatchNorm(_NativeModule):
+    """BatchNorm over every rank's part of the batch (torch.nn.SyncBatchNorm): in training, the mean
+    and variance are those of the whole batch of a data-parallel job started with mpirun (MPI; see
+    normlab.distributed), combined in rank order, and the input gradient is summed over the ranks;
+    the weight's and bias's gradients stay each rank's own (average them over the ranks, as
+    DistributedDataParallel does). In a single process, and in eval mode, it is BatchNorm. x (N, C, *).
+    Every rank must call forward and backward together. process_group: only None (the job's current
+    group)."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 process_group=None, dtype=None):
+        if process_group is not None:
+            raise ValueError("SyncBatchNorm: normlab synchronizes over the job's current group: process_group must "
+                             "be None")
+        super().__init__(_build("SyncBatchNorm", _nn.sync_batch_norm, num_features, eps, momentum, affine,
+                                track_running_stats, dtype))
+        self.num_features = num_features
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """module with every BatchNorm1d/BatchNorm2d in it replaced by a SyncBatchNorm with the same
+        arguments, parameters and running statistics (torch.nn.SyncBatchNorm.convert_sync_batchnorm)."""
+        if isinstance(module, (BatchNorm1d, BatchNorm2d)):
+            tensors = dict(module._native.named_parameters() + module._native.named_buffers())
+            like = tensors.get("weight", tensors.get("running_mean"))
+            sync = cls(module.num_features, module._args["eps"], module._args["momentum"], module._args["affine"],
+                       module._args["track_running_stats"], process_group,
+                       dtype=None if like is None else like.dtype)
+            sync.load_state_dict(module.state_dict())
+            sync.train(module.training)
+            return sync
+        for name, child in list(module._modules.items()) if "_modules" in module.__dict__ else []:
+            if child is not None:
+                converted = cls.convert_sync_batchnorm(child, process_group)
+                if converted is not child:
+                    module._modules[name] = converted
+        return module
+
+
+class _NoisyBatchNorm(_NativeModule):
+    def __init__(self, who, image, num_features, scale, shift, seed, dtype):
+        try:
+            (slo, shi), (mlo, mhi) = scale, shift
+        except (TypeError, ValueError):
+            raise TypeError(f"{who}: scale and shift must be pairs (low, high), got {scale!r} and {shift!r}") from None
+        super().__init__(_build(who, _nn.noisy_batch_norm, image, num_features, seed, float(slo), float(shi),
+                                float(mlo), float(mhi), dtype))
+        self.num_features = num_features
+
+
+class NoisyBatchNorm1d(_NoisyBatchNorm):
+    """BatchNorm1d whose output is made unstable on purpose (Santurkar et al. 2018's control): in
+    training, per unit c, s_c * BN(x)_c + m_c with s_c ~ U[scale) and m_c ~ U[shift) drawn anew at
+    every forward (from seed and the step count, a buffer: restoring the state repeats the noise);
+    in eval, E[s] * BN(x) + E[m]. seed None: drawn from normlab.manual_seed's generator."""
+
+    def __init__(self, num_features, scale=(0.5, 2.0), shift=(-0.5, 1.5), seed=None, dtype=None):
+        super().__init__("NoisyBatchNorm1d", False, num_features, scale, shift, seed, dtype)
+
+
+class NoisyBatchNorm2d(_NoisyBatchNorm):
+    """NoisyBatchNorm1d for x (N, C, H, W): one scale and shift per channel."""
+
+    def __init__(self, num_features, scale=(0.5, 2.0), shift=(-0.5, 1.5), seed=None, dtype=None):
+        super().__init__("NoisyBatchNorm2d", True, num_features, scale, shift, seed, dtype)
 
 
 class LayerNorm(_NativeModule):
