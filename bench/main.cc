@@ -120,6 +120,7 @@ int main(int argc, char** argv) {
   normlab::bench::register_kernels();
   normlab::bench::register_norms();
   normlab::bench::register_stream();
+  normlab::bench::register_peak();
   normlab::bench::register_train();
   normlab::bench::register_scaling();
   normlab::bench::register_conv();

@@ -93,9 +93,9 @@ if [[ " $PARTS " == *" table "* ]]; then
     echo "bench/run.sh: these workloads run on one side only (no ratio for them):" >&2
     sed 's/^\t/  PyTorch only: /; /^  PyTorch only/!s/^/  normlab only: /' <<<"$only_one" >&2
   fi
-  # STREAM always runs on normlab's side (a few seconds): the table's first lines give this
-  # machine's memory rate, the yardstick of every GB/s figure.
-  NORMLAB_FILTER="($NORMLAB_FILTER)|^stream "
+  # STREAM and the FMA peak always run on normlab's side (a few seconds): the table's first lines
+  # give this machine's memory rate and FMA peak, the yardsticks of every GB/s and GFLOP/s figure.
+  NORMLAB_FILTER="($NORMLAB_FILTER)|^stream |^peak "
 
   # Round r of thread count t: normlab, then PyTorch (A/B/A/B over the rounds, so that a slow
   # minute of a shared machine falls on both sides); table.py pairs the files into rounds in order.

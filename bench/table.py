@@ -11,8 +11,10 @@ order given: the k-th normlab file and the k-th PyTorch file of a thread count a
 more than one round, each time is the median over rounds, the ratio is the median of the rounds'
 ratios, and the range of the rounds' ratios (min-max) is shown beside it, as is every target's.
 
-The first lines say where it ran: CPU model, family and model number, cores, Highway target, and
-the STREAM rates measured in the same run (copy and triad, per thread count). With --json OUT, the
+The first lines say where it ran: CPU model, family and model number, cores, Highway target, the
+STREAM rates and the FMA peak measured in the same run (per thread count); the last column gives
+every GFLOP/s row's share of the FMA peak and every GB/s row's share of the STREAM triad, at its
+thread count, and the GEMM targets are stated against the peak, so they hold on any host. With --json OUT, the
 table, the targets and that machine description are also written to OUT.
 
 usage: table.py [--markdown] [--json OUT] FILE.json ...   (the file kinds are told apart by their content)
@@ -113,15 +115,29 @@ def _of_stream(what, workload, stream, x):
             (stream, 1, "normlab", "rate"), x)
 
 
+def _of_peak(what, workload, threads, x):
+    return (f"{what}, {threads} thread{'s' if threads > 1 else ''}: >= {x:.0%} of the FMA peak",
+            (workload, threads, "normlab", "rate"), (PEAK, threads, "normlab", "rate"), x)
+
+
 def _scaling(what, workload, x):
     return (f"{what}: 2 threads >= {x:g}x 1 thread", (workload, 1, "normlab", "time"), (workload, 2, "normlab", "time"), x)
 
 
 EW = " 4096x1024"
-TARGETS = [
-    ("GEMM 512x1024x1024, 1 thread: >= 90% of OpenBLAS's GFLOP/s",
-     ("matmul 512x1024 @ 1024x1024", 1, "normlab", "rate"), ("matmul 512x1024 @ 1024x1024", 1, "pytorch", "rate"), 0.9),
-    _scaling("GEMM 512x1024x1024", "matmul 512x1024 @ 1024x1024", 1.8),
+PEAK = "peak fma f32"  # bench/peak_bench.cc: the ceiling of the GFLOP/s rows, per thread count
+# GEMM against the machine's own FMA peak (not OpenBLAS's rate, which on these hosts runs AVX2
+# kernels): 90% at 1 thread for M, N, K >= 256, 75% for the training steps' small and skinny
+# products (batch 16-128 linear layers), and 1.85x from 1 to 2 threads on 512x1024x1024.
+TARGETS = [_of_peak(f"GEMM {n}x{n}x{n}", f"matmul {n}x{n} @ {n}x{n}", 1, 0.9) for n in (256, 512, 1024, 2048)]
+TARGETS += [
+    _of_peak("GEMM 512x1024x1024", "matmul 512x1024 @ 1024x1024", 1, 0.9),
+    _scaling("GEMM 512x1024x1024", "matmul 512x1024 @ 1024x1024", 1.85),
+]
+TARGETS += [_of_peak(f"linear {shape} b128 {op}", f"linear {shape} b128 {op}", 1, 0.75)
+            for shape in ("784->256", "256->256") for op in ("forward x W^T", "dX = dY W", "dW = dY^T X")]
+TARGETS += [_of_peak(f"linear 784->256 b{b} forward", f"linear 784->256 b{b} forward x W^T", 1, 0.75) for b in (16, 64)]
+TARGETS += [
     _of_stream("LayerNorm forward 4096x1024", "layernorm forward 4096x1024", "stream triad 2^25", 0.8),
     _vs_pytorch("LayerNorm forward 4096x1024", "layernorm forward 4096x1024", None, 1.8),
     _vs_pytorch("LayerNorm forward+backward 4096x1024", "layernorm forward+backward 4096x1024", None, 2.5),
@@ -232,25 +248,35 @@ def main(argv):
         print(__doc__, file=sys.stderr)
         return 2
     rows, context, order = load(paths)
-    # The STREAM rates of this run, beside the machine line.
-    stream = {}
+    # The ceilings of this run beside the machine line: the STREAM rates and the FMA peak.
+    stream, peak = {}, {}
     for (name, threads), r in rows.items():
-        if name.startswith("stream ") and r.get("normlab") and r["normlab"][0][1] is not None:
-            stream.setdefault(name, {})[threads] = statistics.median(v[1] for v in r["normlab"])
+        if r.get("normlab") and r["normlab"][0][1] is not None:
+            if name.startswith("stream "):
+                stream.setdefault(name, {})[threads] = statistics.median(v[1] for v in r["normlab"])
+            elif name == PEAK:
+                peak[threads] = statistics.median(v[1] for v in r["normlab"])
+    pos = next((i + 1 for i, c in enumerate(context) if c.startswith("Machine")), 0)
+    if peak:
+        MACHINE["fma_peak_gflop_per_s"] = peak
+        context.insert(pos, "FMA peak (this run, float32, 12 independent FMA chains per thread at normlab's Highway "
+                            "target): " + ", ".join(f"{v:.1f} GFLOP/s at {t} thread{'s' if t > 1 else ''}"
+                                                    for t, v in sorted(peak.items())))
     if stream:
         MACHINE["stream_gb_per_s"] = stream
         line = "STREAM (this run, GB/s): " + "; ".join(
             f"{name} " + ", ".join(f"{v:.1f} at {t} thread{'s' if t > 1 else ''}" for t, v in sorted(by_t.items()))
             for name, by_t in sorted(stream.items()))
-        pos = next((i + 1 for i, c in enumerate(context) if c.startswith("Machine")), 0)
         context.insert(pos, line)
+    triad = stream.get("stream triad 2^25", {})
     rounds = max(len(v) for r in rows.values() for v in r.values()) if rows else 0
     # Group by workload (in first-seen order), then by thread count.
     names = []
     for name, _ in order:
         if name not in names:
             names.append(name)
-    header = ["workload", "threads", "normlab", "PyTorch", "PyTorch/normlab", "normlab rate", "PyTorch rate"]
+    header = ["workload", "threads", "normlab", "PyTorch", "PyTorch/normlab", "normlab rate", "PyTorch rate",
+              "of ceiling"]
     table = []
     for name in names:
         for threads in sorted(t for n, t in rows if n == name):
@@ -259,7 +285,12 @@ def main(argv):
             med = lambda vals, i: statistics.median(v[i] for v in vals) if vals and vals[0][i] is not None else None
             ratio = summary(per_round(p, n, lambda a, b: a[0] / b[0]), lambda v: f"{v:.2f}x")
             rate = lambda vals: f"{med(vals, 1):.1f} {vals[0][2]}" if med(vals, 1) is not None else "-"
-            table.append([name, str(threads), fmt_time(med(n, 0)), fmt_time(med(p, 0)), ratio, rate(n), rate(p)])
+            # normlab's rate as a share of this thread count's ceiling: the FMA peak for GFLOP/s, the
+            # STREAM triad for GB/s (the ceilings themselves and rows without a rate: "-").
+            ceiling = {"GFLOP/s": peak, "GB/s": triad}.get(n[0][2] if n else "", {}).get(threads)
+            share = (f"{med(n, 1) / ceiling:.0%}" if ceiling and med(n, 1) is not None and name != PEAK
+                     and not name.startswith("stream ") else "-")
+            table.append([name, str(threads), fmt_time(med(n, 0)), fmt_time(med(p, 0)), ratio, rate(n), rate(p), share])
     for line in context:
         print(line)
     if rounds > 1:

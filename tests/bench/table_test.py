@@ -38,14 +38,16 @@ def main():
         mm = "matmul 512x1024 @ 1024x1024"
         files = []
         # Three rounds: BatchNorm ratios 4.0/1.0, 1.0/0.5, 7.0/2.0 (median 3.5: met, 2 of 3 rounds; a
-        # pairing out of order would give 2.0); GEMM 1 thread at 0.95, 0.85, 0.80 of OpenBLAS
-        # (median 0.85: not met, 1 of 3); a cost target (at most 1.5x): the penalty step with BatchNorm
+        # pairing out of order would give 2.0); GEMM 1 thread at 0.95, 0.85, 0.80 of the FMA peak
+        # (the peak row at 100 GFLOP/s; median 0.85: not met, 1 of 3); a cost target (at most 1.5x): the penalty step with BatchNorm
         # over no norm 1.2, 1.6, 1.4 (median 1.4: met, 2 of 3: at most, not at least).
         pen = "penalty step mlp 784-256-256-10 b128"
         for k, (nl_bn, pt_bn, nl_rate, cost) in enumerate([(1.0, 4.0, 95.0, 1.2), (0.5, 1.0, 85.0, 1.6),
                                                            (2.0, 7.0, 80.0, 1.4)]):
             p = os.path.join(d, f"n{k}.json")
             normlab_file(p, 1, [(bn, nl_bn, {"bytes_per_second": 1e9}), (mm, 1.0, {"GFLOP/s": nl_rate}),
+                                ("peak fma f32", 0.001, {"GFLOP/s": 100.0}),
+                                ("stream triad 2^25", 0.01, {"bytes_per_second": 4e9}),
                                 (pen + " none", 0.002, {}), (pen + " batch", 0.002 * cost, {})])
             q = os.path.join(d, f"p{k}.json")
             pytorch_file(q, 1, [(bn, pt_bn, 1e9, "byte"), (mm, 1.0, 100e9, "flop")])
@@ -62,6 +64,13 @@ def main():
         gemm = next((l for l in lines if l.startswith("GEMM 512x1024x1024, 1 thread")), "")
         expect("0.85x (0.80x-0.95x)" in gemm and "not met" in gemm and "1/3" in gemm,
                f"GEMM target not met (median 0.85 < 0.9), 1 of 3 rounds: {gemm!r}")
+        peak = next((l for l in lines if l.startswith("FMA peak")), "")
+        expect("100.0 GFLOP/s at 1 thread" in peak, f"the header gives the FMA peak: {peak!r}")
+        mm_row = next((l for l in lines if l.startswith(mm)), "")
+        expect(mm_row.rstrip().endswith("85%"), f"the GEMM row's share of the peak (85 of 100): {mm_row!r}")
+        expect(row.rstrip().endswith("25%"), f"a GB/s row's share of the STREAM triad (1 of 4): {row!r}")
+        peak_row = next((l for l in lines if l.startswith("peak fma f32")), "")
+        expect(peak_row.rstrip().endswith("-"), f"the ceiling's own row has no share: {peak_row!r}")
         cost = next((l for l in lines if l.startswith(pen + ": BatchNorm <= 1.5x no norm")), "")
         expect("1.40x (1.20x-1.60x)" in cost and " met" in cost and "not met" not in cost and "2/3" in cost,
                f"cost target met at most 1.5x on the median, 2 of 3 rounds: {cost!r}")
