@@ -22,6 +22,18 @@ void copy_in(const py::array& a, const Tensor& t) {
   std::memcpy(t.data<T>(), c.data(), static_cast<size_t>(t.numel()) * sizeof(T));
 }
 
+// The array's shape, refused (naming who) before any allocation when it has more than kMaxElements.
+Shape array_shape(const py::array& a, const char* who) {
+  Shape shape;
+  int64_t n = 1;
+  for (py::ssize_t i = 0; i < a.ndim(); ++i) {
+    shape.push_back(static_cast<int64_t>(a.shape(i)));
+    n *= std::max<int64_t>(1, static_cast<int64_t>(a.shape(i)));
+    if (n > kMaxElements) throw py::value_error(std::string(who) + ": the array is too large (more than 2^40 elements)");
+  }
+  return shape;
+}
+
 // A new array of T with a copy of t's values.
 template <typename T>
 py::array copy_out(const Tensor& t) {
@@ -49,13 +61,7 @@ Tensor from_array(const py::array& a, const py::object& dtype_obj) {
   if (a.dtype().kind() != 'f' && a.dtype().kind() != 'i' && a.dtype().kind() != 'u' && a.dtype().kind() != 'b')
     throw py::type_error("normlab.tensor: expected a numeric array, got dtype " + std::string(py::str(a.dtype())));
   const DType dt = parse_dtype(dtype_obj, a.dtype().is(py::dtype::of<double>()) ? DType::Float64 : DType::Float32);
-  Shape shape;
-  int64_t n = 1;
-  for (py::ssize_t i = 0; i < a.ndim(); ++i) {
-    shape.push_back(static_cast<int64_t>(a.shape(i)));
-    n *= std::max<int64_t>(1, static_cast<int64_t>(a.shape(i)));
-    if (n > kMaxElements) throw py::value_error("normlab.tensor: the array is too large (more than 2^40 elements)");
-  }
+  const Shape shape = array_shape(a, "normlab.tensor");
   Tensor t = ag::empty(shape, dt);
   if (t.numel() == 0) return t;
   if (dt == DType::Float32) copy_in<float>(a, t);
@@ -69,13 +75,7 @@ Tensor borrow_array(const py::array& a) {
   const bool shareable = (f32 || f64) && (flags & py::array::c_style) && (flags & py::detail::npy_api::NPY_ARRAY_ALIGNED_) &&
                          (flags & py::detail::npy_api::NPY_ARRAY_WRITEABLE_);
   if (!shareable) return from_array(a, py::none());
-  Shape shape;
-  int64_t n = 1;
-  for (py::ssize_t i = 0; i < a.ndim(); ++i) {
-    shape.push_back(static_cast<int64_t>(a.shape(i)));
-    n *= std::max<int64_t>(1, static_cast<int64_t>(a.shape(i)));
-    if (n > kMaxElements) throw py::value_error("normlab.from_numpy: the array is too large (more than 2^40 elements)");
-  }
+  const Shape shape = array_shape(a, "normlab.from_numpy");
   // The storage holds a reference to the array, dropped (with the GIL) when the last tensor lets go
   // of it; at interpreter shutdown it is left to the exiting process.
   auto* keep = new py::object(a);
