@@ -57,6 +57,7 @@ void register_kernels();
 void register_norms();
 void register_stream();
 void register_peak();  ///< the FMA peak the GEMM-bound rows are held to (peak_bench.cc)
+void register_pool();  ///< the thread pool's start-up cost, workers spinning or asleep (pool_bench.cc)
 void register_train();
 void register_scaling();
 void register_conv();

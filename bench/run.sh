@@ -93,9 +93,10 @@ if [[ " $PARTS " == *" table "* ]]; then
     echo "bench/run.sh: these workloads run on one side only (no ratio for them):" >&2
     sed 's/^\t/  PyTorch only: /; /^  PyTorch only/!s/^/  normlab only: /' <<<"$only_one" >&2
   fi
-  # STREAM and the FMA peak always run on normlab's side (a few seconds): the table's first lines
-  # give this machine's memory rate and FMA peak, the yardsticks of every GB/s and GFLOP/s figure.
-  NORMLAB_FILTER="($NORMLAB_FILTER)|^stream |^peak "
+  # STREAM, the FMA peak and the pool's start-up cost always run on normlab's side (a few seconds):
+  # this machine's memory rate and FMA peak are the yardsticks of every GB/s and GFLOP/s figure,
+  # and the start-up cost that of every kernel's choice of thread count.
+  NORMLAB_FILTER="($NORMLAB_FILTER)|^stream |^peak |^pool "
 
   # Round r of thread count t: normlab, then PyTorch (A/B/A/B over the rounds, so that a slow
   # minute of a shared machine falls on both sides); table.py pairs the files into rounds in order.

@@ -1,0 +1,46 @@
+// The start-up cost of a parallel region on normlab's thread pool (base/thread_pool.h): a team job
+// whose members do nothing, timed from the call to its return, with the workers still spinning from
+// the previous job (back-to-back calls, as a training step's kernels come) and with the workers
+// asleep (a 2 ms pause before each call, longer than their spin and yield). Below a few times this
+// cost, a kernel's work is faster on one thread; the thread-count rules of the kernels are stated
+// against it. At 1 thread the call runs the function inline (the floor).
+#include <chrono>
+#include <thread>
+
+#include "autograd/parallel.h"
+#include "base/thread_pool.h"
+#include "bench/bench.h"
+
+namespace normlab::bench {
+
+namespace {
+
+void pool_start_up(benchmark::State& state, bool asleep) {
+  const int threads = autograd::num_threads();
+  int sink = 0;
+  const auto noop = [&sink](int t, int) {
+    if (t < 0) ++sink;  // never: keeps the call
+  };
+  base::parallel_run(threads, noop);  // the workers exist before the first timed call
+  for (auto _ : state) {
+    if (asleep) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const auto start = std::chrono::steady_clock::now();
+    base::parallel_run(threads, noop);
+    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  benchmark::DoNotOptimize(sink);
+}
+
+}  // namespace
+
+void register_pool() {
+  benchmark::RegisterBenchmark("pool start-up workers spinning", pool_start_up, false)
+      ->UseManualTime()
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("pool start-up workers asleep", pool_start_up, true)
+      ->UseManualTime()
+      ->Unit(benchmark::kMicrosecond)
+      ->Iterations(200);
+}
+
+}  // namespace normlab::bench
