@@ -14,8 +14,8 @@ ratios, and the range of the rounds' ratios (min-max) is shown beside it, as is 
 The first lines say where it ran: CPU model, family and model number, cores, Highway target, the
 STREAM rates and the FMA peak measured in the same run (per thread count); the last column gives
 every GFLOP/s row's share of the FMA peak and every GB/s row's share of the STREAM triad, at its
-thread count, and the GEMM targets are stated against the peak, so they hold on any host. With --json OUT, the
-table, the targets and that machine description are also written to OUT.
+thread count, and the GEMM targets are stated against the peak, so they hold on any host. With
+--json OUT, the table, the targets and that machine description are also written to OUT.
 
 usage: table.py [--markdown] [--json OUT] FILE.json ...   (the file kinds are told apart by their content)
 """

@@ -128,6 +128,12 @@ py::array share_array(const Tensor& t) {
   return py::array_t<double>(shape, strides, static_cast<double*>(data), owner);
 }
 
+void check_inplace(const Tensor& x, const char* who) {
+  if (ag::grad_enabled() && x.requires_grad())
+    throw std::runtime_error(std::string(who) + ": a tensor that requires grad cannot be modified in place while "
+                             "grad mode is on; do it under `with normlab.no_grad():`");
+}
+
 // A Python operand of a binary op: a Tensor, or a number (broadcast as a scalar of the tensor's dtype).
 Tensor operand(const py::object& o, const Tensor& like) {
   if (py::isinstance<Tensor>(o)) return o.cast<Tensor>();

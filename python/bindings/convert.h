@@ -41,6 +41,9 @@ py::array to_array(const Tensor& t);
 /// A NumPy array over the tensor's own values (no copy: writes through either are seen by both;
 /// the array keeps the buffer alive), as torch.Tensor.numpy().
 py::array share_array(const Tensor& t);
+/// Refuses (RuntimeError naming `who`) an in-place write into a tensor that requires grad while
+/// grad mode is on, as PyTorch refuses in-place updates of a leaf that requires grad.
+void check_inplace(const Tensor& x, const char* who);
 /// A Python operand of a binary op: a Tensor, a number (a scalar of like's dtype) or an array.
 Tensor operand(const py::object& o, const Tensor& like);
 /// Class indices (N) from a 1-d integer array or list, or a 1-d Tensor of whole numbers; anything

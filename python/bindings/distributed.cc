@@ -11,18 +11,6 @@
 
 namespace normlab::python {
 
-namespace {
-
-// The tensor's values for an in-place collective: a float32 or float64 tensor whose values are its
-// own (contiguous from its offset, as every normlab tensor), not one that requires grad.
-void check_collective(const Tensor& t, const char* who) {
-  if (t.requires_grad() && autograd::grad_enabled())
-    throw std::runtime_error(std::string(who) + ": a tensor that requires grad cannot be modified in place while "
-                             "grad mode is on; pass tensor.detach() or use normlab.no_grad()");
-}
-
-}  // namespace
-
 void bind_distributed(py::module_& parent) {
   py::module_ m = parent.def_submodule("_dist", "normlab's data-parallel processes (use them through "
                                                 "normlab.distributed)");
@@ -36,13 +24,13 @@ void bind_distributed(py::module_& parent) {
     dist::barrier();
   });
   m.def("all_reduce_sum", [](const Tensor& t) {
-    check_collective(t, "all_reduce");
+    check_inplace(t, "all_reduce");
     py::gil_scoped_release release;
     if (t.dtype() == DType::Float32) dist::allreduce_sum(t.data<float>(), t.numel());
     else dist::allreduce_sum(t.data<double>(), t.numel());
   }, py::arg("tensor"));
   m.def("broadcast", [](const Tensor& t, int src) {
-    check_collective(t, "broadcast");
+    check_inplace(t, "broadcast");
     if (src < 0 || src >= dist::world_size())
       throw py::value_error("broadcast: src " + std::to_string(src) + " is not a rank of a world of " +
                             std::to_string(dist::world_size()));

@@ -84,9 +84,26 @@ Tensor take(const Tensor& y, int64_t dim, const std::vector<int64_t>& idx, const
   return ag::permute(g, back);
 }
 
-// The key as a list of items with the Ellipsis expanded to full slices; checks what each item is
-// and that there is at most one array index.
+// A slice's start, step and length over a dim of `size`; a ValueError for a step below 1.
+struct SliceRange {
+  py::ssize_t start = 0, step = 1, len = 0;
+};
+SliceRange slice_range(const py::object& it, int64_t size) {
+  SliceRange r;
+  py::ssize_t stop = 0;
+  if (!it.cast<py::slice>().compute(static_cast<py::ssize_t>(size), &r.start, &stop, &r.step, &r.len))
+    throw py::error_already_set();
+  if (r.step <= 0) throw py::value_error("step must be greater than zero");
+  return r;
+}
+
+// The key as a list of items with the Ellipsis expanded to full slices and each list index as its
+// NumPy array; checks what each item is, that there is at most one array index, and that a 0-dim
+// tensor gets only None, Ellipsis or ().
 std::vector<py::object> expand_key(const Tensor& x, const py::object& key) {
+  if (x.dim() == 0 && !key.is_none() && !key.is(py::ellipsis()) &&
+      !(py::isinstance<py::tuple>(key) && key.cast<py::tuple>().empty()))
+    throw py::index_error("invalid index of a 0-dim tensor");
   std::vector<py::object> items;
   if (py::isinstance<py::tuple>(key)) {
     for (const py::handle h : key.cast<py::tuple>()) items.push_back(py::reinterpret_borrow<py::object>(h));
@@ -94,7 +111,7 @@ std::vector<py::object> expand_key(const Tensor& x, const py::object& key) {
     items.push_back(key);
   }
   int64_t consumed = 0, ellipses = 0, arrays = 0;
-  for (const py::object& it : items) {
+  for (py::object& it : items) {
     if (it.is_none()) continue;
     if (it.is(py::ellipsis())) {
       ++ellipses;
@@ -107,6 +124,7 @@ std::vector<py::object> expand_key(const Tensor& x, const py::object& key) {
       const py::array a = index_array(it);
       consumed += a.dtype().kind() == 'b' ? std::max<int64_t>(1, a.ndim()) : 1;
       ++arrays;
+      it = a;
     } else {
       throw py::index_error(std::string(kValidIndices) + " (got " +
                             std::string(py::str(py::type::of(it).attr("__name__"))) + ")");
@@ -132,9 +150,6 @@ std::vector<py::object> expand_key(const Tensor& x, const py::object& key) {
 }  // namespace
 
 Tensor getitem(const Tensor& x, const py::object& key) {
-  if (x.dim() == 0 && !key.is_none() && !key.is(py::ellipsis()) &&
-      !(py::isinstance<py::tuple>(key) && key.cast<py::tuple>().empty()))
-    throw py::index_error("invalid index of a 0-dim tensor");
   Tensor y = x;
   int64_t d = 0;  // the dim of y the next item indexes
   for (const py::object& it : expand_key(x, key)) {
@@ -143,20 +158,17 @@ Tensor getitem(const Tensor& x, const py::object& key) {
     } else if (is_int_index(it)) {
       y = ag::select(y, d, wrap(it.cast<int64_t>(), y.size(d), d));
     } else if (py::isinstance<py::slice>(it)) {
-      py::ssize_t start = 0, stop = 0, step = 0, len = 0;
-      if (!it.cast<py::slice>().compute(static_cast<py::ssize_t>(y.size(d)), &start, &stop, &step, &len))
-        throw py::error_already_set();
-      if (step <= 0) throw py::value_error("step must be greater than zero");
-      if (step == 1) {
-        if (len != y.size(d)) y = ag::narrow(y, d, start, len);
+      const SliceRange r = slice_range(it, y.size(d));
+      if (r.step == 1) {
+        if (r.len != y.size(d)) y = ag::narrow(y, d, r.start, r.len);
       } else {
-        std::vector<int64_t> idx(static_cast<size_t>(len));
-        for (py::ssize_t i = 0; i < len; ++i) idx[i] = start + i * step;
-        y = take(y, d, idx, {static_cast<int64_t>(len)});
+        std::vector<int64_t> idx(static_cast<size_t>(r.len));
+        for (py::ssize_t i = 0; i < r.len; ++i) idx[i] = r.start + i * r.step;
+        y = take(y, d, idx, {static_cast<int64_t>(r.len)});
       }
       ++d;
     } else {
-      const py::array a = index_array(it);
+      const py::array a = it.cast<py::array>();  // expand_key made it an array
       if (a.dtype().kind() == 'b') {
         // A mask over dims d..d+m-1 of exactly their sizes. A 0-d mask (NumPy's x[np.True_] adds a
         // dim) is refused: None says that plainly.
@@ -193,20 +205,11 @@ Tensor getitem(const Tensor& x, const py::object& key) {
 }
 
 void setitem(const Tensor& x, const py::object& key, const py::object& value) {
-  if (ag::grad_enabled() && x.requires_grad())
-    throw std::runtime_error("__setitem__: a tensor that requires grad cannot be modified in place while grad mode "
-                             "is on; do it under `with normlab.no_grad():`");
+  check_inplace(x, "__setitem__");
   // The key is checked as for reading (the same errors), then NumPy writes through a view.
-  if (x.dim() == 0 && !key.is_none() && !key.is(py::ellipsis()) &&
-      !(py::isinstance<py::tuple>(key) && key.cast<py::tuple>().empty()))
-    throw py::index_error("invalid index of a 0-dim tensor");
   py::list items;
   for (const py::object& it : expand_key(x, key)) {
-    if (py::isinstance<py::slice>(it)) {
-      py::ssize_t start = 0, stop = 0, step = 0, len = 0;
-      if (!it.cast<py::slice>().compute(1, &start, &stop, &step, &len)) throw py::error_already_set();
-      if (step <= 0) throw py::value_error("step must be greater than zero");
-    }
+    if (py::isinstance<py::slice>(it)) slice_range(it, 1);  // its step
     items.append(it);
   }
   const py::object v = py::isinstance<Tensor>(value) ? py::object(to_array(value.cast<Tensor>().detach())) : value;

@@ -29,14 +29,8 @@ std::string repr(const Tensor& t) {
 }
 
 // x op= other under no_grad (PyTorch's add_, mul_, ...): the result of op is written into x's values,
-// which every handle to x sees. Refused for a tensor that requires grad while grad mode is on (as
-// PyTorch refuses in-place updates of a leaf that requires grad), and when broadcasting would change
+// which every handle to x sees. Refused as check_inplace says, and when broadcasting would change
 // x's shape.
-void check_inplace(const Tensor& x, const char* name) {
-  if (ag::grad_enabled() && x.requires_grad())
-    throw std::runtime_error(std::string(name) + ": a tensor that requires grad cannot be modified in place while "
-                             "grad mode is on; do it under `with normlab.no_grad():`");
-}
 
 template <typename Op>
 Tensor inplace(const Tensor& x, const py::object& other, const char* name, Op op) {

@@ -52,9 +52,15 @@ def is_initialized():
     return _initialized
 
 
-def _check(who):
+_NO_TENSOR = object()
+
+
+def _check(who, tensor=_NO_TENSOR):
+    """Refuses a call before init_process_group, and a collective's argument that is not a Tensor."""
     if not _initialized:
         raise RuntimeError(f"{who}: call normlab.distributed.init_process_group() first")
+    if tensor is not _NO_TENSOR and not isinstance(tensor, Tensor):
+        raise TypeError(f"{who}: expected a normlab.Tensor, got {type(tensor).__name__}")
 
 
 def get_rank():
@@ -75,9 +81,7 @@ def barrier():
 
 def all_reduce(tensor, op=ReduceOp.SUM):
     """Sums tensor over the ranks, in place on every rank (each value's terms added in rank order)."""
-    _check("all_reduce")
-    if not isinstance(tensor, Tensor):
-        raise TypeError(f"all_reduce: expected a normlab.Tensor, got {type(tensor).__name__}")
+    _check("all_reduce", tensor)
     if op != ReduceOp.SUM:
         raise ValueError(f"all_reduce: only ReduceOp.SUM is supported, got {op!r}")
     _dist.all_reduce_sum(tensor)
@@ -85,9 +89,7 @@ def all_reduce(tensor, op=ReduceOp.SUM):
 
 def broadcast(tensor, src=0):
     """Rank src's values of tensor replace every rank's (in place)."""
-    _check("broadcast")
-    if not isinstance(tensor, Tensor):
-        raise TypeError(f"broadcast: expected a normlab.Tensor, got {type(tensor).__name__}")
+    _check("broadcast", tensor)
     _dist.broadcast(tensor, int(src))
 
 
