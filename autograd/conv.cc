@@ -23,7 +23,7 @@
 #include "autograd/kernels/im2col.h"
 #include "autograd/kernels/reduce.h"
 #include "autograd/kernels/winograd.h"
-#include "autograd/parallel.h"
+#include "autograd/grain.h"
 #include "autograd/reduce.h"
 #include "base/thread_pool.h"
 
@@ -53,6 +53,8 @@ struct ConvPlan {
   bool direct = false;  // 1x1, stride 1, no padding: the image is its own column matrix
   bool winograd = false;  // 3x3, stride 1: Winograd F(2x2, 3x3) (kernels/winograd.h)
   int64_t og() const { return o / groups; }
+  // The threads of one of the three products (each n o K P multiply-adds; autograd/grain.h).
+  int threads() const { return threads_for(static_cast<double>(n) * o * K() * P(), grains().conv); }
   int64_t K() const { return geo.rows(); }
   int64_t P() const { return geo.cols(); }
   int64_t in_image() const { return c * geo.h * geo.w; }   // elements of one input image
@@ -74,7 +76,7 @@ void for_images(const ConvPlan& p, int64_t chunks, const Body& body) {
   const int64_t KP = p.K() * p.P();
   Tensor cols = p.direct ? Tensor() : empty({chunks, KP}, dtype_of<T>());
   T* col_base = p.direct ? nullptr : cols.data<T>();
-  base::parallel_parts(num_threads(), chunks, [&](int64_t ch) {
+  base::parallel_parts(p.threads(), chunks, [&](int64_t ch) {
     T* col = col_base ? col_base + ch * KP : nullptr;
     const auto [n0, n1] = chunk_range(p.n, chunks, ch);
     for (int64_t n = n0; n < n1; ++n)
@@ -88,7 +90,7 @@ template <typename T, class Body>
 void for_image_ranges(const ConvPlan& p, int64_t chunks, const Body& body) {
   const int64_t size = k::winograd::workspace(p.wino());
   Tensor work = empty({chunks, size}, dtype_of<T>());
-  base::parallel_parts(num_threads(), chunks, [&](int64_t ch) {
+  base::parallel_parts(p.threads(), chunks, [&](int64_t ch) {
     const auto [n0, n1] = chunk_range(p.n, chunks, ch);
     body(ch, n0, n1, work.data<T>() + ch * size);
   });
@@ -111,7 +113,7 @@ void winograd_conv(const ConvPlan& p, bool input_grad, const T* in, const T* w, 
   // Elements of one image, and of one group of it, on the input and the output side.
   const int64_t in_image = input_grad ? p.out_image() : p.in_image(), out_image = input_grad ? p.in_image() : p.out_image();
   const int64_t in_group = input_grad ? og * p.P() : p.in_group(), out_group = input_grad ? p.in_group() : og * p.P();
-  for_image_ranges<T>(p, std::min<int64_t>(p.n, 4 * num_threads()), [&](int64_t, int64_t n0, int64_t n1, T* work) {
+  for_image_ranges<T>(p, std::min<int64_t>(p.n, 4 * p.threads()), [&](int64_t, int64_t n0, int64_t n1, T* work) {
     for (int64_t g = 0; g < p.groups; ++g)
       k::winograd::conv(plan, u.data<T>() + g * usize, b ? b + g * og : nullptr, in + n0 * in_image + g * in_group,
                         in_image, out + n0 * out_image + g * out_group, out_image, n1 - n0, work);
@@ -141,7 +143,7 @@ template <typename T>
 void forward(const ConvPlan& p, const T* x, const T* w, const T* b, T* y) {
   if (p.winograd) return winograd_conv(p, false, x, w, b, y);
   const int64_t K = p.K(), P = p.P(), og = p.og();
-  const int64_t chunks = std::min<int64_t>(p.n, 4 * num_threads());  // any split gives the same y
+  const int64_t chunks = std::min<int64_t>(p.n, 4 * p.threads());  // any split gives the same y
   for_images<T>(p, chunks, [&](int64_t, int64_t n, bool, int64_t g, T* col) {
     const T* xg = x + n * p.in_image() + g * p.in_group();
     T* yg = y + n * p.out_image() + g * og * P;
@@ -161,7 +163,7 @@ template <typename T>
 void input_grad(const ConvPlan& p, const T* dy, const T* w, T* dx) {
   if (p.winograd) return winograd_conv(p, true, dy, w, static_cast<const T*>(nullptr), dx);
   const int64_t K = p.K(), P = p.P(), og = p.og();
-  for_images<T>(p, std::min<int64_t>(p.n, 4 * num_threads()), [&](int64_t, int64_t n, bool, int64_t g, T* col) {
+  for_images<T>(p, std::min<int64_t>(p.n, 4 * p.threads()), [&](int64_t, int64_t n, bool, int64_t g, T* col) {
     T* dxg = dx + n * p.in_image() + g * p.in_group();
     // dcol (K, P) = W[g]^T dy[n, g]: W[g] is stored (O/g, K), read transposed.
     k::GemmShape s;

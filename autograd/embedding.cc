@@ -6,7 +6,7 @@
 #include <string>
 
 #include "autograd/engine.h"
-#include "autograd/parallel.h"
+#include "autograd/grain.h"
 #include "base/thread_pool.h"
 
 namespace normlab::autograd {
@@ -20,7 +20,7 @@ template <typename T>
 void embedding_backward(const std::vector<int64_t>& ids, int64_t D, const T* g, T* gw, int64_t V) {
   const int64_t n = static_cast<int64_t>(ids.size());
   std::fill(gw, gw + V * D, T(0));
-  const int threads = n * D < (1 << 15) ? 1 : num_threads();
+  const int threads = threads_for(static_cast<double>(n) * D, grains().embedding);
   base::parallel_blocks(threads, D, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t i = 0; i < n; ++i) {
       const T* src = g + i * D;

@@ -5,7 +5,8 @@
 namespace normlab::autograd {
 
 /// Sets the thread count for the kernels that run in parallel (GEMM, reductions, norms); n >= 1,
-/// else normlab::Error.
+/// else normlab::Error. It is a ceiling: each call uses fewer when its work is too small to pay for
+/// more (autograd/grain.h).
 /// Results do not depend on it: every parallel kernel computes each output with the same
 /// sequence of operations whatever the thread count.
 void set_num_threads(int n);

@@ -12,7 +12,7 @@
 #include "autograd/conv.h"
 #include "autograd/engine.h"
 #include "autograd/kernels/pooling.h"
-#include "autograd/parallel.h"
+#include "autograd/grain.h"
 #include "base/thread_pool.h"
 
 namespace normlab::autograd {
@@ -30,8 +30,8 @@ struct PoolPlan {
 // Runs body(plane) for every plane, in parallel chunks.
 template <class Body>
 void for_planes(int64_t planes, int64_t plane_work, const Body& body) {
-  // Small jobs stay on the calling thread (waking a worker costs a few microseconds).
-  const int threads = planes * plane_work < (1 << 15) ? 1 : num_threads();
+  // Small jobs stay on the calling thread (autograd/grain.h).
+  const int threads = threads_for(static_cast<double>(planes) * plane_work, grains().pooling);
   const int64_t chunks = std::min<int64_t>(planes, 4 * threads);
   base::parallel_parts(threads, chunks, [&](int64_t ch) {
     for (int64_t q = planes * ch / chunks; q < planes * (ch + 1) / chunks; ++q) body(q);
@@ -41,7 +41,7 @@ void for_planes(int64_t planes, int64_t plane_work, const Body& body) {
 // Runs body(q0, q1) over chunks of planes [q0, q1), in parallel (the Highway kernels' calls).
 template <class Body>
 void for_plane_chunks(int64_t planes, int64_t plane_work, const Body& body) {
-  const int threads = planes * plane_work < (1 << 15) ? 1 : num_threads();
+  const int threads = threads_for(static_cast<double>(planes) * plane_work, grains().pooling);
   const int64_t chunks = std::min<int64_t>(planes, 4 * threads);
   base::parallel_parts(threads, chunks,
                        [&](int64_t ch) { body(planes * ch / chunks, planes * (ch + 1) / chunks); });

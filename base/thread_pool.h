@@ -1,13 +1,16 @@
 // normlab's one thread pool, for every kernel that runs on several threads (autograd's GEMM,
-// reductions and norms, optim's updates; each call says how many threads, the kernels
-// autograd::num_threads()): persistent workers that spin only briefly, then sleep, between jobs, so
-// they do not take the core from the thread doing the work in between (GOMP's idle threads spin for
-// milliseconds, and on a shared or busy 2-core machine a 2-thread training step then took 10-30x
-// longer than on 1 thread). Two kinds of job share the workers:
-//   parallel_run:   a team of nt threads running fn(t, nt) at once, for kernels whose threads work
-//                   in step (the GEMM's shared packed panels, the reductions' fixed row split);
+// convolutions, reductions and norms, optim's updates; each call says how many threads, from the
+// work it has: autograd/grain.h): persistent workers that spin only briefly, then sleep, between
+// jobs, so they do not take the core from the thread doing the work in between (GOMP's idle threads
+// spin for milliseconds, and on a shared or busy 2-core machine a 2-thread training step then took
+// 10-30x longer than on 1 thread). Two kinds of job share the workers:
 //   parallel_parts: independent parts claimed one at a time by the caller and the workers that
-//                   wake in time; the caller never waits for a worker that has not started.
+//                   wake in time; the caller never waits for a worker that has not started. Every
+//                   kernel uses these (the GEMM's packed panels too: their parts come first, and
+//                   a row block waits only for panels that were claimed, so never for a sleeper);
+//   parallel_run:   a team of nt threads running fn(t, nt) at once, for work that needs all its
+//                   threads at the same time (the bench's peak probe). Its start-up waits for
+//                   every member, so a sleeping worker costs its wake-up (tens of microseconds).
 // Which thread runs what never changes a result: every caller gives each team member or part its
 // own outputs and combines partial sums afterwards in a fixed order.
 #pragma once

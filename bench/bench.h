@@ -54,6 +54,8 @@ AlignedVec<T> random_vec(int64_t n, unsigned seed) {
 // bench/table.py can put the two side by side.
 void register_gemm();
 void register_kernels();
+// The kernel families' grains (autograd/grain.h): each family over a range of sizes, every grain 0.
+void register_grain();
 void register_norms();
 void register_stream();
 void register_peak();  ///< the FMA peak the GEMM-bound rows are held to (peak_bench.cc)

@@ -122,6 +122,7 @@ int main(int argc, char** argv) {
   normlab::bench::register_stream();
   normlab::bench::register_peak();
   normlab::bench::register_pool();
+  normlab::bench::register_grain();
   normlab::bench::register_train();
   normlab::bench::register_scaling();
   normlab::bench::register_conv();

@@ -1,9 +1,11 @@
 // The start-up cost of a parallel region on normlab's thread pool (base/thread_pool.h): a team job
-// whose members do nothing, timed from the call to its return, with the workers still spinning from
+// whose members do nothing, or a job of 2 parts per thread that do nothing, timed from the call to
+// its return, with the workers still spinning from
 // the previous job (back-to-back calls, as a training step's kernels come) and with the workers
 // asleep (a 2 ms pause before each call, longer than their spin and yield). Below a few times this
 // cost, a kernel's work is faster on one thread; the thread-count rules of the kernels are stated
 // against it. At 1 thread the call runs the function inline (the floor).
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -31,6 +33,24 @@ void pool_start_up(benchmark::State& state, bool asleep) {
   benchmark::DoNotOptimize(sink);
 }
 
+// A parts job (what the kernels run): the caller does not wait for a worker that has not woken,
+// so with the workers asleep this times what the call costs the caller (the wake-up request).
+void pool_parts_start_up(benchmark::State& state, bool asleep) {
+  const int threads = autograd::num_threads();
+  std::atomic<int> sink{0};
+  const auto noop = [&sink](int64_t i) {
+    if (i < 0) sink.fetch_add(1, std::memory_order_relaxed);  // never: keeps the call
+  };
+  base::parallel_parts(threads, 2 * threads, noop);
+  for (auto _ : state) {
+    if (asleep) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const auto start = std::chrono::steady_clock::now();
+    base::parallel_parts(threads, 2 * threads, noop);
+    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  benchmark::DoNotOptimize(sink.load());
+}
+
 }  // namespace
 
 void register_pool() {
@@ -38,6 +58,13 @@ void register_pool() {
       ->UseManualTime()
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("pool start-up workers asleep", pool_start_up, true)
+      ->UseManualTime()
+      ->Unit(benchmark::kMicrosecond)
+      ->Iterations(200);
+  benchmark::RegisterBenchmark("pool start-up parts workers spinning", pool_parts_start_up, false)
+      ->UseManualTime()
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("pool start-up parts workers asleep", pool_parts_start_up, true)
       ->UseManualTime()
       ->Unit(benchmark::kMicrosecond)
       ->Iterations(200);

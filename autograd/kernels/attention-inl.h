@@ -20,7 +20,7 @@
 #include "autograd/kernels/attention.h"
 #include "autograd/kernels/exp-inl.h"  // ExpBounded
 #include "autograd/kernels/loop-inl.h"  // ForRow
-#include "autograd/kernels/norm_parallel.h"  // norm_threads
+#include "autograd/kernels/norm_parallel.h"  // grain_threads
 #include "autograd/kernels/transpose-inl.h"  // TransposeSquare
 #include "base/thread_pool.h"
 #include "hwy/aligned_allocator.h"
@@ -558,7 +558,7 @@ HWY_INLINE void PrefetchBackwardHead(const AttentionShape& s, int64_t p, const T
 
 // Threads for B H heads of about T^2 D multiply-adds each (1 when small).
 inline int AttentionThreads(const AttentionShape& s) {
-  return norm_threads(s.B * s.H * s.T * s.T * std::max<int64_t>(s.D, 1), s.B * s.H);
+  return grain_threads(s.B * s.H * s.T * s.T * std::max<int64_t>(s.D, 1), s.B * s.H, autograd::grains().attention);
 }
 
 // Each (b, h) allocates its scratch once, outside the loops over rows.

@@ -11,7 +11,7 @@
 #include <algorithm>
 
 #include "autograd/kernels/stream.h"
-#include "autograd/parallel.h"
+#include "autograd/grain.h"
 #include "base/thread_pool.h"
 #endif
 
@@ -55,16 +55,16 @@ HWY_EXPORT(AxpyF64);
 
 namespace {
 
-// Elementwise work of at least this many elements runs on the thread pool in parts (below it,
-// waking a worker costs about what the work does). Every element is computed by the same lane
-// arithmetic whichever part (and whether the vector body or the one-lane tail) it falls in, so the
-// results do not depend on the thread count.
-constexpr int64_t kParallelElems = int64_t(1) << 16;
+// Elementwise work runs on the thread pool in parts when it has at least two grains of elements
+// (autograd/grain.h). Every element is computed by the same lane arithmetic whichever part (and
+// whether the vector body or the one-lane tail) it falls in, so the results do not depend on the
+// thread count.
+int elementwise_threads(int64_t n) { return autograd::threads_for(static_cast<double>(n), autograd::grains().elementwise); }
 
 // Runs fn(begin, end) over [0, n): in one call when small, else in 4 parts per thread.
 template <class Fn>
 void in_parts(int64_t n, const Fn& fn) {
-  base::parallel_blocks(n < kParallelElems ? 1 : autograd::num_threads(), n, 4, fn);
+  base::parallel_blocks(elementwise_threads(n), n, 4, fn);
 }
 
 // The number of output elements of plan p.
@@ -91,7 +91,8 @@ void binary_in_parts(const BroadcastPlan& p, const T* a, const T* b, T* out, con
   const int64_t total = plan_elems(p);
   int64_t inner = 1;
   for (int d = 1; d < p.rank; ++d) inner *= p.size[d];
-  if (p.rank == 0 || total < kParallelElems) return kernel(p, a, b, out);
+  const int threads = elementwise_threads(total);
+  if (p.rank == 0 || threads <= 1) return kernel(p, a, b, out);
   if (p.rank == 1) {  // flat: split the one loop
     return in_parts(total, [&](int64_t i0, int64_t i1) {
       BroadcastPlan part = p;
@@ -99,7 +100,6 @@ void binary_in_parts(const BroadcastPlan& p, const T* a, const T* b, T* out, con
       kernel(part, a + i0 * p.sa[0], b + i0 * p.sb[0], out + i0);
     });
   }
-  const int threads = autograd::num_threads();
   const int64_t rows = p.size[0], parts = std::min<int64_t>(4 * threads, rows);
   if (threads <= 1 || parts < 2) return kernel(p, a, b, out);
   base::parallel_parts(threads, parts, [&](int64_t q) {

@@ -44,7 +44,7 @@
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/loop-inl.h"
 #include "autograd/kernels/transpose-inl.h"  // TransposeSquare
-#include "autograd/parallel.h"
+#include "autograd/grain.h"
 #include "hwy/aligned_allocator.h"
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
@@ -76,10 +76,6 @@ inline size_t BlockK(size_t K) {
 template <typename T>
 constexpr size_t kMC = sizeof(T) == 4 ? 144 : 72;
 constexpr size_t kNC = 4080;
-
-// Problems with fewer multiply-adds than this run on one thread: below it, waking a second
-// thread costs about what it saves (64^3: 7.5 us on one thread, 5.9 us on two).
-constexpr double kParallelMacs = 64.0 * 64.0 * 64.0;
 
 // Where the micro-kernel reads its operands: row r of A at a[r][p * a_step] (packed: a_step = MR,
 // in place: 1 for A (M, K), M for A stored (K, M)); B's NR columns at b + p * b_step.
@@ -549,50 +545,29 @@ HWY_NOINLINE void GemmRegion(const GemmShape& s, const Plan<T>& pl, const T* a, 
   }
 }
 
-// Work sharing and waiting inside one parallel region (base/thread_pool.h), without OpenMP's barriers:
-// those spin without yielding, so when another process holds one core and both our threads
-// share the other, a waiting thread burns its whole time slice (a 4 ms scheduler tick here)
-// before the thread it waits for can run; GEMMs of 200 us then took 4-40 ms on 2 threads.
-// Here a waiting thread yields the core, and work is claimed dynamically (a thread that is not
-// running does not hold up the others). Task indices are global and only grow, so claims of
-// consecutive steps never mix.
-struct TeamSync {
-  std::atomic<int64_t> next{0}, done{0}, arrived{0};
-
-  // Claims the next task index below end, or returns -1 when there is none left.
-  int64_t claim(int64_t end) {
-    int64_t i = next.load(std::memory_order_relaxed);
-    while (i < end)
-      if (next.compare_exchange_weak(i, i + 1, std::memory_order_acq_rel)) return i;
-    return -1;
-  }
-  void finish() { done.fetch_add(1, std::memory_order_acq_rel); }
-  // Waits until `target` tasks are finished (counted over all steps).
-  void wait_done(int64_t target) { wait(done, target); }
-  // Barrier: the n-th call of every thread returns when all `threads` made it (target = n * threads).
-  void arrive_and_wait(int64_t target) {
-    arrived.fetch_add(1, std::memory_order_acq_rel);
-    wait(arrived, target);
-  }
-
- private:
-  static void wait(const std::atomic<int64_t>& v, int64_t target) {
-    while (v.load(std::memory_order_acquire) < target) {
-      for (int spin = 0; spin < 64 && v.load(std::memory_order_acquire) < target; ++spin) {
+// Waits until v reaches target, spinning briefly, then yielding the core (a thread that waits on a
+// busy machine must not burn the time slice of the thread it waits for: with OpenMP's spinning
+// barriers, GEMMs of 200 us took 4-40 ms on 2 threads when another process held one core).
+inline void WaitAtLeast(const std::atomic<int64_t>& v, int64_t target) {
+  while (v.load(std::memory_order_acquire) < target) {
+    for (int spin = 0; spin < 64 && v.load(std::memory_order_acquire) < target; ++spin) {
 #if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
+      __builtin_ia32_pause();
 #endif
-      }
-      if (v.load(std::memory_order_acquire) < target) std::this_thread::yield();
     }
+    if (v.load(std::memory_order_acquire) < target) std::this_thread::yield();
   }
-};
+}
 
-// The threads share the packed B panels (packed by whoever is running, then everyone waits
-// until they are complete) and take the row blocks (MC rows) of C dynamically, one at a time.
-// When B's panel for all of K fits in 8 MiB (the MLP's and most shapes), it is packed at once
-// and a thread then runs all K blocks of its row block: one wait per call. Otherwise the panel
-// is packed per K block: two waits per K block (cheap next to a K block of that size).
+// The threads share the packed B panels and take the row blocks (MC rows) of C dynamically, one at
+// a time. Each step is one job of parts on the pool (base::parallel_parts): its first `npack` parts
+// pack B's panels, the rest are row blocks, which wait until every panel is packed. Parts are
+// claimed in order, so a thread that claims a row block waits only for panels that running threads
+// have claimed; a worker that is asleep or descheduled holds nobody up, it joins late or not at
+// all, and the caller can do every part itself. The job returns when all its parts are done: the
+// panels are then free for the next step. When B's panel for all of K fits in 8 MiB (the MLP's and
+// most shapes), it is packed at once and a row block runs all K blocks: one step per call.
+// Otherwise the panel is packed per K block: one step per K block (cheap next to its work).
 template <class D, typename T = hn::TFromD<D>>
 HWY_NOINLINE void GemmSharedB(const GemmShape& s, const Plan<T>& pl, const T* a, const T* b, T* c, int threads) {
   const D d;
@@ -602,56 +577,47 @@ HWY_NOINLINE void GemmSharedB(const GemmShape& s, const Plan<T>& pl, const T* a,
   const bool whole_k = kblocks * pl.KC * ncp * sizeof(T) <= (size_t(8) << 20);
   T* bp = ThreadBuffers<T>().get_b(whole_k ? kblocks * pl.KC * ncp : pl.b_size(width));
   const int64_t blocks = (s.m + static_cast<int64_t>(pl.MC) - 1) / static_cast<int64_t>(pl.MC);
-  TeamSync sync;
-  base::parallel_run(threads, [&](int, int team) HWY_ATTR {
-    const int64_t nt = team;
-    T* ap = pl.pack_a ? ThreadBuffers<T>().get_a(pl.a_size()) : nullptr;
-    int64_t base = 0, packed = 0, steps = 0;  // task indices, pack tasks and steps so far
-    for (int64_t q = 0; q < s.batch; ++q) {
-      const Operands<T> o = pl.operands(s, a, b, c, q);
-      const bool add_batch = s.accumulate || (s.stride_c == 0 && q > 0);
-      for (int64_t jc = 0; jc < s.n; jc += static_cast<int64_t>(pl.NC)) {
-        const size_t nc = std::min<size_t>(pl.NC, static_cast<size_t>(s.n - jc));
-        const int64_t first = static_cast<int64_t>(pl.first_panel(nc));
-        const int64_t per_k = static_cast<int64_t>(pl.panels(nc)) - first;  // panels to pack per K block
-        // One step: pack `npack` panels (of K blocks kb0 .. kb0 + nk - 1), wait for them, run
-        // the row blocks over those K blocks, and wait for everyone before the panels are reused.
-        const size_t nk_step = whole_k ? kblocks : 1;
-        for (size_t kb0 = 0; kb0 < kblocks; kb0 += nk_step) {
-          const int64_t npack = static_cast<int64_t>(nk_step) * per_k;
-          for (int64_t i; (i = sync.claim(base + npack)) >= 0;) {
-            const size_t t = static_cast<size_t>((i - base) / per_k), pc = (kb0 + t) * pl.KC;
-            const size_t panel = static_cast<size_t>(first + (i - base) % per_k);
+  for (int64_t q = 0; q < s.batch; ++q) {
+    const Operands<T> o = pl.operands(s, a, b, c, q);
+    const bool add_batch = s.accumulate || (s.stride_c == 0 && q > 0);
+    for (int64_t jc = 0; jc < s.n; jc += static_cast<int64_t>(pl.NC)) {
+      const size_t nc = std::min<size_t>(pl.NC, static_cast<size_t>(s.n - jc));
+      const int64_t first = static_cast<int64_t>(pl.first_panel(nc));
+      const int64_t per_k = static_cast<int64_t>(pl.panels(nc)) - first;  // panels to pack per K block
+      const size_t nk_step = whole_k ? kblocks : 1;
+      for (size_t kb0 = 0; kb0 < kblocks; kb0 += nk_step) {
+        // One step: pack npack panels (of K blocks kb0 .. kb0 + nk_step - 1), then the row blocks
+        // over those K blocks.
+        const int64_t npack = static_cast<int64_t>(nk_step) * per_k;
+        std::atomic<int64_t> packed{0};
+        base::parallel_parts(threads, npack + blocks, [&](int64_t i) HWY_ATTR {
+          if (i < npack) {
+            const size_t t = static_cast<size_t>(i / per_k), pc = (kb0 + t) * pl.KC;
+            const size_t panel = static_cast<size_t>(first + i % per_k);
             PackPanels(d, pl, o, pc, std::min(pl.KC, pl.K - pc), jc, nc, panel, panel + 1, bp + t * pl.KC * ncp);
-            sync.finish();
+            packed.fetch_add(1, std::memory_order_acq_rel);
+            return;
           }
-          base += npack, packed += npack;
-          sync.wait_done(packed);
-          for (int64_t i; (i = sync.claim(base + blocks)) >= 0;) {
-            const int64_t ic = (i - base) * static_cast<int64_t>(pl.MC);
-            const size_t mc = std::min<size_t>(pl.MC, static_cast<size_t>(s.m - ic));
-            for (size_t t = 0; t < nk_step; ++t) {
-              const size_t pc = (kb0 + t) * pl.KC;
-              MacroKernel(d, pl, o, ic, mc, jc, nc, pc, std::min(pl.KC, pl.K - pc), add_batch || pc > 0, ap,
-                          bp + t * pl.KC * ncp, BiasAt<T>(s, add_batch, pc, jc));
-            }
+          WaitAtLeast(packed, npack);
+          T* ap = pl.pack_a ? ThreadBuffers<T>().get_a(pl.a_size()) : nullptr;
+          const int64_t ic = (i - npack) * static_cast<int64_t>(pl.MC);
+          const size_t mc = std::min<size_t>(pl.MC, static_cast<size_t>(s.m - ic));
+          for (size_t t = 0; t < nk_step; ++t) {
+            const size_t pc = (kb0 + t) * pl.KC;
+            MacroKernel(d, pl, o, ic, mc, jc, nc, pc, std::min(pl.KC, pl.K - pc), add_batch || pc > 0, ap,
+                        bp + t * pl.KC * ncp, BiasAt<T>(s, add_batch, pc, jc));
           }
-          base += blocks;
-          sync.arrive_and_wait(++steps * nt);
-        }
+        });
       }
     }
-  });
+  }
 }
 
 // Independent parts (batch items, or column ranges with their own packing), claimed one at a
-// time; part(i) computes part i.
+// time on the pool; part(i) computes part i. A worker that has not woken holds nobody up.
 template <class Part>
 void ParallelParts(int threads, int64_t parts, const Part& part) {
-  TeamSync sync;
-  base::parallel_run(threads, [&](int, int) HWY_ATTR {
-    for (int64_t i; (i = sync.claim(parts)) >= 0;) part(i);
-  });  // returns when every thread is past its last part
+  base::parallel_parts(threads, parts, part);
 }
 
 // Few rows times a transposed B (Linear's forward x W^T at batch <= kDotRows): packing W would
@@ -1103,7 +1069,8 @@ void Gemm(const GemmShape& s_in, const T* a_in, const T* b_in, T* c) {
   if (s_in.k <= 0) return GemmEmptyK(s_in, c);
   const hn::ScalableTag<T> d;
   const double macs = static_cast<double>(s_in.m) * static_cast<double>(s_in.n) * static_cast<double>(s_in.k);
-  const int threads = macs * static_cast<double>(s_in.batch) >= kParallelMacs ? num_threads() : 1;
+  // Threads from the work (autograd/grain.h): one below two grains of multiply-adds.
+  const int threads = threads_for(macs * static_cast<double>(s_in.batch), grains().gemm);
   {
     const GemmShape& s = s_in;
     const T *a = a_in, *b = b_in;

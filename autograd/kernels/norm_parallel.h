@@ -1,25 +1,23 @@
 // How many threads a normalization kernel uses: the parts of a norm run on autograd's one thread
-// pool (base/thread_pool.h) when the work is large enough to pay for waking a worker. Which
-// thread runs a part never changes a result: the kernels give every part its own outputs and
+// pool (base/thread_pool.h) when the work has at least two grains of elements (autograd/grain.h).
+// Which thread runs a part never changes a result: the kernels give every part its own outputs and
 // combine any partial sums afterwards in part order (see norm-inl.h).
 #pragma once
 #include <algorithm>
 #include <cstdint>
 
-#include "autograd/parallel.h"
+#include "autograd/grain.h"
 #include "base/thread_pool.h"
 
 namespace normlab::autograd::kernels {
 
-
-// Work below this many elements runs on the calling thread: waking a worker costs a few
-// microseconds, about what a norm kernel spends on 64K elements.
-constexpr int64_t kParallelElems = int64_t(1) << 16;
-
-// The threads to use for `elems` elements of work split into `parts` parts (1 when small).
-inline int norm_threads(int64_t elems, int64_t parts) {
-  if (elems < kParallelElems || parts < 2) return 1;
-  return static_cast<int>(std::min<int64_t>(autograd::num_threads(), parts));
+// The threads to use for `work` units split into `parts` parts, with the family's grain.
+inline int grain_threads(int64_t work, int64_t parts, double grain) {
+  if (parts < 2) return 1;
+  return static_cast<int>(std::min<int64_t>(autograd::threads_for(static_cast<double>(work), grain), parts));
 }
+
+// The threads for `elems` elements of a norm split into `parts` parts (1 when small).
+inline int norm_threads(int64_t elems, int64_t parts) { return grain_threads(elems, parts, autograd::grains().norm); }
 
 }  // namespace normlab::autograd::kernels

@@ -12,7 +12,7 @@
 
 #include "autograd/kernels/loop-inl.h"
 #include "autograd/kernels/reduce.h"
-#include "autograd/parallel.h"
+#include "autograd/grain.h"
 #include "base/thread_pool.h"
 #include "hwy/highway.h"
 
@@ -114,23 +114,22 @@ HWY_INLINE void ReducePart(ReduceOp op, int64_t o0, int64_t o1, int64_t r, int64
   }
 }
 
-// Inputs of at least this many elements are split between the threads (below, waking a second
-// thread costs about what it saves).
-constexpr int64_t kParallelElements = int64_t(1) << 18;
-
-// Threads take contiguous ranges of outputs (or, with fewer outputs than threads, of columns).
-// Each output is computed by the same sequence of operations whatever the range it falls in (see
-// ReduceRow, ReduceColumns), so the result does not depend on the thread count.
+// Parts of contiguous ranges of outputs (or, with fewer outputs than parts, of 16-column blocks),
+// 2 per thread, claimed on the pool (autograd/grain.h decides the threads). Each output is computed
+// by the same sequence of operations whatever the range it falls in (see ReduceRow,
+// ReduceColumns), so the result does not depend on the thread count.
 template <typename T>
 void Reduce(ReduceOp op, int64_t outer, int64_t r, int64_t inner, const T* x, T* out) {
-  const int threads = outer * r * inner >= kParallelElements ? num_threads() : 1;
+  const int threads = threads_for(static_cast<double>(outer) * r * inner, grains().reduce);
   if (threads <= 1) return ReducePart(op, 0, outer, r, inner, 0, inner, x, out);
-  base::parallel_run(threads, [&](int t, int nt) HWY_ATTR {
-    if (outer >= nt || inner == 1) {
-      ReducePart(op, outer * t / nt, outer * (t + 1) / nt, r, inner, 0, inner, x, out);
+  const int64_t blocks = (inner + 15) / 16;  // whole 16-column blocks (4 AVX2 float vectors)
+  const bool by_outputs = outer >= 2 * threads || inner == 1;
+  const int64_t parts = std::min<int64_t>(2 * threads, by_outputs ? outer : blocks);
+  base::parallel_parts(threads, parts, [&](int64_t q) HWY_ATTR {
+    if (by_outputs) {
+      ReducePart(op, outer * q / parts, outer * (q + 1) / parts, r, inner, 0, inner, x, out);
     } else {
-      const int64_t blocks = (inner + 15) / 16;  // whole 16-column blocks (4 AVX2 float vectors)
-      const int64_t k0 = std::min(inner, blocks * t / nt * 16), k1 = std::min(inner, blocks * (t + 1) / nt * 16);
+      const int64_t k0 = std::min(inner, blocks * q / parts * 16), k1 = std::min(inner, blocks * (q + 1) / parts * 16);
       ReducePart(op, 0, outer, r, inner, k0, k1, x, out);
     }
   });

@@ -16,7 +16,7 @@ int64_t TargetId() { return HWY_TARGET; }
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "autograd/parallel.h"
+#include "autograd/grain.h"
 #include "base/thread_pool.h"
 
 namespace normlab::optim::kernels {
@@ -27,20 +27,18 @@ HWY_EXPORT(TargetId);
 
 namespace {
 
-// A parameter of at least this many elements is updated in parts on the thread pool when a
-// worker is awake (the MLP's 784x256 weight: its three arrays stream from L3, and two cores move
-// them faster than one: on Zen 4 the 784-256-256-10 step at batch 8 on 2 threads went from 225 to
-// 140 us). With every worker asleep (a step whose products all ran on one thread, batch 1) the
-// wake-up cost more than the split saved (96 -> 130 us), so the update then stays on the caller.
-// Each element's update is independent: the result never depends on the split.
-constexpr int64_t kParallelElems = int64_t(1) << 16;
-
+// A parameter of at least two grains of elements (autograd/grain.h) is updated in parts on the
+// thread pool when a worker is awake (the MLP's 784x256 weight: its three arrays stream from L3,
+// and two cores move them faster than one: on Zen 4 the 784-256-256-10 step at batch 8 on 2
+// threads went from 225 to 140 us). With every worker asleep (a step whose products all ran on one
+// thread, batch 1) the wake-up cost more than the split saved (96 -> 130 us), so the update then
+// stays on the caller. Each element's update is independent: the result never depends on the split.
 // step(b, e) over [0, n): one call when small or no worker is awake, else 8 parts per thread (a
 // worker that joins late holds the caller up by one small part at most).
 template <class Step>
 void in_parts(int64_t n, const Step& step) {
-  const bool split = n >= kParallelElems && base::spinning_workers() > 0;
-  base::parallel_blocks(split ? autograd::num_threads() : 1, n, 8, step);
+  const int threads = autograd::threads_for(static_cast<double>(n), autograd::grains().optimizer);
+  base::parallel_blocks(threads > 1 && base::spinning_workers() > 0 ? threads : 1, n, 8, step);
 }
 
 }  // namespace

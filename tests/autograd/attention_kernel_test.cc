@@ -13,6 +13,7 @@
 #include "tests/support/compare.h"
 #include "tests/support/random.h"
 #include "tests/support/targets.h"
+#include "tests/support/threads.h"
 
 namespace k = normlab::autograd::kernels;
 using normlab::test::check_close;
@@ -206,7 +207,7 @@ BOOST_AUTO_TEST_CASE(every_target_matches_the_reference_double) {
 BOOST_AUTO_TEST_CASE(same_bits_on_any_thread_count) {
   using normlab::autograd::num_threads;
   using normlab::autograd::set_num_threads;
-  const int saved = num_threads();
+  const normlab::test::ThreadsGuard guard;  // every grain 0: split on 2 and 3 threads
   const Case c = packed(2, 4, 40, 13, true, 0);
   const auto in = random_vec<float>(c.in_size, -2, 2, 5);
   const auto g = random_vec<float>(c.out_size, 6);
@@ -226,7 +227,6 @@ BOOST_AUTO_TEST_CASE(same_bits_on_any_thread_count) {
     BOOST_TEST(std::memcmp(grad.data(), first_grad.data(), grad.size() * sizeof(float)) == 0,
                "grads: 1 vs " << t << " threads");
   }
-  set_num_threads(saved);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

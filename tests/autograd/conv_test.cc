@@ -17,6 +17,7 @@
 #include "tests/support/fixtures.h"
 #include "tests/support/targets.h"
 #include "tests/support/tensors.h"
+#include "tests/support/threads.h"
 
 using namespace normlab::autograd;
 using normlab::test::expect_error;
@@ -241,7 +242,7 @@ BOOST_AUTO_TEST_CASE(same_bits_on_any_thread_count_and_target) {
     return std::vector<std::vector<double>>{y.to_vector(), x.grad().to_vector(), w.grad().to_vector(),
                                             b.grad().to_vector()};
   };
-  const int threads = num_threads();
+  const normlab::test::ThreadsGuard guard;  // every grain 0: split on 2 and 3 threads
   normlab::test::for_each_target([&] {
     set_num_threads(1);
     const auto one = run();
@@ -250,7 +251,6 @@ BOOST_AUTO_TEST_CASE(same_bits_on_any_thread_count_and_target) {
       BOOST_TEST((run() == one), "conv2d on " << t << " threads differs from 1 thread");
     }
   });
-  set_num_threads(threads);
 }
 
 BOOST_AUTO_TEST_CASE(pytorch_parity) {

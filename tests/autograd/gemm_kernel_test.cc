@@ -15,6 +15,7 @@
 #include "tests/support/compare.h"
 #include "tests/support/random.h"
 #include "tests/support/targets.h"
+#include "tests/support/threads.h"
 
 namespace k = normlab::autograd::kernels;
 using normlab::test::check_close;
@@ -190,7 +191,7 @@ void test_bias_rows() {
       {600, 100, 300, false, true, 1}, {333, 45, 1100, true, false, 1}, {9, 17, 7, false, true, 3},
       {8, 8, 0, false, true, 1},
   };
-  const int saved = normlab::autograd::num_threads();
+  const normlab::test::ThreadsGuard guard;  // every grain 0: split on 2 threads
   for (int threads : {1, 2}) {
     normlab::autograd::set_num_threads(threads);
     for_each_target([&] {
@@ -216,7 +217,6 @@ void test_bias_rows() {
       }
     });
   }
-  normlab::autograd::set_num_threads(saved);
 }
 
 // The epilogue (C = C * mul, or C = C + residual, on C's final values) gives the same bits as the
@@ -232,7 +232,7 @@ void test_epilogue() {
       {65, 33, 17, true, true, false},   {130, 70, 600, false, true, true}, {600, 100, 300, false, true, false},
       {333, 45, 1100, true, false, false}, {1024, 512, 128, false, false, false}, {8, 8, 0, false, true, true},
   };
-  const int saved = normlab::autograd::num_threads();
+  const normlab::test::ThreadsGuard guard;  // every grain 0: split on 2 threads
   for (int threads : {1, 2}) {
     normlab::autograd::set_num_threads(threads);
     for_each_target([&] {
@@ -258,7 +258,6 @@ void test_epilogue() {
         }
     });
   }
-  normlab::autograd::set_num_threads(saved);
   k::GemmShape s;
   s.m = s.n = s.k = 4;
   std::vector<T> a(16, T(1)), c(16), e(16, T(2));
@@ -278,7 +277,7 @@ void test_epilogue() {
 // multiple of 8; on 1 and 2 threads (row blocks at an offset into A's rows).
 template <typename T>
 void test_transposed_a_packing() {
-  const int saved = normlab::autograd::num_threads();
+  const normlab::test::ThreadsGuard guard;  // every grain 0: split on 2 threads
   for (int threads : {1, 2}) {
     normlab::autograd::set_num_threads(threads);
     for_each_target([&] {
@@ -292,7 +291,6 @@ void test_transposed_a_packing() {
           }
     });
   }
-  normlab::autograd::set_num_threads(saved);
 }
 
 }  // namespace

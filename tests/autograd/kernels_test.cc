@@ -12,6 +12,7 @@
 #include "tests/support/compare.h"
 #include "tests/support/random.h"
 #include "tests/support/targets.h"
+#include "tests/support/threads.h"
 
 namespace k = normlab::autograd::kernels;
 using normlab::test::check_close;
@@ -232,7 +233,7 @@ void test_streamed_outputs() {
   BOOST_REQUIRE(k::stream_elementwise(n, 1, sizeof(T)));
   BOOST_REQUIRE(!k::stream_elementwise(n / 4, 1, sizeof(T)));
   const auto a = random_vec<T>(rows * cols, -2, 2, 91), b = random_vec<T>(rows * cols, -2, 2, 92);
-  const int saved = normlab::autograd::num_threads();
+  const normlab::test::ThreadsGuard guard;  // every grain 0: split on 2 and 3 threads
   for_each_target([&] {
     for (int threads : {1, 2})
       for (int64_t offset : {0, 1, 3}) {
@@ -270,7 +271,6 @@ void test_streamed_outputs() {
         }
       }
   });
-  normlab::autograd::set_num_threads(saved);
   k::set_last_level_cache_bytes_for_test(0);
 }
 

@@ -13,6 +13,7 @@
 #include "tests/support/compare.h"
 #include "tests/support/random.h"
 #include "tests/support/targets.h"
+#include "tests/support/threads.h"
 
 namespace k = normlab::autograd::kernels;
 using normlab::autograd::num_threads;
@@ -23,11 +24,8 @@ using normlab::test::random_vec;
 
 namespace {
 
-// Restores the thread count a test started with.
-struct ThreadsGuard {
-  int saved = num_threads();
-  ~ThreadsGuard() { set_num_threads(saved); }
-};
+// Every grain 0 while a test runs, so that its shapes are split on 2 and 3 threads.
+using normlab::test::ThreadsGuard;
 
 // Runs compute(shift) (which fills its outputs, the big ones `shift` elements into their buffers)
 // at 1, 2 and 3 threads with shifts 0, 1 and 2, so that rows start at other alignments too; every

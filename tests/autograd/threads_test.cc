@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "autograd/grain.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/reduce.h"
@@ -16,6 +17,7 @@
 #include "base/error.h"
 #include "tests/support/random.h"
 #include "tests/support/targets.h"
+#include "tests/support/threads.h"
 
 namespace k = normlab::autograd::kernels;
 using normlab::autograd::num_threads;
@@ -25,11 +27,8 @@ using normlab::test::random_vec;
 
 namespace {
 
-// Restores the thread count a test started with.
-struct ThreadsGuard {
-  int saved = num_threads();
-  ~ThreadsGuard() { set_num_threads(saved); }
-};
+// Every grain 0 while a test runs, so that its shapes are split on 2 and 3 threads.
+using normlab::test::ThreadsGuard;
 
 // Shapes big enough to be split across threads (over a million multiply-adds), with odd sizes:
 // by row blocks (sharing packed B panels), by column panels (few rows), by batch items, and a
@@ -116,7 +115,33 @@ BOOST_AUTO_TEST_CASE(zero_or_negative_is_an_error) {
       return std::string(e.what()) == "threads must be at least 1, got " + std::to_string(n);
     });
   }
-  BOOST_TEST(num_threads() == guard.saved);  // unchanged by the failed calls
+  BOOST_TEST(num_threads() == guard.saved_threads);  // unchanged by the failed calls
+}
+
+// The rule of autograd/grain.h: min(threads, work / grain) threads, 1 below two grains' work, all
+// of them when the grain is 0 or the work is large; the defaults are positive and restored.
+BOOST_AUTO_TEST_CASE(threads_for_follows_the_grain) {
+  using normlab::autograd::threads_for;
+  {
+    ThreadsGuard guard;
+    set_num_threads(3);
+    BOOST_TEST(threads_for(10, 0) == 3);
+    BOOST_TEST(threads_for(0, 0) == 3);
+    BOOST_TEST(threads_for(0, 100) == 1);
+    BOOST_TEST(threads_for(199, 100) == 1);
+    BOOST_TEST(threads_for(200, 100) == 2);
+    BOOST_TEST(threads_for(299, 100) == 2);
+    BOOST_TEST(threads_for(300, 100) == 3);
+    BOOST_TEST(threads_for(1e12, 100) == 3);
+    set_num_threads(1);
+    BOOST_TEST(threads_for(1e12, 0) == 1);
+    BOOST_TEST(normlab::autograd::grains().gemm == 0);  // the guard zeroes them
+  }
+  const normlab::autograd::Grains g = normlab::autograd::grains(), d = normlab::autograd::default_grains();
+  for (double x : {d.gemm, d.conv, d.elementwise, d.reduce, d.norm, d.attention, d.pooling, d.embedding, d.optimizer})
+    BOOST_TEST(x > 0);
+  BOOST_TEST(g.gemm == d.gemm);  // restored
+  BOOST_TEST(g.optimizer == d.optimizer);
 }
 
 BOOST_AUTO_TEST_CASE(gemm_bitwise_identical_for_1_2_3_threads_f32) {

@@ -10,6 +10,7 @@
 #include "tests/support/compare.h"
 #include "tests/support/random.h"
 #include "tests/support/targets.h"
+#include "tests/support/threads.h"
 
 namespace k = normlab::optim::kernels;
 using normlab::test::check_close;
@@ -73,7 +74,7 @@ template <typename T>
 void test_sgd_kernel_threads() {
   const int64_t n = (int64_t(1) << 17) + 37;
   const auto theta = random_vec<T>(n, -1, 1, 31), grad = random_vec<T>(n, -2, 2, 32), buf = random_vec<T>(n, -1, 1, 33);
-  const int saved = normlab::autograd::num_threads();
+  const normlab::test::ThreadsGuard guard;  // every grain 0: split on 2 and 3 threads
   for_each_target([&] {
     for (const k::SGDStep s : {k::SGDStep{.lr = 0.03}, k::SGDStep{.lr = 0.03, .momentum = 0.9, .weight_decay = 0.01}}) {
       const bool momentum = s.momentum != 0;
@@ -94,7 +95,6 @@ void test_sgd_kernel_threads() {
       }
     }
   });
-  normlab::autograd::set_num_threads(saved);
 }
 
 }  // namespace

@@ -1,0 +1,38 @@
+// The grains of the kernel families and the thread-count rule (autograd/grain.h).
+#include "autograd/grain.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "autograd/parallel.h"
+
+namespace normlab::autograd {
+
+Grains default_grains() {
+  Grains g;
+  g.gemm = 393216;  // 2 threads from 786432 multiply-adds (92^3)
+  g.conv = 131072;
+  g.elementwise = 131072;  // 2 threads from 2^18 elements (1 MiB of float32)
+  g.reduce = 131072;  // 2 threads from 2^18 elements
+  g.norm = 32768;  // 2 threads from 2^16 elements
+  g.attention = 32768;
+  g.pooling = 16384;
+  g.embedding = 16384;
+  g.optimizer = 262144;  // 2 threads from 2^19 elements
+  return g;
+}
+
+Grains& grains() {
+  static Grains g = default_grains();
+  return g;
+}
+
+int threads_for(double work, double grain) {
+  const int n = num_threads();
+  if (n <= 1) return 1;
+  if (!(grain > 0)) return n;
+  const double fit = std::floor(work / grain);
+  return fit < 2 ? 1 : static_cast<int>(std::min<double>(n, fit));
+}
+
+}  // namespace normlab::autograd

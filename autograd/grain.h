@@ -1,0 +1,44 @@
+// How many threads one kernel call uses: a grain per kernel family, the least work per thread that
+// pays for splitting it, so that a call never runs slower on more threads than on one.
+//
+// The rule: a call with `work` units of its family runs on min(num_threads(), work / grain)
+// threads (at least 1). The grains were measured by bench/grain_bench.cc, which times each family
+// over a range of sizes on 1 and 2 threads with every grain set to 0 (figures in bench/results/):
+// each default is the size from which 2 threads were faster than 1 in every repetition, halved
+// (one grain per thread). What sets them is the cost of handing work to a second core: the job's
+// start-up (about a microsecond with the worker spinning) and, for memory-bound families, the data
+// moving from the caller's private L2 to the other core's; below the grain, a call's work is of
+// that order.
+//
+// The thread count only ever changes speed: every kernel computes each output with the same
+// sequence of operations on any number of threads (the reduction orders are fixed by the shapes).
+#pragma once
+#include <cstdint>
+
+namespace normlab::autograd {
+
+/// The least work per thread, per kernel family (see the top of this file for the rule).
+struct Grains {
+  double gemm = 0;         ///< multiply-adds (M N K, times the batch), matmul and linear
+  double conv = 0;         ///< multiply-adds of a convolution (forward, input or weight gradient)
+  double elementwise = 0;  ///< output elements of an elementwise op (unary, binary, axpy)
+  double reduce = 0;       ///< input elements of a sum, mean or max over a dim
+  double norm = 0;         ///< elements normalized (BatchNorm, LayerNorm, Group/Instance/RMSNorm, softmax rows)
+  double attention = 0;    ///< scores times head size (B H T T D) of scaled dot-product attention
+  double pooling = 0;      ///< window reads of max or average pooling
+  double embedding = 0;    ///< elements of an embedding's weight gradient scatter (ids x dim)
+  double optimizer = 0;    ///< elements of a parameter updated by SGD, Adam or AdamW
+};
+
+/// The grains in use (process-wide). Defaults measured as above; bench/grain_bench.cc sets them to
+/// 0 to time every size on every thread, and restores them. Not for concurrent modification.
+Grains& grains();
+
+/// The grains measured on this project's reference host (see the top of this file).
+Grains default_grains();
+
+/// Threads for `work` units of a family whose grain is `grain`: min(num_threads(), work / grain),
+/// at least 1 (all threads when grain is 0).
+int threads_for(double work, double grain);
+
+}  // namespace normlab::autograd
