@@ -4,8 +4,9 @@
 // The rule: a call with `work` units of its family runs on min(num_threads(), work / grain)
 // threads (at least 1). The grains were measured by bench/grain_bench.cc, which times each family
 // over a range of sizes on 1 and 2 threads with every grain set to 0 (figures in bench/results/):
-// each default is the size from which 2 threads were faster than 1 in every repetition, halved
-// (one grain per thread). What sets them is the cost of handing work to a second core: the job's
+// each default is the size from which 2 threads were faster than 1, halved (one grain per
+// thread). The optimizer's update gained nothing from a second thread at any size measured (up to
+// 2^21 elements), so it splits only above that. What sets them is the cost of handing work to a second core: the job's
 // start-up (about a microsecond with the worker spinning) and, for memory-bound families, the data
 // moving from the caller's private L2 to the other core's; below the grain, a call's work is of
 // that order.
@@ -23,7 +24,8 @@ struct Grains {
   double conv = 0;         ///< multiply-adds of a convolution (forward, input or weight gradient)
   double elementwise = 0;  ///< output elements of an elementwise op (unary, binary, axpy)
   double reduce = 0;       ///< input elements of a sum, mean or max over a dim
-  double norm = 0;         ///< elements normalized (BatchNorm, LayerNorm, Group/Instance/RMSNorm, softmax rows)
+  double norm = 0;         ///< elements normalized row by row (LayerNorm, Group/Instance/RMSNorm, BatchNorm's y)
+  double batch_norm = 0;   ///< elements of BatchNorm's per-channel sums (statistics, backward), split by channels
   double attention = 0;    ///< scores times head size (B H T T D) of scaled dot-product attention
   double pooling = 0;      ///< window reads of max or average pooling
   double embedding = 0;    ///< elements of an embedding's weight gradient scatter (ids x dim)

@@ -1,6 +1,6 @@
 // Matrix-multiply kernel (public header, no SIMD types): C = op(A) op(B) [+ C], batched.
 // The Highway body (gemm-inl.h) is a packed, cache-blocked, register-tiled GEMM that runs on
-// autograd::num_threads() threads; its results do not depend on the thread count.
+// up to autograd::num_threads() threads (fewer when small: autograd/grain.h); its results do not depend on the thread count.
 #pragma once
 #include <cstdint>
 

@@ -556,7 +556,7 @@ void BatchNormStats(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT x, T*
     T *bm = blk[0], *bq = blk[1];
     double *am = acc[0], *aq = acc[1];
     const int64_t parts = ChannelParts(N * C, C);
-    base::parallel_parts(norm_threads(N * C, parts), parts, [&](int64_t p) {
+    base::parallel_parts(batch_norm_threads(N * C, parts), parts, [&](int64_t p) {
       int64_t c0, c1;
       ChannelRange(C, p, parts, c0, c1);
       for (int64_t r0 = 0; r0 < N; r0 += kWelfordRows) {
@@ -577,7 +577,7 @@ void BatchNormStats(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT x, T*
   // Two passes over each channel's N runs of L values, shifted by the channel's first value s;
   // each run's sum (SIMD lanes) added across the runs in double, so that the error does not grow
   // with N.
-  base::parallel_parts(norm_threads(m * C, C), C, [&](int64_t c) {
+  base::parallel_parts(batch_norm_threads(m * C, C), C, [&](int64_t c) {
     const T s = x[c * L];
     double sum = 0;
     for (int64_t i = 0; i < N; ++i)
@@ -667,7 +667,7 @@ void BatchNormBackward(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT dy
   if (training || dgamma || dbeta) {
     if (L == 1) {
       const int64_t parts = ChannelParts(N * C, C);
-      base::parallel_parts(norm_threads(N * C, parts), parts, [&](int64_t p) {
+      base::parallel_parts(batch_norm_threads(N * C, parts), parts, [&](int64_t p) {
         int64_t c0, c1;
         ChannelRange(C, p, parts, c0, c1);
         // Four rows per load/store of the running sums (per lane the same adds, in row order).
@@ -711,7 +711,7 @@ void BatchNormBackward(int64_t N, int64_t C, int64_t L, const T* HWY_RESTRICT dy
           });
       });
     } else {
-      base::parallel_parts(norm_threads(m * C, C), C, [&](int64_t c) {
+      base::parallel_parts(batch_norm_threads(m * C, C), C, [&](int64_t c) {
         const T mu = mean[c], ml = lo[c];
         T sum1 = T(0), sum2 = T(0);  // the channel's sums in registers, stored once
         for (int64_t i = 0; i < N; ++i) {

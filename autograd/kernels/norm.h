@@ -6,7 +6,7 @@
 // 0); outputs must not alias inputs; gradient outputs are overwritten (not accumulated) and may be
 // null when not wanted. Every reduction runs in a fixed order that depends only on the shape and the
 // Highway target, never on threads or timing, so results repeat bit for bit on any number of threads
-// (autograd::num_threads(); work under 64K elements stays on the calling thread): rows are split
+// (autograd::num_threads(), fewer when the work is small: autograd/grain.h): rows are split
 // between threads only where each row is its own reduction, BatchNorm's per-channel sums split the
 // channels, and sums over rows (LayerNorm's dgamma, dbeta) go by parts fixed by the shape. Outputs of
 // 4 MiB and more are written with streaming (non-temporal) stores. Variances are never computed as

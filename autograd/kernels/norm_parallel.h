@@ -20,4 +20,9 @@ inline int grain_threads(int64_t work, int64_t parts, double grain) {
 // The threads for `elems` elements of a norm split into `parts` parts (1 when small).
 inline int norm_threads(int64_t elems, int64_t parts) { return grain_threads(elems, parts, autograd::grains().norm); }
 
+// The threads for `elems` elements of BatchNorm's per-channel sums split into `parts` parts.
+inline int batch_norm_threads(int64_t elems, int64_t parts) {
+  return grain_threads(elems, parts, autograd::grains().batch_norm);
+}
+
 }  // namespace normlab::autograd::kernels
