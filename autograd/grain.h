@@ -21,6 +21,12 @@ namespace normlab::autograd {
 /// The least work per thread, per kernel family (see the top of this file for the rule).
 struct Grains {
   double gemm = 0;         ///< multiply-adds (M N K, times the batch), matmul and linear
+  /// The least multiply-adds per byte of a product's operands (A, B and C) for it to be split: a
+  /// second core first has to fetch its share of the operands, which in a training step the other
+  /// core has usually just written (the weights after the update, the activations after the layer
+  /// before), and on the Zen 5 VM that moves about 16 GB/s against some 100 G multiply-adds/s of
+  /// compute. Linear layers reach it from a batch of about 64, square products from about 192.
+  double gemm_intensity = 0;
   double conv = 0;         ///< multiply-adds of a convolution (forward, input or weight gradient)
   double elementwise = 0;  ///< output elements of an elementwise op (unary, binary, axpy)
   double reduce = 0;       ///< input elements of a sum, mean or max over a dim

@@ -1069,8 +1069,14 @@ void Gemm(const GemmShape& s_in, const T* a_in, const T* b_in, T* c) {
   if (s_in.k <= 0) return GemmEmptyK(s_in, c);
   const hn::ScalableTag<T> d;
   const double macs = static_cast<double>(s_in.m) * static_cast<double>(s_in.n) * static_cast<double>(s_in.k);
-  // Threads from the work (autograd/grain.h): one below two grains of multiply-adds.
-  const int threads = threads_for(macs * static_cast<double>(s_in.batch), grains().gemm);
+  // Threads from the work (autograd/grain.h): one below two grains of multiply-adds, or below the
+  // multiply-adds per operand byte that pay for moving the operands to a second core.
+  const double operand_bytes = sizeof(T) * static_cast<double>(s_in.batch) *
+                               (static_cast<double>(s_in.m) * s_in.k + static_cast<double>(s_in.k) * s_in.n +
+                                static_cast<double>(s_in.m) * s_in.n);
+  const int threads = macs * static_cast<double>(s_in.batch) < grains().gemm_intensity * operand_bytes
+                          ? 1
+                          : threads_for(macs * static_cast<double>(s_in.batch), grains().gemm);
   {
     const GemmShape& s = s_in;
     const T *a = a_in, *b = b_in;
