@@ -2,14 +2,15 @@
 // pays for splitting it, so that a call never runs slower on more threads than on one.
 //
 // The rule: a call with `work` units of its family runs on min(num_threads(), work / grain)
-// threads (at least 1). The grains were measured by bench/grain_bench.cc, which times each family
-// over a range of sizes on 1 and 2 threads with every grain set to 0 (figures in bench/results/):
-// each default is the size from which 2 threads were faster than 1, halved (one grain per
-// thread). The optimizer's update gained nothing from a second thread at any size measured (up to
-// 2^21 elements), so it splits only above that. What sets them is the cost of handing work to a second core: the job's
-// start-up (about a microsecond with the worker spinning) and, for memory-bound families, the data
-// moving from the caller's private L2 to the other core's; below the grain, a call's work is of
-// that order.
+// threads (at least 1); a matrix product also needs gemm_intensity multiply-adds per byte of its
+// operands. The grains were measured by bench/grain_bench.cc, which times each family over a range
+// of sizes on 1 and 2 threads with every grain set to 0 (figures in bench/results/): each default
+// is the size from which 2 threads were faster than 1, halved (one grain per thread). The
+// optimizer's update gained nothing from a second thread at any size measured (up to 2^21
+// elements), so it splits only above that. What sets them is the cost of handing work to a second
+// core: the job's start-up (about a microsecond with the worker spinning) and the data moving from
+// the caller's cache to the other core's; below the grain, a call's work is of that order. Those
+// costs differ between hosts (and, on a VM, over time): the grains are one host's figures.
 //
 // The thread count only ever changes speed: every kernel computes each output with the same
 // sequence of operations on any number of threads (the reduction orders are fixed by the shapes).
@@ -24,8 +25,8 @@ struct Grains {
   /// The least multiply-adds per byte of a product's operands (A, B and C) for it to be split: a
   /// second core first has to fetch its share of the operands, which in a training step the other
   /// core has usually just written (the weights after the update, the activations after the layer
-  /// before), and on the Zen 5 VM that moves about 16 GB/s against some 100 G multiply-adds/s of
-  /// compute. Linear layers reach it from a batch of about 64, square products from about 192.
+  /// before), and between two cores bytes move far slower than multiply-adds run (bench/results/).
+  /// Linear layers reach it from a batch of about 64, square products from about 192.
   double gemm_intensity = 0;
   double conv = 0;         ///< multiply-adds of a convolution (forward, input or weight gradient)
   double elementwise = 0;  ///< output elements of an elementwise op (unary, binary, axpy)

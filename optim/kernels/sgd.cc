@@ -28,11 +28,10 @@ HWY_EXPORT(TargetId);
 namespace {
 
 // A parameter of at least two grains of elements (autograd/grain.h) is updated in parts on the
-// thread pool when a worker is awake (the MLP's 784x256 weight: its three arrays stream from L3,
-// and two cores move them faster than one: on Zen 4 the 784-256-256-10 step at batch 8 on 2
-// threads went from 225 to 140 us). With every worker asleep (a step whose products all ran on one
-// thread, batch 1) the wake-up cost more than the split saved (96 -> 130 us), so the update then
-// stays on the caller. Each element's update is independent: the result never depends on the split.
+// thread pool when a worker is awake. The update streams three arrays and does little with them, so
+// a second core pays only for very large parameters (none up to 2^21 elements on the Zen 5 host:
+// bench/results/); with every worker asleep the wake-up would cost more than the split saves, so
+// the update then stays on the caller. Each element's update is independent: the result never depends on the split.
 // step(b, e) over [0, n): one call when small or no worker is awake, else 8 parts per thread (a
 // worker that joins late holds the caller up by one small part at most).
 template <class Step>
