@@ -8,7 +8,7 @@
 // is the size from which 2 threads were faster than 1, halved (one grain per thread). The
 // optimizer's update gained nothing from a second thread at any size measured (up to 2^21
 // elements), so it splits only above that. What sets them is the cost of handing work to a second
-// core: the job's start-up (about a microsecond with the worker spinning) and the data moving from
+// core: the job's start-up (the `pool start-up` bench rows) and the data moving from
 // the caller's cache to the other core's; below the grain, a call's work is of that order. Those
 // costs differ between hosts (and, on a VM, over time): the grains are one host's figures.
 //

@@ -10,7 +10,7 @@
 //                   a row block waits only for panels that were claimed, so never for a sleeper);
 //   parallel_run:   a team of nt threads running fn(t, nt) at once, for work that needs all its
 //                   threads at the same time (the bench's peak probe). Its start-up waits for
-//                   every member, so a sleeping worker costs its wake-up (tens of microseconds).
+//                   every member, so a sleeping worker costs the caller its whole wake-up.
 // Which thread runs what never changes a result: every caller gives each team member or part its
 // own outputs and combines partial sums afterwards in a fixed order.
 #pragma once

@@ -7,6 +7,7 @@
 // against it. At 1 thread the call runs the function inline (the floor).
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <thread>
 
 #include "autograd/parallel.h"
@@ -17,20 +18,28 @@ namespace normlab::bench {
 
 namespace {
 
-void pool_start_up(benchmark::State& state, bool asleep) {
-  const int threads = autograd::num_threads();
-  int sink = 0;
-  const auto noop = [&sink](int t, int) {
-    if (t < 0) ++sink;  // never: keeps the call
-  };
-  base::parallel_run(threads, noop);  // the workers exist before the first timed call
+// Times job() from the call to its return, after a first untimed call (the workers exist before
+// the first timed one), back to back or after a 2 ms pause (the workers asleep).
+template <class Job>
+void time_start_up(benchmark::State& state, bool asleep, const Job& job) {
+  job();
   for (auto _ : state) {
     if (asleep) std::this_thread::sleep_for(std::chrono::milliseconds(2));
     const auto start = std::chrono::steady_clock::now();
-    base::parallel_run(threads, noop);
+    job();
     state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
-  benchmark::DoNotOptimize(sink);
+}
+
+// A team job: returns when every member has run.
+void pool_start_up(benchmark::State& state, bool asleep) {
+  const int threads = autograd::num_threads();
+  std::atomic<int> sink{0};
+  const auto noop = [&sink](int t, int) {
+    if (t < 0) sink.fetch_add(1, std::memory_order_relaxed);  // never: keeps the call
+  };
+  time_start_up(state, asleep, [&] { base::parallel_run(threads, noop); });
+  benchmark::DoNotOptimize(sink.load());
 }
 
 // A parts job (what the kernels run): the caller does not wait for a worker that has not woken,
@@ -41,33 +50,26 @@ void pool_parts_start_up(benchmark::State& state, bool asleep) {
   const auto noop = [&sink](int64_t i) {
     if (i < 0) sink.fetch_add(1, std::memory_order_relaxed);  // never: keeps the call
   };
-  base::parallel_parts(threads, 2 * threads, noop);
-  for (auto _ : state) {
-    if (asleep) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    const auto start = std::chrono::steady_clock::now();
-    base::parallel_parts(threads, 2 * threads, noop);
-    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
+  time_start_up(state, asleep, [&] { base::parallel_parts(threads, 2 * threads, noop); });
   benchmark::DoNotOptimize(sink.load());
 }
 
 }  // namespace
 
 void register_pool() {
-  benchmark::RegisterBenchmark("pool start-up workers spinning", pool_start_up, false)
-      ->UseManualTime()
-      ->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark("pool start-up workers asleep", pool_start_up, true)
-      ->UseManualTime()
-      ->Unit(benchmark::kMicrosecond)
-      ->Iterations(200);
-  benchmark::RegisterBenchmark("pool start-up parts workers spinning", pool_parts_start_up, false)
-      ->UseManualTime()
-      ->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark("pool start-up parts workers asleep", pool_parts_start_up, true)
-      ->UseManualTime()
-      ->Unit(benchmark::kMicrosecond)
-      ->Iterations(200);
+  struct Row { const char* name; void (*fn)(benchmark::State&, bool); };
+  for (const Row& r : {Row{"pool start-up", pool_start_up}, Row{"pool start-up parts", pool_parts_start_up}}) {
+    const auto fn = r.fn;
+    benchmark::RegisterBenchmark((std::string(r.name) + " workers spinning").c_str(),
+                                 [fn](benchmark::State& state) { fn(state, false); })
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark((std::string(r.name) + " workers asleep").c_str(),
+                                 [fn](benchmark::State& state) { fn(state, true); })
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond)
+        ->Iterations(200);
+  }
 }
 
 }  // namespace normlab::bench

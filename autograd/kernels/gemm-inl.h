@@ -547,7 +547,7 @@ HWY_NOINLINE void GemmRegion(const GemmShape& s, const Plan<T>& pl, const T* a, 
 
 // Waits until v reaches target, spinning briefly, then yielding the core (a thread that waits on a
 // busy machine must not burn the time slice of the thread it waits for: with OpenMP's spinning
-// barriers, GEMMs of 200 us took 4-40 ms on 2 threads when another process held one core).
+// barriers, GEMMs took 20-200 times longer on 2 threads when another process held one core).
 inline void WaitAtLeast(const std::atomic<int64_t>& v, int64_t target) {
   while (v.load(std::memory_order_acquire) < target) {
     for (int spin = 0; spin < 64 && v.load(std::memory_order_acquire) < target; ++spin) {
@@ -611,13 +611,6 @@ HWY_NOINLINE void GemmSharedB(const GemmShape& s, const Plan<T>& pl, const T* a,
       }
     }
   }
-}
-
-// Independent parts (batch items, or column ranges with their own packing), claimed one at a
-// time on the pool; part(i) computes part i. A worker that has not woken holds nobody up.
-template <class Part>
-void ParallelParts(int threads, int64_t parts, const Part& part) {
-  base::parallel_parts(threads, parts, part);
 }
 
 // Few rows times a transposed B (Linear's forward x W^T at batch <= kDotRows): packing W would
@@ -852,7 +845,7 @@ void SmallK(const GemmShape& s, const T* a, const T* b, T* c, int threads) {
   };
   if (threads <= 1) return run(0, s.m);
   const int64_t parts = std::min<int64_t>(s.m, 4 * threads);  // each row's items still in batch order
-  ParallelParts(threads, parts, [&](int64_t i) HWY_ATTR { run(s.m * i / parts, s.m * (i + 1) / parts); });
+  base::parallel_parts(threads, parts, [&](int64_t i) HWY_ATTR { run(s.m * i / parts, s.m * (i + 1) / parts); });
 }
 
 // C = 0 (or untouched when accumulating) for K = 0: every sum is empty.
@@ -888,7 +881,8 @@ void GemmBlocked(const GemmShape& s, Plan<T>& pl, const T* a, const T* b, T* c, 
                                tiles_n >= 2 * threads;
   if (s.batch >= threads && s.stride_c >= s.m * s.n) {
     // Disjoint C blocks: whole batch items.
-    ParallelParts(threads, s.batch, [&](int64_t q) HWY_ATTR { GemmRegion<D>(s, pl, a, b, c, q, q + 1, 0, s.m, 0, s.n); });
+    base::parallel_parts(threads, s.batch,
+                         [&](int64_t q) HWY_ATTR { GemmRegion<D>(s, pl, a, b, c, q, q + 1, 0, s.m, 0, s.n); });
   } else if (tiles_m >= 2 * threads && s.m > static_cast<int64_t>(kMC<T>) && !small_a_columns) {
     // Rows: a multiple of `threads` blocks of about equal height, at most MC, at least 2 per
     // thread so that a thread that starts late leaves some of its share to the others (M = 2048
@@ -908,7 +902,7 @@ void GemmBlocked(const GemmShape& s, Plan<T>& pl, const T* a, const T* b, T* c, 
     // shared B. On Zen 4 at 2 threads, Linear(784, 256) at batch 128: forward 305 -> 265 us, dX
     // 315 -> 260 us.
     const int64_t parts = std::min<int64_t>(tiles_n, 4 * threads);
-    ParallelParts(threads, parts, [&](int64_t i) HWY_ATTR {
+    base::parallel_parts(threads, parts, [&](int64_t i) HWY_ATTR {
       const int64_t j0 = std::min(s.n, tiles_n * i / parts * NR), j1 = std::min(s.n, tiles_n * (i + 1) / parts * NR);
       if (j0 < j1) GemmRegion<D>(s, pl, a, b, c, 0, s.batch, 0, s.m, j0, j1);
     });
@@ -962,7 +956,7 @@ void DotRows(const GemmShape& s, const T* a, const T* b, T* c, int threads) {
   };
   if (threads <= 1) return run(0, s.n);
   const int64_t groups = (s.n + unit - 1) / unit, parts = std::min<int64_t>(groups, 4 * threads);
-  ParallelParts(threads, parts, [&](int64_t i) HWY_ATTR {
+  base::parallel_parts(threads, parts, [&](int64_t i) HWY_ATTR {
     const int64_t j0 = std::min(s.n, groups * i / parts * unit), j1 = std::min(s.n, groups * (i + 1) / parts * unit);
     if (j0 < j1) run(j0, j1);
   });
@@ -1085,7 +1079,7 @@ void Gemm(const GemmShape& s_in, const T* a_in, const T* b_in, T* c) {
       if (threads <= 1) return GemmNarrowTransA(s, a, b, c, 0, s.m);
       const int64_t unit = static_cast<int64_t>(2 * hn::Lanes(d)), groups = (s.m + unit - 1) / unit;
       const int64_t parts = std::min<int64_t>(groups, 4 * threads);
-      ParallelParts(threads, parts, [&](int64_t i) HWY_ATTR {
+      base::parallel_parts(threads, parts, [&](int64_t i) HWY_ATTR {
         const int64_t i0 = std::min(s.m, groups * i / parts * unit);
         const int64_t i1 = std::min(s.m, groups * (i + 1) / parts * unit);
         if (i0 < i1) GemmNarrowTransA(s, a, b, c, i0, i1);

@@ -441,8 +441,8 @@ HWY_INLINE int64_t ChannelParts(int64_t elems, int64_t C) {
 // Per-channel scratch: `arrays` arrays of C values, zeroed, each starting on a 64-byte line and
 // padded to whole 16-channel blocks, so that the channel parts of different threads (ChannelRange
 // cuts at multiples of 16) never write one cache line. In plain std::vector arrays the parts'
-// running sums shared a line at every cut: BatchNorm's statistics of (8192, 256) took 685 us on 2
-// threads against 107 us on one, the line moving between the cores at every 4 rows.
+// running sums shared a line at every cut, and the line moved between the cores every few rows:
+// the statistics ran several times slower on 2 threads than on one (bench/results/).
 template <typename T>
 class ChannelArrays {
  public:
