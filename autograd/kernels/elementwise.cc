@@ -59,7 +59,9 @@ namespace {
 // (autograd/grain.h). Every element is computed by the same lane arithmetic whichever part (and
 // whether the vector body or the one-lane tail) it falls in, so the results do not depend on the
 // thread count.
-int elementwise_threads(int64_t n) { return autograd::threads_for(static_cast<double>(n), autograd::grains().elementwise); }
+int elementwise_threads(int64_t n) {
+  return autograd::threads_for(static_cast<double>(n), autograd::grains().elementwise);
+}
 
 // Runs fn(begin, end) over [0, n): in one call when small, else in 4 parts per thread.
 template <class Fn>

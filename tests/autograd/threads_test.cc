@@ -138,7 +138,8 @@ BOOST_AUTO_TEST_CASE(threads_for_follows_the_grain) {
     BOOST_TEST(normlab::autograd::grains().gemm == 0);  // the guard zeroes them
   }
   const normlab::autograd::Grains g = normlab::autograd::grains(), d = normlab::autograd::default_grains();
-  for (double x : {d.gemm, d.gemm_intensity, d.conv, d.elementwise, d.reduce, d.norm, d.batch_norm, d.attention, d.pooling, d.embedding, d.optimizer})
+  for (double x : {d.gemm, d.gemm_intensity, d.conv, d.elementwise, d.reduce, d.norm, d.batch_norm, d.attention,
+                   d.pooling, d.embedding, d.optimizer})
     BOOST_TEST(x > 0);
   BOOST_TEST(g.gemm == d.gemm);  // restored
   BOOST_TEST(g.optimizer == d.optimizer);
