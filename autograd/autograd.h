@@ -12,6 +12,7 @@
 #include "autograd/gradcheck.h"
 #include "autograd/loss.h"
 #include "autograd/lstm.h"
+#include "autograd/lstm_recurrence.h"
 #include "autograd/matmul.h"
 #include "autograd/norm.h"
 #include "autograd/pooling.h"

@@ -69,29 +69,18 @@ LSTMOutput LSTM::forward_with_state(const Tensor& x, const Tensor& h0, const Ten
   const int64_t T = xt.size(0), B = xt.size(1), H = hidden_size_;
 
   Tensor seq = xt;  // (T, B, in): the current layer's input sequence
-  std::vector<Tensor> h_last, c_last, hs(T);
+  std::vector<Tensor> h_last, c_last;
   for (int64_t k = 0; k < o_.num_layers; ++k) {
     const Layer& l = layers_[k];
     // All T input projections at once, both biases added: (T B, in) x W_ih^T + (b_ih + b_hh).
     const Tensor bias = o_.bias ? l.b_ih + l.b_hh : Tensor();
     const Tensor xp = reshape(linear(reshape(seq, {T * B, seq.size(2)}), l.w_ih, bias), {T, B, 4 * H});
-    // Without h0 the start is zero and the first step skips the hidden GEMM, unless it is the only
-    // step: then W_hh enters through a zero h, so that its gradient is zeros (as PyTorch's), not
-    // undefined (an optimizer would skip the weight: no weight decay, no moments).
-    Tensor h = h0.defined() ? select(h0, 0, k) : T == 1 ? zeros({B, H}, x.dtype()) : Tensor();
-    Tensor c = c0.defined() ? select(c0, 0, k) : zeros({B, H}, x.dtype());
-    for (int64_t t = 0; t < T; ++t) {
-      // G = x_t W_ih^T + b + h_{t-1} W_hh^T (no hidden GEMM while h is still the zero start).
-      const Tensor xp_t = select(xp, 0, t);
-      const Tensor G = h.defined() ? xp_t + linear(h, l.w_hh) : xp_t;
-      const Tensor state = lstm_cell(G, c);  // (2, B, H): h, c
-      h = select(state, 0, 0);
-      c = select(state, 0, 1);
-      hs[t] = h;
-    }
-    seq = stack(hs, 0);  // (T, B, H)
-    h_last.push_back(h);
-    c_last.push_back(c);
+    // All T steps in one op: out (T + 1, B, H) holds h_0 .. h_{T-1}, then c_{T-1}.
+    const Tensor out = lstm_recurrence(xp, l.w_hh, h0.defined() ? select(h0, 0, k) : Tensor(),
+                                       c0.defined() ? select(c0, 0, k) : Tensor());
+    seq = narrow(out, 0, 0, T);  // (T, B, H)
+    h_last.push_back(select(out, 0, T - 1));
+    c_last.push_back(select(out, 0, T));
   }
   return {o_.batch_first ? transpose(seq, 0, 1) : seq, stack(h_last, 0), stack(c_last, 0)};
 }

@@ -39,8 +39,9 @@ Tensor lstm_time_major_input(const std::string& who, const Tensor& x, const Tens
 ///   i, f, o = sigmoid(G_i, G_f, G_o), g = tanh(G_g)
 ///   c_t = f c_{t-1} + i g,  h_t = o tanh(c_t)
 /// h_0 and c_0 are zeros unless given. Per layer, the input projections of all T steps are one GEMM
-/// ((T B, in) x W_ih^T, the biases added there); each step then adds h_{t-1} W_hh^T (one GEMM) and
-/// runs the fused cell (autograd::lstm_cell). No dropout between layers, no bidirectional or
+/// ((T B, in) x W_ih^T, the biases added there); the steps then run as one op
+/// (autograd::lstm_recurrence: per step the GEMM h_{t-1} W_hh^T and the fused cell, parts of the
+/// batch's rows on their own threads). No dropout between layers, no bidirectional or
 /// projection variants; the input must be batched (3-D).
 class LSTM : public Module {
  public:

@@ -1007,6 +1007,7 @@ bool SwapsToTransposedC(const GemmShape& s) {
 // Whether the dot-product, small-K and narrow paths take s (else the blocked GEMM).
 template <typename T>
 bool UnblockedPath(const GemmShape& s) {
+  if (s.blocked) return false;
   return UseSmallK<T>(s) || (s.trans_a && !s.trans_b && s.n <= kNarrowCols) || UseDotRows<T>(s);
 }
 
@@ -1071,7 +1072,7 @@ void Gemm(const GemmShape& s_in, const T* a_in, const T* b_in, T* c) {
   const int threads = macs * static_cast<double>(s_in.batch) < grains().gemm_intensity * operand_bytes
                           ? 1
                           : threads_for(macs * static_cast<double>(s_in.batch), grains().gemm);
-  {
+  if (!s_in.blocked) {
     const GemmShape& s = s_in;
     const T *a = a_in, *b = b_in;
     if (UseSmallK<T>(s)) return SmallK(s, a, b, c, threads);

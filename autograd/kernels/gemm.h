@@ -27,6 +27,10 @@ struct GemmShape {
   const void* bias = nullptr;
   const void* mul = nullptr;
   const void* residual = nullptr;
+  // Take the blocked GEMM whatever the shape (not the dot-product, small-K or narrow paths): every
+  // element of C is then the same sum, an FMA chain over K in order, for any M. For callers that
+  // split C's rows between calls and need the bits of one call (autograd::lstm_recurrence).
+  bool blocked = false;
 };
 
 void gemm(const GemmShape& s, const float* a, const float* b, float* c);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <stdexcept>
@@ -177,6 +178,49 @@ void test_edge_row_tiles_bitwise() {
   });
 }
 
+// With `blocked`, C's rows computed in parts (any split, parts of 1 row up) give the same bits as
+// one call over all rows, whatever path the parts' shapes would otherwise take (dot products at
+// few rows, small K, C^T), with a residual epilogue as the LSTM recurrence uses it, and on
+// 1 and 2 threads; and match the reference.
+template <typename T>
+void test_blocked_row_parts_bitwise() {
+  struct Case { int64_t m, n, k; bool tb; };
+  const std::vector<Case> cases = {{37, 512, 128, true}, {40, 33, 12, false}, {19, 70, 300, true},
+                                   {33, 128, 512, false}, {24, 9, 1100, true}};
+  const normlab::test::ThreadsGuard guard;  // every grain 0: split on 2 threads
+  for (int threads : {1, 2}) {
+    normlab::autograd::set_num_threads(threads);
+    for_each_target([&] {
+      unsigned seed = 2100;
+      for (const Case& c : cases)
+        for (bool residual : {false, true}) {
+          const auto a = random_vec<T>(c.m * c.k, seed++), b = random_vec<T>(c.k * c.n, seed++);
+          const auto r = random_vec<T>(c.m * c.n, seed++);
+          k::GemmShape s;
+          s.trans_b = c.tb, s.m = c.m, s.n = c.n, s.k = c.k, s.blocked = true;
+          if (residual) s.residual = r.data();
+          std::vector<T> whole(static_cast<size_t>(c.m * c.n)), want(whole.size());
+          k::gemm(s, a.data(), b.data(), whole.data());
+          k::ref::gemm(s, a.data(), b.data(), want.data());
+          check_close(whole, want, static_cast<int64_t>(whole.size()), 0, 2 * tolerance<T>(c.k));
+          for (int64_t rows : {1, 2, 5, 8, 16, 17}) {
+            std::vector<T> parts(whole.size(), T(-7));
+            for (int64_t i0 = 0; i0 < c.m; i0 += rows) {
+              k::GemmShape p = s;
+              p.m = std::min(rows, c.m - i0);
+              if (residual) p.residual = r.data() + i0 * c.n;
+              k::gemm(p, a.data() + i0 * c.k, b.data(), parts.data() + i0 * c.n);
+            }
+            BOOST_TEST_CONTEXT("threads " << threads << " m " << c.m << " n " << c.n << " k " << c.k << " trans_b "
+                                          << c.tb << " residual " << residual << " rows per part " << rows) {
+              BOOST_TEST(std::memcmp(parts.data(), whole.data(), whole.size() * sizeof(T)) == 0);
+            }
+          }
+        }
+    });
+  }
+}
+
 // A bias (C = bias rows + op(A) op(B)) gives the same bits as filling C with the bias rows and
 // accumulating the product onto it (what the other paths do, and Linear did before), on every
 // path: dot products, small K, narrow, C^T, the blocked GEMM with one and several K blocks, its
@@ -338,6 +382,8 @@ BOOST_AUTO_TEST_CASE(batches_and_accumulate_f32) { test_batches_and_accumulate<f
 BOOST_AUTO_TEST_CASE(batches_and_accumulate_f64) { test_batches_and_accumulate<double>(); }
 BOOST_AUTO_TEST_CASE(edge_row_tiles_bitwise_f32) { test_edge_row_tiles_bitwise<float>(); }
 BOOST_AUTO_TEST_CASE(edge_row_tiles_bitwise_f64) { test_edge_row_tiles_bitwise<double>(); }
+BOOST_AUTO_TEST_CASE(blocked_row_parts_bitwise_f32) { test_blocked_row_parts_bitwise<float>(); }
+BOOST_AUTO_TEST_CASE(blocked_row_parts_bitwise_f64) { test_blocked_row_parts_bitwise<double>(); }
 
 // The reference itself, on a product worked by hand: [[1, 2], [3, 4]] [[5, 6], [7, 8]] and its
 // transposed forms, so that the kernels are not only checked against a wrong reference.

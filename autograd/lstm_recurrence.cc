@@ -1,0 +1,234 @@
+// The LSTM recurrence op: checks, the forward and backward of parts of the batch's rows through all
+// steps (one parallel job each way), W_hh's gradient as one product, and the create_graph backward
+// of recorded ops.
+#include "autograd/lstm_recurrence.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/elementwise.h"
+#include "autograd/engine.h"
+#include "autograd/grain.h"
+#include "autograd/kernels/gemm.h"
+#include "autograd/kernels/lstm.h"
+#include "autograd/matmul.h"
+#include "autograd/shape_ops.h"
+#include "base/thread_pool.h"
+
+namespace normlab::autograd {
+
+namespace k = kernels;
+
+namespace {
+
+// Rows of the batch per part, at least: a step's hidden GEMM on fewer rows runs at a poorer rate
+// than the second core gains. Batches below 2 kPartRows run as one part with the GEMM's usual path
+// choice; from 2 kPartRows on every product is blocked (kernels::GemmShape::blocked), on one part or
+// several, so that the bits do not depend on how many parts the thread count allows.
+constexpr int64_t kPartRows = 16;
+
+struct Dims {
+  int64_t T, B, H;
+};
+
+bool split_rows(const Dims& d) { return d.B >= 2 * kPartRows; }
+
+// Parts of the rows: up to one per thread the work allows (the forward's multiply-adds against the
+// GEMM grain), each of at least kPartRows rows.
+int64_t row_parts(const Dims& d) {
+  if (!split_rows(d)) return 1;
+  const double macs = static_cast<double>(d.T) * static_cast<double>(d.B) * 4.0 * static_cast<double>(d.H * d.H);
+  return std::max<int64_t>(1, std::min<int64_t>(d.B / kPartRows, threads_for(macs, grains().gemm)));
+}
+
+// Runs rows(r0, r1) on `parts` ranges of the batch's rows, each on one thread.
+template <class Rows>
+void on_row_parts(const Dims& d, const Rows& rows) {
+  const int64_t parts = row_parts(d);
+  base::parallel_parts(static_cast<int>(parts), parts, [&](int64_t q) { rows(d.B * q / parts, d.B * (q + 1) / parts); });
+}
+
+// The forward of rows r0 .. r1-1 through all steps. xp (T, B, 4H), w (4H, H), h0 (B, H) or null,
+// c0 (B, H) (zeros when the op got none); writes acts (T, B, 4H), cs (T, B, H) = c_0 .. c_{T-1},
+// out (T + 1, B, H); G (B, 4H) is scratch.
+template <typename T>
+void forward_rows(const Dims& d, const T* xp, const T* w, const T* h0, const T* c0, T* G, T* acts, T* cs, T* out,
+                  int64_t r0, int64_t r1) {
+  const int64_t B = d.B, H = d.H, G4 = 4 * H, n = r1 - r0;
+  for (int64_t t = 0; t < d.T; ++t) {
+    const int64_t at = t * B + r0;  // the part's first row at step t
+    const T* h_prev = t == 0 ? (h0 ? h0 + r0 * H : nullptr) : out + (at - B) * H;
+    const T* gates = xp + at * G4;
+    if (h_prev) {  // G (n, 4H) = h_{t-1} (n, H) W_hh^T + xp_t: the residual added to the product's sums
+      k::GemmShape s;
+      s.trans_b = true, s.m = n, s.n = G4, s.k = H, s.residual = gates, s.blocked = split_rows(d);
+      k::gemm(s, h_prev, w, G + r0 * G4);
+      gates = G + r0 * G4;
+    }
+    const T* c_prev = t == 0 ? c0 + r0 * H : cs + (at - B) * H;
+    k::lstm_cell_forward(n, H, gates, c_prev, acts + at * G4, cs + at * H, out + at * H);
+  }
+  std::memcpy(out + (d.T * B + r0) * H, cs + ((d.T - 1) * B + r0) * H, static_cast<size_t>(n * H) * sizeof(T));
+}
+
+// The backward of rows r0 .. r1-1 through all steps, t = T-1 down to 0, from g (T + 1, B, H) (the
+// gradients of h_0 .. h_{T-1} and of c_{T-1}):
+//   dh_t = g_t + dG_{t+1} W_hh (g_{T-1} alone at the last step),  dc_{T-1} = g_T,
+//   the cell's backward: dG_t and dc_{t-1} (kernels/lstm.h),
+// and at the end dh0 = dG_0 W_hh, dc0 = dc_{-1} where wanted (null: not). Writes dG (T, B, 4H) (the
+// gradient of xp); dh, dc, dc_next (B, H) are scratch.
+template <typename T>
+void backward_rows(const Dims& d, const T* g, const T* w, const T* acts, const T* cs, const T* c0, T* dG, T* dh,
+                   T* dc, T* dc_next, T* dh0, T* dc0, int64_t r0, int64_t r1) {
+  const int64_t B = d.B, H = d.H, G4 = 4 * H, n = r1 - r0;
+  const size_t bytes = static_cast<size_t>(n * H) * sizeof(T);
+  dh += r0 * H, dc += r0 * H, dc_next += r0 * H;
+  std::memcpy(dh, g + ((d.T - 1) * B + r0) * H, bytes);
+  std::memcpy(dc, g + (d.T * B + r0) * H, bytes);
+  k::GemmShape back;  // dh (n, H) = dG_{t+1} (n, 4H) W_hh (4H, H) [+ g_t]
+  back.m = n, back.n = H, back.k = G4, back.blocked = split_rows(d);
+  for (int64_t t = d.T - 1; t >= 0; --t) {
+    const int64_t at = t * B + r0;
+    if (t < d.T - 1) {
+      k::GemmShape s = back;
+      s.residual = g + at * H;
+      k::gemm(s, dG + (at + B) * G4, w, dh);
+    }
+    const T* c_prev = t == 0 ? c0 + r0 * H : cs + (at - B) * H;
+    k::lstm_cell_backward(n, H, dh, dc, acts + at * G4, c_prev, cs + at * H, dG + at * G4,
+                          t > 0 || dc0 ? dc_next : nullptr);
+    std::swap(dc, dc_next);
+  }
+  if (dc0) std::memcpy(dc0 + r0 * H, dc, bytes);
+  if (dh0) k::gemm(back, dG + r0 * G4, w, dh0 + r0 * H);
+}
+
+// dW_hh (4H, H) = sum over t of dG_t^T h_{t-1}: the steps 1 .. T-1 as one product over their
+// (T-1) B rows (h_0 .. h_{T-2} are out's first rows), then step 0's with h0 if there is one.
+template <typename T>
+void w_hh_grad(const Dims& d, const T* dG, const T* out, const T* h0, T* dw) {
+  const int64_t B = d.B, H = d.H, G4 = 4 * H;
+  k::GemmShape s;
+  s.trans_a = true, s.m = G4, s.n = H;
+  if (d.T > 1) {
+    s.k = (d.T - 1) * B;
+    k::gemm(s, dG + B * G4, out, dw);
+  }
+  if (h0) {
+    s.k = B, s.accumulate = d.T > 1;
+    k::gemm(s, dG, h0, dw);
+  }
+  if (d.T == 1 && !h0) std::fill(dw, dw + G4 * H, T(0));
+}
+
+// The gradients in a create_graph pass: the steps recomputed with recorded ops from the saved
+// inputs, then the backward above written with them (the cell's derivative as in kernels/lstm.h),
+// so that every gradient is a recorded function of the inputs and can be differentiated again.
+std::vector<Tensor> recorded_grads(const Tensor& g, const Tensor& xp, const Tensor& w, const Tensor& h0,
+                                   const Tensor& c0, const Dims& d, const Needs& need) {
+  const int64_t T = d.T, H = d.H;
+  const Tensor wt = transpose(w, 0, 1);
+  struct Step {
+    Tensor h_prev, c_prev, i, f, gg, o, tc;
+  };
+  std::vector<Step> st(static_cast<size_t>(T));
+  Tensor h = h0, c = c0.defined() ? c0 : zeros({d.B, H}, xp.dtype());
+  for (int64_t t = 0; t < T; ++t) {
+    const Tensor G = h.defined() ? select(xp, 0, t) + matmul(h, wt) : select(xp, 0, t);
+    Step& s = st[static_cast<size_t>(t)];
+    s.h_prev = h, s.c_prev = c;
+    s.i = sigmoid(narrow(G, 1, 0, H)), s.f = sigmoid(narrow(G, 1, H, H));
+    s.gg = tanh(narrow(G, 1, 2 * H, H)), s.o = sigmoid(narrow(G, 1, 3 * H, H));
+    c = s.f * c + s.i * s.gg;
+    s.tc = tanh(c);
+    h = s.o * s.tc;
+  }
+  std::vector<Tensor> dG(static_cast<size_t>(T));
+  Tensor dh = select(g, 0, T - 1), dc = select(g, 0, T), dw;
+  for (int64_t t = T - 1; t >= 0; --t) {
+    const Step& s = st[static_cast<size_t>(t)];
+    if (t < T - 1) dh = select(g, 0, t) + matmul(dG[static_cast<size_t>(t + 1)], w);
+    const Tensor dct = dc + dh * s.o * (1.0 - s.tc * s.tc);
+    dG[static_cast<size_t>(t)] = cat({dct * s.gg * s.i * (1.0 - s.i), dct * s.c_prev * s.f * (1.0 - s.f),
+                                      dct * s.i * (1.0 - s.gg * s.gg), dh * s.tc * s.o * (1.0 - s.o)}, 1);
+    dc = dct * s.f;
+    if (need[1] && s.h_prev.defined()) {
+      const Tensor term = matmul(transpose(dG[static_cast<size_t>(t)], 0, 1), s.h_prev);
+      dw = dw.defined() ? dw + term : term;
+    }
+  }
+  if (need[1] && !dw.defined()) dw = zeros({4 * H, H}, xp.dtype());
+  return {need[0] ? stack(dG, 0) : Tensor(), dw,
+          need[2] && h0.defined() ? matmul(dG[0], w) : Tensor(), need[3] && c0.defined() ? dc : Tensor()};
+}
+
+void check_inputs(const Tensor& xp, const Tensor& w_hh, const Tensor& h0, const Tensor& c0) {
+  const std::string op = "lstm_recurrence";
+  check(xp.defined() && w_hh.defined(), [&] { return op + ": xp and w_hh must be defined tensors"; });
+  const Shape& xs = xp.shape();
+  if (xs.size() != 3 || xs[0] < 1 || xs[2] < 4 || xs[2] % 4 != 0)
+    throw Error(op + ": expected xp of shape (T, B, 4H) with T >= 1 and H >= 1, got " + shape_str(xs));
+  const int64_t B = xs[1], H = xs[2] / 4;
+  if (w_hh.shape() != Shape{4 * H, H})
+    throw Error(op + ": expected w_hh of shape " + shape_str({4 * H, H}) + " for xp of shape " + shape_str(xs) +
+                ", got " + shape_str(w_hh.shape()));
+  for (const auto& [t, name] : {std::pair{&w_hh, "w_hh"}, std::pair{&h0, "h0"}, std::pair{&c0, "c0"}}) {
+    if (!t->defined()) continue;
+    if (t != &w_hh && t->shape() != Shape{B, H})
+      throw Error(op + ": expected " + name + " of shape " + shape_str({B, H}) + " (batch, hidden) for xp of shape " +
+                  shape_str(xs) + ", got " + shape_str(t->shape()));
+    if (t->dtype() != xp.dtype())
+      throw Error(op + ": expected " + name + " to have xp's dtype " + dtype_name(xp.dtype()) + ", got " +
+                  dtype_name(t->dtype()));
+  }
+}
+
+}  // namespace
+
+Tensor lstm_recurrence(const Tensor& xp, const Tensor& w_hh, const Tensor& h0, const Tensor& c0) {
+  check_inputs(xp, w_hh, h0, c0);
+  const Dims d{xp.size(0), xp.size(1), xp.size(2) / 4};
+  const DType dt = xp.dtype();
+  const int64_t B = d.B, H = d.H;
+  Tensor out = empty({d.T + 1, B, H}, dt), acts = empty({d.T, B, 4 * H}, dt), cs = empty({d.T, B, H}, dt);
+  const Tensor c_start = c0.defined() ? c0 : zeros({B, H}, dt);
+  {
+    const Tensor G = empty({B, 4 * H}, dt);
+    dispatch(dt, [&](auto zero) {
+      using T = decltype(zero);
+      const T* h = h0.defined() ? h0.data<T>() : nullptr;
+      on_row_parts(d, [&](int64_t r0, int64_t r1) {
+        forward_rows(d, xp.data<T>(), w_hh.data<T>(), h, c_start.data<T>(), G.data<T>(), acts.data<T>(),
+                     cs.data<T>(), out.data<T>(), r0, r1);
+      });
+    });
+  }
+  return record("LstmRecurrenceBackward", out, {xp, w_hh, h0, c0},
+                [xp = saved(xp), w = saved(w_hh), h0 = saved(h0), c0 = saved(c0), c_start, acts, cs,
+                 o = saved_output(out), d](const Tensor& g, const Needs& need) {
+                  if (grad_enabled()) return recorded_grads(g, xp, w, h0, c0, d, need);
+                  const DType dt = g.dtype();
+                  const int64_t B = d.B, H = d.H;
+                  Tensor dG = empty({d.T, B, 4 * H}, dt), dw = need[1] ? empty({4 * H, H}, dt) : Tensor();
+                  Tensor dh0 = need[2] && h0.defined() ? empty({B, H}, dt) : Tensor();
+                  Tensor dc0 = need[3] && c0.defined() ? empty({B, H}, dt) : Tensor();
+                  const Tensor dh = empty({B, H}, dt), dc = empty({B, H}, dt), dc_next = empty({B, H}, dt);
+                  dispatch(dt, [&](auto zero) {
+                    using T = decltype(zero);
+                    const auto ptr = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
+                    on_row_parts(d, [&](int64_t r0, int64_t r1) {
+                      backward_rows(d, g.data<T>(), w.data<T>(), acts.data<T>(), cs.data<T>(), c_start.data<T>(),
+                                    dG.data<T>(), dh.data<T>(), dc.data<T>(), dc_next.data<T>(), ptr(dh0), ptr(dc0),
+                                    r0, r1);
+                    });
+                    if (dw.defined()) w_hh_grad(d, dG.data<T>(), o.data<T>(), ptr(h0), dw.data<T>());
+                  });
+                  return std::vector<Tensor>{need[0] ? dG : Tensor(), dw, dh0, dc0};
+                },
+                Backward::Differentiable);
+}
+
+}  // namespace normlab::autograd
