@@ -175,12 +175,12 @@ void check_inputs(const Tensor& xp, const Tensor& w_hh, const Tensor& h0, const 
   if (w_hh.shape() != Shape{4 * H, H})
     throw Error(op + ": expected w_hh of shape " + shape_str({4 * H, H}) + " for xp of shape " + shape_str(xs) +
                 ", got " + shape_str(w_hh.shape()));
-  for (const auto& [t, name] : {std::pair{&w_hh, "w_hh"}, std::pair{&h0, "h0"}, std::pair{&c0, "c0"}}) {
-    if (!t->defined()) continue;
-    if (t != &w_hh && t->shape() != Shape{B, H})
+  for (const auto& [t, name] : {std::pair{&h0, "h0"}, std::pair{&c0, "c0"}})
+    if (t->defined() && t->shape() != Shape{B, H})
       throw Error(op + ": expected " + name + " of shape " + shape_str({B, H}) + " (batch, hidden) for xp of shape " +
                   shape_str(xs) + ", got " + shape_str(t->shape()));
-    if (t->dtype() != xp.dtype())
+  for (const auto& [t, name] : {std::pair{&w_hh, "w_hh"}, std::pair{&h0, "h0"}, std::pair{&c0, "c0"}}) {
+    if (t->defined() && t->dtype() != xp.dtype())
       throw Error(op + ": expected " + name + " to have xp's dtype " + dtype_name(xp.dtype()) + ", got " +
                   dtype_name(t->dtype()));
   }

@@ -105,19 +105,21 @@ BOOST_AUTO_TEST_CASE(same_bits_on_1_2_and_3_threads_on_every_target) {
   });
 }
 
-BOOST_AUTO_TEST_CASE(gradcheck_and_gradgradcheck) {
-  const In in = inputs(3, 2, 3, DType::Float64, 50);
-  const auto f = [](const In& x) { return lstm_recurrence(x[0], x[1], x[2], x[3]); };
-  expect_gradcheck("all inputs", f, in);
-  expect_gradcheck("no state", [](const In& x) { return lstm_recurrence(x[0], x[1], Tensor(), Tensor()); },
-                   {in[0], in[1]});
-  expect_gradcheck("one step, no state", [](const In& x) { return lstm_recurrence(x[0], x[1], Tensor(), Tensor()); },
-                   {narrow(in[0], 0, 0, 1).detach().requires_grad_(), in[1]});
-  expect_gradgradcheck("all inputs", f, in);
-  expect_gradgradcheck("no state", [](const In& x) { return lstm_recurrence(x[0], x[1], Tensor(), Tensor()); },
-                       {in[0], in[1]});
-  expect_gradgradcheck("h0 only", [](const In& x) { return lstm_recurrence(x[0], x[1], x[2], Tensor()); },
-                       {in[0], in[1], in[2]});
+BOOST_AUTO_TEST_CASE(gradcheck_and_gradgradcheck_on_every_target) {
+  for_each_target([] {
+    const In in = inputs(3, 2, 3, DType::Float64, 50);
+    const auto f = [](const In& x) { return lstm_recurrence(x[0], x[1], x[2], x[3]); };
+    expect_gradcheck("all inputs", f, in);
+    expect_gradcheck("no state", [](const In& x) { return lstm_recurrence(x[0], x[1], Tensor(), Tensor()); },
+                     {in[0], in[1]});
+    expect_gradcheck("one step, no state", [](const In& x) { return lstm_recurrence(x[0], x[1], Tensor(), Tensor()); },
+                     {narrow(in[0], 0, 0, 1).detach().requires_grad_(), in[1]});
+    expect_gradgradcheck("all inputs", f, in);
+    expect_gradgradcheck("no state", [](const In& x) { return lstm_recurrence(x[0], x[1], Tensor(), Tensor()); },
+                         {in[0], in[1]});
+    expect_gradgradcheck("h0 only", [](const In& x) { return lstm_recurrence(x[0], x[1], x[2], Tensor()); },
+                         {in[0], in[1], in[2]});
+  });
 }
 
 BOOST_AUTO_TEST_CASE(bad_input) {
@@ -131,6 +133,8 @@ BOOST_AUTO_TEST_CASE(bad_input) {
                {"lstm_recurrence", "h0", "[2, 2]", "[3, 2]"});
   expect_error([] { lstm_recurrence(zeros({3, 2, 8}), zeros({8, 2}), Tensor(), zeros({2, 2}, DType::Float64)); },
                {"lstm_recurrence", "c0", "float32", "float64"});
+  expect_error([] { lstm_recurrence(zeros({3, 2, 8}), zeros({8, 2}, DType::Float64), Tensor(), Tensor()); },
+               {"lstm_recurrence", "w_hh", "float32", "float64"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()
