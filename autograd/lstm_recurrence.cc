@@ -36,6 +36,39 @@ struct Dims {
 
 bool split_rows(const Dims& d) { return d.B >= 2 * kPartRows; }
 
+// From kPartRows rows on, W_hh is packed for the GEMM once per pass (kernels::gemm_pack_b) rather
+// than read or packed again at every step: the forward's products h W_hh^T (n, H) x (H, 4H), the
+// backward's dG W_hh (n, 4H) x (4H, H). Fewer rows take the GEMM's own path choice (dot products
+// for a handful of rows).
+bool pack_w(const Dims& d) { return d.B >= kPartRows; }
+
+// The two products' shapes for n rows: G = h W_hh^T (forward) and dh = dG W_hh (backward), with
+// W_hh packed when pack_w (its blocked GEMM, whatever n), else blocked when the rows are split.
+k::GemmShape forward_shape(const Dims& d, int64_t n) {
+  k::GemmShape s;
+  s.trans_b = true, s.m = n, s.n = 4 * d.H, s.k = d.H;
+  s.packed_b = pack_w(d), s.blocked = split_rows(d);
+  return s;
+}
+k::GemmShape backward_shape(const Dims& d, int64_t n) {
+  k::GemmShape s;
+  s.m = n, s.n = d.H, s.k = 4 * d.H;
+  s.packed_b = pack_w(d), s.blocked = split_rows(d);
+  return s;
+}
+
+// W_hh packed for `shape`'s product (an undefined tensor when not pack_w): w (4H, H).
+Tensor packed_w(const Dims& d, const k::GemmShape& shape, const Tensor& w) {
+  if (!pack_w(d)) return Tensor();
+  Tensor out;
+  dispatch(w.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    out = empty({k::gemm_packed_b_size(shape, static_cast<const T*>(nullptr))}, w.dtype());
+    k::gemm_pack_b(shape, w.data<T>(), out.data<T>());
+  });
+  return out;
+}
+
 // Parts of the rows: up to one per thread the work allows (the forward's multiply-adds against the
 // GEMM grain), each of at least kPartRows rows.
 int64_t row_parts(const Dims& d) {
@@ -51,7 +84,8 @@ void on_row_parts(const Dims& d, const Rows& rows) {
   base::parallel_parts(static_cast<int>(parts), parts, [&](int64_t q) { rows(d.B * q / parts, d.B * (q + 1) / parts); });
 }
 
-// The forward of rows r0 .. r1-1 through all steps. xp (T, B, 4H), w (4H, H), h0 (B, H) or null,
+// The forward of rows r0 .. r1-1 through all steps. xp (T, B, 4H), w (4H, H) (or packed by packed_w
+// for forward_shape), h0 (B, H) or null,
 // c0 (B, H) (zeros when the op got none); writes acts (T, B, 4H), cs (T, B, H) = c_0 .. c_{T-1},
 // out (T + 1, B, H); G (B, 4H) is scratch.
 template <typename T>
@@ -63,8 +97,8 @@ void forward_rows(const Dims& d, const T* xp, const T* w, const T* h0, const T* 
     const T* h_prev = t == 0 ? (h0 ? h0 + r0 * H : nullptr) : out + (at - B) * H;
     const T* gates = xp + at * G4;
     if (h_prev) {  // G (n, 4H) = h_{t-1} (n, H) W_hh^T + xp_t: the residual added to the product's sums
-      k::GemmShape s;
-      s.trans_b = true, s.m = n, s.n = G4, s.k = H, s.residual = gates, s.blocked = split_rows(d);
+      k::GemmShape s = forward_shape(d, n);
+      s.residual = gates;
       k::gemm(s, h_prev, w, G + r0 * G4);
       gates = G + r0 * G4;
     }
@@ -79,7 +113,7 @@ void forward_rows(const Dims& d, const T* xp, const T* w, const T* h0, const T* 
 //   dh_t = g_t + dG_{t+1} W_hh (g_{T-1} alone at the last step),  dc_{T-1} = g_T,
 //   the cell's backward: dG_t and dc_{t-1} (kernels/lstm.h),
 // and at the end dh0 = dG_0 W_hh, dc0 = dc_{-1} where wanted (null: not). Writes dG (T, B, 4H) (the
-// gradient of xp); dh, dc, dc_next (B, H) are scratch.
+// gradient of xp); dh, dc, dc_next (B, H) are scratch; w as packed_w gives it for backward_shape.
 template <typename T>
 void backward_rows(const Dims& d, const T* g, const T* w, const T* acts, const T* cs, const T* c0, T* dG, T* dh,
                    T* dc, T* dc_next, T* dh0, T* dc0, int64_t r0, int64_t r1) {
@@ -88,8 +122,7 @@ void backward_rows(const Dims& d, const T* g, const T* w, const T* acts, const T
   dh += r0 * H, dc += r0 * H, dc_next += r0 * H;
   std::memcpy(dh, g + ((d.T - 1) * B + r0) * H, bytes);
   std::memcpy(dc, g + (d.T * B + r0) * H, bytes);
-  k::GemmShape back;  // dh (n, H) = dG_{t+1} (n, 4H) W_hh (4H, H) [+ g_t]
-  back.m = n, back.n = H, back.k = G4, back.blocked = split_rows(d);
+  const k::GemmShape back = backward_shape(d, n);  // dh (n, H) = dG_{t+1} (n, 4H) W_hh (4H, H) [+ g_t]
   for (int64_t t = d.T - 1; t >= 0; --t) {
     const int64_t at = t * B + r0;
     if (t < d.T - 1) {
@@ -197,11 +230,13 @@ Tensor lstm_recurrence(const Tensor& xp, const Tensor& w_hh, const Tensor& h0, c
   const Tensor c_start = c0.defined() ? c0 : zeros({B, H}, dt);
   {
     const Tensor G = empty({B, 4 * H}, dt);
+    const Tensor wp = packed_w(d, forward_shape(d, B), w_hh);
+    const Tensor& w = wp.defined() ? wp : w_hh;
     dispatch(dt, [&](auto zero) {
       using T = decltype(zero);
       const T* h = h0.defined() ? h0.data<T>() : nullptr;
       on_row_parts(d, [&](int64_t r0, int64_t r1) {
-        forward_rows(d, xp.data<T>(), w_hh.data<T>(), h, c_start.data<T>(), G.data<T>(), acts.data<T>(),
+        forward_rows(d, xp.data<T>(), w.data<T>(), h, c_start.data<T>(), G.data<T>(), acts.data<T>(),
                      cs.data<T>(), out.data<T>(), r0, r1);
       });
     });
@@ -216,11 +251,13 @@ Tensor lstm_recurrence(const Tensor& xp, const Tensor& w_hh, const Tensor& h0, c
                   Tensor dh0 = need[2] && h0.defined() ? empty({B, H}, dt) : Tensor();
                   Tensor dc0 = need[3] && c0.defined() ? empty({B, H}, dt) : Tensor();
                   const Tensor dh = empty({B, H}, dt), dc = empty({B, H}, dt), dc_next = empty({B, H}, dt);
+                  const Tensor wp = packed_w(d, backward_shape(d, B), w);
+                  const Tensor& wb = wp.defined() ? wp : w;
                   dispatch(dt, [&](auto zero) {
                     using T = decltype(zero);
                     const auto ptr = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
                     on_row_parts(d, [&](int64_t r0, int64_t r1) {
-                      backward_rows(d, g.data<T>(), w.data<T>(), acts.data<T>(), cs.data<T>(), c_start.data<T>(),
+                      backward_rows(d, g.data<T>(), wb.data<T>(), acts.data<T>(), cs.data<T>(), c_start.data<T>(),
                                     dG.data<T>(), dh.data<T>(), dc.data<T>(), dc_next.data<T>(), ptr(dh0), ptr(dc0),
                                     r0, r1);
                     });

@@ -76,7 +76,9 @@ Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
 namespace {
 
 // out[i] = x at the position whose index along out dim d is the index along x dim perm[d]:
-// a strided gather, one element at a time (data movement, no arithmetic).
+// a strided gather (data movement, no arithmetic), one output row (the last dim) at a time: a
+// memcpy when the last dim stays last (transpose(0, 1) of (T, B, H): rows of H), else a strided
+// loop along the row; the index over the other dims advances once per row.
 template <typename T>
 void permute_copy(const T* x, T* out, const Shape& xs, const std::vector<int64_t>& perm) {
   const auto xst = contiguous_strides(xs);
@@ -85,11 +87,20 @@ void permute_copy(const T* x, T* out, const Shape& xs, const std::vector<int64_t
   std::vector<int64_t> st(r);
   for (size_t d = 0; d < r; ++d) os[d] = xs[perm[d]], st[d] = xst[perm[d]];
   const int64_t n = numel(os);
+  if (r == 0) {
+    if (n == 1) out[0] = x[0];
+    return;
+  }
+  const int64_t row = os[r - 1], step = st[r - 1];
+  if (n == 0) return;
   std::vector<int64_t> idx(r, 0);
   int64_t off = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    out[i] = x[off];
-    for (size_t d = r; d-- > 0;) {
+  for (int64_t i = 0; i < n; i += row) {
+    T* o = out + i;
+    if (step == 1) std::memcpy(o, x + off, static_cast<size_t>(row) * sizeof(T));
+    else
+      for (int64_t j = 0; j < row; ++j) o[j] = x[off + j * step];
+    for (size_t d = r - 1; d-- > 0;) {  // the next row: advance the index over dims 0 .. r-2
       off += st[d];
       if (++idx[d] < os[d]) break;
       off -= st[d] * os[d];

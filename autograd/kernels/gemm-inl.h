@@ -417,6 +417,11 @@ struct Plan {
   bool c_transposed = false;  // the problem computes C^T = op(B)^T op(A)^T into C's memory
   const T* mul = nullptr;       // the epilogue (gemm.h), applied after the last K block
   const T* residual = nullptr;
+  // op(B) packed whole by gemm_pack_b (GemmShape::packed_b), else null: K block pc's panels
+  // start at packed + pc * np, column jc's micro-panel (jc a multiple of NR) jc * kc after that.
+  const T* packed = nullptr;
+  size_t np = 0;  // N rounded up to whole NR-column micro-panels
+  const T* packed_at(size_t pc, int64_t jc, size_t kc) const { return packed + pc * np + static_cast<size_t>(jc) * kc; }
 
   // op(A), op(B) and C of batch item q, with op() resolved into strides.
   Operands<T> operands(const GemmShape& s, const T* a, const T* b, T* c, int64_t q) const {
@@ -535,10 +540,12 @@ HWY_NOINLINE void GemmRegion(const GemmShape& s, const Plan<T>& pl, const T* a, 
       const size_t nc = std::min<size_t>(pl.NC, static_cast<size_t>(j1 - jc));
       for (size_t pc = 0; pc < pl.K; pc += pl.KC) {
         const size_t kc = std::min(pl.KC, pl.K - pc);
-        PackPanels(d, pl, o, pc, kc, jc, nc, pl.first_panel(nc), pl.panels(nc), bp);
+        const T* panel = bp;
+        if (pl.packed) panel = pl.packed_at(pc, jc, kc);
+        else PackPanels(d, pl, o, pc, kc, jc, nc, pl.first_panel(nc), pl.panels(nc), bp);
         for (int64_t ic = i0; ic < i1; ic += static_cast<int64_t>(pl.MC)) {
           const size_t mc = std::min<size_t>(pl.MC, static_cast<size_t>(i1 - ic));
-          MacroKernel(d, pl, o, ic, mc, jc, nc, pc, kc, add_batch || pc > 0, ap, bp, BiasAt<T>(s, add_batch, pc, jc));
+          MacroKernel(d, pl, o, ic, mc, jc, nc, pc, kc, add_batch || pc > 0, ap, panel, BiasAt<T>(s, add_batch, pc, jc));
         }
       }
     }
@@ -567,15 +574,16 @@ inline void WaitAtLeast(const std::atomic<int64_t>& v, int64_t target) {
 // all, and the caller can do every part itself. The job returns when all its parts are done: the
 // panels are then free for the next step. When B's panel for all of K fits in 8 MiB (the MLP's and
 // most shapes), it is packed at once and a row block runs all K blocks: one step per call.
-// Otherwise the panel is packed per K block: one step per K block (cheap next to its work).
+// Otherwise the panel is packed per K block: one step per K block (cheap next to its work). A B
+// packed before the call (pl.packed) leaves only the row blocks, all K blocks each.
 template <class D, typename T = hn::TFromD<D>>
 HWY_NOINLINE void GemmSharedB(const GemmShape& s, const Plan<T>& pl, const T* a, const T* b, T* c, int threads) {
   const D d;
   const size_t width = std::min(pl.NC, static_cast<size_t>(s.n));
   const size_t ncp = pl.pack_b ? (width + pl.NR - 1) / pl.NR * pl.NR : pl.NR;  // packed panel width
   const size_t kblocks = (pl.K + pl.KC - 1) / pl.KC;
-  const bool whole_k = kblocks * pl.KC * ncp * sizeof(T) <= (size_t(8) << 20);
-  T* bp = ThreadBuffers<T>().get_b(whole_k ? kblocks * pl.KC * ncp : pl.b_size(width));
+  const bool whole_k = pl.packed || kblocks * pl.KC * ncp * sizeof(T) <= (size_t(8) << 20);
+  T* bp = pl.packed ? nullptr : ThreadBuffers<T>().get_b(whole_k ? kblocks * pl.KC * ncp : pl.b_size(width));
   const int64_t blocks = (s.m + static_cast<int64_t>(pl.MC) - 1) / static_cast<int64_t>(pl.MC);
   for (int64_t q = 0; q < s.batch; ++q) {
     const Operands<T> o = pl.operands(s, a, b, c, q);
@@ -583,7 +591,7 @@ HWY_NOINLINE void GemmSharedB(const GemmShape& s, const Plan<T>& pl, const T* a,
     for (int64_t jc = 0; jc < s.n; jc += static_cast<int64_t>(pl.NC)) {
       const size_t nc = std::min<size_t>(pl.NC, static_cast<size_t>(s.n - jc));
       const int64_t first = static_cast<int64_t>(pl.first_panel(nc));
-      const int64_t per_k = static_cast<int64_t>(pl.panels(nc)) - first;  // panels to pack per K block
+      const int64_t per_k = pl.packed ? 0 : static_cast<int64_t>(pl.panels(nc)) - first;  // panels to pack per K block
       const size_t nk_step = whole_k ? kblocks : 1;
       for (size_t kb0 = 0; kb0 < kblocks; kb0 += nk_step) {
         // One step: pack npack panels (of K blocks kb0 .. kb0 + nk_step - 1), then the row blocks
@@ -604,8 +612,9 @@ HWY_NOINLINE void GemmSharedB(const GemmShape& s, const Plan<T>& pl, const T* a,
           const size_t mc = std::min<size_t>(pl.MC, static_cast<size_t>(s.m - ic));
           for (size_t t = 0; t < nk_step; ++t) {
             const size_t pc = (kb0 + t) * pl.KC;
-            MacroKernel(d, pl, o, ic, mc, jc, nc, pc, std::min(pl.KC, pl.K - pc), add_batch || pc > 0, ap,
-                        bp + t * pl.KC * ncp, BiasAt<T>(s, add_batch, pc, jc));
+            const size_t kc = std::min(pl.KC, pl.K - pc);
+            MacroKernel(d, pl, o, ic, mc, jc, nc, pc, kc, add_batch || pc > 0, ap,
+                        pl.packed ? pl.packed_at(pc, jc, kc) : bp + t * pl.KC * ncp, BiasAt<T>(s, add_batch, pc, jc));
           }
         });
       }
@@ -980,7 +989,8 @@ void GemmWith(D d, const GemmShape& s, Plan<T>& pl, const T* a, const T* b, T* c
   //   small (a few tiles per panel do not repay the packing; at large N the panel's rows, N
   //   apart, would thrash L1).
   pl.pack_a = s.trans_a ? s.m > 4 * static_cast<int64_t>(kMR) : s.k * static_cast<int64_t>(sizeof(T)) >= 4096;
-  pl.pack_b = s.trans_b || s.m > 2 * static_cast<int64_t>(kMR);
+  pl.pack_b = s.packed_b || s.trans_b || s.m > 2 * static_cast<int64_t>(kMR);
+  if (s.packed_b) pl.np = (static_cast<size_t>(s.n) + pl.NR - 1) / pl.NR * pl.NR;
   GemmBlocked<D>(s, pl, a, b, c, threads);
 }
 
@@ -1001,13 +1011,13 @@ bool SwapsToTransposedC(const GemmShape& s) {
   const bool few_rows = s.m <= kSwapRows && s.m < s.n && SwapTilesFit<T>(s.m);
   const int64_t nr_full = static_cast<int64_t>(2 * hn::Lanes(hn::ScalableTag<T>()));
   const bool few_cols = 2 * s.n <= nr_full && s.n < s.m;
-  return s.trans_b && !s.trans_a && (few_rows || few_cols);
+  return s.trans_b && !s.trans_a && !s.packed_b && (few_rows || few_cols);
 }
 
 // Whether the dot-product, small-K and narrow paths take s (else the blocked GEMM).
 template <typename T>
 bool UnblockedPath(const GemmShape& s) {
-  if (s.blocked) return false;
+  if (s.blocked || s.packed_b) return false;
   return UseSmallK<T>(s) || (s.trans_a && !s.trans_b && s.n <= kNarrowCols) || UseDotRows<T>(s);
 }
 
@@ -1062,6 +1072,8 @@ void Gemm(const GemmShape& s_in, const T* a_in, const T* b_in, T* c) {
   }
   if (s_in.bias && (s_in.batch != 1 || !BlockedStoresC<T>(s_in))) return GemmBiasFirst(s_in, a_in, b_in, c);
   if (s_in.k <= 0) return GemmEmptyK(s_in, c);
+  if (s_in.packed_b && s_in.batch != 1 && s_in.stride_b != 0)
+    throw std::invalid_argument("gemm: a packed B is one matrix: batch 1 or stride_b 0");
   const hn::ScalableTag<T> d;
   const double macs = static_cast<double>(s_in.m) * static_cast<double>(s_in.n) * static_cast<double>(s_in.k);
   // Threads from the work (autograd/grain.h): one below two grains of multiply-adds, or below the
@@ -1072,7 +1084,7 @@ void Gemm(const GemmShape& s_in, const T* a_in, const T* b_in, T* c) {
   const int threads = macs * static_cast<double>(s_in.batch) < grains().gemm_intensity * operand_bytes
                           ? 1
                           : threads_for(macs * static_cast<double>(s_in.batch), grains().gemm);
-  if (!s_in.blocked) {
+  if (!s_in.blocked && !s_in.packed_b) {
     const GemmShape& s = s_in;
     const T *a = a_in, *b = b_in;
     if (UseSmallK<T>(s)) return SmallK(s, a, b, c, threads);
@@ -1091,6 +1103,7 @@ void Gemm(const GemmShape& s_in, const T* a_in, const T* b_in, T* c) {
   }
   Plan<T> pl;
   pl.mul = static_cast<const T*>(s_in.mul), pl.residual = static_cast<const T*>(s_in.residual);
+  if (s_in.packed_b) pl.packed = b_in;
   GemmShape s = s_in;
   const T *a = a_in, *b = b_in;
   const bool swap = SwapsToTransposedC<T>(s);
@@ -1108,6 +1121,28 @@ void Gemm(const GemmShape& s_in, const T* a_in, const T* b_in, T* c) {
     return GemmWith(hn::CappedTag<T, 32 / sizeof(T)>(), s, pl, a, b, c, threads);
 #endif
   return GemmWith(d, s, pl, a, b, c, threads);
+}
+
+// gemm_pack_b (gemm.h): op(B) (K, N) in the layout GemmWith's plan reads with a packed_b shape:
+// per K block of BlockK(K) rows (at pc), all N columns in NR-wide micro-panels (PackB), np columns
+// apart per row of the block; the panels are the ones GemmRegion would pack, so the products are
+// the same.
+template <typename T>
+int64_t PackedBSize(const GemmShape& s) {
+  const int64_t nr = static_cast<int64_t>(2 * hn::Lanes(hn::ScalableTag<T>()));
+  return s.k * ((s.n + nr - 1) / nr * nr);
+}
+
+template <typename T>
+void PackWholeB(const GemmShape& s, const T* b, T* packed) {
+  const hn::ScalableTag<T> d;
+  if (s.k <= 0 || s.n <= 0) return;
+  Plan<T> pl;
+  pl.NR = 2 * hn::Lanes(d);
+  const size_t K = static_cast<size_t>(s.k), KC = BlockK(K), np = (static_cast<size_t>(s.n) + pl.NR - 1) / pl.NR * pl.NR;
+  const Operands<T> o = pl.operands(s, nullptr, b, nullptr, 0);
+  for (size_t pc = 0; pc < K; pc += KC)
+    PackB(d, o, static_cast<int64_t>(pc), std::min(KC, K - pc), 0, static_cast<size_t>(s.n), packed + pc * np);
 }
 
 }  // namespace normlab::autograd::kernels::HWY_NAMESPACE

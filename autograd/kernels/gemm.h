@@ -31,10 +31,25 @@ struct GemmShape {
   // element of C is then the same sum, an FMA chain over K in order, for any M. For callers that
   // split C's rows between calls and need the bits of one call (autograd::lstm_recurrence).
   bool blocked = false;
+  // b is op(B) already packed by gemm_pack_b for this trans_b, k and n (batch 1, or stride_b 0: one
+  // B for every item): no packing in the call. Implies `blocked`, and C is never computed as C^T.
+  // For a B used by many products (an LSTM's W_hh at every time step); the bits are those of the
+  // same call on the unpacked B with `blocked`.
+  bool packed_b = false;
 };
 
 void gemm(const GemmShape& s, const float* a, const float* b, float* c);
 void gemm(const GemmShape& s, const double* a, const double* b, double* c);
+
+// Packing op(B) (K, N) once, in the blocked GEMM's layout for the Highway target that runs: K blocks
+// of N columns in micro-panels, N rounded up to a whole panel. gemm_packed_b_size gives the elements
+// `packed` must hold (for s.k and s.n); `packed` must be 64-byte aligned. Only s.trans_b, s.k and
+// s.n are read. The buffer is valid for gemm calls on the same target (the dispatch does not change
+// within a process unless a test forces targets).
+int64_t gemm_packed_b_size(const GemmShape& s, const float*);
+int64_t gemm_packed_b_size(const GemmShape& s, const double*);
+void gemm_pack_b(const GemmShape& s, const float* b, float* packed);
+void gemm_pack_b(const GemmShape& s, const double* b, double* packed);
 
 namespace ref {
 template <typename T>

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "autograd/kernels/gemm.h"
+#include "hwy/aligned_allocator.h"
 #include "autograd/parallel.h"
 #include "tests/support/compare.h"
 #include "tests/support/random.h"
@@ -221,6 +222,56 @@ void test_blocked_row_parts_bitwise() {
   }
 }
 
+// A B packed once (gemm_pack_b, GemmShape::packed_b) gives the bits of the same call with `blocked`
+// on the unpacked B, and matches the reference: both layouts of A and B, N not a whole number of
+// micro-panels, several K blocks, N past one column panel (4080), C's rows shared on 2 threads,
+// column ranges, a batch over one B (stride_b 0), a bias, a residual, accumulate; a batch of
+// several B is refused.
+template <typename T>
+void test_packed_b() {
+  struct Case { int64_t m, n, k; bool ta, tb; int64_t batch; bool bias, residual, accumulate; };
+  const std::vector<Case> cases = {
+      {16, 512, 128, false, true, 1, false, true, false}, {32, 128, 512, false, false, 1, false, true, false},
+      {1, 33, 7, false, false, 1, false, false, false},   {5, 70, 600, true, true, 1, true, false, false},
+      {300, 45, 1100, false, true, 1, false, false, true}, {7, 4200, 20, false, false, 1, false, false, false},
+      {13, 65, 33, true, false, 3, false, false, false},  {40, 100, 300, false, true, 1, true, false, false},
+  };
+  const normlab::test::ThreadsGuard guard;  // every grain 0: split on 2 threads
+  for (int threads : {1, 2}) {
+    normlab::autograd::set_num_threads(threads);
+    for_each_target([&] {
+      unsigned seed = 2500;
+      for (const Case& c : cases) {
+        k::GemmShape s;
+        s.trans_a = c.ta, s.trans_b = c.tb, s.m = c.m, s.n = c.n, s.k = c.k, s.batch = c.batch;
+        s.stride_a = c.m * c.k, s.stride_c = c.m * c.n, s.accumulate = c.accumulate, s.blocked = true;
+        const auto a = random_vec<T>(c.batch * c.m * c.k, seed++), b = random_vec<T>(c.k * c.n, seed++);
+        const auto bias = random_vec<T>(c.n, seed++), r = random_vec<T>(c.m * c.n, seed++);
+        if (c.bias) s.bias = bias.data();
+        if (c.residual) s.residual = r.data();
+        const auto start = random_vec<T>(c.batch * c.m * c.n, seed++);
+        std::vector<T> got = start, blocked = start, want = start;
+        k::gemm(s, a.data(), b.data(), blocked.data());
+        k::ref::gemm(s, a.data(), b.data(), want.data());
+        k::GemmShape p = s;
+        p.blocked = false, p.packed_b = true;
+        auto packed = hwy::AllocateAligned<T>(static_cast<size_t>(k::gemm_packed_b_size(p, static_cast<const T*>(nullptr))));
+        k::gemm_pack_b(p, b.data(), packed.get());
+        k::gemm(p, a.data(), packed.get(), got.data());
+        BOOST_TEST_CONTEXT("threads " << threads << " m " << c.m << " n " << c.n << " k " << c.k << " trans_a "
+                                      << c.ta << " trans_b " << c.tb << " batch " << c.batch) {
+          BOOST_TEST(std::memcmp(got.data(), blocked.data(), got.size() * sizeof(T)) == 0);
+          check_close(got, want, static_cast<int64_t>(got.size()), 0, 2 * tolerance<T>(c.k));
+        }
+      }
+    });
+  }
+  k::GemmShape s;
+  s.m = 2, s.n = 2, s.k = 2, s.batch = 2, s.stride_a = 4, s.stride_b = 4, s.stride_c = 4, s.packed_b = true;
+  std::vector<T> x(8, T(1)), y(8);
+  BOOST_CHECK_THROW(k::gemm(s, x.data(), x.data(), y.data()), std::invalid_argument);
+}
+
 // A bias (C = bias rows + op(A) op(B)) gives the same bits as filling C with the bias rows and
 // accumulating the product onto it (what the other paths do, and Linear did before), on every
 // path: dot products, small K, narrow, C^T, the blocked GEMM with one and several K blocks, its
@@ -384,6 +435,8 @@ BOOST_AUTO_TEST_CASE(edge_row_tiles_bitwise_f32) { test_edge_row_tiles_bitwise<f
 BOOST_AUTO_TEST_CASE(edge_row_tiles_bitwise_f64) { test_edge_row_tiles_bitwise<double>(); }
 BOOST_AUTO_TEST_CASE(blocked_row_parts_bitwise_f32) { test_blocked_row_parts_bitwise<float>(); }
 BOOST_AUTO_TEST_CASE(blocked_row_parts_bitwise_f64) { test_blocked_row_parts_bitwise<double>(); }
+BOOST_AUTO_TEST_CASE(packed_b_f32) { test_packed_b<float>(); }
+BOOST_AUTO_TEST_CASE(packed_b_f64) { test_packed_b<double>(); }
 
 // The reference itself, on a product worked by hand: [[1, 2], [3, 4]] [[5, 6], [7, 8]] and its
 // transposed forms, so that the kernels are not only checked against a wrong reference.

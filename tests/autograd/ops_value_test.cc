@@ -297,6 +297,22 @@ BOOST_AUTO_TEST_CASE(shape_op_values) {
   const Tensor p = permute(reshape(arange(24), {2, 3, 4}), {2, 0, 1});
   BOOST_TEST((p.shape() == Shape{4, 2, 3}));
   BOOST_TEST(p.at({3, 1, 2}) == 12 * 1 + 4 * 2 + 3);
+  // Every element of permutations that keep the last dim (rows copied whole) and that move it
+  // (a strided row), against the index formula: x[i0, i1, i2, i3] = 60 i0 + 20 i1 + 5 i2 + i3.
+  const Tensor x4 = reshape(arange(120), {2, 3, 4, 5});
+  for (const std::vector<int64_t>& perm : std::vector<std::vector<int64_t>>{
+           {1, 0, 2, 3}, {2, 0, 1, 3}, {0, 1, 3, 2}, {3, 2, 1, 0}, {0, 2, 1, 3}}) {
+    const Tensor q = permute(x4, perm);
+    const std::vector<int64_t> stride = {60, 20, 5, 1};
+    std::vector<double> want;
+    for (int64_t a = 0; a < q.size(0); ++a)
+      for (int64_t b = 0; b < q.size(1); ++b)
+        for (int64_t c = 0; c < q.size(2); ++c)
+          for (int64_t d = 0; d < q.size(3); ++d)
+            want.push_back(static_cast<double>(a * stride[perm[0]] + b * stride[perm[1]] + c * stride[perm[2]] +
+                                               d * stride[perm[3]]));
+    BOOST_TEST(q.to_vector() == want, boost::test_tools::per_element());
+  }
   check_tensor(expand(tensor({1, 2}, {2, 1}), {2, 3}), {1, 1, 1, 2, 2, 2}, 0, 0);
   check_tensor(expand(tensor({1, 2}), {2, -1}), {1, 2, 1, 2}, 0, 0);
   check_tensor(expand(scalar(7), {2}), {7, 7}, 0, 0);
