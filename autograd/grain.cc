@@ -15,7 +15,13 @@ Grains default_grains() {
   g.conv = 131072;
   g.elementwise = 131072;  // 2 threads from 2^18 elements (1 MiB of float32)
   g.reduce = 131072;  // 2 threads from 2^18 elements
-  g.norm = 32768;  // 2 threads from 2^16 elements
+  // Row norms: 2 threads paid from 2^16 elements in isolation, but a norm's output is often read
+  // row by row by one thread next (the LayerNorm LSTM reads its input projection's norm, (T B, 4H),
+  // one step's rows at a time, and writes its gradient the same way), and halves written by two
+  // cores then move between them at a cost the split did not save: the LayerNorm LSTM's step at
+  // batch 32 (a norm of 458,752 elements) took 2-5% longer on 2 threads than on 1. From 2^20 on
+  // the split saves more than the move costs; the GPT step (norms of 2^17) is 2-3% slower for it.
+  g.norm = 524288;  // 2 threads from 2^20 elements
   g.batch_norm = 131072;  // 2 threads from 2^18 elements
   g.attention = 32768;
   g.pooling = 16384;
