@@ -16,8 +16,10 @@ namespace normlab::autograd {
 /// and select). The values are those of the step-by-step composition (xp_t + linear(h, w_hh), then
 /// lstm_cell), except that W_hh's gradient is one product over all steps (K = T B) rather than a sum
 /// of T products (the same sum in another order). W_hh always gets a gradient (zeros when T = 1
-/// without h0). Results do not depend on the thread count: from 2 x 16 rows on, every part's
-/// products take the blocked GEMM (kernels/gemm.h), whose sums do not depend on the rows' split. A
+/// without h0). From 16 rows on, W_hh is packed for the GEMM once per forward and once per backward
+/// (kernels::gemm_pack_b), not at every step. Results do not depend on the thread count: from 2 x 16
+/// rows on, every part's products take the blocked GEMM (kernels/gemm.h), whose sums do not depend
+/// on the rows' split. A
 /// create_graph backward recomputes the steps with recorded ops, so it can be differentiated again.
 Tensor lstm_recurrence(const Tensor& xp, const Tensor& w_hh, const Tensor& h0, const Tensor& c0);
 
