@@ -19,8 +19,9 @@ Grains default_grains() {
   // row by row by one thread next (the LayerNorm LSTM reads its input projection's norm, (T B, 4H),
   // one step's rows at a time, and writes its gradient the same way), and halves written by two
   // cores then move between them at a cost the split did not save: the LayerNorm LSTM's step at
-  // batch 32 (a norm of 458,752 elements) took 2-5% longer on 2 threads than on 1. From 2^20 on
-  // the split saves more than the move costs; the GPT step (norms of 2^17) is 2-3% slower for it.
+  // batch 32 (a norm of 458,752 elements) was slower on 2 threads than on 1. From 2^20 on the
+  // split saves more than the move costs; the GPT step (norms of 2^17) gives up a little for it
+  // (figures in bench/results/).
   g.norm = 524288;  // 2 threads from 2^20 elements
   g.batch_norm = 131072;  // 2 threads from 2^18 elements
   g.attention = 32768;

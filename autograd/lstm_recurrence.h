@@ -19,8 +19,8 @@ namespace normlab::autograd {
 /// without h0). From 16 rows on, W_hh is packed for the GEMM once per forward and once per backward
 /// (kernels::gemm_pack_b), not at every step. Results do not depend on the thread count: from 2 x 16
 /// rows on, every part's products take the blocked GEMM (kernels/gemm.h), whose sums do not depend
-/// on the rows' split. A
-/// create_graph backward recomputes the steps with recorded ops, so it can be differentiated again.
+/// on the rows' split. A create_graph backward recomputes the steps with recorded ops, so it can be
+/// differentiated again.
 Tensor lstm_recurrence(const Tensor& xp, const Tensor& w_hh, const Tensor& h0, const Tensor& c0);
 
 }  // namespace normlab::autograd

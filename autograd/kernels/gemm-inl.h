@@ -77,6 +77,9 @@ template <typename T>
 constexpr size_t kMC = sizeof(T) == 4 ? 144 : 72;
 constexpr size_t kNC = 4080;
 
+// n columns rounded up to whole micro-panels of nr columns (the width of a packed B).
+inline size_t WholePanels(size_t n, size_t nr) { return (n + nr - 1) / nr * nr; }
+
 // Where the micro-kernel reads its operands: row r of A at a[r][p * a_step] (packed: a_step = MR,
 // in place: 1 for A (M, K), M for A stored (K, M)); B's NR columns at b + p * b_step.
 template <typename T>
@@ -218,7 +221,7 @@ HWY_INLINE void MicroKernel(D d, size_t kc, const TileOperands<T>& op, T* HWY_RE
   } else {
     // C^T: the tile's column j is mr consecutive values of C's row j; write them together. Row by
     // row, each of the tile's rows touched all nr rows of C again, and with C's rows 2-4 KiB apart
-    // (one L1 set) every store missed: C (32, 1024) = X W^T as C^T took 612 us instead of 226.
+    // (one L1 set) every store missed (figures in bench/results/).
     for (size_t j = 0; j < nr; ++j)
       for (size_t r = 0; r < mr; ++r) put(r, j);
   }
@@ -589,7 +592,7 @@ template <class D, typename T = hn::TFromD<D>>
 HWY_NOINLINE void GemmSharedB(const GemmShape& s, const Plan<T>& pl, const T* a, const T* b, T* c, int threads) {
   const D d;
   const size_t width = std::min(pl.NC, static_cast<size_t>(s.n));
-  const size_t ncp = pl.pack_b ? (width + pl.NR - 1) / pl.NR * pl.NR : pl.NR;  // packed panel width
+  const size_t ncp = pl.pack_b ? WholePanels(width, pl.NR) : pl.NR;  // packed panel width
   const size_t kblocks = (pl.K + pl.KC - 1) / pl.KC;
   const bool whole_k = pl.packed || kblocks * pl.KC * ncp * sizeof(T) <= (size_t(8) << 20);
   T* bp = pl.packed ? nullptr : ThreadBuffers<T>().get_b(whole_k ? kblocks * pl.KC * ncp : pl.b_size(width));
@@ -999,7 +1002,7 @@ void GemmWith(D d, const GemmShape& s, Plan<T>& pl, const T* a, const T* b, T* c
   //   apart, would thrash L1).
   pl.pack_a = s.trans_a ? s.m > 4 * static_cast<int64_t>(kMR) : s.k * static_cast<int64_t>(sizeof(T)) >= 4096;
   pl.pack_b = s.packed_b || s.trans_b || s.m > 2 * static_cast<int64_t>(kMR);
-  if (s.packed_b) pl.np = (static_cast<size_t>(s.n) + pl.NR - 1) / pl.NR * pl.NR;
+  if (s.packed_b) pl.np = WholePanels(static_cast<size_t>(s.n), pl.NR);
   GemmBlocked<D>(s, pl, a, b, c, threads);
 }
 
@@ -1138,8 +1141,9 @@ void Gemm(const GemmShape& s_in, const T* a_in, const T* b_in, T* c) {
 // the same.
 template <typename T>
 int64_t PackedBSize(const GemmShape& s) {
-  const int64_t nr = static_cast<int64_t>(2 * hn::Lanes(hn::ScalableTag<T>()));
-  return s.k * ((s.n + nr - 1) / nr * nr);
+  if (s.k <= 0 || s.n <= 0) return 0;
+  const size_t nr = 2 * hn::Lanes(hn::ScalableTag<T>());
+  return s.k * static_cast<int64_t>(WholePanels(static_cast<size_t>(s.n), nr));
 }
 
 template <typename T>
@@ -1148,7 +1152,7 @@ void PackWholeB(const GemmShape& s, const T* b, T* packed) {
   if (s.k <= 0 || s.n <= 0) return;
   Plan<T> pl;
   pl.NR = 2 * hn::Lanes(d);
-  const size_t K = static_cast<size_t>(s.k), KC = BlockK(K), np = (static_cast<size_t>(s.n) + pl.NR - 1) / pl.NR * pl.NR;
+  const size_t K = static_cast<size_t>(s.k), KC = BlockK(K), np = WholePanels(static_cast<size_t>(s.n), pl.NR);
   const Operands<T> o = pl.operands(s, nullptr, b, nullptr, 0);
   for (size_t pc = 0; pc < K; pc += KC)
     PackB(d, o, static_cast<int64_t>(pc), std::min(KC, K - pc), 0, static_cast<size_t>(s.n), packed + pc * np);
