@@ -114,6 +114,9 @@ BOOST_AUTO_TEST_CASE(gradcheck_and_gradgradcheck_on_every_target) {
                      {in[0], in[1]});
     expect_gradcheck("one step, no state", [](const In& x) { return lstm_recurrence(x[0], x[1], Tensor(), Tensor()); },
                      {narrow(in[0], 0, 0, 1).detach().requires_grad_(), in[1]});
+    // 16 rows: W_hh packed once per pass (one part, the blocked GEMM).
+    const In packed = inputs(2, 16, 3, DType::Float64, 60);
+    expect_gradcheck("16 rows, packed W_hh", f, packed);
     expect_gradgradcheck("all inputs", f, in);
     expect_gradgradcheck("no state", [](const In& x) { return lstm_recurrence(x[0], x[1], Tensor(), Tensor()); },
                          {in[0], in[1]});
