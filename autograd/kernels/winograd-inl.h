@@ -132,25 +132,40 @@ void OutputTransformBlock(D d, const Plan& p, const T* m, int64_t xs, const T* b
   }
 }
 
+// dy's rows are read in place where a whole vector's read stays inside the last image's planes
+// (the lanes past the row belong to no tile, or to a last tile's missing column, which is zeroed);
+// otherwise through zero-padded copies (a copy's scalar stores, read back at once by vector loads,
+// stall on store forwarding).
 template <class D, typename T = hn::TFromD<D>>
 void GradTransformBlock(D d, const Plan& p, const T* dy, int64_t dy_stride, int64_t r0, int64_t r1, T* dd,
                         int64_t xs, T* scratch) {
   const int64_t N = static_cast<int64_t>(hn::Lanes(d));
   const ConvGeometry& g = p.g;
   const int64_t th = p.tiles_h(), tw = p.tiles_w(), nb = (r1 - r0) * tw, plane = g.oh * g.ow;
-  const int64_t len = 2 * ((tw + N - 1) / N * N);
+  const int64_t len = 2 * ((tw + N - 1) / N * N);  // what the loads below read of a row
+  const T* end = dy + ((r1 - 1) / th) * dy_stride + p.outputs * plane;  // past what the block may read
   T* rows[2] = {scratch, scratch + len};
+  const hn::Vec<D> zero = hn::Zero(d);
   for (int64_t o = 0; o < p.outputs; ++o)
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t oy = 2 * (r % th);
-      const T* src = dy + (r / th) * dy_stride + o * plane + oy * g.ow;
-      PaddedRow(d, src, g.ow, 0, len, rows[0]);
-      PaddedRow(d, oy + 1 < g.oh ? src + g.ow : static_cast<const T*>(nullptr), g.ow, 0, len, rows[1]);
+      const bool two_rows = oy + 1 < g.oh;
+      const T* row0 = dy + (r / th) * dy_stride + o * plane + oy * g.ow;
+      const T* row1 = row0 + g.ow;
+      if ((two_rows ? row1 : row0) + len > end) {
+        PaddedRow(d, row0, g.ow, 0, len, rows[0]);
+        if (two_rows) PaddedRow(d, row1, g.ow, 0, len, rows[1]);
+        row0 = rows[0], row1 = rows[1];
+      }
       T* out = dd + o * nb + (r - r0) * tw;
       for (int64_t tx = 0; tx < tw; tx += N) {
-        hn::Vec<D> e00, e01, e10, e11;
-        hn::LoadInterleaved2(d, rows[0] + 2 * tx, e00, e01);
-        hn::LoadInterleaved2(d, rows[1] + 2 * tx, e10, e11);
+        hn::Vec<D> e00, e01, e10 = zero, e11 = zero;
+        hn::LoadInterleaved2(d, row0 + 2 * tx, e00, e01);
+        if (two_rows) hn::LoadInterleaved2(d, row1 + 2 * tx, e10, e11);
+        if (g.ow & 1) {  // a last tile's second column lies outside the output: 0
+          const auto whole = hn::FirstN(d, static_cast<size_t>((g.ow - 2 * tx) / 2));
+          e01 = hn::IfThenElseZero(whole, e01), e11 = hn::IfThenElseZero(whole, e11);
+        }
         // A e: rows (e00, e01), (e00 + e10, e01 + e11), (e00 - e10, e01 - e11), (-e10, -e11); then
         // each row (a, b) times A^T: (a, a + b, a - b, -b).
         const hn::Vec<D> f[4][2] = {{e00, e01},
