@@ -344,6 +344,8 @@ void PackA(D d, const Operands<T>& o, int64_t i0, size_t mc, int64_t p0, size_t 
   }
 }
 
+constexpr size_t kPackBAhead = 16;  // rows of B prefetched ahead of the one PackB copies
+
 // Packs b(p0 .. p0+kc, j0 .. j0+nc) into micro-panels of nr_full columns:
 // out[(jr / NR) * NR * kc + p * NR + j] = b(p0 + p, j0 + jr + j), columns past nc zero.
 template <class D, typename T = hn::TFromD<D>>
@@ -356,6 +358,10 @@ void PackB(D d, const Operands<T>& o, int64_t p0, size_t kc, int64_t j0, size_t 
       for (size_t p = 0; p < kc; ++p) {
         const T* s = src + static_cast<int64_t>(p) * o.b_rs;
         T* dst = out + p * NR;
+        if (p + kPackBAhead < kc) {  // rows b_rs apart (often 4 KiB: the prefetcher does not follow)
+          hwy::Prefetch(s + kPackBAhead * o.b_rs);
+          hwy::Prefetch(s + kPackBAhead * o.b_rs + nr - 1);
+        }
         if (nr == NR) {
           hn::Store(hn::LoadU(d, s), d, dst);
           hn::Store(hn::LoadU(d, s + N), d, dst + N);
