@@ -11,7 +11,7 @@ namespace normlab::autograd {
 Grains default_grains() {
   Grains g;
   g.gemm = 393216;  // 2 threads from 786432 multiply-adds (92^3)
-  g.gemm_intensity = 16;  // multiply-adds per operand byte
+  g.gemm_intensity = 14;  // multiply-adds per operand byte
   g.conv = 131072;
   g.elementwise = 131072;  // 2 threads from 2^18 elements (1 MiB of float32)
   g.reduce = 131072;  // 2 threads from 2^18 elements
