@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "autograd/engine.h"
+#include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/im2col.h"
 #include "autograd/kernels/reduce.h"
@@ -151,7 +152,7 @@ void forward(const ConvPlan& p, const T* x, const T* w, const T* b, T* y) {
     k::GemmShape s;
     s.m = og, s.n = P, s.k = K;
     if (b) {  // start from the bias: row r of y is b[r] everywhere
-      for (int64_t r = 0; r < og; ++r) std::fill(yg + r * P, yg + (r + 1) * P, b[g * og + r]);
+      for (int64_t r = 0; r < og; ++r) k::fill(P, b[g * og + r], yg + r * P);
       s.accumulate = true;
     }
     if (K > 0) k::gemm(s, w + g * og * K, p.direct ? xg : col, yg);

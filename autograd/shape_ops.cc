@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "autograd/engine.h"
+#include "autograd/kernels/elementwise.h"
 #include "autograd/reduce.h"
 
 namespace normlab::autograd {
@@ -176,7 +177,7 @@ Tensor expand(const Tensor& x, Shape shape) {
     for (int64_t q = 0; q < rows; ++q) {
       T* d = dst + q * row;
       if (row_stride == 1) std::memcpy(d, src + off, row * sizeof(T));
-      else std::fill(d, d + row, src[off]);
+      else kernels::fill(row, src[off], d);
       for (int k = last - 1; k >= 0; --k) {
         off += st[k];
         if (++idx[k] < shape[k]) break;

@@ -302,6 +302,16 @@ void Axpy(int64_t n, double alpha, const T* x, T* y) {  // y is read anyway: nev
   Map2<false>(n, x, y, y, [alpha](auto d, auto vx, auto vy) { return hn::MulAdd(hn::Set(d, static_cast<T>(alpha)), vx, vy); });
 }
 
+template <typename T>
+void Fill(int64_t n, T value, T* HWY_RESTRICT out) {
+  const hn::ScalableTag<T> d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const auto v = hn::Set(d, value);
+  int64_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(v, d, out + i);
+  for (; i < n; ++i) out[i] = value;
+}
+
 }  // namespace normlab::autograd::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 

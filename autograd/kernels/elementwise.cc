@@ -36,6 +36,8 @@ void GeluForwardF32(int64_t n, const float* x, float* y, float* dydx) { GeluForw
 void GeluForwardF64(int64_t n, const double* x, double* y, double* dydx) { GeluForward(n, x, y, dydx); }
 void AxpyF32(int64_t n, double alpha, const float* x, float* y) { Axpy(n, alpha, x, y); }
 void AxpyF64(int64_t n, double alpha, const double* x, double* y) { Axpy(n, alpha, x, y); }
+void FillF32(int64_t n, float value, float* out) { Fill(n, value, out); }
+void FillF64(int64_t n, double value, double* out) { Fill(n, value, out); }
 }  // namespace normlab::autograd::kernels::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -52,6 +54,8 @@ HWY_EXPORT(GeluForwardF32);
 HWY_EXPORT(GeluForwardF64);
 HWY_EXPORT(AxpyF32);
 HWY_EXPORT(AxpyF64);
+HWY_EXPORT(FillF32);
+HWY_EXPORT(FillF64);
 
 namespace {
 
@@ -160,6 +164,8 @@ void axpy(int64_t n, double alpha, const float* x, float* y) {
 void axpy(int64_t n, double alpha, const double* x, double* y) {
   in_parts(n, [&](int64_t b, int64_t e) { HWY_DYNAMIC_DISPATCH(AxpyF64)(e - b, alpha, x + b, y + b); });
 }
+void fill(int64_t n, float value, float* out) { HWY_DYNAMIC_DISPATCH(FillF32)(n, value, out); }
+void fill(int64_t n, double value, double* out) { HWY_DYNAMIC_DISPATCH(FillF64)(n, value, out); }
 
 }  // namespace normlab::autograd::kernels
 #endif  // HWY_ONCE

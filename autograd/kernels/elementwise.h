@@ -1,5 +1,5 @@
 // Elementwise kernels (public header, no SIMD types): broadcast binary ops (arithmetic and equality),
-// unary ops and their fused gradients, axpy. Highway bodies in elementwise-inl.h, dispatch in
+// unary ops and their fused gradients, axpy, fill. Highway bodies in elementwise-inl.h, dispatch in
 // elementwise.cc; the scalar references in namespace ref below define what every SIMD target must
 // compute.
 #pragma once
@@ -40,6 +40,10 @@ void unary_grad(UnaryGradOp op, int64_t n, const double* xy, const double* g, do
 // y[i] += alpha * x[i] for i < n.
 void axpy(int64_t n, double alpha, const float* x, float* y);
 void axpy(int64_t n, double alpha, const double* x, double* y);
+// out[i] = value for i < n, on the calling thread (for the rows of a larger job: a convolution's
+// bias, a broadcast's repeated element). GCC's -O2 leaves std::fill of a float as a scalar loop.
+void fill(int64_t n, float value, float* out);
+void fill(int64_t n, double value, double* out);
 // GELU (tanh form) and its derivative, for a backward that is one multiply: with
 // s = sigmoid(2 u_i) = 0.5 (1 + tanh(u_i)), u = c (x + a x^3):
 //   y[i] = x[i] s (the same bits as unary(UnaryOp::Gelu)),

@@ -221,6 +221,24 @@ void test_axpy() {
   });
 }
 
+// fill on every target, for every tail length, with a value that is not a round number and a
+// negative zero (kept as -0): every element written, nothing before or past the range.
+template <typename T>
+void test_fill() {
+  for_each_target([&] {
+    for (int64_t n : tail_lengths())
+      for (T value : {T(0.3), T(-0.0)}) {
+        BOOST_TEST_CONTEXT("fill n=" << n << " value " << value) {
+          std::vector<T> out(static_cast<size_t>(n + 2), T(-7));
+          k::fill(n, value, out.data() + 1);
+          bool same = out[0] == T(-7) && out[static_cast<size_t>(n + 1)] == T(-7);
+          for (int64_t i = 1; i <= n; ++i) same = same && out[i] == value && std::signbit(out[i]) == std::signbit(value);
+          BOOST_TEST(same);
+        }
+      }
+  });
+}
+
 // Outputs that cannot stay cached beside their inputs are written with non-temporal stores after
 // a one-lane head up to the first vector-aligned address (here with the last-level cache taken
 // as 1 MiB): outputs starting 0..3 elements past an aligned address, flat and in rows of 1003
@@ -307,6 +325,8 @@ BOOST_AUTO_TEST_CASE(reduce_f64) { test_reduce<double>(); }
 
 BOOST_AUTO_TEST_CASE(axpy_f32) { test_axpy<float>(); }
 BOOST_AUTO_TEST_CASE(axpy_f64) { test_axpy<double>(); }
+BOOST_AUTO_TEST_CASE(fill_f32) { test_fill<float>(); }
+BOOST_AUTO_TEST_CASE(fill_f64) { test_fill<double>(); }
 
 // Eq is IEEE equality: NaN equals nothing (so a NaN maximum gets no gradient), -0 == +0.
 BOOST_AUTO_TEST_CASE(binary_eq_special_values) {
