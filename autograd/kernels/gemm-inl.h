@@ -1002,11 +1002,15 @@ void GemmWith(D d, const GemmShape& s, Plan<T>& pl, const T* a, const T* b, T* c
   // - A (M, K) is read in place (6 row streams) unless its rows are 4 KiB or more apart, where
   //   the 6 rows of a tile fall into the same L1 sets (K >= 1024 floats: packed is 3% faster,
   //   below it reading in place is 2-20% faster: no packing pass).
-  // - A stored (K, M) is packed unless M is small (then each tile reads one line per p).
+  // - A stored (K, M) (dW = dY^T X) is read in place while its rows are at most 2 KiB (512 floats):
+  //   a tile's MR values of column p are then adjacent in row p, and the rows come from L2 for
+  //   less than a packing pass over A costs, most of all on 2 threads (the GPT's and the MLP's
+  //   dW). Wider rows are packed: from M = 640 the second thread lost with A in place, and at
+  //   M = 1024 (rows 4 KiB apart, one L1 set) one thread did too (figures in bench/results/).
   // - B is packed when transposed (the micro-kernel needs rows of B), and otherwise unless M is
   //   small (a few tiles per panel do not repay the packing; at large N the panel's rows, N
   //   apart, would thrash L1).
-  pl.pack_a = s.trans_a ? s.m > 4 * static_cast<int64_t>(kMR) : s.k * static_cast<int64_t>(sizeof(T)) >= 4096;
+  pl.pack_a = s.trans_a ? s.m * static_cast<int64_t>(sizeof(T)) > 2048 : s.k * static_cast<int64_t>(sizeof(T)) >= 4096;
   pl.pack_b = s.packed_b || s.trans_b || s.m > 2 * static_cast<int64_t>(kMR);
   if (s.packed_b) pl.np = WholePanels(static_cast<size_t>(s.n), pl.NR);
   GemmBlocked<D>(s, pl, a, b, c, threads);
