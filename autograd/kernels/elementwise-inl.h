@@ -304,12 +304,7 @@ void Axpy(int64_t n, double alpha, const T* x, T* y) {  // y is read anyway: nev
 
 template <typename T>
 void Fill(int64_t n, T value, T* HWY_RESTRICT out) {
-  const hn::ScalableTag<T> d;
-  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
-  const auto v = hn::Set(d, value);
-  int64_t i = 0;
-  for (; i + N <= n; i += N) hn::StoreU(v, d, out + i);
-  for (; i < n; ++i) out[i] = value;
+  ForRow<T>(n, [value, out](auto d, int64_t i) HWY_ATTR { hn::StoreU(hn::Set(d, value), d, out + i); });
 }
 
 }  // namespace normlab::autograd::kernels::HWY_NAMESPACE
