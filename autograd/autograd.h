@@ -10,6 +10,7 @@
 #include "autograd/embedding.h"
 #include "autograd/engine.h"
 #include "autograd/gradcheck.h"
+#include "autograd/ln_lstm_recurrence.h"
 #include "autograd/loss.h"
 #include "autograd/lstm.h"
 #include "autograd/lstm_recurrence.h"

@@ -11,81 +11,20 @@
 
 #include "autograd/elementwise.h"
 #include "autograd/engine.h"
-#include "autograd/grain.h"
-#include "autograd/kernels/gemm.h"
 #include "autograd/kernels/lstm.h"
+#include "autograd/lstm_rows.h"
 #include "autograd/matmul.h"
 #include "autograd/shape_ops.h"
-#include "base/thread_pool.h"
 
 namespace normlab::autograd {
 
 namespace k = kernels;
+using lstm_rows::Dims;
 
 namespace {
 
-// Rows of the batch per part, at least: a step's hidden GEMM on fewer rows runs at a poorer rate
-// than the second core gains. Batches below 2 kPartRows run as one part with the GEMM's usual path
-// choice; from 2 kPartRows on every product is blocked (kernels::GemmShape::blocked), on one part or
-// several, so that the bits do not depend on how many parts the thread count allows.
-constexpr int64_t kPartRows = 16;
-
-struct Dims {
-  int64_t T, B, H;
-};
-
-bool split_rows(const Dims& d) { return d.B >= 2 * kPartRows; }
-
-// From kPartRows rows on, W_hh is packed for the GEMM once per pass (kernels::gemm_pack_b) rather
-// than read or packed again at every step: the forward's products h W_hh^T (n, H) x (H, 4H), the
-// backward's dG W_hh (n, 4H) x (4H, H). Fewer rows take the GEMM's own path choice (dot products
-// for a handful of rows).
-bool pack_w(const Dims& d) { return d.B >= kPartRows; }
-
-// The two products' shapes for n rows: G = h W_hh^T (forward) and dh = dG W_hh (backward), with
-// W_hh packed when pack_w (its blocked GEMM, whatever n), else blocked when the rows are split.
-k::GemmShape forward_shape(const Dims& d, int64_t n) {
-  k::GemmShape s;
-  s.trans_b = true, s.m = n, s.n = 4 * d.H, s.k = d.H;
-  s.packed_b = pack_w(d), s.blocked = split_rows(d);
-  return s;
-}
-k::GemmShape backward_shape(const Dims& d, int64_t n) {
-  k::GemmShape s;
-  s.m = n, s.n = d.H, s.k = 4 * d.H;
-  s.packed_b = pack_w(d), s.blocked = split_rows(d);
-  return s;
-}
-
-// W_hh packed for `shape`'s product (an undefined tensor when not pack_w): w (4H, H).
-Tensor packed_w(const Dims& d, const k::GemmShape& shape, const Tensor& w) {
-  if (!pack_w(d)) return Tensor();
-  Tensor out;
-  dispatch(w.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    out = empty({k::gemm_packed_b_size(shape, static_cast<const T*>(nullptr))}, w.dtype());
-    k::gemm_pack_b(shape, w.data<T>(), out.data<T>());
-  });
-  return out;
-}
-
-// Parts of the rows: up to one per thread the work allows (the forward's multiply-adds against the
-// GEMM grain), each of at least kPartRows rows.
-int64_t row_parts(const Dims& d) {
-  if (!split_rows(d)) return 1;
-  const double macs = static_cast<double>(d.T) * static_cast<double>(d.B) * 4.0 * static_cast<double>(d.H * d.H);
-  return std::max<int64_t>(1, std::min<int64_t>(d.B / kPartRows, threads_for(macs, grains().gemm)));
-}
-
-// Runs rows(r0, r1) on `parts` ranges of the batch's rows, each on one thread.
-template <class Rows>
-void on_row_parts(const Dims& d, const Rows& rows) {
-  const int64_t parts = row_parts(d);
-  base::parallel_parts(static_cast<int>(parts), parts, [&](int64_t q) { rows(d.B * q / parts, d.B * (q + 1) / parts); });
-}
-
-// The forward of rows r0 .. r1-1 through all steps. xp (T, B, 4H), w (4H, H) (or packed by packed_w
-// for forward_shape), h0 (B, H) or null,
+// The forward of rows r0 .. r1-1 through all steps. xp (T, B, 4H), w (4H, H) (or packed by
+// lstm_rows::packed_w for the forward), h0 (B, H) or null,
 // c0 (B, H) (zeros when the op got none); writes acts (T, B, 4H), cs (T, B, H) = c_0 .. c_{T-1},
 // out (T + 1, B, H); G (B, 4H) is scratch.
 template <typename T>
@@ -97,9 +36,7 @@ void forward_rows(const Dims& d, const T* xp, const T* w, const T* h0, const T* 
     const T* h_prev = t == 0 ? (h0 ? h0 + r0 * H : nullptr) : out + (at - B) * H;
     const T* gates = xp + at * G4;
     if (h_prev) {  // G (n, 4H) = h_{t-1} (n, H) W_hh^T + xp_t: the residual added to the product's sums
-      k::GemmShape s = forward_shape(d, n);
-      s.residual = gates;
-      k::gemm(s, h_prev, w, G + r0 * G4);
+      lstm_rows::hidden_forward(d, n, h_prev, w, gates, G + r0 * G4);
       gates = G + r0 * G4;
     }
     const T* c_prev = t == 0 ? c0 + r0 * H : cs + (at - B) * H;
@@ -113,7 +50,7 @@ void forward_rows(const Dims& d, const T* xp, const T* w, const T* h0, const T* 
 //   dh_t = g_t + dG_{t+1} W_hh (g_{T-1} alone at the last step),  dc_{T-1} = g_T,
 //   the cell's backward: dG_t and dc_{t-1} (kernels/lstm.h),
 // and at the end dh0 = dG_0 W_hh, dc0 = dc_{-1} where wanted (null: not). Writes dG (T, B, 4H) (the
-// gradient of xp); dh, dc, dc_next (B, H) are scratch; w as packed_w gives it for backward_shape.
+// gradient of xp); dh, dc, dc_next (B, H) are scratch; w as lstm_rows::packed_w gives it for the backward.
 template <typename T>
 void backward_rows(const Dims& d, const T* g, const T* w, const T* acts, const T* cs, const T* c0, T* dG, T* dh,
                    T* dc, T* dc_next, T* dh0, T* dc0, int64_t r0, int64_t r1) {
@@ -122,13 +59,10 @@ void backward_rows(const Dims& d, const T* g, const T* w, const T* acts, const T
   dh += r0 * H, dc += r0 * H, dc_next += r0 * H;
   std::memcpy(dh, g + ((d.T - 1) * B + r0) * H, bytes);
   std::memcpy(dc, g + (d.T * B + r0) * H, bytes);
-  const k::GemmShape back = backward_shape(d, n);  // dh (n, H) = dG_{t+1} (n, 4H) W_hh (4H, H) [+ g_t]
   for (int64_t t = d.T - 1; t >= 0; --t) {
     const int64_t at = t * B + r0;
     if (t < d.T - 1) {
-      k::GemmShape s = back;
-      s.residual = g + at * H;
-      k::gemm(s, dG + (at + B) * G4, w, dh);
+      lstm_rows::hidden_backward(d, n, dG + (at + B) * G4, w, g + at * H, dh);  // dh = dG_{t+1} W_hh + g_t
     }
     const T* c_prev = t == 0 ? c0 + r0 * H : cs + (at - B) * H;
     k::lstm_cell_backward(n, H, dh, dc, acts + at * G4, c_prev, cs + at * H, dG + at * G4,
@@ -136,25 +70,7 @@ void backward_rows(const Dims& d, const T* g, const T* w, const T* acts, const T
     std::swap(dc, dc_next);
   }
   if (dc0) std::memcpy(dc0 + r0 * H, dc, bytes);
-  if (dh0) k::gemm(back, dG + r0 * G4, w, dh0 + r0 * H);
-}
-
-// dW_hh (4H, H) = sum over t of dG_t^T h_{t-1}: the steps 1 .. T-1 as one product over their
-// (T-1) B rows (h_0 .. h_{T-2} are out's first rows), then step 0's with h0 if there is one.
-template <typename T>
-void w_hh_grad(const Dims& d, const T* dG, const T* out, const T* h0, T* dw) {
-  const int64_t B = d.B, H = d.H, G4 = 4 * H;
-  k::GemmShape s;
-  s.trans_a = true, s.m = G4, s.n = H;
-  if (d.T > 1) {
-    s.k = (d.T - 1) * B;
-    k::gemm(s, dG + B * G4, out, dw);
-  }
-  if (h0) {
-    s.k = B, s.accumulate = d.T > 1;
-    k::gemm(s, dG, h0, dw);
-  }
-  if (d.T == 1 && !h0) std::fill(dw, dw + G4 * H, T(0));
+  if (dh0) lstm_rows::hidden_backward(d, n, dG + r0 * G4, w, static_cast<const T*>(nullptr), dh0 + r0 * H);
 }
 
 // The gradients in a create_graph pass: the steps recomputed with recorded ops from the saved
@@ -230,12 +146,12 @@ Tensor lstm_recurrence(const Tensor& xp, const Tensor& w_hh, const Tensor& h0, c
   const Tensor c_start = c0.defined() ? c0 : zeros({B, H}, dt);
   {
     const Tensor G = empty({B, 4 * H}, dt);
-    const Tensor wp = packed_w(d, forward_shape(d, B), w_hh);
+    const Tensor wp = lstm_rows::packed_w(d, false, w_hh);
     const Tensor& w = wp.defined() ? wp : w_hh;
     dispatch(dt, [&](auto zero) {
       using T = decltype(zero);
       const T* h = h0.defined() ? h0.data<T>() : nullptr;
-      on_row_parts(d, [&](int64_t r0, int64_t r1) {
+      lstm_rows::on_row_parts(d, [&](int64_t r0, int64_t r1) {
         forward_rows(d, xp.data<T>(), w.data<T>(), h, c_start.data<T>(), G.data<T>(), acts.data<T>(),
                      cs.data<T>(), out.data<T>(), r0, r1);
       });
@@ -251,17 +167,17 @@ Tensor lstm_recurrence(const Tensor& xp, const Tensor& w_hh, const Tensor& h0, c
                   Tensor dh0 = need[2] && h0.defined() ? empty({B, H}, dt) : Tensor();
                   Tensor dc0 = need[3] && c0.defined() ? empty({B, H}, dt) : Tensor();
                   const Tensor dh = empty({B, H}, dt), dc = empty({B, H}, dt), dc_next = empty({B, H}, dt);
-                  const Tensor wp = packed_w(d, backward_shape(d, B), w);
+                  const Tensor wp = lstm_rows::packed_w(d, true, w);
                   const Tensor& wb = wp.defined() ? wp : w;
                   dispatch(dt, [&](auto zero) {
                     using T = decltype(zero);
                     const auto ptr = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
-                    on_row_parts(d, [&](int64_t r0, int64_t r1) {
+                    lstm_rows::on_row_parts(d, [&](int64_t r0, int64_t r1) {
                       backward_rows(d, g.data<T>(), wb.data<T>(), acts.data<T>(), cs.data<T>(), c_start.data<T>(),
                                     dG.data<T>(), dh.data<T>(), dc.data<T>(), dc_next.data<T>(), ptr(dh0), ptr(dc0),
                                     r0, r1);
                     });
-                    if (dw.defined()) w_hh_grad(d, dG.data<T>(), o.data<T>(), ptr(h0), dw.data<T>());
+                    if (dw.defined()) lstm_rows::w_hh_grad(d, dG.data<T>(), o.data<T>(), ptr(h0), dw.data<T>());
                   });
                   return std::vector<Tensor>{need[0] ? dG : Tensor(), dw, dh0, dc0};
                 },

@@ -3,12 +3,6 @@
 
 namespace normlab::nn {
 
-namespace {
-
-std::string quote(const std::string& s) { return "'" + s + "'"; }
-
-}  // namespace
-
 void save_module(const std::string& path, const Module& m,
                  const std::map<std::string, std::string>& metadata) {
   std::map<std::string, std::string> meta = metadata;

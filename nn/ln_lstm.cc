@@ -1,6 +1,5 @@
-// LayerNormLSTM: parameters and LayerNorm children, input checks, and the loop over layers and steps
-// (one input GEMM and LayerNorm per layer; per step the hidden GEMM, its LayerNorm, the gates op,
-// LN_c and the output op).
+// LayerNormLSTM: parameters and LayerNorm children, input checks, and the loop over layers (one input
+// GEMM and LayerNorm per layer, then all the steps in one op: autograd::ln_lstm_recurrence).
 #include "nn/ln_lstm.h"
 
 #include <cmath>
@@ -50,31 +49,21 @@ LSTMOutput LayerNormLSTM::forward_with_state(const Tensor& x, const Tensor& h0, 
   const double eps = o_.eps;
 
   Tensor seq = xt;
-  std::vector<Tensor> h_last, c_last, hs(T);
+  std::vector<Tensor> h_last, c_last;
   for (int64_t k = 0; k < o_.num_layers; ++k) {
     const Layer& l = layers_[k];
     // LN_ih(x W_ih^T) + b for all T steps: the bias is the LayerNorm's shift.
     const Tensor xp = reshape(layer_norm(linear(reshape(seq, {T * B, seq.size(2)}), l.w_ih), {4 * H},
                                          l.ln_ih->weight(), l.b, eps),
                               {T, B, 4 * H});
-    // Without h0 the start is zero and the first step skips the hidden term, unless it is the only
-    // step: then W_hh and ln_hh's gain enter through a zero h, so that their gradients are zeros
-    // (as PyTorch's), not undefined (an optimizer would skip them).
-    Tensor h = h0.defined() ? select(h0, 0, k) : T == 1 ? zeros({B, H}, x.dtype()) : Tensor();
-    Tensor c = c0.defined() ? select(c0, 0, k) : zeros({B, H}, x.dtype());
-    for (int64_t t = 0; t < T; ++t) {
-      // A zero h gives LN_hh(0) = 0: the first step without h0 skips the hidden term.
-      const Tensor xp_t = select(xp, 0, t);
-      const Tensor G = h.defined() ? xp_t + layer_norm(linear(h, l.w_hh), {4 * H}, l.ln_hh->weight(), Tensor(), eps)
-                                   : xp_t;
-      const Tensor st = lstm_gates(G, c);  // (2, B, H): o, c
-      c = select(st, 0, 1);
-      h = lstm_output(select(st, 0, 0), layer_norm(c, {H}, l.ln_c->weight(), l.ln_c->bias(), eps));
-      hs[t] = h;
-    }
-    seq = stack(hs, 0);
-    h_last.push_back(h);
-    c_last.push_back(c);
+    // All T steps in one op: out (T + 1, B, H) holds h_0 .. h_{T-1}, then c_{T-1}. Without h0 the
+    // start is zero and the first step skips the hidden term (LN_hh(0) = 0).
+    const Tensor out = ln_lstm_recurrence(xp, l.w_hh, l.ln_hh->weight(), l.ln_c->weight(), l.ln_c->bias(),
+                                          h0.defined() ? select(h0, 0, k) : Tensor(),
+                                          c0.defined() ? select(c0, 0, k) : Tensor(), eps);
+    seq = narrow(out, 0, 0, T);  // (T, B, H)
+    h_last.push_back(select(out, 0, T - 1));
+    c_last.push_back(select(out, 0, T));
   }
   return {o_.batch_first ? transpose(seq, 0, 1) : seq, stack(h_last, 0), stack(c_last, 0)};
 }

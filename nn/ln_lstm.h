@@ -32,8 +32,9 @@ struct LayerNormLSTMOptions {
 /// Parameters of layer k: weight_ih_l{k} (4H, input_size or H), weight_hh_l{k} (4H, H), bias_l{k}
 /// (4H), drawn in that order as nn::LSTM's, U(-1/sqrt(H), 1/sqrt(H)); then the LayerNorm children
 /// ln_ih_l{k} and ln_hh_l{k} (weight (4H), init 1) and ln_c_l{k} (weight (H), init 1, bias (H),
-/// init 0). The input projections of all T steps are one GEMM and one LayerNorm per layer; each step
-/// runs one hidden GEMM, its LayerNorm, the gates op, LN_c and the output op (autograd/lstm.h).
+/// init 0). The input projections of all T steps are one GEMM and one LayerNorm per layer; the steps
+/// are one op (autograd::ln_lstm_recurrence: per step the hidden GEMM, its LayerNorm, the gates, LN_c
+/// and the output, parts of the batch's rows on their own threads).
 class LayerNormLSTM : public Module {
  public:
   LayerNormLSTM(int64_t input_size, int64_t hidden_size, Generator& gen, const LayerNormLSTMOptions& o = {});  ///< Parameters drawn from gen (see the class); throws for sizes below 1.
