@@ -11,6 +11,7 @@
 #include "base/format.h"
 #include "autograd/engine.h"
 #include "autograd/elementwise.h"
+#include "autograd/kernels/elementwise.h"
 
 namespace normlab::autograd {
 
@@ -405,9 +406,7 @@ void fill_(const Tensor& t, double value) {
   check_inplace(t, "fill_");
   dispatch(t.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    T* p = t.data<T>();
-    const T v = static_cast<T>(value);
-    for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = v;
+    kernels::fill(t.numel(), static_cast<T>(value), t.data<T>());  // vector stores (GCC -O2 left this loop scalar)
   });
 }
 
