@@ -145,7 +145,7 @@ void backward_rows(const Dims& d, const T* g, const T* w, const T* gh, const T* 
   if (dh0) lstm_rows::hidden_backward(d, n, dA + r0 * G4, w, static_cast<const T*>(nullptr), dh0 + r0 * H);
 }
 
-// The rows r0 .. r1-1 of a LayerNorm's x-hat and 1 / std, recorded: (B, n) -> (B, n), (B, 1).
+// A LayerNorm's 1 / std of each row of x, recorded: (B, n) -> (B, 1).
 Tensor rstd_of(const Tensor& x, double eps) { return rdiv(1.0, sqrt(var(x, {1}, false, true) + eps)); }
 
 // LayerNorm's input gradient from gy = the gradient of x-hat: r (gy - mean(gy) - xhat mean(gy xhat)).
