@@ -15,6 +15,7 @@
 #include "autograd/engine.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/lstm.h"
+#include "autograd/lstm_grad.h"
 #include "autograd/kernels/norm.h"
 #include "autograd/lstm_rows.h"
 #include "autograd/matmul.h"
@@ -192,8 +193,7 @@ std::vector<Tensor> recorded_grads(const Tensor& g, const std::vector<Tensor>& i
     add_to(dgc, sum(dy * s.chat, {0}));
     add_to(dbc, sum(dy, {0}));
     const Tensor dct = dc + ln_input_grad(dy * gc, s.chat, s.rc);
-    const Tensor dGt = cat({dct * s.gg * s.i * (1.0 - s.i), dct * s.c_prev * s.f * (1.0 - s.f),
-                            dct * s.i * (1.0 - s.gg * s.gg), d_o * s.o * (1.0 - s.o)}, 1);
+    const Tensor dGt = lstm_grad::gates_grad(dct, d_o, s.i, s.f, s.gg, s.o, s.c_prev);
     dG[static_cast<size_t>(t)] = dGt;
     if (s.h_prev.defined()) {
       add_to(dgh, sum(dGt * s.ahat, {0}));

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "autograd/elementwise.h"
+#include "autograd/shape_ops.h"
 
 namespace normlab::autograd::lstm_grad {
 
@@ -79,6 +80,15 @@ void output_double_backward(const V& o, const V& y, const V& dh, const V& a_o, c
   g_dh = a_o * t + a_y * o * u;
   g_o = a_y * dh * u;
   g_y = dh * (a_o - 2.0 * a_y * o * t) * u;
+}
+
+/// The gates' first derivative in recorded ops (kernels/lstm.h's formula), for the create_graph
+/// backwards that write the steps out: i, f, g, o the activations, cp = c_prev, dct the gradient of
+/// c and d_o that of o, all (B, H). Returns dG = [dct g i (1 - i) | dct cp f (1 - f) |
+/// dct i (1 - g^2) | d_o o (1 - o)] (B, 4H); dc_prev is dct f.
+inline Tensor gates_grad(const Tensor& dct, const Tensor& d_o, const Tensor& i, const Tensor& f, const Tensor& g,
+                         const Tensor& o, const Tensor& cp) {
+  return cat({dct * g * i * (1.0 - i), dct * cp * f * (1.0 - f), dct * i * (1.0 - g * g), d_o * o * (1.0 - o)}, 1);
 }
 
 }  // namespace normlab::autograd::lstm_grad

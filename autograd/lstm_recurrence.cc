@@ -12,6 +12,7 @@
 #include "autograd/elementwise.h"
 #include "autograd/engine.h"
 #include "autograd/kernels/lstm.h"
+#include "autograd/lstm_grad.h"
 #include "autograd/lstm_rows.h"
 #include "autograd/matmul.h"
 #include "autograd/shape_ops.h"
@@ -101,8 +102,7 @@ std::vector<Tensor> recorded_grads(const Tensor& g, const Tensor& xp, const Tens
     const Step& s = st[static_cast<size_t>(t)];
     if (t < T - 1) dh = select(g, 0, t) + matmul(dG[static_cast<size_t>(t + 1)], w);
     const Tensor dct = dc + dh * s.o * (1.0 - s.tc * s.tc);
-    dG[static_cast<size_t>(t)] = cat({dct * s.gg * s.i * (1.0 - s.i), dct * s.c_prev * s.f * (1.0 - s.f),
-                                      dct * s.i * (1.0 - s.gg * s.gg), dh * s.tc * s.o * (1.0 - s.o)}, 1);
+    dG[static_cast<size_t>(t)] = lstm_grad::gates_grad(dct, dh * s.tc, s.i, s.f, s.gg, s.o, s.c_prev);
     dc = dct * s.f;
     if (need[1] && s.h_prev.defined()) {
       const Tensor term = matmul(transpose(dG[static_cast<size_t>(t)], 0, 1), s.h_prev);
