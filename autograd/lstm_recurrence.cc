@@ -11,10 +11,13 @@
 
 #include "autograd/elementwise.h"
 #include "autograd/engine.h"
+#include "autograd/kernels/gemm.h"
 #include "autograd/kernels/lstm.h"
+#include "autograd/kernels/reduce.h"
 #include "autograd/lstm_grad.h"
 #include "autograd/lstm_rows.h"
 #include "autograd/matmul.h"
+#include "autograd/reduce.h"
 #include "autograd/shape_ops.h"
 
 namespace normlab::autograd {
@@ -24,16 +27,32 @@ using lstm_rows::Dims;
 
 namespace {
 
+// lstm_layer's input projection, run by each part on its own rows at each step (so that they are
+// in its cache when the step reads them), when the rows are split: x (T, B, I), w W_ih (4H, I) as
+// lstm_rows::packed_w_ih gives it for the pass, bias (4H) or null; the forward writes xp (T, B, 4H),
+// the backward dx (T, B, I) (null: not wanted).
+template <typename T>
+struct Projection {
+  const T* x = nullptr;
+  const T* w = nullptr;
+  const T* bias = nullptr;
+  int64_t I = 0;
+  T* xp = nullptr;
+  T* dx = nullptr;
+};
+
 // The forward of rows r0 .. r1-1 through all steps. xp (T, B, 4H), w (4H, H) (or packed by
 // lstm_rows::packed_w for the forward), h0 (B, H) or null,
 // c0 (B, H) (zeros when the op got none); writes acts (T, B, 4H), cs (T, B, H) = c_0 .. c_{T-1},
-// out (T + 1, B, H); G (B, 4H) is scratch.
+// out (T + 1, B, H); G (B, 4H) is scratch. With a projection p, each step's xp rows are first
+// computed into p->xp (= xp).
 template <typename T>
 void forward_rows(const Dims& d, const T* xp, const T* w, const T* h0, const T* c0, T* G, T* acts, T* cs, T* out,
-                  int64_t r0, int64_t r1) {
+                  int64_t r0, int64_t r1, const Projection<T>* p = nullptr) {
   const int64_t B = d.B, H = d.H, G4 = 4 * H, n = r1 - r0;
   for (int64_t t = 0; t < d.T; ++t) {
     const int64_t at = t * B + r0;  // the part's first row at step t
+    if (p) lstm_rows::input_forward(d, p->I, n, p->x + at * p->I, p->w, p->bias, p->xp + at * G4);
     const T* h_prev = t == 0 ? (h0 ? h0 + r0 * H : nullptr) : out + (at - B) * H;
     const T* gates = xp + at * G4;
     if (h_prev) {  // G (n, 4H) = h_{t-1} (n, H) W_hh^T + xp_t: the residual added to the product's sums
@@ -52,9 +71,11 @@ void forward_rows(const Dims& d, const T* xp, const T* w, const T* h0, const T* 
 //   the cell's backward: dG_t and dc_{t-1} (kernels/lstm.h),
 // and at the end dh0 = dG_0 W_hh, dc0 = dc_{-1} where wanted (null: not). Writes dG (T, B, 4H) (the
 // gradient of xp); dh, dc, dc_next (B, H) are scratch; w as lstm_rows::packed_w gives it for the backward.
+// With a projection p whose dx is wanted, each step's dx rows follow from its dG rows (p->w packed
+// for the backward).
 template <typename T>
 void backward_rows(const Dims& d, const T* g, const T* w, const T* acts, const T* cs, const T* c0, T* dG, T* dh,
-                   T* dc, T* dc_next, T* dh0, T* dc0, int64_t r0, int64_t r1) {
+                   T* dc, T* dc_next, T* dh0, T* dc0, int64_t r0, int64_t r1, const Projection<T>* p = nullptr) {
   const int64_t B = d.B, H = d.H, G4 = 4 * H, n = r1 - r0;
   const size_t bytes = static_cast<size_t>(n * H) * sizeof(T);
   dh += r0 * H, dc += r0 * H, dc_next += r0 * H;
@@ -68,6 +89,7 @@ void backward_rows(const Dims& d, const T* g, const T* w, const T* acts, const T
     const T* c_prev = t == 0 ? c0 + r0 * H : cs + (at - B) * H;
     k::lstm_cell_backward(n, H, dh, dc, acts + at * G4, c_prev, cs + at * H, dG + at * G4,
                           t > 0 || dc0 ? dc_next : nullptr);
+    if (p && p->dx) lstm_rows::input_backward(d, p->I, n, dG + at * G4, p->w, p->dx + at * p->I);
     std::swap(dc, dc_next);
   }
   if (dc0) std::memcpy(dc0 + r0 * H, dc, bytes);
@@ -135,6 +157,37 @@ void check_inputs(const Tensor& xp, const Tensor& w_hh, const Tensor& h0, const 
   }
 }
 
+void check_layer_inputs(const Tensor& x, const Tensor& w_ih, const Tensor& bias, const Tensor& w_hh, const Tensor& h0,
+                        const Tensor& c0) {
+  const std::string op = "lstm_layer";
+  check(x.defined() && w_ih.defined() && w_hh.defined(),
+        [&] { return op + ": x, w_ih and w_hh must be defined tensors"; });
+  const Shape& ws = w_hh.shape();
+  if (ws.size() != 2 || ws[1] < 1 || ws[0] != 4 * ws[1])
+    throw Error(op + ": expected w_hh of shape (4H, H) with H >= 1, got " + shape_str(ws));
+  const int64_t H = ws[1];
+  const Shape& xs = x.shape();
+  if (xs.size() != 3 || xs[0] < 1 || xs[2] < 1)
+    throw Error(op + ": expected x of shape (T, B, I) with T >= 1 and I >= 1, got " + shape_str(xs));
+  if (w_ih.shape() != Shape{4 * H, xs[2]})
+    throw Error(op + ": expected w_ih of shape " + shape_str({4 * H, xs[2]}) + " for x of shape " + shape_str(xs) +
+                " and w_hh of shape " + shape_str(ws) + ", got " + shape_str(w_ih.shape()));
+  if (bias.defined() && bias.shape() != Shape{4 * H})
+    throw Error(op + ": expected bias of shape " + shape_str({4 * H}) + " for w_hh of shape " + shape_str(ws) +
+                ", got " + shape_str(bias.shape()));
+  const int64_t B = xs[1];
+  for (const auto& [t, name] : {std::pair{&h0, "h0"}, std::pair{&c0, "c0"}})
+    if (t->defined() && t->shape() != Shape{B, H})
+      throw Error(op + ": expected " + name + " of shape " + shape_str({B, H}) + " (batch, hidden) for x of shape " +
+                  shape_str(xs) + " and w_hh of shape " + shape_str(ws) + ", got " + shape_str(t->shape()));
+  for (const auto& [t, name] : {std::pair{&w_ih, "w_ih"}, std::pair{&bias, "bias"}, std::pair{&w_hh, "w_hh"},
+                                std::pair{&h0, "h0"}, std::pair{&c0, "c0"}}) {
+    if (t->defined() && t->dtype() != x.dtype())
+      throw Error(op + ": expected " + name + " to have x's dtype " + dtype_name(x.dtype()) + ", got " +
+                  dtype_name(t->dtype()));
+  }
+}
+
 }  // namespace
 
 Tensor lstm_recurrence(const Tensor& xp, const Tensor& w_hh, const Tensor& h0, const Tensor& c0) {
@@ -182,6 +235,85 @@ Tensor lstm_recurrence(const Tensor& xp, const Tensor& w_hh, const Tensor& h0, c
                   return std::vector<Tensor>{need[0] ? dG : Tensor(), dw, dh0, dc0};
                 },
                 Backward::Differentiable);
+}
+
+Tensor lstm_layer(const Tensor& x, const Tensor& w_ih, const Tensor& bias, const Tensor& w_hh, const Tensor& h0,
+                  const Tensor& c0) {
+  check_layer_inputs(x, w_ih, bias, w_hh, h0, c0);
+  const Dims d{x.size(0), x.size(1), w_hh.size(1)};
+  const DType dt = x.dtype();
+  const int64_t T = d.T, B = d.B, H = d.H, I = x.size(2);
+  // The projection's rows as the recurrence's parts read them, each part its own at each step, once
+  // the rows are split; otherwise one product over all T B rows first.
+  const bool by_parts = lstm_rows::split_rows(d);
+  const Tensor xp = empty({T, B, 4 * H}, dt);
+  Tensor out = empty({T + 1, B, H}, dt), acts = empty({T, B, 4 * H}, dt), cs = empty({T, B, H}, dt);
+  const Tensor c_start = c0.defined() ? c0 : zeros({B, H}, dt);
+  {
+    const Tensor G = empty({B, 4 * H}, dt);
+    const Tensor wp = lstm_rows::packed_w(d, false, w_hh), wip = lstm_rows::packed_w_ih(d, false, w_ih);
+    const Tensor &w = wp.defined() ? wp : w_hh, &wi = wip.defined() ? wip : w_ih;
+    dispatch(dt, [&](auto zero) {
+      using T = decltype(zero);
+      const T* h = h0.defined() ? h0.data<T>() : nullptr;
+      Projection<T> p;
+      p.x = x.data<T>(), p.w = wi.data<T>(), p.bias = bias.defined() ? bias.data<T>() : nullptr, p.I = I;
+      p.xp = xp.data<T>();
+      if (!by_parts) lstm_rows::input_forward(d, I, d.T * B, p.x, p.w, p.bias, p.xp);
+      lstm_rows::on_row_parts(d, [&](int64_t r0, int64_t r1) {
+        forward_rows(d, xp.data<T>(), w.data<T>(), h, c_start.data<T>(), G.data<T>(), acts.data<T>(), cs.data<T>(),
+                     out.data<T>(), r0, r1, by_parts ? &p : nullptr);
+      });
+    });
+  }
+  return record(
+      "LstmLayerBackward", out, {x, w_ih, bias, w_hh, h0, c0},
+      [x = saved(x), w_ih = saved(w_ih), bias = saved(bias), w = saved(w_hh), h0 = saved(h0), c0 = saved(c0), c_start,
+       acts, cs, o = saved_output(out), d, I, by_parts](const Tensor& g, const Needs& need) {
+        const int64_t T = d.T, B = d.B, H = d.H;
+        if (grad_enabled()) {
+          // The projection recorded, then the recurrence's recorded gradients on top of it.
+          const Tensor x2 = reshape(x, {T * B, I});
+          const Tensor xp = reshape(linear(x2, w_ih, bias), {T, B, 4 * H});
+          const std::vector<Tensor> r = recorded_grads(g, xp, w, h0, c0, d, {true, need[3], need[4], need[5]});
+          const Tensor dxp = reshape(r[0], {T * B, 4 * H});
+          return std::vector<Tensor>{need[0] ? reshape(matmul(dxp, w_ih), {T, B, I}) : Tensor(),
+                                     need[1] ? matmul(transpose(dxp, 0, 1), x2) : Tensor(),
+                                     need[2] && bias.defined() ? sum(dxp, {0}) : Tensor(), r[1], r[2], r[3]};
+        }
+        const DType dt = g.dtype();
+        Tensor dG = empty({T, B, 4 * H}, dt), dw = need[3] ? empty({4 * H, H}, dt) : Tensor();
+        Tensor dx = need[0] ? empty({T, B, I}, dt) : Tensor(), dw_ih = need[1] ? empty({4 * H, I}, dt) : Tensor();
+        Tensor db = need[2] && bias.defined() ? empty({4 * H}, dt) : Tensor();
+        Tensor dh0 = need[4] && h0.defined() ? empty({B, H}, dt) : Tensor();
+        Tensor dc0 = need[5] && c0.defined() ? empty({B, H}, dt) : Tensor();
+        const Tensor dh = empty({B, H}, dt), dc = empty({B, H}, dt), dc_next = empty({B, H}, dt);
+        const Tensor wp = lstm_rows::packed_w(d, true, w);
+        const Tensor wip = dx.defined() ? lstm_rows::packed_w_ih(d, true, w_ih) : Tensor();
+        const Tensor &wb = wp.defined() ? wp : w, &wib = wip.defined() ? wip : w_ih;
+        dispatch(dt, [&](auto zero) {
+          using T = decltype(zero);
+          const auto ptr = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
+          Projection<T> p;
+          p.w = wib.data<T>(), p.I = I, p.dx = ptr(dx);
+          lstm_rows::on_row_parts(d, [&](int64_t r0, int64_t r1) {
+            backward_rows(d, g.data<T>(), wb.data<T>(), acts.data<T>(), cs.data<T>(), c_start.data<T>(), dG.data<T>(),
+                          dh.data<T>(), dc.data<T>(), dc_next.data<T>(), ptr(dh0), ptr(dc0), r0, r1,
+                          by_parts ? &p : nullptr);
+          });
+          if (dx.defined() && !by_parts) lstm_rows::input_backward(d, I, d.T * B, dG.data<T>(), p.w, dx.data<T>());
+          if (dw.defined()) lstm_rows::w_hh_grad(d, dG.data<T>(), o.data<T>(), ptr(h0), dw.data<T>());
+          // dW_ih (4H, I) = dG^T x over all T B rows, db = the sum of dG's rows: as linear's backward.
+          if (dw_ih.defined()) {
+            k::GemmShape s;
+            s.trans_a = true, s.m = 4 * H, s.n = I, s.k = d.T * B;
+            k::gemm(s, dG.data<T>(), x.data<T>(), dw_ih.data<T>());
+          }
+          if (db.defined()) k::reduce(k::ReduceOp::Sum, 1, d.T * B, 4 * H, dG.data<T>(), db.data<T>());
+        });
+        return std::vector<Tensor>{dx, dw_ih, db, dw, dh0, dc0};
+      },
+      Backward::Differentiable);
 }
 
 }  // namespace normlab::autograd

@@ -1,5 +1,5 @@
-// The fused LSTM recurrences' products (see lstm_rows.h): their GEMM shapes, W_hh's packing and
-// the gradient of W_hh over all steps.
+// The fused LSTM recurrences' products (see lstm_rows.h): their GEMM shapes, the packing of W_hh
+// and W_ih, and the gradient of W_hh over all steps.
 #include "autograd/lstm_rows.h"
 
 #include "autograd/kernels/gemm.h"
@@ -30,11 +30,23 @@ k::GemmShape backward_shape(const Dims& d, int64_t n) {
   return s;
 }
 
-}  // namespace
+// x W_ih^T: (n, I) x (I, 4H).
+k::GemmShape input_forward_shape(const Dims& d, int64_t I, int64_t n) {
+  k::GemmShape s;
+  s.trans_b = true, s.m = n, s.n = 4 * d.H, s.k = I;
+  s.packed_b = pack_w(d), s.blocked = split_rows(d);
+  return s;
+}
 
-Tensor packed_w(const Dims& d, bool backward, const Tensor& w) {
-  if (!pack_w(d)) return Tensor();
-  const k::GemmShape shape = backward ? backward_shape(d, d.B) : forward_shape(d, d.B);
+// dG W_ih: (n, 4H) x (4H, I).
+k::GemmShape input_backward_shape(const Dims& d, int64_t I, int64_t n) {
+  k::GemmShape s;
+  s.m = n, s.n = I, s.k = 4 * d.H;
+  s.packed_b = pack_w(d), s.blocked = split_rows(d);
+  return s;
+}
+
+Tensor pack(const k::GemmShape& shape, const Tensor& w) {
   Tensor out;
   dispatch(w.dtype(), [&](auto zero) {
     using T = decltype(zero);
@@ -42,6 +54,31 @@ Tensor packed_w(const Dims& d, bool backward, const Tensor& w) {
     k::gemm_pack_b(shape, w.data<T>(), out.data<T>());
   });
   return out;
+}
+
+}  // namespace
+
+Tensor packed_w(const Dims& d, bool backward, const Tensor& w) {
+  if (!pack_w(d)) return Tensor();
+  return pack(backward ? backward_shape(d, d.B) : forward_shape(d, d.B), w);
+}
+
+Tensor packed_w_ih(const Dims& d, bool backward, const Tensor& w_ih) {
+  if (!pack_w(d)) return Tensor();
+  const int64_t I = w_ih.size(1);
+  return pack(backward ? input_backward_shape(d, I, d.B) : input_forward_shape(d, I, d.B), w_ih);
+}
+
+template <typename T>
+void input_forward(const Dims& d, int64_t I, int64_t n, const T* x, const T* w, const T* bias, T* xp) {
+  k::GemmShape s = input_forward_shape(d, I, n);
+  s.bias = bias;
+  k::gemm(s, x, w, xp);
+}
+
+template <typename T>
+void input_backward(const Dims& d, int64_t I, int64_t n, const T* dG, const T* w, T* dx) {
+  k::gemm(input_backward_shape(d, I, n), dG, w, dx);
 }
 
 template <typename T>
@@ -77,7 +114,9 @@ void w_hh_grad(const Dims& d, const T* dA, const T* out, const T* h0, T* dw) {
 #define NORMLAB_LSTM_ROWS(T)                                                                     \
   template void hidden_forward<T>(const Dims&, int64_t, const T*, const T*, const T*, T*);      \
   template void hidden_backward<T>(const Dims&, int64_t, const T*, const T*, const T*, T*);     \
-  template void w_hh_grad<T>(const Dims&, const T*, const T*, const T*, T*);
+  template void w_hh_grad<T>(const Dims&, const T*, const T*, const T*, T*);                   \
+  template void input_forward<T>(const Dims&, int64_t, int64_t, const T*, const T*, const T*, T*); \
+  template void input_backward<T>(const Dims&, int64_t, int64_t, const T*, const T*, T*);
 NORMLAB_LSTM_ROWS(float)
 NORMLAB_LSTM_ROWS(double)
 #undef NORMLAB_LSTM_ROWS

@@ -57,6 +57,20 @@ void hidden_forward(const Dims& d, int64_t n, const T* h, const T* w, const T* r
 template <typename T>
 void hidden_backward(const Dims& d, int64_t n, const T* dA, const T* w, const T* residual, T* dh);
 
+/// The input projection's W_ih (4H, I) packed like W_hh (packed_w) for the products of
+/// input_forward (backward false) or input_backward (true), or undefined when not packed.
+Tensor packed_w_ih(const Dims& d, bool backward, const Tensor& w_ih);
+
+/// The input projection on n rows: xp (n, 4H) = x (n, I) W_ih^T [+ bias (4H) on every row], w as
+/// packed_w_ih(d, false, W_ih) gives it (or W_ih itself). The same blocked sums as the hidden
+/// products when the rows are split, so a part's rows get the bits of any other split.
+template <typename T>
+void input_forward(const Dims& d, int64_t I, int64_t n, const T* x, const T* w, const T* bias, T* xp);
+/// The input gradient on n rows: dx (n, I) = dG (n, 4H) W_ih, w as packed_w_ih(d, true, W_ih)
+/// gives it (or W_ih itself).
+template <typename T>
+void input_backward(const Dims& d, int64_t I, int64_t n, const T* dG, const T* w, T* dx);
+
 /// dW_hh (4H, H) = sum over t of dA_t^T h_{t-1}, dA (T, B, 4H) the gradients of the steps' products
 /// h_{t-1} W_hh^T: the steps 1 .. T-1 as one product over their (T-1) B rows (h_0 .. h_{T-2} are
 /// out's first rows, out (T + 1, B, H)), then step 0's with h0 if there is one (else zeros for T = 1).

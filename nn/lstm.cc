@@ -1,5 +1,5 @@
-// LSTM: parameter setup with PyTorch's names and init, input checks, and the layer-by-layer loop over
-// time steps (one input GEMM per layer, then per step one hidden GEMM and the fused cell).
+// LSTM: parameter setup with PyTorch's names and init, input checks, and the layer-by-layer loop (each
+// layer's input projection and time steps one op, autograd::lstm_layer).
 #include "nn/lstm.h"
 
 #include <cmath>
@@ -66,18 +66,17 @@ LSTMOutput LSTM::forward_with_state(const Tensor& x, const Tensor& h0, const Ten
   // Time-major inside: each step's rows (B, *) are then contiguous, a view of dim 0.
   const Tensor xt = lstm_time_major_input(repr(), x, h0, c0, input_size_, hidden_size_, o_.num_layers, o_.batch_first,
                                           layers_[0].w_ih.dtype());
-  const int64_t T = xt.size(0), B = xt.size(1), H = hidden_size_;
+  const int64_t T = xt.size(0);
 
   Tensor seq = xt;  // (T, B, in): the current layer's input sequence
   std::vector<Tensor> h_last, c_last;
   for (int64_t k = 0; k < o_.num_layers; ++k) {
     const Layer& l = layers_[k];
-    // All T input projections at once, both biases added: (T B, in) x W_ih^T + (b_ih + b_hh).
+    // The input projections (T B, in) x W_ih^T + (b_ih + b_hh) and all T steps in one op: out
+    // (T + 1, B, H) holds h_0 .. h_{T-1}, then c_{T-1}.
     const Tensor bias = o_.bias ? l.b_ih + l.b_hh : Tensor();
-    const Tensor xp = reshape(linear(reshape(seq, {T * B, seq.size(2)}), l.w_ih, bias), {T, B, 4 * H});
-    // All T steps in one op: out (T + 1, B, H) holds h_0 .. h_{T-1}, then c_{T-1}.
-    const Tensor out = lstm_recurrence(xp, l.w_hh, h0.defined() ? select(h0, 0, k) : Tensor(),
-                                       c0.defined() ? select(c0, 0, k) : Tensor());
+    const Tensor out = lstm_layer(seq, l.w_ih, bias, l.w_hh, h0.defined() ? select(h0, 0, k) : Tensor(),
+                                  c0.defined() ? select(c0, 0, k) : Tensor());
     seq = narrow(out, 0, 0, T);  // (T, B, H)
     h_last.push_back(select(out, 0, T - 1));
     c_last.push_back(select(out, 0, T));
