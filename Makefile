@@ -87,7 +87,9 @@ fuzz: fuzz-build
 # (CMakePresets.json: -O1 with line tables only (-g1: the reports' file:line, and a build about half
 # as long as with -g), in build-sanitize; Highway compiles its SCALAR, AVX2 and AVX3 targets only
 # (HWY_DISABLED_TARGETS=6144 drops SSSE3 and SSE4, whose kernels the release suite still checks),
-# for a shorter build; the debug preset has every target at -O0 with full debug info).
+# for a shorter build; the debug preset has every target at -O0 with full debug info). Its tests
+# leave out install/deb (the Debian package's contents: make test checks them, and install/consumer
+# still installs this build and runs a program linked against it).
 sanitize: deps
 	@cmake --preset sanitize >/dev/null
 	@cmake --build --preset sanitize -j $(JOBS)
