@@ -89,7 +89,8 @@ fuzz: fuzz-build
 # (HWY_DISABLED_TARGETS=6144 drops SSSE3 and SSE4, whose kernels the release suite still checks),
 # for a shorter build; the debug preset has every target at -O0 with full debug info). Its tests
 # leave out install/deb (the Debian package's contents: make test checks them, and install/consumer
-# still installs this build and runs a program linked against it).
+# still installs this build and runs a program linked against it) and docs/doctest (the documented
+# commands' output, which make test checks; their code runs sanitized in the cli/ tests).
 sanitize: deps
 	@cmake --preset sanitize >/dev/null
 	@cmake --build --preset sanitize -j $(JOBS)
