@@ -1,7 +1,8 @@
 // One LSTM layer's recurrence over all its time steps as one differentiable op, with or without the
-// input projection before it: per step the hidden GEMM and the fused cell (autograd/kernels/lstm.h). The batch's rows are independent through the
-// whole recurrence, so parts of the rows run on their own threads, each through every step, with no
-// synchronization between steps (a step's work alone is too small to share between cores).
+// input projection before it: per step the hidden GEMM and the fused cell (autograd/kernels/lstm.h).
+// The batch's rows are independent through the whole recurrence, so parts of the rows run on their
+// own threads, each through every step, with no synchronization between steps (a step's work alone
+// is too small to share between cores).
 #pragma once
 #include "autograd/tensor.h"
 

@@ -9,15 +9,19 @@
 #include "autograd/autograd.h"
 #include "autograd/parallel.h"
 #include "tests/support/compare.h"
+#include "tests/support/optional_inputs.h"
 #include "tests/support/targets.h"
 #include "tests/support/tensors.h"
 #include "tests/support/threads.h"
 
 using namespace normlab::autograd;
+using normlab::test::defined_of;
 using normlab::test::expect_error;
 using normlab::test::expect_gradcheck;
 using normlab::test::expect_gradgradcheck;
 using normlab::test::for_each_target;
+using normlab::test::over_defined;
+using normlab::test::output_and_grads;
 using normlab::test::random_input;
 using In = std::vector<Tensor>;
 
@@ -61,33 +65,6 @@ In without_state(In x) {
   return x;
 }
 
-// The defined inputs of x (the ones a gradient is asked for).
-In defined_of(const In& x) {
-  In r;
-  for (const Tensor& t : x)
-    if (t.defined()) r.push_back(t);
-  return r;
-}
-
-// Output and gradients of f at x for the cotangent gout, as flat vectors.
-std::vector<std::vector<double>> run(Tensor (*f)(const In&), const In& x, const Tensor& gout) {
-  const Tensor out = f(x);
-  std::vector<std::vector<double>> r{out.to_vector()};
-  for (const Tensor& t : grad({out}, defined_of(x), {gout})) r.push_back(t.to_vector());
-  return r;
-}
-
-// f over the defined inputs only (for gradcheck): the undefined ones of `like` stay undefined.
-normlab::autograd::GradcheckFn over_defined(const In& like) {
-  return [like](const In& d) {
-    In x = like;
-    size_t k = 0;
-    for (Tensor& t : x)
-      if (t.defined()) t = d[k++];
-    return op(x);
-  };
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(ln_lstm_recurrence_op)
@@ -99,7 +76,7 @@ BOOST_AUTO_TEST_CASE(matches_the_step_by_step_composition) {
         for (bool state : {true, false}) {
           const In all = inputs(T, B, 6, dt, 10), x = state ? all : without_state(all);
           const Tensor gout = random_input({T + 1, B, 6}, 20).to(dt).detach();
-          const auto got = run(op, x, gout), want = run(composed, x, gout);
+          const auto got = output_and_grads(op, x, gout), want = output_and_grads(composed, x, gout);
           const double tol = dt == DType::Float32 ? 5e-5 : 1e-11;
           BOOST_TEST_CONTEXT(dtype_name(dt) << " B " << B << " T " << T << (state ? " h0, c0" : " no state")) {
             BOOST_TEST(got.size() == want.size());
@@ -123,7 +100,7 @@ BOOST_AUTO_TEST_CASE(same_bits_on_1_2_and_3_threads_on_every_target) {
       std::vector<std::vector<double>> first;
       for (int threads : {1, 2, 3}) {
         set_num_threads(threads);
-        const auto r = run(op, x, gout);
+        const auto r = output_and_grads(op, x, gout);
         if (first.empty()) first = r;
         BOOST_TEST_CONTEXT("B " << c.B << " H " << c.H << " threads " << threads) {
           for (size_t i = 0; i < r.size(); ++i) BOOST_TEST(r[i] == first[i]);
@@ -138,17 +115,17 @@ BOOST_AUTO_TEST_CASE(gradcheck_and_gradgradcheck_on_every_target) {
     const In all = inputs(3, 2, 3, DType::Float64, 50);
     expect_gradcheck("all inputs", op, all);
     const In none = without_state(all);
-    expect_gradcheck("no state", over_defined(none), defined_of(none));
+    expect_gradcheck("no state", over_defined(op, none), defined_of(none));
     In one = none;
     one[0] = narrow(all[0], 0, 0, 1).detach().requires_grad_();
-    expect_gradcheck("one step, no state", over_defined(one), defined_of(one));
+    expect_gradcheck("one step, no state", over_defined(op, one), defined_of(one));
     // 16 rows: W_hh packed once per pass (one part, the blocked GEMM).
     expect_gradcheck("16 rows, packed W_hh", op, inputs(2, 16, 3, DType::Float64, 60));
     expect_gradgradcheck("all inputs", op, all);
-    expect_gradgradcheck("no state", over_defined(none), defined_of(none));
+    expect_gradgradcheck("no state", over_defined(op, none), defined_of(none));
     In h0_only = all;
     h0_only[6] = Tensor();
-    expect_gradgradcheck("h0 only", over_defined(h0_only), defined_of(h0_only));
+    expect_gradgradcheck("h0 only", over_defined(op, h0_only), defined_of(h0_only));
   });
 }
 

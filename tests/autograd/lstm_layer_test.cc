@@ -4,21 +4,26 @@
 // gradgradchecks with and without the bias, h0 and c0 (one part and split rows), and its input
 // errors.
 #include <boost/test/unit_test.hpp>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
 #include "autograd/autograd.h"
 #include "autograd/parallel.h"
 #include "tests/support/compare.h"
+#include "tests/support/optional_inputs.h"
 #include "tests/support/targets.h"
 #include "tests/support/tensors.h"
 #include "tests/support/threads.h"
 
 using namespace normlab::autograd;
+using normlab::test::defined_of;
 using normlab::test::expect_error;
 using normlab::test::expect_gradcheck;
 using normlab::test::expect_gradgradcheck;
 using normlab::test::for_each_target;
+using normlab::test::over_defined;
+using normlab::test::output_and_grads;
 using normlab::test::random_input;
 using In = std::vector<Tensor>;
 
@@ -48,33 +53,6 @@ In without(In x, std::initializer_list<size_t> drop) {
   return x;
 }
 
-// The defined inputs of x (the ones a gradient is asked for).
-In defined_of(const In& x) {
-  In r;
-  for (const Tensor& t : x)
-    if (t.defined()) r.push_back(t);
-  return r;
-}
-
-// Output and gradients of f at x for the cotangent gout, as flat vectors.
-std::vector<std::vector<double>> run(Tensor (*f)(const In&), const In& x, const Tensor& gout) {
-  const Tensor out = f(x);
-  std::vector<std::vector<double>> r{out.to_vector()};
-  for (const Tensor& t : grad({out}, defined_of(x), {gout})) r.push_back(t.to_vector());
-  return r;
-}
-
-// op over the defined inputs only (for gradcheck): the undefined ones of `like` stay undefined.
-normlab::autograd::GradcheckFn over_defined(const In& like) {
-  return [like](const In& d) {
-    In x = like;
-    size_t k = 0;
-    for (Tensor& t : x)
-      if (t.defined()) t = d[k++];
-    return op(x);
-  };
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(lstm_layer_op)
@@ -87,7 +65,7 @@ BOOST_AUTO_TEST_CASE(matches_linear_then_lstm_recurrence) {
           const In all = inputs(T, B, 7, 6, dt, 10);
           const In x = variant == 0 ? all : variant == 1 ? without(all, {4, 5}) : without(all, {2, 5});
           const Tensor gout = random_input({T + 1, B, 6}, 20).to(dt).detach();
-          const auto got = run(op, x, gout), want = run(composed, x, gout);
+          const auto got = output_and_grads(op, x, gout), want = output_and_grads(composed, x, gout);
           const double tol = dt == DType::Float32 ? 5e-5 : 1e-11;
           BOOST_TEST_CONTEXT(dtype_name(dt) << " B " << B << " T " << T << " variant " << variant) {
             BOOST_TEST(got.size() == want.size());
@@ -112,7 +90,7 @@ BOOST_AUTO_TEST_CASE(same_bits_on_1_2_and_3_threads_on_every_target) {
       std::vector<std::vector<double>> first;
       for (int threads : {1, 2, 3}) {
         set_num_threads(threads);
-        const auto r = run(op, x, gout);
+        const auto r = output_and_grads(op, x, gout);
         if (first.empty()) first = r;
         BOOST_TEST_CONTEXT("B " << c.B << " I " << c.I << " H " << c.H << " threads " << threads) {
           for (size_t i = 0; i < r.size(); ++i) BOOST_TEST(r[i] == first[i]);
@@ -127,15 +105,15 @@ BOOST_AUTO_TEST_CASE(gradcheck_and_gradgradcheck_on_every_target) {
     const In all = inputs(3, 2, 4, 3, DType::Float64, 50);
     expect_gradcheck("all inputs", op, all);
     const In bare = without(all, {2, 4, 5});
-    expect_gradcheck("no bias, no state", over_defined(bare), defined_of(bare));
+    expect_gradcheck("no bias, no state", over_defined(op, bare), defined_of(bare));
     // 16 rows: W_ih and W_hh packed (one part); 32 rows: split, each part projecting its rows.
     expect_gradcheck("16 rows, packed weights", op, inputs(2, 16, 2, 2, DType::Float64, 60));
     const In split = inputs(2, 32, 2, 2, DType::Float64, 70);
     expect_gradcheck("32 rows, split", op, split);
     expect_gradgradcheck("all inputs", op, all);
-    expect_gradgradcheck("no bias, no state", over_defined(bare), defined_of(bare));
+    expect_gradgradcheck("no bias, no state", over_defined(op, bare), defined_of(bare));
     const In split_h0 = without(split, {5});
-    expect_gradgradcheck("32 rows, split, h0 only", over_defined(split_h0), defined_of(split_h0));
+    expect_gradgradcheck("32 rows, split, h0 only", over_defined(op, split_h0), defined_of(split_h0));
   });
 }
 
