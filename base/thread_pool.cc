@@ -5,6 +5,7 @@
 // counters: it then finds no part left and never touches the caller's function.
 #include "base/thread_pool.h"
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -49,11 +50,30 @@ struct Job {
   int64_t parts = 0;
   int helpers = 0;                   // workers allowed to join (threads - 1)
   std::atomic<int> joined{0};        // workers that joined
-  std::atomic<int64_t> next{0};      // next unclaimed part
+  int64_t in_order = 0;              // parts [0, in_order) are claimed from the front by all
+  // The unclaimed parts [front, back), front in the low 32 bits (parts < 2^32, else every part is
+  // claimed in order: back stays at parts).
+  std::atomic<uint64_t> ends{0};
   std::atomic<int64_t> finished{0};  // parts done
 
-  void work_parts() {
-    for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < parts;) {
+  // Claims the next part into i (the front one, or for a worker the back one once the in-order
+  // parts are all claimed); false when none is left.
+  bool claim(bool worker, int64_t& i) {
+    uint64_t e = ends.load(std::memory_order_relaxed);
+    for (;;) {
+      const uint64_t front = e & 0xffffffffu, back = e >> 32;
+      if (front >= back) return false;
+      const bool from_back = worker && static_cast<int64_t>(front) >= in_order;
+      const uint64_t next = from_back ? (back - 1) << 32 | front : back << 32 | (front + 1);
+      if (ends.compare_exchange_weak(e, next, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+        i = static_cast<int64_t>(from_back ? back - 1 : front);
+        return true;
+      }
+    }
+  }
+
+  void work_parts(bool worker) {
+    for (int64_t i; claim(worker, i);) {
       (*part)(i);
       finished.fetch_add(1, std::memory_order_acq_rel);
     }
@@ -85,15 +105,17 @@ class Pool {
     for (int r; (r = job->remaining.load(std::memory_order_acquire)) != 0;) wait_change(job->remaining, r);
   }
 
-  void run_parts(int threads, int64_t parts, const std::function<void(int64_t)>& part) {
+  void run_parts(int threads, int64_t parts, const std::function<void(int64_t)>& part, int64_t in_order) {
     std::lock_guard<std::mutex> one_job(run_mu_);
     auto job = std::make_shared<Job>();
     job->part = &part;
     job->parts = parts;
+    job->in_order = in_order;
+    job->ends.store(static_cast<uint64_t>(parts) << 32, std::memory_order_relaxed);
     job->helpers = threads - 1;
     publish(job, threads - 1);
     in_job = true;
-    job->work_parts();
+    job->work_parts(false);
     in_job = false;
     // Only parts that running threads claimed are left: a short wait.
     while (job->finished.load(std::memory_order_acquire) < parts) std::this_thread::yield();
@@ -140,7 +162,7 @@ class Pool {
           if (job->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) job->remaining.notify_one();
         }
       } else if (job->joined.fetch_add(1, std::memory_order_relaxed) < job->helpers) {
-        job->work_parts();
+        job->work_parts(true);
       }
     }
   }
@@ -168,12 +190,24 @@ void parallel_run(int threads, const std::function<void(int t, int nt)>& fn) {
 
 int spinning_workers() { return pool().spinning(); }
 
-void parallel_parts_on_pool(int threads, int64_t parts, const std::function<void(int64_t)>& part) {
+void parallel_parts_on_pool(int threads, int64_t parts, const std::function<void(int64_t)>& part,
+                            int64_t in_order) {
   if (threads <= 1 || parts <= 1 || in_job) {
     for (int64_t i = 0; i < parts; ++i) part(i);
     return;
   }
-  pool().run_parts(threads, parts, part);
+  // Up to 2^32 - 1 parts fit the job's two 32-bit ends; more (no caller has that many) are run
+  // in chunks of that many.
+  constexpr int64_t kMaxParts = 0xffffffff;
+  for (int64_t first = 0; first < parts; first += kMaxParts) {
+    const int64_t n = std::min(kMaxParts, parts - first);
+    if (first == 0 && n == parts) {
+      pool().run_parts(threads, parts, part, in_order);
+    } else {
+      const std::function<void(int64_t)> chunk = [&](int64_t i) { part(first + i); };
+      pool().run_parts(threads, n, chunk, std::max<int64_t>(0, in_order - first));
+    }
+  }
 }
 
 }  // namespace normlab::base

@@ -6,8 +6,12 @@
 // 10-30x longer than on 1 thread). Two kinds of job share the workers:
 //   parallel_parts: independent parts claimed one at a time by the caller and the workers that
 //                   wake in time; the caller never waits for a worker that has not started. Every
-//                   kernel uses these (the GEMM's packed panels too: their parts come first, and
-//                   a row block waits only for panels that were claimed, so never for a sleeper);
+//                   kernel uses these (the GEMM's packed panels too: their parts come first, in
+//                   order, and a row block waits only for panels that were claimed, so never for
+//                   a sleeper). The caller claims from the front and the workers from the back, so
+//                   that on 2 threads one op after another over the same rows gives each core
+//                   about the same half of them: what one op wrote, the next reads from the same
+//                   core's cache rather than the other's;
 //   parallel_run:   a team of nt threads running fn(t, nt) at once, for work that needs all its
 //                   threads at the same time (the bench's peak probe). Its start-up waits for
 //                   every member, so a sleeping worker costs the caller its whole wake-up.
@@ -33,22 +37,26 @@ int spinning_workers();
 
 // parallel_parts with more than one thread and part (a std::function of a reference_wrapper does
 // not allocate).
-void parallel_parts_on_pool(int threads, int64_t parts, const std::function<void(int64_t)>& part);
+void parallel_parts_on_pool(int threads, int64_t parts, const std::function<void(int64_t)>& part, int64_t in_order);
 
 // Runs part(i) for every i in [0, parts) on the calling thread and up to threads - 1 workers;
 // parts are claimed one at a time. The caller waits only for parts that were claimed: a worker
 // that the OS has not scheduled yet (a busy machine) claims nothing and is not waited for, so a
 // call never takes longer than the caller doing all the parts itself plus the last claimed part.
-// Inside a job, the parts run on the caller alone. part must not throw.
+// The caller claims parts 0, 1, 2, ... and the workers parts - 1, parts - 2, ..., until the two
+// meet; but the first `in_order` parts are claimed from the front by every thread, before any
+// other: a later part may wait for them (every one is claimed by a running thread by then).
+// Which thread runs a part must not change a result. Inside a job, the parts run on the caller
+// alone. part must not throw.
 template <class Part>
-void parallel_parts(int threads, int64_t parts, const Part& part) {
+void parallel_parts(int threads, int64_t parts, const Part& part, int64_t in_order = 0) {
   // One thread: a plain loop, without wrapping `part` in a std::function, which would allocate
   // for a lambda capturing more than two pointers.
   if (threads <= 1 || parts <= 1) {
     for (int64_t i = 0; i < parts; ++i) part(i);
     return;
   }
-  parallel_parts_on_pool(threads, parts, std::function<void(int64_t)>(std::cref(part)));
+  parallel_parts_on_pool(threads, parts, std::function<void(int64_t)>(std::cref(part)), in_order);
 }
 
 // Runs fn(begin, end) over [0, n) as parts_per_thread ranges per thread, each a whole number of

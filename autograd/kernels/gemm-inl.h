@@ -586,9 +586,10 @@ inline void WaitAtLeast(const std::atomic<int64_t>& v, int64_t target) {
 
 // The threads share the packed B panels and take the row blocks (MC rows) of C dynamically, one at
 // a time. Each step is one job of parts on the pool (base::parallel_parts): its first `npack` parts
-// pack B's panels, the rest are row blocks, which wait until every panel is packed. Parts are
-// claimed in order, so a thread that claims a row block waits only for panels that running threads
-// have claimed; a worker that is asleep or descheduled holds nobody up, it joins late or not at
+// pack B's panels, the rest are row blocks, which wait until every panel is packed. All parts are
+// claimed in order (base::parallel_parts' in_order), so a thread that claims a row block waits only
+// for panels that running threads have claimed (row blocks claimed from both ends, as other jobs'
+// parts are, measured no faster: bench/results/2026-12-08-zen5-parts-from-both-ends.md); a worker that is asleep or descheduled holds nobody up, it joins late or not at
 // all, and the caller can do every part itself. The job returns when all its parts are done: the
 // panels are then free for the next step. When B's panel for all of K fits in 8 MiB (the MLP's and
 // most shapes), it is packed at once and a row block runs all K blocks: one step per call.
@@ -634,7 +635,7 @@ HWY_NOINLINE void GemmSharedB(const GemmShape& s, const Plan<T>& pl, const T* a,
             MacroKernel(d, pl, o, ic, mc, jc, nc, pc, kc, add_batch || pc > 0, ap,
                         pl.packed ? pl.packed_at(pc, jc, kc) : bp + t * pl.KC * ncp, BiasAt<T>(s, add_batch, pc, jc));
           }
-        });
+        }, npack + blocks);
       }
     }
   }

@@ -1,6 +1,7 @@
 // The thread pool (base/thread_pool.h): team jobs and parts jobs run each part exactly once, on
 // distinct threads, and jobs inside jobs run on the calling thread alone.
 #include <boost/test/unit_test.hpp>
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <thread>
@@ -78,6 +79,58 @@ BOOST_AUTO_TEST_CASE(pool_parts_run_once_between_team_jobs) {
     base::parallel_run(3, [&](int, int nt) { wider.fetch_add(nt != 1); });
   });
   BOOST_TEST(wider.load() == 0);
+}
+
+// Who claims which part: the caller from the front (parts 0 .. k-1, in order; k may be 0 when the
+// workers took every part before the caller started), the workers from the back (parts - 1 down to
+// k). With in_order = m, parts 0 .. m-1 are claimed before any other: when a later part starts,
+// each of them has started too, but for at most one per other thread (claimed, not yet started);
+// and a later part that waits for them finishes.
+BOOST_AUTO_TEST_CASE(caller_claims_from_the_front_workers_from_the_back) {
+  const std::thread::id caller = std::this_thread::get_id();
+  for (int round = 0; round < 200; ++round)
+    for (int threads : {2, 3}) {
+      const int64_t parts = 64;
+      std::vector<std::thread::id> who(static_cast<size_t>(parts));
+      std::vector<int64_t> ticket(static_cast<size_t>(parts));
+      std::atomic<int64_t> next_ticket{0};
+      base::parallel_parts(threads, parts, [&](int64_t i) {
+        who[static_cast<size_t>(i)] = std::this_thread::get_id();
+        ticket[static_cast<size_t>(i)] = next_ticket.fetch_add(1);
+      });
+      int64_t k = 0;  // the caller's parts are 0 .. k-1
+      while (k < parts && who[static_cast<size_t>(k)] == caller) ++k;
+      BOOST_TEST_CONTEXT("round " << round << ", " << threads << " threads, the caller's parts 0.." << k - 1) {
+        for (int64_t i = k; i < parts; ++i) BOOST_TEST((who[static_cast<size_t>(i)] != caller));
+        for (int64_t i = 1; i < k; ++i) BOOST_TEST(ticket[static_cast<size_t>(i)] > ticket[static_cast<size_t>(i - 1)]);
+        if (threads == 2)  // one worker: from the back, one part after another
+          for (int64_t i = k; i + 1 < parts; ++i)
+            BOOST_TEST(ticket[static_cast<size_t>(i)] > ticket[static_cast<size_t>(i + 1)]);
+      }
+    }
+  for (int round = 0; round < 200; ++round)
+    for (int threads : {1, 2, 3, 4})
+      for (int64_t in_order : {int64_t{1}, int64_t{5}, int64_t{16}}) {
+        const int64_t parts = 24;
+        std::vector<int64_t> seen(static_cast<size_t>(parts), -1);
+        std::atomic<int64_t> started_first{0}, done_first{0};
+        base::parallel_parts(
+            threads, parts,
+            [&](int64_t i) {
+              if (i < in_order) {
+                started_first.fetch_add(1);
+                done_first.fetch_add(1);
+                return;
+              }
+              seen[static_cast<size_t>(i)] = started_first.load();
+              while (done_first.load() < in_order) std::this_thread::yield();
+            },
+            in_order);
+        BOOST_TEST_CONTEXT("round " << round << ", " << threads << " threads, in_order " << in_order) {
+          BOOST_TEST(done_first.load() == in_order);
+          for (int64_t i = in_order; i < parts; ++i) BOOST_TEST(seen[static_cast<size_t>(i)] >= in_order - (threads - 1));
+        }
+      }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
