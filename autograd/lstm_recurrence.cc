@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -136,6 +137,24 @@ std::vector<Tensor> recorded_grads(const Tensor& g, const Tensor& xp, const Tens
           need[2] && h0.defined() ? matmul(dG[0], w) : Tensor(), need[3] && c0.defined() ? dc : Tensor()};
 }
 
+// The checks both ops share: h0 and c0 (B, H) where defined (`inputs` names the tensors B and H
+// come from, for the message), and every defined tensor of `others` of `first`'s dtype.
+using Named = std::pair<const Tensor*, const char*>;
+void check_states(const std::string& op, const Tensor& h0, const Tensor& c0, int64_t B, int64_t H,
+                  const std::string& inputs) {
+  for (const auto& [t, name] : {Named{&h0, "h0"}, Named{&c0, "c0"}})
+    if (t->defined() && t->shape() != Shape{B, H})
+      throw Error(op + ": expected " + name + " of shape " + shape_str({B, H}) + " (batch, hidden) for " + inputs +
+                  ", got " + shape_str(t->shape()));
+}
+void check_dtypes(const std::string& op, const Named& first, std::initializer_list<Named> others) {
+  const DType dt = first.first->dtype();
+  for (const auto& [t, name] : others)
+    if (t->defined() && t->dtype() != dt)
+      throw Error(op + ": expected " + name + " to have " + first.second + "'s dtype " + dtype_name(dt) + ", got " +
+                  dtype_name(t->dtype()));
+}
+
 void check_inputs(const Tensor& xp, const Tensor& w_hh, const Tensor& h0, const Tensor& c0) {
   const std::string op = "lstm_recurrence";
   check(xp.defined() && w_hh.defined(), [&] { return op + ": xp and w_hh must be defined tensors"; });
@@ -146,15 +165,8 @@ void check_inputs(const Tensor& xp, const Tensor& w_hh, const Tensor& h0, const 
   if (w_hh.shape() != Shape{4 * H, H})
     throw Error(op + ": expected w_hh of shape " + shape_str({4 * H, H}) + " for xp of shape " + shape_str(xs) +
                 ", got " + shape_str(w_hh.shape()));
-  for (const auto& [t, name] : {std::pair{&h0, "h0"}, std::pair{&c0, "c0"}})
-    if (t->defined() && t->shape() != Shape{B, H})
-      throw Error(op + ": expected " + name + " of shape " + shape_str({B, H}) + " (batch, hidden) for xp of shape " +
-                  shape_str(xs) + ", got " + shape_str(t->shape()));
-  for (const auto& [t, name] : {std::pair{&w_hh, "w_hh"}, std::pair{&h0, "h0"}, std::pair{&c0, "c0"}}) {
-    if (t->defined() && t->dtype() != xp.dtype())
-      throw Error(op + ": expected " + name + " to have xp's dtype " + dtype_name(xp.dtype()) + ", got " +
-                  dtype_name(t->dtype()));
-  }
+  check_states(op, h0, c0, B, H, "xp of shape " + shape_str(xs));
+  check_dtypes(op, {&xp, "xp"}, {{&w_hh, "w_hh"}, {&h0, "h0"}, {&c0, "c0"}});
 }
 
 void check_layer_inputs(const Tensor& x, const Tensor& w_ih, const Tensor& bias, const Tensor& w_hh, const Tensor& h0,
@@ -175,17 +187,8 @@ void check_layer_inputs(const Tensor& x, const Tensor& w_ih, const Tensor& bias,
   if (bias.defined() && bias.shape() != Shape{4 * H})
     throw Error(op + ": expected bias of shape " + shape_str({4 * H}) + " for w_hh of shape " + shape_str(ws) +
                 ", got " + shape_str(bias.shape()));
-  const int64_t B = xs[1];
-  for (const auto& [t, name] : {std::pair{&h0, "h0"}, std::pair{&c0, "c0"}})
-    if (t->defined() && t->shape() != Shape{B, H})
-      throw Error(op + ": expected " + name + " of shape " + shape_str({B, H}) + " (batch, hidden) for x of shape " +
-                  shape_str(xs) + " and w_hh of shape " + shape_str(ws) + ", got " + shape_str(t->shape()));
-  for (const auto& [t, name] : {std::pair{&w_ih, "w_ih"}, std::pair{&bias, "bias"}, std::pair{&w_hh, "w_hh"},
-                                std::pair{&h0, "h0"}, std::pair{&c0, "c0"}}) {
-    if (t->defined() && t->dtype() != x.dtype())
-      throw Error(op + ": expected " + name + " to have x's dtype " + dtype_name(x.dtype()) + ", got " +
-                  dtype_name(t->dtype()));
-  }
+  check_states(op, h0, c0, xs[1], H, "x of shape " + shape_str(xs) + " and w_hh of shape " + shape_str(ws));
+  check_dtypes(op, {&x, "x"}, {{&w_ih, "w_ih"}, {&bias, "bias"}, {&w_hh, "w_hh"}, {&h0, "h0"}, {&c0, "c0"}});
 }
 
 }  // namespace
