@@ -21,6 +21,7 @@ using normlab::test::defined_of;
 using normlab::test::expect_error;
 using normlab::test::expect_gradcheck;
 using normlab::test::expect_gradgradcheck;
+using normlab::test::expect_same_bits_on_1_2_and_3_threads;
 using normlab::test::for_each_target;
 using normlab::test::over_defined;
 using normlab::test::output_and_grads;
@@ -87,15 +88,9 @@ BOOST_AUTO_TEST_CASE(same_bits_on_1_2_and_3_threads_on_every_target) {
                          Case{3, 50, 40, 9, false}, Case{3, 64, 3, 9, true}, Case{2, 65, 40, 200, true}}) {
       const In all = inputs(c.T, c.B, c.I, c.H, DType::Float32, 30), x = c.bias ? all : without(all, {2});
       const Tensor gout = random_input({c.T + 1, c.B, c.H}, 40).to(DType::Float32).detach();
-      std::vector<std::vector<double>> first;
-      for (int threads : {1, 2, 3}) {
-        set_num_threads(threads);
-        const auto r = output_and_grads(op, x, gout);
-        if (first.empty()) first = r;
-        BOOST_TEST_CONTEXT("B " << c.B << " I " << c.I << " H " << c.H << " threads " << threads) {
-          for (size_t i = 0; i < r.size(); ++i) BOOST_TEST(r[i] == first[i]);
-        }
-      }
+      expect_same_bits_on_1_2_and_3_threads(
+          [&] { return output_and_grads(op, x, gout); },
+          "B " + std::to_string(c.B) + " I " + std::to_string(c.I) + " H " + std::to_string(c.H));
     }
   });
 }

@@ -4,6 +4,7 @@
 // without h0 and c0, and its shape errors.
 #include <boost/test/unit_test.hpp>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "autograd/autograd.h"
@@ -15,6 +16,7 @@
 
 using namespace normlab::autograd;
 using normlab::test::expect_error;
+using normlab::test::expect_same_bits_on_1_2_and_3_threads;
 using normlab::test::for_each_target;
 using normlab::test::expect_gradcheck;
 using normlab::test::expect_gradgradcheck;
@@ -92,15 +94,8 @@ BOOST_AUTO_TEST_CASE(same_bits_on_1_2_and_3_threads_on_every_target) {
       const int64_t B = c.B;
       const In in = inputs(c.T, B, c.H, DType::Float32, 30);
       const Tensor gout = random_input({c.T + 1, B, c.H}, 40).to(DType::Float32).detach();
-      std::vector<std::vector<double>> first;
-      for (int threads : {1, 2, 3}) {
-        set_num_threads(threads);
-        const auto r = run(lstm_recurrence, in, gout);
-        if (first.empty()) first = r;
-        BOOST_TEST_CONTEXT("B " << B << " threads " << threads) {
-          for (size_t i = 0; i < r.size(); ++i) BOOST_TEST(r[i] == first[i]);
-        }
-      }
+      expect_same_bits_on_1_2_and_3_threads([&] { return run(lstm_recurrence, in, gout); },
+                                            "B " + std::to_string(B) + " H " + std::to_string(c.H));
     }
   });
 }

@@ -1,5 +1,11 @@
-// Test helper: pins the thread count and the grains (autograd/grain.h) for one test, restoring both.
+// Test helpers: pin the thread count and the grains (autograd/grain.h) for one test, restoring both;
+// check that results have the same bits on 1, 2 and 3 threads.
 #pragma once
+#include <boost/test/unit_test.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "autograd/grain.h"
 #include "autograd/parallel.h"
 
@@ -19,5 +25,22 @@ struct ThreadsGuard {
   ThreadsGuard(const ThreadsGuard&) = delete;
   ThreadsGuard& operator=(const ThreadsGuard&) = delete;
 };
+
+// Computes results() on 1, 2 and 3 threads (set_num_threads) and checks that every count gives
+// the bits of the first; context names the case in a failure. Inside a ThreadsGuard, so that the
+// work really splits.
+inline void expect_same_bits_on_1_2_and_3_threads(const std::function<std::vector<std::vector<double>>()>& results,
+                                                  const std::string& context) {
+  std::vector<std::vector<double>> first;
+  for (int threads : {1, 2, 3}) {
+    autograd::set_num_threads(threads);
+    const std::vector<std::vector<double>> r = results();
+    if (first.empty()) first = r;
+    BOOST_TEST_CONTEXT(context << ", " << threads << " threads") {
+      BOOST_TEST(r.size() == first.size());
+      for (size_t i = 0; i < r.size() && i < first.size(); ++i) BOOST_TEST(r[i] == first[i]);
+    }
+  }
+}
 
 }  // namespace normlab::test
