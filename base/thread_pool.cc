@@ -51,8 +51,8 @@ struct Job {
   int helpers = 0;                   // workers allowed to join (threads - 1)
   std::atomic<int> joined{0};        // workers that joined
   int64_t in_order = 0;              // parts [0, in_order) are claimed from the front by all
-  // The unclaimed parts [front, back), front in the low 32 bits (parts < 2^32, else every part is
-  // claimed in order: back stays at parts).
+  // The unclaimed parts [front, back), front in the low 32 bits, back in the high 32 (a job has
+  // fewer than 2^32 parts: parallel_parts_on_pool runs more as several jobs).
   std::atomic<uint64_t> ends{0};
   std::atomic<int64_t> finished{0};  // parts done
 

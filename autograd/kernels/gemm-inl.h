@@ -589,12 +589,13 @@ inline void WaitAtLeast(const std::atomic<int64_t>& v, int64_t target) {
 // pack B's panels, the rest are row blocks, which wait until every panel is packed. All parts are
 // claimed in order (base::parallel_parts' in_order), so a thread that claims a row block waits only
 // for panels that running threads have claimed (row blocks claimed from both ends, as other jobs'
-// parts are, measured no faster: bench/results/2026-12-08-zen5-parts-from-both-ends.md); a worker that is asleep or descheduled holds nobody up, it joins late or not at
-// all, and the caller can do every part itself. The job returns when all its parts are done: the
-// panels are then free for the next step. When B's panel for all of K fits in 8 MiB (the MLP's and
-// most shapes), it is packed at once and a row block runs all K blocks: one step per call.
-// Otherwise the panel is packed per K block: one step per K block (cheap next to its work). A B
-// packed before the call (pl.packed) leaves only the row blocks, all K blocks each.
+// parts are, measured no faster: bench/results/2026-12-08-zen5-parts-from-both-ends.md); a worker
+// that is asleep or descheduled holds nobody up, it joins late or not at all, and the caller can
+// do every part itself. The job returns when all its parts are done: the panels are then free for
+// the next step. When B's panel for all of K fits in 8 MiB (the MLP's and most shapes), it is packed
+// at once and a row block runs all K blocks: one step per call. Otherwise the panel is packed per K
+// block: one step per K block (cheap next to its work). A B packed before the call (pl.packed)
+// leaves only the row blocks, all K blocks each.
 template <class D, typename T = hn::TFromD<D>>
 HWY_NOINLINE void GemmSharedB(const GemmShape& s, const Plan<T>& pl, const T* a, const T* b, T* c, int threads) {
   const D d;
