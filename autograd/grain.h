@@ -5,12 +5,12 @@
 // threads (at least 1); a matrix product also needs gemm_intensity multiply-adds per byte of its
 // operands. The grains were measured by bench/grain_bench.cc, which times each family over a range
 // of sizes on 1 and 2 threads with every grain set to 0 (figures in bench/results/): each default
-// is the size from which 2 threads were faster than 1, halved (one grain per thread). The
-// optimizer's update gained nothing from a second thread at any size measured (up to 2^21
-// elements), so it splits only above that. What sets them is the cost of handing work to a second
-// core: the job's start-up (the `pool start-up` bench rows) and the data moving from
-// the caller's cache to the other core's; below the grain, a call's work is of that order. Those
-// costs differ between hosts (and, on a VM, over time): the grains are one host's figures.
+// is the size from which 2 threads were faster than 1, halved (one grain per thread); the
+// optimizer's is set from the training steps instead (autograd/grain.cc). What sets them is the
+// cost of handing work to a second core: the job's start-up (the `pool start-up` bench rows) and
+// the data moving from the caller's cache to the other core's; below the grain, a call's work is
+// of that order. Those costs differ between hosts (and, on a VM, over time): the grains are one
+// host's figures.
 //
 // The thread count only ever changes speed: every kernel computes each output with the same
 // sequence of operations on any number of threads (the reduction orders are fixed by the shapes).
@@ -37,7 +37,7 @@ struct Grains {
   double attention = 0;    ///< scores times head size (B H T T D) of scaled dot-product attention
   double pooling = 0;      ///< window reads of max or average pooling
   double embedding = 0;    ///< elements of an embedding's weight gradient scatter (ids x dim)
-  double optimizer = 0;    ///< elements of a parameter updated by SGD, Adam or AdamW
+  double optimizer = 0;    ///< elements of a parameter updated by SGD (Adam and AdamW update on one thread)
 };
 
 /// The grains in use (process-wide). Defaults measured as above; bench/grain_bench.cc sets them to

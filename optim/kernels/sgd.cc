@@ -28,10 +28,12 @@ HWY_EXPORT(TargetId);
 namespace {
 
 // A parameter of at least two grains of elements (autograd/grain.h) is updated in parts on the
-// thread pool when a worker is awake. The update streams three arrays and does little with them, so
-// a second core pays only for very large parameters (none up to 2^21 elements on the Zen 5 host:
-// bench/results/); with every worker asleep the wake-up would cost more than the split saves, so
-// the update then stays on the caller. Each element's update is independent: the result never depends on the split.
+// thread pool when a worker is awake. The update streams three arrays and does little with them: a
+// second core pays because the pool gives each core the same half of the parameter, and of its
+// momentum, at every step (the caller claims parts from the front, the workers from the back), so
+// each half stays in its core's cache from step to step; with every worker asleep the wake-up would
+// cost more than the split saves, so the update then stays on the caller. Each element's update is
+// independent: the result never depends on the split.
 // step(b, e) over [0, n): one call when small or no worker is awake, else 8 parts per thread (a
 // worker that joins late holds the caller up by one small part at most).
 template <class Step>
