@@ -68,8 +68,9 @@ void test_sgd_kernel() {
   });
 }
 
-// A large parameter is updated in parts on the thread pool: on 1, 2 and 3 threads the same bits,
-// and within the reference's rounding, on every target, with momentum and without.
+// A large parameter is updated in parts on the thread pool (a worker woken just before, as in a
+// training step, where the update follows the backward's parallel jobs): on 1, 2 and 3 threads the
+// same bits, and within the reference's rounding, on every target, with momentum and without.
 template <typename T>
 void test_sgd_kernel_threads() {
   const int64_t n = (int64_t(1) << 17) + 37;
@@ -84,6 +85,7 @@ void test_sgd_kernel_threads() {
       for (int threads : {1, 2, 3}) {
         normlab::autograd::set_num_threads(threads);
         thetas.push_back(theta), bufs.push_back(buf);
+        normlab::test::wake_workers(threads);  // the update splits only when a worker is awake
         k::sgd_step(s, n, thetas.back().data(), grad.data(), momentum ? bufs.back().data() : nullptr);
       }
       BOOST_TEST_CONTEXT("momentum " << s.momentum) {

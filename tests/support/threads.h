@@ -4,10 +4,12 @@
 #include <boost/test/unit_test.hpp>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "autograd/grain.h"
 #include "autograd/parallel.h"
+#include "base/thread_pool.h"
 
 namespace normlab::test {
 
@@ -25,6 +27,14 @@ struct ThreadsGuard {
   ThreadsGuard(const ThreadsGuard&) = delete;
   ThreadsGuard& operator=(const ThreadsGuard&) = delete;
 };
+
+// Wakes the pool's workers for a threads-thread job and returns once they spin for the next one (or
+// after a while if they do not): a kernel that splits only when a worker is awake (the optimizer's
+// update, optim/kernels/sgd.cc) then splits if called at once.
+inline void wake_workers(int threads) {
+  base::parallel_run(threads, [](int, int) {});
+  for (int i = 0; i < 100000 && base::spinning_workers() < threads - 1; ++i) std::this_thread::yield();
+}
 
 // Computes results() on 1, 2 and 3 threads (set_num_threads) and checks that every count gives
 // the bits of the first; context names the case in a failure. Inside a ThreadsGuard, so that the
