@@ -30,9 +30,9 @@ Grains default_grains() {
   // The optimizer's update: 2 threads from 2^16 elements. Each core updates the same half of a
   // parameter and its momentum at every step (base::parallel_parts gives the caller the front parts
   // and the workers the back ones), from its own cache: the MLP 784-256-256-10 step at batch 128
-  // (Linear(784, 256)'s 200,704 weights) on 2 threads 902 -> 741 us, batches 1-64 within the
-  // host's noise (figures in bench/results/). The grain rows cannot show it: with no job before it, the update
-  // finds no worker awake and stays on the caller.
+  // (Linear(784, 256)'s 200,704 weights) got faster on 2 threads, the small batches did not move
+  // beyond the host's noise (figures in bench/results/). The grain rows cannot show it: with no job
+  // before it, the update finds no worker awake and stays on the caller.
   g.optimizer = 32768;
   return g;
 }

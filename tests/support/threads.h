@@ -1,5 +1,5 @@
 // Test helpers: pin the thread count and the grains (autograd/grain.h) for one test, restoring both;
-// check that results have the same bits on 1, 2 and 3 threads.
+// wake the pool's workers; check that results have the same bits on 1, 2 and 3 threads.
 #pragma once
 #include <boost/test/unit_test.hpp>
 #include <functional>
